@@ -1,0 +1,433 @@
+//===- KFDialect.cpp - the kf dialect, its ops and verifiers --------------===//
+
+#include "ir/KFDialect.h"
+#include "ir/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+namespace shapes = kfuse::kf::shapes;
+
+#include "ir/KFOpsDialect.cpp.inc"
+#include "ir/KFOpsEnums.cpp.inc"
+
+void KFDialect::initialize() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "ir/KFOpsAttrDefs.cpp.inc"
+      >();
+  addOperations<
+#define GET_OP_LIST
+#include "ir/KFOps.cpp.inc"
+      >();
+}
+
+Operation *KFDialect::materializeConstant(OpBuilder &builder, Attribute value,
+                                          Type type, Location loc) {
+  auto elements = dyn_cast<ElementsAttr>(value);
+  if (!elements || elements.getType() != type)
+    return nullptr;
+  return ConstantOp::create(builder, loc, type, elements);
+}
+
+//===----------------------------------------------------------------------===//
+// Helpers shared by the verifiers
+//===----------------------------------------------------------------------===//
+
+static std::string typeStr(Type type) {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << type;
+  return s;
+}
+
+static RankedTensorType tensorOf(Value v) {
+  return cast<RankedTensorType>(v.getType());
+}
+
+static bool isFloatDtype(Type t) { return isa<FloatType>(t); }
+
+/// Checks that `result` agrees with the shape the operands give.
+static LogicalResult verifyResultShape(Operation *op, ArrayRef<int64_t> shape,
+                                       RankedTensorType result) {
+  bool ok = shape.size() == static_cast<size_t>(result.getRank()) &&
+            llvm::all_of(llvm::zip(shape, result.getShape()), [](auto p) {
+              return shapes::dimsMatch(std::get<0>(p), std::get<1>(p));
+            });
+  if (ok)
+    return success();
+  shapes::ShapeDiag diag;
+  return op->emitOpError() << "result is " << result
+                           << " but the operands give the shape "
+                           << diag.str(shape);
+}
+
+static LogicalResult verifyDtype(Operation *op, StringRef what, Type actual,
+                                 Type expected) {
+  if (actual == expected)
+    return success();
+  return op->emitOpError() << what << " has dtype " << actual << ", expected "
+                           << expected;
+}
+
+/// `dim_symbols`, where present, names exactly the result's dynamic dims.
+static LogicalResult verifyDimSymbols(Operation *op,
+                                      std::optional<ArrayAttr> symbols,
+                                      RankedTensorType type) {
+  if (!symbols) {
+    if (type.hasStaticShape())
+      return success();
+    return op->emitOpError() << "result " << type
+                             << " has symbolic dims but no dim_symbols";
+  }
+  if (symbols->size() != static_cast<size_t>(type.getRank()))
+    return op->emitOpError() << "dim_symbols has " << symbols->size()
+                             << " entries for the rank-" << type.getRank()
+                             << " result " << type;
+  for (auto [i, attr] : llvm::enumerate(symbols->getAsValueRange<StringAttr>()))
+    if (attr.empty() != !type.isDynamicDim(i))
+      return op->emitOpError()
+             << "dim_symbols entry " << i << " ('" << attr
+             << "') must name a symbol exactly where " << type
+             << " has a '?'";
+  return success();
+}
+
+LogicalResult kfuse::kf::detail::verifySameOperandsAndResult(Operation *op) {
+  static const char *const names[] = {"input", "lhs", "rhs"};
+  Type expected = op->getResult(0).getType();
+  if (llvm::all_of(op->getOperandTypes(),
+                   [&](Type t) { return t == expected; }))
+    return success();
+  auto diag = op->emitOpError("operands and result must have one shape and "
+                              "dtype:");
+  for (auto [i, t] : llvm::enumerate(op->getOperandTypes()))
+    diag << " " << names[op->getNumOperands() == 1 ? 0 : i + 1] << " is "
+         << t << ",";
+  return diag << " result is " << expected;
+}
+
+LogicalResult kfuse::kf::detail::verifyOperandDtypes(Operation *op,
+                                                     bool floatOnly) {
+  for (Type t : op->getOperandTypes()) {
+    Type dtype = cast<RankedTensorType>(t).getElementType();
+    if (isFloatDtype(dtype) || (!floatOnly && dtype.isInteger(32)))
+      continue;
+    return op->emitOpError() << "requires "
+                             << (floatOnly ? "f32, f16 or bf16"
+                                           : "f32, f16, bf16 or i32")
+                             << " operands, got " << t;
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Custom assembly: one type for elementwise ops whose types agree
+//===----------------------------------------------------------------------===//
+
+/// Parses `T` (every type is T) or `(T0, T1) -> T2` (types that disagree,
+/// which only the verifier will reject with a message naming them).
+static ParseResult parseElementwiseTypes(OpAsmParser &parser,
+                                         MutableArrayRef<Type *> types) {
+  if (succeeded(parser.parseOptionalLParen())) {
+    for (size_t i = 0; i + 1 < types.size(); ++i)
+      if ((i && parser.parseComma()) || parser.parseType(*types[i]))
+        return failure();
+    return failure(parser.parseRParen() || parser.parseArrow() ||
+                   parser.parseType(*types.back()));
+  }
+  Type type;
+  if (parser.parseType(type))
+    return failure();
+  for (Type *t : types)
+    *t = type;
+  return success();
+}
+
+static void printElementwiseTypes(OpAsmPrinter &printer,
+                                  ArrayRef<Type> types) {
+  if (llvm::all_equal(types)) {
+    printer << types.front();
+    return;
+  }
+  printer << '(';
+  llvm::interleaveComma(types.drop_back(), printer);
+  printer << ") -> " << types.back();
+}
+
+static ParseResult parseElementwiseTypes(OpAsmParser &parser, Type &input,
+                                         Type &result) {
+  Type *types[] = {&input, &result};
+  return parseElementwiseTypes(parser, types);
+}
+static ParseResult parseElementwiseTypes(OpAsmParser &parser, Type &lhs,
+                                         Type &rhs, Type &result) {
+  Type *types[] = {&lhs, &rhs, &result};
+  return parseElementwiseTypes(parser, types);
+}
+static void printElementwiseTypes(OpAsmPrinter &printer, Operation *,
+                                  Type input, Type result) {
+  printElementwiseTypes(printer, {input, result});
+}
+static void printElementwiseTypes(OpAsmPrinter &printer, Operation *, Type lhs,
+                                  Type rhs, Type result) {
+  printElementwiseTypes(printer, {lhs, rhs, result});
+}
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops with their own rules
+//===----------------------------------------------------------------------===//
+
+LogicalResult CompareOp::verify() {
+  if (getLhs().getType() != getRhs().getType())
+    return emitOpError() << "operands must have one shape and dtype: lhs is "
+                         << getLhs().getType() << ", rhs is "
+                         << getRhs().getType();
+  if (tensorOf(getLhs()).getElementType().isInteger(1) &&
+      getPredicate() != ComparePredicate::eq &&
+      getPredicate() != ComparePredicate::ne)
+    return emitOpError() << "i1 operands allow only eq and ne, got "
+                         << stringifyComparePredicate(getPredicate());
+  if (getResult().getType() != tensorOf(getLhs()).clone(
+                                   IntegerType::get(getContext(), 1)))
+    return emitOpError() << "result must be i1 of the operands' shape: "
+                         << "operands are " << getLhs().getType()
+                         << ", result is " << getResult().getType();
+  return success();
+}
+
+LogicalResult SelectOp::verify() {
+  RankedTensorType cond = tensorOf(getCond()), lhs = tensorOf(getOnTrue());
+  if (!cond.getElementType().isInteger(1))
+    return emitOpError() << "condition must be i1, got " << cond;
+  if (getOnTrue().getType() != getOnFalse().getType() ||
+      getOnTrue().getType() != getResult().getType() ||
+      cond.getShape() != lhs.getShape())
+    return emitOpError() << "operands must have one shape (and both "
+                            "branches one dtype): cond is "
+                         << cond << ", on_true is " << getOnTrue().getType()
+                         << ", on_false is " << getOnFalse().getType()
+                         << ", result is " << getResult().getType();
+  return success();
+}
+
+LogicalResult CastOp::verify() {
+  if (tensorOf(getInput()).getShape() != tensorOf(getResult()).getShape())
+    return emitOpError() << "cast keeps the shape: input is "
+                         << getInput().getType() << ", result is "
+                         << getResult().getType();
+  return success();
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return {};
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult IotaOp::verify() {
+  RankedTensorType type = tensorOf(getResult());
+  shapes::ShapeDiag diag;
+  if (failed(shapes::checkAxis(type.getRank(), getDim(), diag)))
+    return emitOpError() << diag.message() << " of " << type;
+  if (type.getElementType().isInteger(1))
+    return emitOpError() << "result must be numeric, got " << type;
+  return verifyDimSymbols(*this, getDimSymbols(), type);
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+/// A splat constant reshaped or broadcast is a splat of the new type.
+static OpFoldResult foldSplatTo(Attribute input, Type resultType) {
+  auto splat = dyn_cast_if_present<SplatElementsAttr>(input);
+  auto type = cast<RankedTensorType>(resultType);
+  if (!splat || !type.hasStaticShape())
+    return {};
+  return SplatElementsAttr::get(type, splat.getSplatValue<Attribute>());
+}
+
+LogicalResult BroadcastOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  if (failed(verifyDtype(*this, "result", out.getElementType(),
+                         in.getElementType())))
+    return failure();
+  shapes::ShapeDiag diag;
+  if (failed(shapes::checkBroadcastTo(in.getShape(), out.getShape(), diag)))
+    return emitOpError() << diag.message();
+  return verifyDimSymbols(*this, getDimSymbols(), out);
+}
+
+OpFoldResult BroadcastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  return foldSplatTo(adaptor.getInput(), getType());
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  if (failed(verifyDtype(*this, "result", out.getElementType(),
+                         in.getElementType())))
+    return failure();
+  shapes::ShapeDiag diag;
+  if (failed(shapes::checkReshape(in.getShape(), out.getShape(), diag)))
+    return emitOpError() << diag.message();
+  return verifyDimSymbols(*this, getDimSymbols(), out);
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getResult().getType())
+    return getInput();
+  if (auto producer = getInput().getDefiningOp<ReshapeOp>()) {
+    // reshape(reshape(x)) is one reshape of x.
+    getInputMutable().assign(producer.getInput());
+    return getResult();
+  }
+  return foldSplatTo(adaptor.getInput(), getType());
+}
+
+LogicalResult TransposeOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  if (failed(verifyDtype(*this, "result", out.getElementType(),
+                         in.getElementType())))
+    return failure();
+  shapes::ShapeDiag diag;
+  FailureOr<shapes::Shape> shape =
+      shapes::inferTranspose(in.getShape(), getPerm(), diag);
+  if (failed(shape))
+    return emitOpError() << diag.message();
+  return verifyResultShape(*this, *shape, out);
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  bool identity = llvm::all_of(llvm::enumerate(perm), [](auto p) {
+    return p.value() == static_cast<int64_t>(p.index());
+  });
+  if (identity)
+    return getInput();
+  return foldSplatTo(adaptor.getInput(), getType());
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and contractions
+//===----------------------------------------------------------------------===//
+
+LogicalResult ReduceOp::verify() {
+  RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
+  Type dtype = in.getElementType();
+  if (dtype.isInteger(1) || (getKind() == ReduceKind::mean && !isFloatDtype(dtype)))
+    return emitOpError() << stringifyReduceKind(getKind())
+                         << " does not take " << in;
+  if (failed(verifyDtype(*this, "result", out.getElementType(), dtype)))
+    return failure();
+  shapes::ShapeDiag diag;
+  FailureOr<shapes::Shape> shape =
+      shapes::inferReduce(in.getShape(), getAxes(), getKeepDims(), diag);
+  if (failed(shape))
+    return emitOpError() << diag.message();
+  return verifyResultShape(*this, *shape, out);
+}
+
+/// Matmul-like ops: float operands of one dtype; the result in that dtype
+/// or f32 (the accumulator, not rounded).
+static LogicalResult verifyContractionDtypes(Operation *op,
+                                             ArrayRef<Value> operands,
+                                             RankedTensorType result) {
+  Type dtype = tensorOf(operands.front()).getElementType();
+  for (Value v : operands)
+    if (!isFloatDtype(tensorOf(v).getElementType()) ||
+        tensorOf(v).getElementType() != dtype)
+      return op->emitOpError()
+             << "operands must share one float dtype, got "
+             << typeStr(operands.front().getType()) << " and "
+             << typeStr(v.getType());
+  Type out = result.getElementType();
+  if (out != dtype && !out.isF32())
+    return op->emitOpError() << "result dtype " << out << " must be " << dtype
+                             << " or f32";
+  return success();
+}
+
+LogicalResult MatmulOp::verify() {
+  RankedTensorType a = tensorOf(getA()), b = tensorOf(getB());
+  if (failed(verifyContractionDtypes(*this, {getA(), getB()},
+                                     tensorOf(getResult()))))
+    return failure();
+  shapes::ShapeDiag diag;
+  FailureOr<shapes::Shape> shape = shapes::inferMatmul(
+      a.getShape(), b.getShape(), getTransposeA(), getTransposeB(), diag);
+  if (failed(shape))
+    return emitOpError() << diag.message();
+  return verifyResultShape(*this, *shape, tensorOf(getResult()));
+}
+
+LogicalResult SoftmaxOp::verify() {
+  RankedTensorType in = tensorOf(getInput());
+  if (!isFloatDtype(in.getElementType()))
+    return emitOpError() << "requires a float operand, got " << in;
+  if (in != getResult().getType())
+    return emitOpError() << "result " << getResult().getType()
+                         << " must match the input " << in;
+  shapes::ShapeDiag diag;
+  if (failed(shapes::checkAxis(in.getRank(), getAxis(), diag)))
+    return emitOpError() << diag.message() << " of " << in;
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyContractionDtypes(*this, {getQ(), getK(), getV()},
+                                     tensorOf(getResult()))))
+    return failure();
+  if (getMask() && !tensorOf(getMask()).getElementType().isInteger(1))
+    return emitOpError() << "mask must be i1, got " << getMask().getType();
+  if (getBias() && !isFloatDtype(tensorOf(getBias()).getElementType()))
+    return emitOpError() << "bias must be a float tensor, got "
+                         << getBias().getType();
+  shapes::AttentionShapes in{tensorOf(getQ()).getShape(),
+                             tensorOf(getK()).getShape(),
+                             tensorOf(getV()).getShape(), std::nullopt,
+                             std::nullopt};
+  if (getMask())
+    in.mask = tensorOf(getMask()).getShape();
+  if (getBias())
+    in.bias = tensorOf(getBias()).getShape();
+  shapes::ShapeDiag diag;
+  FailureOr<shapes::Shape> shape = shapes::inferAttention(in, diag);
+  if (failed(shape))
+    return emitOpError() << diag.message();
+  return verifyResultShape(*this, *shape, tensorOf(getResult()));
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelOp::verify() {
+  Block &body = getBody().front();
+  if (body.getArgumentTypes() != getInputs().getTypes())
+    return emitOpError() << "block arguments must match the inputs: "
+                         << body.getNumArguments() << " arguments for "
+                         << getInputs().size() << " inputs";
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError("body must end in kf.yield");
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "kf.yield gives " << yield.getValues().size()
+                         << " values that must match the "
+                         << getNumResults() << " results' types";
+  return success();
+}
+
+#define GET_ATTRDEF_CLASSES
+#include "ir/KFOpsAttrDefs.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "ir/KFOps.cpp.inc"

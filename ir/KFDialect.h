@@ -1,0 +1,29 @@
+//===- KFDialect.h - the kf dialect -----------------------------*- C++ -*-===//
+
+#ifndef KFUSE_IR_KFDIALECT_H
+#define KFUSE_IR_KFDIALECT_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/Dialect.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "ir/KFTraits.h"
+
+#include "ir/KFOpsDialect.h.inc"
+#include "ir/KFOpsEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "ir/KFOpsAttrDefs.h.inc"
+
+#define GET_OP_CLASSES
+#include "ir/KFOps.h.inc"
+
+namespace kfuse::kf {
+/// Name of the function-argument attribute that names symbolic dims.
+inline constexpr llvm::StringLiteral kDimSymbolsAttr = "kf.dim_symbols";
+} // namespace kfuse::kf
+
+#endif // KFUSE_IR_KFDIALECT_H

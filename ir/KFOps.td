@@ -1,0 +1,345 @@
+//===- KFOps.td - the kf graph dialect ---------------------*- tablegen -*-===//
+//
+// The kf dialect is kfuse's graph-level IR: a func.func over ranked tensors
+// of f32, f16, bf16, i32 and i1 whose dims may be symbolic (`?`). Every op
+// has value semantics. Shape rules live in ShapeInference.cpp and are shared
+// by the verifiers, the C++ frontend and kf-specialize, so the three always
+// agree on what a legal graph is.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KF_OPS
+#define KF_OPS
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// Dialect
+//===----------------------------------------------------------------------===//
+
+def KF_Dialect : Dialect {
+  let name = "kf";
+  let cppNamespace = "::kfuse::kf";
+  let summary = "kfuse tensor-expression graphs";
+  let description = [{
+    Ops over ranked tensors with value semantics. Shapes must match exactly;
+    the frontend makes NumPy broadcasting explicit with `kf.broadcast`.
+    Symbolic dims are `?` in types; their names live in `kf.dim_symbols`
+    (on function arguments and on ops that create a shape) and are bound to
+    sizes by kf-specialize.
+  }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasConstantMaterializer = 1;
+}
+
+class KF_Op<string mnemonic, list<Trait> traits = []>
+    : Op<KF_Dialect, mnemonic, traits>;
+
+//===----------------------------------------------------------------------===//
+// Types and attributes
+//===----------------------------------------------------------------------===//
+
+def KF_ElementType : AnyTypeOf<[F32, F16, BF16, I32, I1],
+                                "f32, f16, bf16, i32 or i1">;
+def KF_Tensor : RankedTensorOf<[F32, F16, BF16, I32, I1]>;
+
+def KF_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
+    I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>,
+    I32EnumAttrCase<"min", 2>, I32EnumAttrCase<"mean", 3>]> {
+  let cppNamespace = "::kfuse::kf";
+  let genSpecializedAttr = 0;
+}
+def KF_ReduceKindAttr : EnumAttr<KF_Dialect, KF_ReduceKind, "reduce_kind">;
+
+def KF_ComparePredicate : I32EnumAttr<"ComparePredicate", "comparison", [
+    I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
+    I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
+    I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
+  let cppNamespace = "::kfuse::kf";
+  let genSpecializedAttr = 0;
+}
+def KF_ComparePredicateAttr
+    : EnumAttr<KF_Dialect, KF_ComparePredicate, "predicate">;
+
+def KF_KernelKind : I32EnumAttr<"KernelKind", "fused kernel template", [
+    I32EnumAttrCase<"pointwise", 0>, I32EnumAttrCase<"reduction", 1>,
+    I32EnumAttrCase<"normalization", 2>, I32EnumAttrCase<"matmul", 3>,
+    I32EnumAttrCase<"attention", 4>]> {
+  let cppNamespace = "::kfuse::kf";
+  let genSpecializedAttr = 0;
+}
+def KF_KernelKindAttr : EnumAttr<KF_Dialect, KF_KernelKind, "kernel_kind">;
+
+// Verifier traits implemented in KFTraits.h: they print the offending
+// operands' types in their messages.
+def KF_SameOperandsAndResult : NativeOpTrait<"kf::SameOperandsAndResult">;
+def KF_FloatOperands : NativeOpTrait<"kf::FloatOperands">;
+def KF_NumericOperands : NativeOpTrait<"kf::NumericOperands">;
+
+//===----------------------------------------------------------------------===//
+// Elementwise ops
+//===----------------------------------------------------------------------===//
+
+class KF_UnaryOp<string mnemonic, list<Trait> traits = []>
+    : KF_Op<mnemonic, !listconcat(traits,
+          [Pure, Elementwise, KF_SameOperandsAndResult])> {
+  let arguments = (ins KF_Tensor:$input);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` custom<ElementwiseTypes>(type($input), type($result))
+  }];
+}
+
+class KF_FloatUnaryOp<string mnemonic, string formula>
+    : KF_UnaryOp<mnemonic, [KF_FloatOperands]> {
+  let summary = "elementwise " # formula;
+}
+class KF_NumericUnaryOp<string mnemonic, string formula>
+    : KF_UnaryOp<mnemonic, [KF_NumericOperands]> {
+  let summary = "elementwise " # formula;
+}
+
+def KF_NegOp : KF_NumericUnaryOp<"neg", "-x">;
+def KF_AbsOp : KF_NumericUnaryOp<"abs", "|x|">;
+def KF_ReluOp : KF_NumericUnaryOp<"relu", "max(x, 0)">;
+def KF_ExpOp : KF_FloatUnaryOp<"exp", "e^x">;
+def KF_LogOp : KF_FloatUnaryOp<"log", "natural logarithm">;
+def KF_SqrtOp : KF_FloatUnaryOp<"sqrt", "square root">;
+def KF_RsqrtOp : KF_FloatUnaryOp<"rsqrt", "1 / sqrt(x)">;
+def KF_SinOp : KF_FloatUnaryOp<"sin", "sine">;
+def KF_CosOp : KF_FloatUnaryOp<"cos", "cosine">;
+def KF_TanhOp : KF_FloatUnaryOp<"tanh", "hyperbolic tangent">;
+def KF_SigmoidOp : KF_FloatUnaryOp<"sigmoid", "1 / (1 + e^-x)">;
+def KF_ErfOp : KF_FloatUnaryOp<"erf", "error function">;
+def KF_GeluOp : KF_FloatUnaryOp<"gelu", "x * Phi(x), the exact (erf) GELU">;
+def KF_SiluOp : KF_FloatUnaryOp<"silu", "x * sigmoid(x)">;
+def KF_ReciprocalOp : KF_FloatUnaryOp<"reciprocal", "1 / x">;
+
+class KF_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
+    : KF_Op<mnemonic, !listconcat(traits,
+          [Pure, Elementwise, KF_SameOperandsAndResult])> {
+  let summary = "elementwise " # formula;
+  let arguments = (ins KF_Tensor:$lhs, KF_Tensor:$rhs);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:`
+      custom<ElementwiseTypes>(type($lhs), type($rhs), type($result))
+  }];
+}
+
+def KF_AddOp : KF_BinaryOp<"add", "lhs + rhs", [KF_NumericOperands, Commutative]>;
+def KF_SubOp : KF_BinaryOp<"sub", "lhs - rhs", [KF_NumericOperands]>;
+def KF_MulOp : KF_BinaryOp<"mul", "lhs * rhs", [KF_NumericOperands, Commutative]>;
+def KF_DivOp : KF_BinaryOp<"div",
+    "lhs / rhs (i32: truncated toward zero, x / 0 = 0)", [KF_NumericOperands]>;
+def KF_MaxOp : KF_BinaryOp<"max", "max(lhs, rhs), NaN if either is NaN",
+                           [KF_NumericOperands, Commutative]>;
+def KF_MinOp : KF_BinaryOp<"min", "min(lhs, rhs), NaN if either is NaN",
+                           [KF_NumericOperands, Commutative]>;
+def KF_PowOp : KF_BinaryOp<"pow", "lhs ^ rhs", [KF_FloatOperands]>;
+
+def KF_CompareOp : KF_Op<"compare", [Pure, Elementwise]> {
+  let summary = "elementwise comparison giving i1";
+  let description = [{
+    Compares two tensors of one shape and dtype. An ordered comparison with
+    a NaN operand is false; `ne` with a NaN operand is true.
+  }];
+  let arguments = (ins KF_ComparePredicateAttr:$predicate,
+                       KF_Tensor:$lhs, KF_Tensor:$rhs);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $predicate `,` $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs)
+      `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KF_SelectOp : KF_Op<"select", [Pure, Elementwise]> {
+  let summary = "elementwise cond ? on_true : on_false";
+  let arguments = (ins KF_Tensor:$cond, KF_Tensor:$on_true,
+                       KF_Tensor:$on_false);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $cond `,` $on_true `,` $on_false attr-dict `:` type($cond) `,`
+      custom<ElementwiseTypes>(type($on_true), type($on_false), type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def KF_CastOp : KF_Op<"cast", [Pure, Elementwise]> {
+  let summary = "elementwise dtype conversion";
+  let description = [{
+    Floats round to nearest even. Float to i32 truncates toward zero and
+    saturates; NaN becomes 0. To i1 is `x != 0`; from i1 is 0 or 1.
+  }];
+  let arguments = (ins KF_Tensor:$input);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def KF_ConstantOp : KF_Op<"constant", [Pure, ConstantLike,
+    AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def KF_IotaOp : KF_Op<"iota", [Pure]> {
+  let summary = "a tensor whose elements are their index along `dim`";
+  let arguments = (ins I64Attr:$dim, OptionalAttr<StrArrayAttr>:$dim_symbols);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Shape ops
+//===----------------------------------------------------------------------===//
+
+def KF_BroadcastOp : KF_Op<"broadcast", [Pure]> {
+  let summary = "NumPy broadcast to the result shape";
+  let description = [{
+    Operand dims align with the result's trailing dims; each is 1 or equal
+    to the result dim. `dim_symbols` names the result's symbolic dims.
+  }];
+  let arguments = (ins KF_Tensor:$input,
+                       OptionalAttr<StrArrayAttr>:$dim_symbols);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def KF_ReshapeOp : KF_Op<"reshape", [Pure]> {
+  let summary = "row-major reshape keeping the element count";
+  let arguments = (ins KF_Tensor:$input,
+                       OptionalAttr<StrArrayAttr>:$dim_symbols);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def KF_TransposeOp : KF_Op<"transpose", [Pure]> {
+  let summary = "permute dims: result dim i is input dim perm[i]";
+  let arguments = (ins KF_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $input $perm attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions and contractions
+//===----------------------------------------------------------------------===//
+
+def KF_ReduceOp : KF_Op<"reduce", [Pure]> {
+  let summary = "sum, max, min or mean over axes";
+  let description = [{
+    Reduces `axes` (distinct, ascending). With `keep_dims` the reduced dims
+    stay as size 1. bf16/f16 inputs accumulate in f32 or wider.
+  }];
+  let arguments = (ins KF_ReduceKindAttr:$kind, KF_Tensor:$input,
+                       DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $kind $input $axes attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KF_MatmulOp : KF_Op<"matmul", [Pure]> {
+  let summary = "batched matrix product, f32 accumulation";
+  let description = [{
+    a is [batch..., M, K] (or [..., K, M] with transpose_a), b is
+    [batch..., K, N] (or [..., N, K] with transpose_b); b may also be rank 2
+    and shared by every batch. The result is [batch..., M, N].
+  }];
+  let arguments = (ins KF_Tensor:$a, KF_Tensor:$b,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KF_SoftmaxOp : KF_Op<"softmax", [Pure]> {
+  let summary = "softmax along one axis";
+  let description = [{
+    exp(x - max) / sum(exp(x - max)) along `axis`. A row that is all -inf
+    (fully masked) gives 0, not NaN.
+  }];
+  let arguments = (ins KF_Tensor:$input, I64Attr:$axis);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $input attr-dict `:` custom<ElementwiseTypes>(type($input), type($result))
+  }];
+  let hasVerifier = 1;
+}
+
+def KF_AttentionOp : KF_Op<"attention", [Pure, AttrSizedOperandSegments]> {
+  let summary = "softmax(scale * q k^T [+ bias] [masked]) v in one op";
+  let description = [{
+    q is [B, H, Sq, D], k is [B, Hkv, Sk, D], v is [B, Hkv, Sk, Dv] with H a
+    multiple of Hkv (grouped-query attention). The optional `mask` (i1,
+    [B, H, Sq, Sk], true = attend) and `bias` ([B, H, Sq, Sk]) apply to the
+    scaled scores. `causal` lets query i attend keys j <= i (top-left
+    aligned, as PyTorch's scaled_dot_product_attention). A query row with no
+    key to attend gives 0. The result is [B, H, Sq, Dv].
+  }];
+  let arguments = (ins KF_Tensor:$q, KF_Tensor:$k, KF_Tensor:$v,
+                       Optional<KF_Tensor>:$mask, Optional<KF_Tensor>:$bias,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v (`mask` $mask^ `:` type($mask))?
+      (`bias` $bias^ `:` type($bias))? attr-dict `:` type($q) `,` type($k)
+      `,` type($v) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Fused kernels
+//===----------------------------------------------------------------------===//
+
+def KF_KernelOp : KF_Op<"kernel", [IsolatedFromAbove, SingleBlock]> {
+  let summary = "a fused region that becomes one GPU kernel";
+  let description = [{
+    kf-fuse wraps each partition of the graph in a kf.kernel whose `kind`
+    names the template that generates its code. The block takes the inputs
+    as arguments and yields the results. kf-tile records its choice in
+    `config`; lowering reads it and decides nothing itself.
+  }];
+  let arguments = (ins Variadic<KF_Tensor>:$inputs, KF_KernelKindAttr:$kind,
+                       OptionalAttr<DictionaryAttr>:$config);
+  let results = (outs Variadic<KF_Tensor>:$results);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $kind (`(` $inputs^ `:` type($inputs) `)`)? attr-dict-with-keyword
+      $body `->` `(` type($results) `)`
+  }];
+  let hasVerifier = 1;
+}
+
+def KF_YieldOp : KF_Op<"yield", [Pure, Terminator, HasParent<"KernelOp">]> {
+  let summary = "the results of a kf.kernel";
+  let arguments = (ins Variadic<KF_Tensor>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+#endif // KF_OPS
