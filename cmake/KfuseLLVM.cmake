@@ -41,10 +41,11 @@ function(kfuse_llvm_target target)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)
 endfunction()
 
-# Links the static LLVM and MLIR archives into `target`.
+# Links the static LLVM and MLIR archives into `target`, with the kfuse
+# archives named after it in one group (they and MLIR refer to each other).
 function(kfuse_link_llvm_static target)
   target_link_libraries(${target} PRIVATE
-    -Wl,--start-group ${KFUSE_MLIR_ARCHIVES} ${KFUSE_LLVM_ARCHIVES}
+    -Wl,--start-group ${ARGN} ${KFUSE_MLIR_ARCHIVES} ${KFUSE_LLVM_ARCHIVES}
     -Wl,--end-group
     ${KFUSE_ZLIB} ${KFUSE_ZSTD} ${KFUSE_TINFO} pthread dl)
 endfunction()

@@ -16,10 +16,6 @@ namespace shapes = kfuse::kf::shapes;
 #include "ir/KFOpsEnums.cpp.inc"
 
 void KFDialect::initialize() {
-  addAttributes<
-#define GET_ATTRDEF_LIST
-#include "ir/KFOpsAttrDefs.cpp.inc"
-      >();
   addOperations<
 #define GET_OP_LIST
 #include "ir/KFOps.cpp.inc"
@@ -425,9 +421,6 @@ LogicalResult KernelOp::verify() {
                          << getNumResults() << " results' types";
   return success();
 }
-
-#define GET_ATTRDEF_CLASSES
-#include "ir/KFOpsAttrDefs.cpp.inc"
 
 #define GET_OP_CLASSES
 #include "ir/KFOps.cpp.inc"

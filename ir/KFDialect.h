@@ -15,9 +15,6 @@
 #include "ir/KFOpsDialect.h.inc"
 #include "ir/KFOpsEnums.h.inc"
 
-#define GET_ATTRDEF_CLASSES
-#include "ir/KFOpsAttrDefs.h.inc"
-
 #define GET_OP_CLASSES
 #include "ir/KFOps.h.inc"
 

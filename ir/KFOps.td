@@ -32,7 +32,6 @@ def KF_Dialect : Dialect {
     (on function arguments and on ops that create a shape) and are bound to
     sizes by kf-specialize.
   }];
-  let useDefaultAttributePrinterParser = 1;
   let hasConstantMaterializer = 1;
 }
 
@@ -47,32 +46,25 @@ def KF_ElementType : AnyTypeOf<[F32, F16, BF16, I32, I1],
                                 "f32, f16, bf16, i32 or i1">;
 def KF_Tensor : RankedTensorOf<[F32, F16, BF16, I32, I1]>;
 
-def KF_ReduceKind : I32EnumAttr<"ReduceKind", "reduction combiner", [
+def KF_ReduceKindAttr : I32EnumAttr<"ReduceKind", "reduction combiner", [
     I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>,
     I32EnumAttrCase<"min", 2>, I32EnumAttrCase<"mean", 3>]> {
   let cppNamespace = "::kfuse::kf";
-  let genSpecializedAttr = 0;
 }
-def KF_ReduceKindAttr : EnumAttr<KF_Dialect, KF_ReduceKind, "reduce_kind">;
 
-def KF_ComparePredicate : I32EnumAttr<"ComparePredicate", "comparison", [
+def KF_ComparePredicateAttr : I32EnumAttr<"ComparePredicate", "comparison", [
     I32EnumAttrCase<"eq", 0>, I32EnumAttrCase<"ne", 1>,
     I32EnumAttrCase<"lt", 2>, I32EnumAttrCase<"le", 3>,
     I32EnumAttrCase<"gt", 4>, I32EnumAttrCase<"ge", 5>]> {
   let cppNamespace = "::kfuse::kf";
-  let genSpecializedAttr = 0;
 }
-def KF_ComparePredicateAttr
-    : EnumAttr<KF_Dialect, KF_ComparePredicate, "predicate">;
 
-def KF_KernelKind : I32EnumAttr<"KernelKind", "fused kernel template", [
+def KF_KernelKindAttr : I32EnumAttr<"KernelKind", "fused kernel template", [
     I32EnumAttrCase<"pointwise", 0>, I32EnumAttrCase<"reduction", 1>,
     I32EnumAttrCase<"normalization", 2>, I32EnumAttrCase<"matmul", 3>,
     I32EnumAttrCase<"attention", 4>]> {
   let cppNamespace = "::kfuse::kf";
-  let genSpecializedAttr = 0;
 }
-def KF_KernelKindAttr : EnumAttr<KF_Dialect, KF_KernelKind, "kernel_kind">;
 
 // Verifier traits implemented in KFTraits.h: they print the offending
 // operands' types in their messages.

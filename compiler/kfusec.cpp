@@ -1,0 +1,195 @@
+//===- kfusec.cpp - the kfuse compiler driver -----------------------------===//
+//
+//   kfusec FILE.mlir [--emit=graph] [--shape x=128x64] [--bind M=128]
+//   kfusec FILE.mlir --eval --seed 7
+//
+// Reads a kf graph, runs the pipeline up to the requested stage and prints
+// the IR; --eval runs the reference evaluator on random inputs and prints a
+// summary per output. MLIR's --mlir-print-ir-after-all and friends apply.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/GraphImpl.h"
+#include "ir/KFDialect.h"
+#include "kfuse/kfuse.h"
+#include "passes/Pipeline.h"
+
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum class Stage { Graph };
+
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"),
+                               cl::Required);
+cl::opt<Stage> emit("emit", cl::desc("The stage to print"),
+                    cl::values(clEnumValN(Stage::Graph, "graph",
+                                          "kf graph IR after kf-specialize, "
+                                          "canonicalize and cse")),
+                    cl::init(Stage::Graph));
+cl::list<std::string> shapeArgs("shape",
+                                cl::desc("An input's shape, NAME=128x64"));
+cl::list<std::string> bindArgs("bind",
+                               cl::desc("A symbolic dim's size, NAME=SIZE"));
+cl::opt<bool> evalFlag("eval",
+                       cl::desc("Run the reference evaluator on random "
+                                "inputs and summarise each output"));
+cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"),
+                       cl::init(1));
+
+int fail(const llvm::Twine &message) {
+  llvm::errs() << "kfusec: " << message << "\n";
+  return 1;
+}
+
+/// The concrete shape of every input: from --shape, else the declared
+/// type with symbols resolved through --bind.
+kfuse::Expected<std::vector<std::vector<int64_t>>>
+inputShapes(const kfuse::Graph &graph) {
+  std::map<std::string, std::string> given, bound;
+  for (auto *list : {&shapeArgs, &bindArgs})
+    for (const std::string &arg : *list) {
+      size_t eq = arg.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return kfuse::Error(kfuse::ErrorCode::InvalidArgument,
+                            "expected NAME=VALUE, got '" + arg + "'");
+      (list == &shapeArgs ? given : bound)[arg.substr(0, eq)] =
+          arg.substr(eq + 1);
+    }
+  std::vector<std::vector<int64_t>> shapes;
+  for (const kfuse::TensorInfo &info : graph.inputs()) {
+    std::vector<int64_t> shape;
+    if (auto it = given.find(info.name); it != given.end()) {
+      llvm::SmallVector<llvm::StringRef> dims;
+      llvm::StringRef(it->second).split(dims, 'x', -1, false);
+      for (llvm::StringRef d : dims) {
+        int64_t size;
+        if (d.getAsInteger(10, size) || size < 0)
+          return kfuse::Error(kfuse::ErrorCode::InvalidArgument,
+                              "bad shape '" + it->second + "' for input '" +
+                                  info.name + "'");
+        shape.push_back(size);
+      }
+      given.erase(it);
+    } else {
+      for (const kfuse::Dim &d : info.shape) {
+        int64_t size = d.size();
+        if (d.isSymbolic() &&
+            (!bound.count(d.symbol()) ||
+             llvm::StringRef(bound[d.symbol()]).getAsInteger(10, size)))
+          return kfuse::Error(kfuse::ErrorCode::InvalidArgument,
+                              "input '" + info.name + "' is " +
+                                  kfuse::shapeString(info.shape) +
+                                  ": give --shape " + info.name +
+                                  "=... or --bind " + d.symbol() + "=...");
+        shape.push_back(size);
+      }
+    }
+    shapes.push_back(shape);
+  }
+  if (!given.empty())
+    return kfuse::Error(kfuse::ErrorCode::InvalidArgument,
+                        "--shape names no input '" + given.begin()->first +
+                            "'");
+  return shapes;
+}
+
+void printSummary(const std::string &name, const kfuse::HostTensor &t) {
+  double lo = INFINITY, hi = -INFINITY, sum = 0, sumSq = 0;
+  size_t nans = 0, infs = 0;
+  for (size_t i = 0; i < t.numElements(); ++i) {
+    double v = t.get(i);
+    if (std::isnan(v)) {
+      ++nans;
+      continue;
+    }
+    if (std::isinf(v))
+      ++infs;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+    sumSq += v * v;
+  }
+  std::string shape;
+  for (int64_t d : t.shape())
+    shape += (shape.empty() ? "" : "x") + std::to_string(d);
+  double n = static_cast<double>(t.numElements());
+  llvm::outs() << llvm::format(
+      "%s: %s %s  min %.6g  max %.6g  mean %.6g  l2 %.6g  nan %zu  inf %zu\n",
+      name.c_str(), kfuse::dtypeName(t.dtype()),
+      shape.empty() ? "scalar" : shape.c_str(), lo, hi, n ? sum / n : 0.0,
+      std::sqrt(sumSq), nans, infs);
+}
+
+int runEvaluator(const kfuse::Graph &graph) {
+  auto shapes = inputShapes(graph);
+  if (!shapes)
+    return fail(shapes.error().message());
+  std::vector<kfuse::HostTensor> inputs;
+  std::vector<kfuse::TensorInfo> infos = graph.inputs();
+  for (size_t i = 0; i < infos.size(); ++i)
+    inputs.push_back(
+        kfuse::HostTensor::random(infos[i].dtype, (*shapes)[i], seed + i));
+  auto outputs = kfuse::evaluate(graph, inputs);
+  if (!outputs)
+    return fail(outputs.error().message());
+  std::vector<kfuse::TensorInfo> outInfos = graph.outputs();
+  for (size_t i = 0; i < outputs->size(); ++i)
+    printSummary(outInfos[i].name, (*outputs)[i]);
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  cl::ParseCommandLineOptions(argc, argv, "kfuse compiler driver\n");
+
+  auto graph = kfuse::Graph::fromFile(inputFile);
+  if (!graph) {
+    llvm::errs() << graph.error().message();
+    if (!llvm::StringRef(graph.error().message()).ends_with("\n"))
+      llvm::errs() << "\n";
+    return 1;
+  }
+  if (evalFlag)
+    return runEvaluator(*graph);
+
+  kfuse::detail::GraphImpl &g = graph->impl();
+  kfuse::kf::GraphPipelineOptions options;
+  if (!shapeArgs.empty()) {
+    auto shapes = inputShapes(*graph);
+    if (!shapes)
+      return fail(shapes.error().message());
+    for (const std::vector<int64_t> &shape : *shapes) {
+      std::string text;
+      for (int64_t d : shape)
+        text += (text.empty() ? "" : "x") + std::to_string(d);
+      options.shapes.push_back(text);
+    }
+  }
+  options.bindings.assign(bindArgs.begin(), bindArgs.end());
+  PassManager pm(g.context.get());
+  if (failed(applyPassManagerCLOptions(pm)))
+    return fail("bad pass-manager options");
+  kfuse::kf::buildGraphPipeline(pm, options);
+  if (failed(pm.run(*g.module)))
+    return 1;
+  g.module->print(llvm::outs());
+  llvm::outs() << "\n";
+  return 0;
+}

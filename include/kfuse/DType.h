@@ -1,0 +1,24 @@
+//===- kfuse/DType.h - element types ----------------------------*- C++ -*-===//
+
+#ifndef KFUSE_DTYPE_H
+#define KFUSE_DTYPE_H
+
+#include <cstddef>
+#include <optional>
+#include <string_view>
+
+namespace kfuse {
+
+enum class DType { f32, f16, bf16, i32, i1 };
+
+/// "f32", "f16", "bf16", "i32" or "i1".
+const char *dtypeName(DType dtype);
+/// The dtype with that name, or nullopt.
+std::optional<DType> parseDType(std::string_view name);
+/// Bytes per element in a buffer (i1 is stored as one byte, 0 or 1).
+size_t dtypeSize(DType dtype);
+bool isFloat(DType dtype);
+
+} // namespace kfuse
+
+#endif // KFUSE_DTYPE_H

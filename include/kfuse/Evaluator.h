@@ -1,0 +1,64 @@
+//===- kfuse/Evaluator.h - the float64 reference evaluator ------*- C++ -*-===//
+//
+// The oracle for every numeric test, and the definition of each op's
+// semantics. It interprets the graph on the CPU, computing in float64;
+// values are rounded to their dtype where a cast says so and when stored
+// into an output (bf16/f16 round to nearest even). Edge cases: a softmax
+// or attention row with nothing to attend gives 0; NaN and inf propagate;
+// i32 arithmetic wraps, i32 division truncates and x / 0 is 0.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_EVALUATOR_H
+#define KFUSE_EVALUATOR_H
+
+#include "kfuse/DType.h"
+#include "kfuse/Error.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace kfuse {
+
+class Graph;
+
+/// A dense row-major tensor in host memory, stored in its dtype.
+class HostTensor {
+public:
+  HostTensor() = default;
+  HostTensor(DType dtype, std::vector<int64_t> shape);
+
+  /// Random values: floats uniform in [-1, 1), i32 in [-8, 8], i1 fair coin.
+  static HostTensor random(DType dtype, std::vector<int64_t> shape,
+                           uint64_t seed);
+
+  DType dtype() const { return dtype_; }
+  const std::vector<int64_t> &shape() const { return shape_; }
+  size_t numElements() const { return numElements_; }
+  size_t sizeInBytes() const { return data_.size(); }
+  void *data() { return data_.data(); }
+  const void *data() const { return data_.data(); }
+
+  /// Element `i` (row-major) as a double, and set it (rounding to dtype).
+  double get(size_t i) const;
+  void set(size_t i, double value);
+
+private:
+  DType dtype_ = DType::f32;
+  std::vector<int64_t> shape_;
+  size_t numElements_ = 0;
+  std::vector<unsigned char> data_;
+};
+
+/// Runs `graph` on `inputs` (one per graph input, in order) and returns one
+/// HostTensor per output. Symbolic dims are bound from the inputs' shapes.
+Expected<std::vector<HostTensor>> evaluate(const Graph &graph,
+                                           const std::vector<HostTensor> &inputs);
+
+/// ||a - b|| / ||b|| over all elements; NaN or inf where either has one
+/// that the other does not match exactly.
+double relativeError(const HostTensor &actual, const HostTensor &expected);
+
+} // namespace kfuse
+
+#endif // KFUSE_EVALUATOR_H

@@ -1,0 +1,234 @@
+//===- kfuse/Graph.h - building expression graphs ---------------*- C++ -*-===//
+//
+// A Graph is a DAG of tensor ops with named inputs and outputs:
+//
+//   kfuse::Graph g("mlp");
+//   kfuse::Tensor x = g.input("x", kfuse::DType::bf16, {"M", 768});
+//   kfuse::Tensor w = g.input("w", kfuse::DType::bf16, {768, 3072});
+//   g.output("y", kfuse::gelu(kfuse::matmul(x, w) + 1.0));
+//   if (!g.status()) std::cerr << g.status().message();
+//
+// Errors. An op whose operands do not fit records an error naming the op
+// and both shapes ("matmul: inner dimensions differ: a is 64x128, b is
+// 256x32") and returns an invalid Tensor; ops on invalid tensors return
+// invalid tensors without a new message, so the first error is the one
+// reported by status(). Nothing throws and nothing aborts.
+//
+// Broadcasting follows NumPy: shapes align on their trailing dims and a dim
+// of 1 stretches. Symbolic dims (named, e.g. "M") match only the same name.
+//
+// Dtype promotion, for binary ops and select: i1 < i32 < f16, bf16 < f32,
+// and f16 with bf16 gives f32. A C++ scalar takes the tensor's dtype if the
+// tensor is a float; an int scalar with an i32 tensor stays i32; a floating
+// scalar with an i32 or i1 tensor gives f32. Float-only math (exp, log,
+// sin, ...) on i32 or i1 first casts to f32.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_GRAPH_H
+#define KFUSE_GRAPH_H
+
+#include "kfuse/DType.h"
+#include "kfuse/Error.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kfuse {
+
+/// A dim: a size, or a symbol bound to a size at run time.
+class Dim {
+public:
+  Dim(int64_t size) : size_(size) {}
+  Dim(int size) : size_(size) {}
+  Dim(const char *symbol) : size_(-1), symbol_(symbol) {}
+  Dim(std::string symbol) : size_(-1), symbol_(std::move(symbol)) {}
+
+  bool isSymbolic() const { return !symbol_.empty(); }
+  /// The size, or -1 for a symbolic dim.
+  int64_t size() const { return size_; }
+  const std::string &symbol() const { return symbol_; }
+  std::string str() const { return isSymbolic() ? symbol_ : std::to_string(size_); }
+  bool operator==(const Dim &o) const {
+    return size_ == o.size_ && symbol_ == o.symbol_;
+  }
+
+private:
+  int64_t size_;
+  std::string symbol_;
+};
+
+using Shape = std::vector<Dim>;
+std::string shapeString(const Shape &shape);
+
+class Graph;
+namespace detail {
+struct GraphImpl;
+}
+
+/// A value in a Graph. Cheap to copy; valid while its Graph lives.
+class Tensor {
+public:
+  Tensor() = default;
+  bool isValid() const { return graph_ != nullptr && id_ >= 0; }
+  DType dtype() const;
+  Shape shape() const;
+  int64_t rank() const { return static_cast<int64_t>(shape().size()); }
+
+private:
+  friend struct detail::GraphImpl;
+  Tensor(detail::GraphImpl *graph, int id) : graph_(graph), id_(id) {}
+  detail::GraphImpl *graph_ = nullptr;
+  int id_ = -1;
+};
+
+/// A named input or output of a Graph.
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+
+class Graph {
+public:
+  explicit Graph(std::string name = "graph");
+  ~Graph();
+  Graph(Graph &&) noexcept;
+  Graph &operator=(Graph &&) noexcept;
+
+  /// A new input. Names are unique; dims are sizes >= 0 or symbols.
+  Tensor input(const std::string &name, DType dtype, const Shape &shape);
+  /// A scalar (rank-0) constant; broadcast it with broadcastTo or use it in
+  /// an op with a tensor operand.
+  Tensor constant(double value, DType dtype);
+  /// Marks `value` as an output. Names are unique.
+  void output(const std::string &name, Tensor value);
+
+  /// The first error while building, or ok.
+  const Status &status() const;
+  const std::string &name() const;
+  std::vector<TensorInfo> inputs() const;
+  std::vector<TensorInfo> outputs() const;
+
+  /// The graph in the kf dialect, as MLIR text.
+  Expected<std::string> toMLIR() const;
+  /// Reads a graph from kf dialect text: one func.func whose arguments are
+  /// the inputs and whose results are the outputs. Syntax and verifier
+  /// errors come back as "bufferName:line:col: message".
+  static Expected<Graph> fromMLIR(std::string_view text,
+                                  std::string_view bufferName = "<input>");
+  /// fromMLIR on a file's contents.
+  static Expected<Graph> fromFile(const std::string &path);
+
+  detail::GraphImpl &impl() const { return *impl_; }
+
+private:
+  std::unique_ptr<detail::GraphImpl> impl_;
+};
+
+// Elementwise math. Float-only ops cast i32/i1 operands to f32 first.
+Tensor neg(Tensor x);
+Tensor abs(Tensor x);
+Tensor relu(Tensor x);
+Tensor exp(Tensor x);
+Tensor log(Tensor x);
+Tensor sqrt(Tensor x);
+Tensor rsqrt(Tensor x);
+Tensor sin(Tensor x);
+Tensor cos(Tensor x);
+Tensor tanh(Tensor x);
+Tensor sigmoid(Tensor x);
+Tensor erf(Tensor x);
+/// The exact GELU, x * Phi(x).
+Tensor gelu(Tensor x);
+Tensor silu(Tensor x);
+Tensor reciprocal(Tensor x);
+
+Tensor add(Tensor a, Tensor b);
+Tensor sub(Tensor a, Tensor b);
+Tensor mul(Tensor a, Tensor b);
+Tensor div(Tensor a, Tensor b);
+Tensor maximum(Tensor a, Tensor b);
+Tensor minimum(Tensor a, Tensor b);
+Tensor pow(Tensor a, Tensor b);
+
+enum class Compare { eq, ne, lt, le, gt, ge };
+/// An i1 tensor; operands broadcast and promote as for binary ops.
+Tensor compare(Compare predicate, Tensor a, Tensor b);
+/// cond ? onTrue : onFalse, with cond i1; all three broadcast.
+Tensor where(Tensor cond, Tensor onTrue, Tensor onFalse);
+Tensor cast(Tensor x, DType dtype);
+
+Tensor operator-(Tensor x);
+Tensor operator+(Tensor a, Tensor b);
+Tensor operator-(Tensor a, Tensor b);
+Tensor operator*(Tensor a, Tensor b);
+Tensor operator/(Tensor a, Tensor b);
+Tensor operator+(Tensor a, double b);
+Tensor operator-(Tensor a, double b);
+Tensor operator*(Tensor a, double b);
+Tensor operator/(Tensor a, double b);
+Tensor operator+(double a, Tensor b);
+Tensor operator-(double a, Tensor b);
+Tensor operator*(double a, Tensor b);
+Tensor operator/(double a, Tensor b);
+Tensor operator<(Tensor a, Tensor b);
+Tensor operator<=(Tensor a, Tensor b);
+Tensor operator>(Tensor a, Tensor b);
+Tensor operator>=(Tensor a, Tensor b);
+/// A scalar in the dtype of `like` (or as the promotion rules say).
+Tensor scalarLike(Tensor like, double value);
+
+// Shapes. Negative axes count from the end.
+Tensor broadcastTo(Tensor x, const Shape &shape);
+Tensor reshape(Tensor x, const Shape &shape);
+Tensor transpose(Tensor x, const std::vector<int64_t> &perm);
+/// Elements equal to their index along `dim`.
+Tensor iota(Graph &graph, const Shape &shape, int64_t dim,
+            DType dtype = DType::i32);
+
+// Reductions over `axes` (all dims if empty).
+Tensor reduceSum(Tensor x, std::vector<int64_t> axes = {},
+                 bool keepDims = false);
+Tensor reduceMax(Tensor x, std::vector<int64_t> axes = {},
+                 bool keepDims = false);
+Tensor reduceMin(Tensor x, std::vector<int64_t> axes = {},
+                 bool keepDims = false);
+Tensor reduceMean(Tensor x, std::vector<int64_t> axes = {},
+                  bool keepDims = false);
+
+struct MatmulOptions {
+  bool transposeA = false;
+  bool transposeB = false;
+  /// Result dtype; unset means the operands' dtype. f32 keeps the
+  /// accumulator unrounded.
+  std::optional<DType> resultType;
+};
+/// [batch..., M, K] x [batch..., K, N] (b may be rank 2 and shared).
+Tensor matmul(Tensor a, Tensor b, const MatmulOptions &options = {});
+
+/// Softmax along `axis`; a row that is entirely -inf gives 0.
+Tensor softmax(Tensor x, int64_t axis = -1);
+
+struct AttentionOptions {
+  /// Multiplies q k^T; unset means 1/sqrt(head_dim).
+  std::optional<double> scale;
+  /// Query i attends keys j <= i.
+  bool causal = false;
+  /// i1 [B, H, Sq, Sk] (broadcastable), true = attend.
+  Tensor mask;
+  /// Added to the scaled scores; [B, H, Sq, Sk] (broadcastable).
+  Tensor bias;
+};
+/// softmax(scale * q k^T [+ bias] [masked]) v. q is [B, H, Sq, D], k and v
+/// are [B, Hkv, Sk, D] and [B, Hkv, Sk, Dv], with H a multiple of Hkv.
+Tensor attention(Tensor q, Tensor k, Tensor v,
+                 const AttentionOptions &options = {});
+
+} // namespace kfuse
+
+#endif // KFUSE_GRAPH_H

@@ -1,0 +1,23 @@
+//===- kfuse/kfuse.h - the kfuse public API ---------------------*- C++ -*-===//
+//
+// kfuse compiles tensor-expression graphs into fused GPU kernels. This
+// header pulls in the whole public API; no MLIR or LLVM type appears in it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_KFUSE_H
+#define KFUSE_KFUSE_H
+
+#include "kfuse/DType.h"
+#include "kfuse/Error.h"
+#include "kfuse/Evaluator.h"
+#include "kfuse/Graph.h"
+
+namespace kfuse {
+/// kfuse's version, "major.minor.patch".
+const char *version();
+/// The LLVM kfuse was built with.
+const char *llvmVersion();
+} // namespace kfuse
+
+#endif // KFUSE_KFUSE_H

@@ -1,0 +1,30 @@
+//===- Pipeline.h - the kfuse pass order ------------------------*- C++ -*-===//
+
+#ifndef KFUSE_PASSES_PIPELINE_H
+#define KFUSE_PASSES_PIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include <string>
+#include <vector>
+
+namespace kfuse::kf {
+
+struct GraphPipelineOptions {
+  /// One shape per function argument ("128x64"); empty keeps symbols.
+  std::vector<std::string> shapes;
+  /// Explicit symbol bindings ("M=128").
+  std::vector<std::string> bindings;
+};
+
+/// Graph-level stages: kf-specialize (when shapes or bindings are given),
+/// then canonicalization and CSE.
+void buildGraphPipeline(mlir::OpPassManager &pm,
+                        const GraphPipelineOptions &options);
+
+/// Registers every kf pass and the `kf-graph-pipeline` pipeline with MLIR's
+/// command-line registry (kfuse-opt).
+void registerKFusePasses();
+
+} // namespace kfuse::kf
+
+#endif // KFUSE_PASSES_PIPELINE_H

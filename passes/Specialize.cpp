@@ -1,0 +1,272 @@
+//===- Specialize.cpp - kf-specialize: bind symbolic dims -----------------===//
+//
+// Analyse: collect the size of every symbol from the call's argument shapes
+// and explicit bindings. Decide: reject conflicts and unbound symbols.
+// Rewrite: give the arguments concrete types and recompute every result
+// type with the ops' own shape rules.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+#include "ir/ShapeInference.h"
+#include "passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+namespace kfuse::kf {
+#define GEN_PASS_DEF_KFSPECIALIZEPASS
+#include "passes/Passes.h.inc"
+} // namespace kfuse::kf
+
+using namespace mlir;
+using namespace kfuse::kf;
+namespace shapes = kfuse::kf::shapes;
+
+namespace {
+
+/// Symbol name -> size, remembering who bound each symbol for messages.
+class SymbolBindings {
+public:
+  LogicalResult bind(StringRef symbol, int64_t size, const Twine &by,
+                     function_ref<InFlightDiagnostic()> emitError) {
+    auto [it, inserted] = sizes.try_emplace(symbol, size, by.str());
+    if (inserted || it->second.first == size)
+      return success();
+    return emitError() << "symbolic dim '" << symbol << "' is bound to "
+                       << it->second.first << " by " << it->second.second
+                       << " and to " << size << " by " << by.str();
+  }
+  std::optional<int64_t> lookup(StringRef symbol) const {
+    auto it = sizes.find(symbol);
+    if (it == sizes.end())
+      return std::nullopt;
+    return it->second.first;
+  }
+
+private:
+  llvm::StringMap<std::pair<int64_t, std::string>> sizes;
+};
+
+std::string argName(func::FuncOp func, unsigned i) {
+  if (auto name = func.getArgAttrOfType<StringAttr>(i, "kf.name"))
+    return "argument '" + name.str() + "'";
+  return "argument " + std::to_string(i);
+}
+
+/// The concrete type of a type whose `?` dims are named by `symbols`.
+FailureOr<RankedTensorType> resolve(RankedTensorType type, ArrayAttr symbols,
+                                    const SymbolBindings &bindings,
+                                    function_ref<InFlightDiagnostic()> error) {
+  if (type.hasStaticShape())
+    return type;
+  shapes::Shape shape(type.getShape());
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (!type.isDynamicDim(i))
+      continue;
+    StringRef symbol =
+        symbols ? cast<StringAttr>(symbols[i]).getValue() : StringRef();
+    std::optional<int64_t> size = bindings.lookup(symbol);
+    if (!size)
+      return error() << "symbolic dim " << i << " ('" << symbol << "') of "
+                     << type << " is not bound to a size";
+    d = *size;
+  }
+  return type.clone(shape);
+}
+
+/// Binds the symbols of argument `i` from the shape the call gives.
+LogicalResult bindArgument(func::FuncOp func, unsigned i,
+                           ArrayRef<int64_t> given, SymbolBindings &bindings) {
+  auto type = cast<RankedTensorType>(func.getArgument(i).getType());
+  auto symbols = func.getArgAttrOfType<ArrayAttr>(i, kDimSymbolsAttr);
+  auto error = [&] { return func.emitError(); };
+  shapes::ShapeDiag diag;
+  if (given.size() != static_cast<size_t>(type.getRank()))
+    return error() << argName(func, i) << " is " << type
+                   << " but the call gives the shape " << diag.str(given);
+  for (auto [d, size] : llvm::enumerate(given)) {
+    std::string by = argName(func, i) + " dim " + std::to_string(d);
+    if (!type.isDynamicDim(d)) {
+      if (type.getDimSize(d) != size)
+        return error() << by << " is " << type.getDimSize(d)
+                       << " in the graph but " << size << " in the call";
+      continue;
+    }
+    StringRef symbol =
+        symbols ? cast<StringAttr>(symbols[d]).getValue() : StringRef();
+    if (symbol.empty())
+      return error() << by << " is symbolic but has no name in "
+                     << kDimSymbolsAttr;
+    if (failed(bindings.bind(symbol, size, by, error)))
+      return failure();
+  }
+  return success();
+}
+
+/// The result type `op` has once its operands have concrete types.
+FailureOr<Type> inferResultType(Operation *op, const SymbolBindings &bindings) {
+  auto tensorOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  auto error = [op] { return op->emitOpError(); };
+  shapes::ShapeDiag diag;
+  auto withShape = [&](FailureOr<shapes::Shape> shape) -> FailureOr<Type> {
+    if (failed(shape))
+      return error() << diag.message();
+    return Type(resultType.clone(*shape));
+  };
+  return TypeSwitch<Operation *, FailureOr<Type>>(op)
+      .Case<IotaOp, BroadcastOp, ReshapeOp>([&](auto shaped) {
+        return FailureOr<Type>(resolve(
+            resultType, shaped.getDimSymbolsAttr(), bindings, error));
+      })
+      .Case([&](MatmulOp mm) {
+        return withShape(shapes::inferMatmul(
+            tensorOf(mm.getA()).getShape(), tensorOf(mm.getB()).getShape(),
+            mm.getTransposeA(), mm.getTransposeB(), diag));
+      })
+      .Case([&](TransposeOp t) {
+        return withShape(shapes::inferTranspose(
+            tensorOf(t.getInput()).getShape(), t.getPerm(), diag));
+      })
+      .Case([&](ReduceOp r) {
+        return withShape(shapes::inferReduce(tensorOf(r.getInput()).getShape(),
+                                             r.getAxes(), r.getKeepDims(),
+                                             diag));
+      })
+      .Case([&](AttentionOp a) {
+        shapes::AttentionShapes in{tensorOf(a.getQ()).getShape(),
+                                   tensorOf(a.getK()).getShape(),
+                                   tensorOf(a.getV()).getShape(), std::nullopt,
+                                   std::nullopt};
+        if (a.getMask())
+          in.mask = tensorOf(a.getMask()).getShape();
+        if (a.getBias())
+          in.bias = tensorOf(a.getBias()).getShape();
+        return withShape(shapes::inferAttention(in, diag));
+      })
+      .Case([&](SelectOp s) { return FailureOr<Type>(s.getOnTrue().getType()); })
+      .Case([&](ConstantOp c) { return FailureOr<Type>(c.getType()); })
+      .Default([&](Operation *) -> FailureOr<Type> {
+        // Elementwise ops, casts, compares and softmax keep the shape of
+        // their first operand.
+        return Type(resultType.clone(tensorOf(op->getOperand(0)).getShape()));
+      });
+}
+
+LogicalResult retypeBlock(Block &block, const SymbolBindings &bindings);
+
+LogicalResult retypeOp(Operation *op, const SymbolBindings &bindings) {
+  if (auto kernel = dyn_cast<KernelOp>(op)) {
+    Block &body = kernel.getBody().front();
+    for (auto [arg, input] : llvm::zip(body.getArguments(), kernel.getInputs()))
+      arg.setType(input.getType());
+    if (failed(retypeBlock(body, bindings)))
+      return failure();
+    for (auto [result, yielded] :
+         llvm::zip(kernel.getResults(), body.getTerminator()->getOperands()))
+      result.setType(yielded.getType());
+    return success();
+  }
+  if (op->getNumResults() != 1 || !isa<KFDialect>(op->getDialect()))
+    return success();
+  FailureOr<Type> type = inferResultType(op, bindings);
+  if (failed(type))
+    return failure();
+  op->getResult(0).setType(*type);
+  if (cast<RankedTensorType>(*type).hasStaticShape())
+    op->removeAttr("dim_symbols");
+  return success();
+}
+
+LogicalResult retypeBlock(Block &block, const SymbolBindings &bindings) {
+  for (Operation &op : block)
+    if (failed(retypeOp(&op, bindings)))
+      return failure();
+  return success();
+}
+
+LogicalResult parseShape(StringRef text, SmallVectorImpl<int64_t> &shape) {
+  text = text.trim();
+  if (text.empty())
+    return success();
+  SmallVector<StringRef> dims;
+  text.split(dims, 'x');
+  for (StringRef d : dims) {
+    int64_t size;
+    if (d.trim().getAsInteger(10, size) || size < 0)
+      return failure();
+    shape.push_back(size);
+  }
+  return success();
+}
+
+struct KFSpecializePass
+    : public kfuse::kf::impl::KFSpecializePassBase<KFSpecializePass> {
+  using KFSpecializePassBase::KFSpecializePassBase;
+
+  void runOnOperation() override {
+    llvm::StringMap<int64_t> bindings;
+    for (StringRef pair : bind) {
+      auto [name, size] = pair.split('=');
+      int64_t value;
+      if (name.trim().empty() || size.trim().getAsInteger(10, value)) {
+        getOperation().emitError() << "bad binding '" << pair
+                                   << "', expected NAME=SIZE";
+        return signalPassFailure();
+      }
+      bindings[name.trim()] = value;
+    }
+    SmallVector<SmallVector<int64_t, 4>> argShapes(shapes.size());
+    for (auto [text, shape] : llvm::zip(shapes, argShapes))
+      if (failed(parseShape(text, shape))) {
+        getOperation().emitError() << "bad shape '" << text
+                                   << "', expected e.g. 128x64";
+        return signalPassFailure();
+      }
+    for (auto func : getOperation().getOps<func::FuncOp>())
+      if (failed(specializeShapes(func, argShapes, bindings)))
+        return signalPassFailure();
+  }
+};
+
+} // namespace
+
+LogicalResult
+kfuse::kf::specializeShapes(func::FuncOp func,
+                            ArrayRef<SmallVector<int64_t, 4>> argShapes,
+                            const llvm::StringMap<int64_t> &explicitBindings) {
+  SymbolBindings bindings;
+  auto error = [&] { return func.emitError(); };
+  for (const auto &entry : explicitBindings)
+    if (failed(bindings.bind(entry.getKey(), entry.getValue(),
+                             "the binding " + entry.getKey().str() + "=" +
+                                 std::to_string(entry.getValue()),
+                             error)))
+      return failure();
+  unsigned numArgs = func.getNumArguments();
+  if (!argShapes.empty() && argShapes.size() != numArgs)
+    return error() << "the call gives " << argShapes.size()
+                   << " argument shapes for " << numArgs << " arguments";
+  for (unsigned i = 0; i < argShapes.size(); ++i)
+    if (failed(bindArgument(func, i, argShapes[i], bindings)))
+      return failure();
+
+  Block &body = func.getBody().front();
+  for (unsigned i = 0; i < numArgs; ++i) {
+    auto symbols = func.getArgAttrOfType<ArrayAttr>(i, kDimSymbolsAttr);
+    FailureOr<RankedTensorType> type =
+        resolve(cast<RankedTensorType>(body.getArgument(i).getType()),
+                symbols, bindings, error);
+    if (failed(type))
+      return failure();
+    body.getArgument(i).setType(*type);
+    func.removeArgAttr(i, kDimSymbolsAttr);
+  }
+  if (failed(retypeBlock(body, bindings)))
+    return failure();
+  func.setFunctionType(FunctionType::get(
+      func.getContext(), body.getArgumentTypes(),
+      body.getTerminator()->getOperandTypes()));
+  return success();
+}
