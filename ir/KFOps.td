@@ -71,6 +71,9 @@ def KF_KernelKindAttr : I32EnumAttr<"KernelKind", "fused kernel template", [
 def KF_SameOperandsAndResult : NativeOpTrait<"kf::SameOperandsAndResult">;
 def KF_FloatOperands : NativeOpTrait<"kf::FloatOperands">;
 def KF_NumericOperands : NativeOpTrait<"kf::NumericOperands">;
+// Marks ops computed element by element (fusion reads it). Unlike upstream's
+// Elementwise it verifies nothing: our own traits give better messages.
+def KF_Elementwise : NativeOpTrait<"kf::Elementwise">;
 
 //===----------------------------------------------------------------------===//
 // Elementwise ops
@@ -78,7 +81,7 @@ def KF_NumericOperands : NativeOpTrait<"kf::NumericOperands">;
 
 class KF_UnaryOp<string mnemonic, list<Trait> traits = []>
     : KF_Op<mnemonic, !listconcat(traits,
-          [Pure, Elementwise, KF_SameOperandsAndResult])> {
+          [Pure, KF_Elementwise, KF_SameOperandsAndResult])> {
   let arguments = (ins KF_Tensor:$input);
   let results = (outs KF_Tensor:$result);
   let assemblyFormat = [{
@@ -113,7 +116,7 @@ def KF_ReciprocalOp : KF_FloatUnaryOp<"reciprocal", "1 / x">;
 
 class KF_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
     : KF_Op<mnemonic, !listconcat(traits,
-          [Pure, Elementwise, KF_SameOperandsAndResult])> {
+          [Pure, KF_Elementwise, KF_SameOperandsAndResult])> {
   let summary = "elementwise " # formula;
   let arguments = (ins KF_Tensor:$lhs, KF_Tensor:$rhs);
   let results = (outs KF_Tensor:$result);
@@ -134,7 +137,7 @@ def KF_MinOp : KF_BinaryOp<"min", "min(lhs, rhs), NaN if either is NaN",
                            [KF_NumericOperands, Commutative]>;
 def KF_PowOp : KF_BinaryOp<"pow", "lhs ^ rhs", [KF_FloatOperands]>;
 
-def KF_CompareOp : KF_Op<"compare", [Pure, Elementwise]> {
+def KF_CompareOp : KF_Op<"compare", [Pure, KF_Elementwise]> {
   let summary = "elementwise comparison giving i1";
   let description = [{
     Compares two tensors of one shape and dtype. An ordered comparison with
@@ -150,7 +153,7 @@ def KF_CompareOp : KF_Op<"compare", [Pure, Elementwise]> {
   let hasVerifier = 1;
 }
 
-def KF_SelectOp : KF_Op<"select", [Pure, Elementwise]> {
+def KF_SelectOp : KF_Op<"select", [Pure, KF_Elementwise]> {
   let summary = "elementwise cond ? on_true : on_false";
   let arguments = (ins KF_Tensor:$cond, KF_Tensor:$on_true,
                        KF_Tensor:$on_false);
@@ -162,7 +165,7 @@ def KF_SelectOp : KF_Op<"select", [Pure, Elementwise]> {
   let hasVerifier = 1;
 }
 
-def KF_CastOp : KF_Op<"cast", [Pure, Elementwise]> {
+def KF_CastOp : KF_Op<"cast", [Pure, KF_Elementwise]> {
   let summary = "elementwise dtype conversion";
   let description = [{
     Floats round to nearest even. Float to i32 truncates toward zero and

@@ -45,6 +45,10 @@ public:
   }
 };
 
+/// Computed element by element over operands of one shape.
+template <typename ConcreteType>
+class Elementwise : public TraitBase<ConcreteType, Elementwise> {};
+
 } // namespace mlir::OpTrait::kf
 
 #endif // KFUSE_IR_KFTRAITS_H

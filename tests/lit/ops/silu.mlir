@@ -1,0 +1,14 @@
+// RUN: kfuse-opt %s | kfuse-opt | FileCheck %s
+// RUN: kfuse-opt %s --mlir-print-op-generic | kfuse-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @silu
+func.func @silu(%x: tensor<4x?xf32>, %h: tensor<f16>, %b: tensor<2x3xbf16>)
+    -> (tensor<4x?xf32>, tensor<f16>, tensor<2x3xbf16>) {
+  // CHECK: kf.silu %{{.*}} : tensor<4x?xf32>
+  %0 = kf.silu %x : tensor<4x?xf32>
+  // CHECK: kf.silu %{{.*}} : tensor<f16>
+  %1 = kf.silu %h : tensor<f16>
+  // CHECK: kf.silu %{{.*}} : tensor<2x3xbf16>
+  %2 = kf.silu %b : tensor<2x3xbf16>
+  return %0, %1, %2 : tensor<4x?xf32>, tensor<f16>, tensor<2x3xbf16>
+}
