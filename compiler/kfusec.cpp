@@ -67,8 +67,15 @@ inputShapes(const kfuse::Graph &graph) {
       (list == &shapeArgs ? given : bound)[arg.substr(0, eq)] =
           arg.substr(eq + 1);
     }
+  std::vector<kfuse::TensorInfo> infos = graph.inputs();
+  for (const auto &entry : given)
+    if (llvm::none_of(infos, [&](const kfuse::TensorInfo &info) {
+          return info.name == entry.first;
+        }))
+      return kfuse::Error(kfuse::ErrorCode::InvalidArgument,
+                          "--shape names no input '" + entry.first + "'");
   std::vector<std::vector<int64_t>> shapes;
-  for (const kfuse::TensorInfo &info : graph.inputs()) {
+  for (const kfuse::TensorInfo &info : infos) {
     std::vector<int64_t> shape;
     if (auto it = given.find(info.name); it != given.end()) {
       llvm::SmallVector<llvm::StringRef> dims;
@@ -81,7 +88,6 @@ inputShapes(const kfuse::Graph &graph) {
                                   info.name + "'");
         shape.push_back(size);
       }
-      given.erase(it);
     } else {
       for (const kfuse::Dim &d : info.shape) {
         int64_t size = d.size();
@@ -98,10 +104,6 @@ inputShapes(const kfuse::Graph &graph) {
     }
     shapes.push_back(shape);
   }
-  if (!given.empty())
-    return kfuse::Error(kfuse::ErrorCode::InvalidArgument,
-                        "--shape names no input '" + given.begin()->first +
-                            "'");
   return shapes;
 }
 
