@@ -248,13 +248,6 @@ Tensor GraphImpl::scalar(double v, DType dtype) {
   return wrap(kf::ConstantOp::create(b, loc("constant"), type, attr), {});
 }
 
-void GraphImpl::updateSignature() {
-  Block &entry = func.getBody().front();
-  func.setFunctionType(FunctionType::get(
-      context.get(), entry.getArgumentTypes(),
-      entry.getTerminator()->getOperandTypes()));
-}
-
 } // namespace detail
 
 //===----------------------------------------------------------------------===//
@@ -287,10 +280,11 @@ Tensor Graph::input(const std::string &name, DType dtype, const Shape &shape) {
   if (!dims)
     return g.fail("input", "input '" + name + "' has a negative dim in " +
                                shapeString(shape));
-  Block &entry = g.func.getBody().front();
-  BlockArgument arg =
-      entry.addArgument(g.tensorType(*dims, dtype), g.loc("input"));
-  g.updateSignature();
+  // Through the function interface, so argument attributes stay in step.
+  unsigned index = g.func.getNumArguments();
+  (void)g.func.insertArgument(index, g.tensorType(*dims, dtype),
+                              DictionaryAttr(), g.loc("input"));
+  BlockArgument arg = g.func.getArgument(index);
   Builder b(g.context.get());
   g.func.setArgAttr(arg.getArgNumber(), "kf.name", b.getStringAttr(name));
   if (ArrayAttr symbols = g.dimSymbols(*dims))
@@ -320,8 +314,9 @@ void Graph::output(const std::string &name, Tensor value) {
   OpBuilder b(ret);
   func::ReturnOp::create(b, ret->getLoc(), results);
   ret->erase();
-  g.updateSignature();
-  g.func.setResultAttr(results.size() - 1, "kf.name", b.getStringAttr(name));
+  unsigned index = g.func.getNumResults();
+  (void)g.func.insertResult(index, g.value(value).getType(), DictionaryAttr());
+  g.func.setResultAttr(index, "kf.name", b.getStringAttr(name));
   g.outputNames.push_back(name);
   g.outputIds.push_back(detail::GraphImpl::id(value));
 }

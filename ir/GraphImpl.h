@@ -75,9 +75,6 @@ struct GraphImpl {
   Tensor castTo(Tensor t, DType dtype);
   Tensor broadcastTo(Tensor t, const kf::shapes::Shape &shape);
   Tensor scalar(double value, DType dtype);
-
-  /// Retypes the function after an input or output is added.
-  void updateSignature();
 };
 
 } // namespace detail

@@ -20,7 +20,7 @@ std::string ShapeDiag::dim(int64_t d) const {
   if (d == kUnknown)
     return "?";
   if (isSymbolic(d))
-    return namer ? (*namer)(d) : "?";
+    return namer ? namer(d) : "?";
   return std::to_string(d);
 }
 

@@ -20,6 +20,7 @@
 #include "llvm/ADT/Twine.h"
 #include "mlir/Support/LLVM.h"
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -38,9 +39,9 @@ inline bool dimsMatch(int64_t a, int64_t b) {
 /// Collects the first shape error and formats dims for it.
 class ShapeDiag {
 public:
-  using DimNamer = llvm::function_ref<std::string(int64_t)>;
+  using DimNamer = std::function<std::string(int64_t)>;
   ShapeDiag() = default;
-  explicit ShapeDiag(DimNamer namer) : namer(namer) {}
+  explicit ShapeDiag(DimNamer namer) : namer(std::move(namer)) {}
 
   mlir::LogicalResult fail(const llvm::Twine &message);
   /// "64x128", with symbols by name ("Mx128") and unknown dims as "?".
@@ -49,7 +50,7 @@ public:
   const std::string &message() const { return error; }
 
 private:
-  std::optional<DimNamer> namer;
+  DimNamer namer;
   std::string error;
 };
 
