@@ -31,11 +31,11 @@ separate_arguments(KFUSE_LLVM_DEFINITIONS UNIX_COMMAND "${LLVM_DEFINITIONS}")
 # Flags for every translation unit that includes LLVM or MLIR headers:
 # Debian's LLVM is built without RTTI and exceptions.
 function(kfuse_llvm_target target)
-  target_include_directories(${target} SYSTEM PUBLIC
+  target_include_directories(${target} SYSTEM PRIVATE
     ${LLVM_INCLUDE_DIRS} ${MLIR_INCLUDE_DIRS})
-  target_include_directories(${target} PUBLIC
+  target_include_directories(${target} PRIVATE
     ${KFUSE_SOURCE_DIR} ${KFUSE_BINARY_DIR} ${KFUSE_SOURCE_DIR}/include)
-  target_compile_options(${target} PUBLIC ${KFUSE_LLVM_DEFINITIONS})
+  target_compile_options(${target} PRIVATE ${KFUSE_LLVM_DEFINITIONS})
   target_compile_options(${target} PRIVATE -fno-rtti -fno-exceptions
     -Wall -Wno-unused-parameter)
   set_target_properties(${target} PROPERTIES POSITION_INDEPENDENT_CODE ON)

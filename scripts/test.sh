@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, build, then ctest (the lit suite, the unit
+# tests, the install test and the examples). GPU tests skip without a GPU.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${KFUSE_BUILD_DIR:-$root/build}
+start=$(date +%s)
+"$root/scripts/build.sh"
+cd "$build"
+ctest --output-on-failure -j "$(nproc)"
+echo "test.sh: build and tests took $(( $(date +%s) - start )) s"
