@@ -9,17 +9,17 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/GraphImpl.h"
-#include "ir/KFDialect.h"
+#include "compiler/CompileGraph.h"
 #include "kfuse/kfuse.h"
-#include "passes/Pipeline.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
@@ -29,15 +29,28 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum class Stage { Graph };
+/// What --emit prints: a compiler stage, or SASS (ptxas + cuobjdump).
+enum class Emit { Graph, Fused, GPU, LLVM, PTX, SASS };
 
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir>"),
                                cl::Required);
-cl::opt<Stage> emit("emit", cl::desc("The stage to print"),
-                    cl::values(clEnumValN(Stage::Graph, "graph",
-                                          "kf graph IR after kf-specialize, "
-                                          "canonicalize and cse")),
-                    cl::init(Stage::Graph));
+cl::opt<Emit> emit(
+    "emit", cl::desc("The stage to print"),
+    cl::values(
+        clEnumValN(Emit::Graph, "graph",
+                   "kf graph IR after kf-specialize, canonicalize and cse"),
+        clEnumValN(Emit::Fused, "fused",
+                   "kf IR in kf.kernel regions with launch configs"),
+        clEnumValN(Emit::GPU, "gpu", "the gpu.module of kernels"),
+        clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR"),
+        clEnumValN(Emit::PTX, "ptx", "PTX"),
+        clEnumValN(Emit::SASS, "sass",
+                   "SASS, through ptxas and cuobjdump from the CUDA toolkit")),
+    cl::init(Emit::Graph));
+cl::opt<std::string> arch("arch", cl::desc("Target GPU, e.g. sm_90, sm_80"),
+                          cl::init("sm_90"));
+cl::opt<bool> unfused("unfused",
+                      cl::desc("One kernel per op (the unfused baseline)"));
 cl::list<std::string> shapeArgs("shape",
                                 cl::desc("An input's shape, NAME=128x64"));
 cl::list<std::string> bindArgs("bind",
@@ -152,6 +165,34 @@ int runEvaluator(const kfuse::Graph &graph) {
   return 0;
 }
 
+/// PTX -> cubin with ptxas, then cuobjdump -sass.
+int printSASS(const std::string &ptx) {
+  const char *home = std::getenv("CUDA_HOME");
+  std::string bin = std::string(home ? home : "/usr/local/cuda") + "/bin/";
+  auto ptxas = llvm::sys::findProgramByName("ptxas", {bin});
+  auto cuobjdump = llvm::sys::findProgramByName("cuobjdump", {bin});
+  if (!ptxas || !cuobjdump)
+    return fail("--emit=sass needs ptxas and cuobjdump from the CUDA "
+                "toolkit; set CUDA_HOME");
+  llvm::SmallString<128> ptxPath, cubinPath;
+  llvm::sys::fs::createTemporaryFile("kfusec", "ptx", ptxPath);
+  llvm::sys::fs::createTemporaryFile("kfusec", "cubin", cubinPath);
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(ptxPath, ec);
+    os << ptx;
+  }
+  std::string archFlag = "-arch=" + arch;
+  llvm::StringRef ptxasArgs[] = {*ptxas, archFlag, ptxPath, "-o", cubinPath};
+  llvm::StringRef dumpArgs[] = {*cuobjdump, "-sass", cubinPath};
+  int rc = llvm::sys::ExecuteAndWait(*ptxas, ptxasArgs);
+  if (rc == 0)
+    rc = llvm::sys::ExecuteAndWait(*cuobjdump, dumpArgs);
+  llvm::sys::fs::remove(ptxPath);
+  llvm::sys::fs::remove(cubinPath);
+  return rc == 0 ? 0 : fail("ptxas or cuobjdump failed");
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -171,27 +212,38 @@ int main(int argc, char **argv) {
   if (evalFlag)
     return runEvaluator(*graph);
 
-  kfuse::detail::GraphImpl &g = graph->impl();
-  kfuse::kf::GraphPipelineOptions options;
-  if (!shapeArgs.empty()) {
-    auto shapes = inputShapes(*graph);
-    if (!shapes)
-      return fail(shapes.error().message());
-    for (const std::vector<int64_t> &shape : *shapes) {
-      std::string text;
-      for (int64_t d : shape)
-        text += (text.empty() ? "" : "x") + std::to_string(d);
-      options.shapes.push_back(text);
-    }
+  std::vector<std::vector<int64_t>> shapes;
+  if (emit != Emit::Graph || !shapeArgs.empty() || !bindArgs.empty()) {
+    auto resolved = inputShapes(*graph);
+    if (!resolved)
+      return fail(resolved.error().message());
+    shapes = *resolved;
   }
-  options.bindings.assign(bindArgs.begin(), bindArgs.end());
-  PassManager pm(g.context.get());
-  if (failed(applyPassManagerCLOptions(pm)))
+  kfuse::Expected<std::string> text = graph->toMLIR();
+  if (!text)
+    return fail(text.error().message());
+  kfuse::compiler::CompileRequest request;
+  request.graphText = *text;
+  request.shapes = shapes;
+  request.arch = arch;
+  request.fused = !unfused;
+  request.stopAfter = emit == Emit::SASS ? kfuse::Stage::PTX
+                                         : static_cast<kfuse::Stage>(emit.getValue());
+  bool badOptions = false;
+  request.configure = [&](PassManager &pm) {
+    badOptions |= failed(applyPassManagerCLOptions(pm));
+  };
+  auto plan = kfuse::compiler::compileGraph(request);
+  if (badOptions)
     return fail("bad pass-manager options");
-  kfuse::kf::buildGraphPipeline(pm, options);
-  if (failed(pm.run(*g.module)))
-    return 1;
-  g.module->print(llvm::outs());
-  llvm::outs() << "\n";
+  if (!plan)
+    return fail(plan.error().message());
+  if (emit == Emit::PTX)
+    llvm::outs() << plan->ptx;
+  else if (emit == Emit::SASS)
+    return printSASS(plan->ptx);
+  else
+    llvm::outs() << plan->dumps[kfuse::compiler::stageName(request.stopAfter)]
+                 << "\n";
   return 0;
 }

@@ -3,6 +3,13 @@
 #ifndef KFUSE_PASSES_PASSES_H
 #define KFUSE_PASSES_PASSES_H
 
+#include "ir/KFDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Pass/Pass.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -25,6 +32,13 @@ mlir::LogicalResult
 specializeShapes(mlir::func::FuncOp func,
                  llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> argShapes,
                  const llvm::StringMap<int64_t> &bindings = {});
+
+/// The kernel template that computes `op`.
+KernelKind kernelKindOf(mlir::Operation *op);
+
+/// Work items of a kernel (elements, rows or outputs, by kind): what
+/// kf-tile sizes the grid for and kf-lower-to-gpu loops over.
+int64_t kernelWorkItems(KernelOp kernel);
 
 } // namespace kfuse::kf
 

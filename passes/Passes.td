@@ -49,4 +49,85 @@ def KFSpecializePass
   ];
 }
 
+def KFFusePass : Pass<"kf-fuse", "mlir::ModuleOp"> {
+  let summary = "Partition the graph into kf.kernel regions";
+  let description = [{
+    Groups ops into kernels, each of one kind (pointwise, reduction,
+    normalization, matmul, attention). In `unfused` mode every op is its own
+    kernel: the baseline that fusion is measured against. In `fused` mode a
+    pointwise op (elementwise math, casts, compares, selects, broadcasts,
+    transposes, reshapes, iota) joins the kernel of its consumers when all of
+    them are in one pointwise kernel, so chains run as one pass over memory.
+    Splat constants are cloned into every kernel that reads them.
+
+    Before:
+    ```mlir
+    %e = kf.exp %x : tensor<64xf32>
+    %y = kf.mul %e, %e : tensor<64xf32>
+    ```
+    After (fused):
+    ```mlir
+    %y = kf.kernel pointwise(%x : tensor<64xf32>) {
+    ^bb0(%a: tensor<64xf32>):
+      %e = kf.exp %a : tensor<64xf32>
+      %m = kf.mul %e, %e : tensor<64xf32>
+      kf.yield %m : tensor<64xf32>
+    } -> (tensor<64xf32>)
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"fused\"",
+           "fused or unfused">,
+  ];
+}
+
+def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
+  let summary = "Choose each kernel's launch shape";
+  let description = [{
+    Records in every kf.kernel's `config` the threads per block (`block`),
+    the blocks (`grid`) and the work items they cover (`items`: elements,
+    rows or outputs, by kind). The grid covers the work once when that fits
+    in 32 waves of the GPU's SMs (`sms`); larger work is covered by
+    grid-stride loops. kf-lower-to-gpu reads the config and decides nothing.
+
+    After:
+    ```mlir
+    kf.kernel pointwise(...) attributes {config = {block = 256 : i64,
+        grid = 4 : i64, items = 1024 : i64}}
+    ```
+  }];
+  let options = [
+    Option<"sms", "sms", "int64_t", /*default=*/"132",
+           "streaming multiprocessors on the target GPU">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "threads per block">,
+  ];
+}
+
+def KFLowerToGPUPass : Pass<"kf-lower-to-gpu", "mlir::ModuleOp"> {
+  let summary = "Emit one gpu.func per kf.kernel";
+  let description = [{
+    Creates `gpu.module @kf_kernels` holding one kernel per kf.kernel, named
+    in the kernel's `gpu_func` attribute. A kernel takes one memref per
+    input, then one per result, and computes with scf, arith, math and
+    memref ops in f32 (bf16/f16 are widened on load and rounded on store),
+    i32 or i1, with 64-bit indexing. The launch shape comes from `config`.
+
+    After:
+    ```mlir
+    gpu.module @kf_kernels {
+      gpu.func @k0(%in: memref<64xf32>, %out: memref<64xf32>) kernel {
+        ... scf.for over the kernel's items ...
+        gpu.return
+      }
+    }
+    ```
+  }];
+  let dependentDialects = [
+    "mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
+    "mlir::arith::ArithDialect", "mlir::math::MathDialect",
+    "mlir::memref::MemRefDialect",
+  ];
+}
+
 #endif // KF_PASSES

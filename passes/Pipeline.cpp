@@ -3,6 +3,11 @@
 #include "passes/Pipeline.h"
 #include "passes/Passes.h"
 
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
@@ -18,6 +23,31 @@ void kfuse::kf::buildGraphPipeline(OpPassManager &pm,
   }
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+}
+
+void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
+                                    const KernelPipelineOptions &options) {
+  KFFusePassOptions fuse;
+  fuse.mode = options.fused ? "fused" : "unfused";
+  pm.addPass(createKFFusePass(fuse));
+  KFTilePassOptions tile;
+  tile.sms = options.multiprocessors;
+  pm.addPass(createKFTilePass(tile));
+}
+
+void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {
+  pm.addPass(createKFLowerToGPUPass());
+}
+
+void kfuse::kf::buildLLVMLoweringPipeline(OpPassManager &pm) {
+  OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
+  gpu.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = 64;
+  nvvm.useBarePtrCallConv = true;
+  gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  gpu.addPass(createReconcileUnrealizedCastsPass());
+  gpu.addPass(createCanonicalizerPass());
 }
 
 void kfuse::kf::registerKFusePasses() {

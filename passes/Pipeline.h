@@ -21,6 +21,22 @@ struct GraphPipelineOptions {
 void buildGraphPipeline(mlir::OpPassManager &pm,
                         const GraphPipelineOptions &options);
 
+struct KernelPipelineOptions {
+  bool fused = true;
+  int64_t multiprocessors = 132;
+};
+
+/// Partitioning and launch shapes: kf-fuse, then kf-tile.
+void buildKernelPipeline(mlir::OpPassManager &pm,
+                         const KernelPipelineOptions &options);
+
+/// kf-lower-to-gpu: one gpu.func per kernel.
+void buildGPUPipeline(mlir::OpPassManager &pm);
+
+/// The gpu.module to the LLVM and NVVM dialects: scf to cf, gpu to nvvm
+/// (64-bit indices, one bare pointer per memref), then cleanup.
+void buildLLVMLoweringPipeline(mlir::OpPassManager &pm);
+
 /// Registers every kf pass and the `kf-graph-pipeline` pipeline with MLIR's
 /// command-line registry (kfuse-opt).
 void registerKFusePasses();

@@ -11,6 +11,7 @@
 #include "kfuse/DType.h"
 #include "kfuse/Error.h"
 #include "kfuse/Evaluator.h"
+#include "kfuse/Compiler.h"
 #include "kfuse/Graph.h"
 
 namespace kfuse {

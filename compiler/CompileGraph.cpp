@@ -1,0 +1,224 @@
+//===- CompileGraph.cpp - one specialisation of a graph to a Plan ---------===//
+
+#include "compiler/CompileGraph.h"
+#include "compiler/CodeGen.h"
+#include "ir/GraphImpl.h"
+#include "ir/KFDialect.h"
+#include "passes/Pipeline.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+using namespace mlir;
+
+namespace kfuse::compiler {
+
+const char *stageName(Stage stage) {
+  switch (stage) {
+  case Stage::Graph:
+    return "graph";
+  case Stage::Fused:
+    return "fused";
+  case Stage::GPU:
+    return "gpu";
+  case Stage::LLVM:
+    return "llvm";
+  case Stage::PTX:
+    return "ptx";
+  }
+  return "?";
+}
+
+namespace {
+
+std::unique_ptr<MLIRContext> createCompileContext() {
+  DialectRegistry registry;
+  codegen::registerDialects(registry);
+  auto context = std::make_unique<MLIRContext>(registry,
+                                               MLIRContext::Threading::DISABLED);
+  context->loadAllAvailableDialects();
+  codegen::registerTranslations(*context);
+  return context;
+}
+
+std::string print(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  op->print(os);
+  return text;
+}
+
+Error compileError(const std::string &stage, const std::string &diagnostics) {
+  return Error(ErrorCode::CompileFailed,
+               "kfuse: " + stage + " failed: " + diagnostics);
+}
+
+/// Zero-size tensors are rejected by name rather than launched as empty
+/// grids.
+LogicalResult checkNoZeroSize(func::FuncOp func) {
+  for (BlockArgument arg : func.getArguments())
+    if (mlir::cast<RankedTensorType>(arg.getType()).getNumElements() == 0) {
+      auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                    "kf.name");
+      return func.emitError()
+             << "input '" << (name ? name.getValue() : "?") << "' is "
+             << arg.getType() << ": tensors with a zero-size dim are not "
+             << "supported";
+    }
+  WalkResult walk = func.walk([](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (auto tensor = dyn_cast<RankedTensorType>(t);
+          tensor && tensor.getNumElements() == 0) {
+        op->emitOpError() << "gives " << t << ": tensors with a zero-size "
+                          << "dim are not supported";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+runtime::BufferDesc describe(Value v, runtime::BufferRole role,
+                             uint32_t index) {
+  auto type = mlir::cast<RankedTensorType>(v.getType());
+  DType dtype = *fromMLIRType(type);
+  return {role, index, dtype,
+          std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
+          static_cast<uint64_t>(type.getNumElements()) * dtypeSize(dtype)};
+}
+
+/// Buffers, launches and copies from the func of kernels.
+runtime::Plan extractPlan(func::FuncOp func) {
+  runtime::Plan plan;
+  llvm::DenseMap<Value, uint32_t> bufferOf;
+  for (BlockArgument arg : func.getArguments()) {
+    bufferOf[arg] = plan.buffers.size();
+    plan.buffers.push_back(
+        describe(arg, runtime::BufferRole::Input, arg.getArgNumber()));
+  }
+  // An output written by a kernel is that kernel's buffer; an input or a
+  // value returned twice is copied in after the launches.
+  auto returned = func.getBody().front().getTerminator()->getOperands();
+  SmallVector<std::pair<uint32_t, Value>> pendingCopies;
+  for (auto [i, value] : llvm::enumerate(returned)) {
+    uint32_t id = plan.buffers.size();
+    plan.buffers.push_back(describe(value, runtime::BufferRole::Output, i));
+    if (!isa<BlockArgument>(value) && !bufferOf.count(value))
+      bufferOf[value] = id;
+    else
+      pendingCopies.push_back({id, value});
+  }
+  uint32_t temps = 0;
+  for (auto kernel : func.getOps<kf::KernelOp>()) {
+    for (Value result : kernel.getResults())
+      if (!bufferOf.count(result)) {
+        bufferOf[result] = plan.buffers.size();
+        plan.buffers.push_back(
+            describe(result, runtime::BufferRole::Temp, temps++));
+      }
+    runtime::LaunchDesc launch;
+    launch.kernel = kernel->getAttrOfType<StringAttr>("gpu_func").str();
+    DictionaryAttr config = kernel.getConfigAttr();
+    launch.grid = config.getAs<IntegerAttr>("grid").getInt();
+    launch.block = config.getAs<IntegerAttr>("block").getInt();
+    for (Value v : kernel.getInputs())
+      launch.buffers.push_back(bufferOf.lookup(v));
+    for (Value v : kernel.getResults())
+      launch.buffers.push_back(bufferOf.lookup(v));
+    plan.launches.push_back(std::move(launch));
+  }
+  for (auto [dst, value] : pendingCopies)
+    plan.copies.push_back({dst, bufferOf.lookup(value)});
+  return plan;
+}
+
+std::vector<std::string> shapeStrings(
+    const std::vector<std::vector<int64_t>> &shapes) {
+  std::vector<std::string> out;
+  for (const std::vector<int64_t> &shape : shapes) {
+    std::string text;
+    for (int64_t d : shape)
+      text += (text.empty() ? "" : "x") + std::to_string(d);
+    out.push_back(text);
+  }
+  return out;
+}
+
+} // namespace
+
+Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
+  std::unique_ptr<MLIRContext> context = createCompileContext();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &d) {
+    diagnostics += (diagnostics.empty() ? "" : "\n") + d.str();
+    return success();
+  });
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(request.graphText, context.get());
+  if (!module)
+    return compileError("parsing the graph", diagnostics);
+  auto run = [&](llvm::function_ref<void(PassManager &)> build) {
+    PassManager pm(context.get());
+    if (request.configure)
+      request.configure(pm);
+    build(pm);
+    return pm.run(*module);
+  };
+  runtime::Plan plan;
+  kf::GraphPipelineOptions graphOptions;
+  graphOptions.shapes = shapeStrings(request.shapes);
+  if (failed(run([&](PassManager &pm) {
+        kf::buildGraphPipeline(pm, graphOptions);
+      })))
+    return compileError("specialising the graph", diagnostics);
+  auto func = *module->getOps<func::FuncOp>().begin();
+  if (failed(checkNoZeroSize(func)))
+    return Error(ErrorCode::InvalidArgument, "kfuse: " + diagnostics);
+  plan.dumps["graph"] = print(*module);
+  if (request.stopAfter == Stage::Graph)
+    return plan;
+
+  kf::KernelPipelineOptions kernelOptions{request.fused,
+                                          request.multiprocessors};
+  if (failed(run([&](PassManager &pm) {
+        kf::buildKernelPipeline(pm, kernelOptions);
+      })))
+    return compileError("partitioning into kernels", diagnostics);
+  plan.dumps["fused"] = print(*module);
+  if (request.stopAfter == Stage::Fused)
+    return plan;
+
+  if (failed(run([](PassManager &pm) { kf::buildGPUPipeline(pm); })))
+    return compileError("kf-lower-to-gpu", diagnostics);
+  runtime::Plan extracted = extractPlan(func);
+  extracted.dumps = std::move(plan.dumps);
+  plan = std::move(extracted);
+  auto gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
+  plan.dumps["gpu"] = print(gpuModule);
+  if (request.stopAfter == Stage::GPU)
+    return plan;
+
+  if (failed(run([](PassManager &pm) { kf::buildLLVMLoweringPipeline(pm); })))
+    return compileError("lowering to the LLVM dialect", diagnostics);
+  codegen::Target target;
+  target.arch = request.arch;
+  llvm::Expected<codegen::BackendOutput> backend =
+      codegen::emitPTX(*module, target);
+  if (!backend)
+    return compileError("PTX generation",
+                        llvm::toString(backend.takeError()));
+  plan.dumps["llvm"] = std::move(backend->llvmIR);
+  plan.ptx = std::move(backend->ptx);
+  return plan;
+}
+
+} // namespace kfuse::compiler

@@ -1,0 +1,43 @@
+//===- CompileGraph.h - one specialisation of a graph to a Plan -*- C++ -*-===//
+//
+// The staged compile behind Compiler, kfusec and the tests: kf graph text
+// and the call's input shapes in, a runtime Plan (kernels, buffers, PTX and
+// the text of every stage) out.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_COMPILER_COMPILEGRAPH_H
+#define KFUSE_COMPILER_COMPILEGRAPH_H
+
+#include "kfuse/Compiler.h"
+#include "runtime/Plan.h"
+
+#include <functional>
+
+namespace mlir {
+class PassManager;
+}
+
+namespace kfuse::compiler {
+
+struct CompileRequest {
+  std::string graphText;
+  /// One shape per graph input; empty keeps the graph's own (static) shapes.
+  std::vector<std::vector<int64_t>> shapes;
+  std::string arch = "sm_90";
+  bool fused = true;
+  int64_t multiprocessors = 132;
+  /// The last stage to run.
+  Stage stopAfter = Stage::PTX;
+  /// Applied to every pass manager (kfusec: MLIR's IR-printing flags).
+  std::function<void(mlir::PassManager &)> configure;
+};
+
+/// The stage names used as Plan::dumps keys and dump file names.
+const char *stageName(Stage stage);
+
+Expected<runtime::Plan> compileGraph(const CompileRequest &request);
+
+} // namespace kfuse::compiler
+
+#endif // KFUSE_COMPILER_COMPILEGRAPH_H

@@ -1,0 +1,567 @@
+//===- Executable.cpp - Compiler, Executable and the kernel cache ---------===//
+//
+// The in-memory cache maps a full key (kfuse and LLVM versions, arch,
+// fusion mode, input shapes, graph text) to one entry; concurrent callers
+// of one key wait on a once_flag, so a key compiles once per process. Below
+// it sits the disk cache. The hot path of run() (shapes seen before) does
+// no hashing, no allocation and no string work: it compares shapes, checks
+// arguments and launches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "compiler/CompileGraph.h"
+#include "kfuse/Graph.h"
+#include "kfuse/kfuse.h"
+#include "runtime/Debug.h"
+#include "runtime/DiskCache.h"
+#include "runtime/Module.h"
+
+#include <atomic>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sys/stat.h>
+#include <unordered_map>
+
+namespace kfuse {
+
+using runtime::Driver;
+
+namespace {
+
+std::atomic<uint64_t> statCompiles{0}, statMemoryHits{0}, statDiskHits{0},
+    statDiskRejected{0};
+
+/// A compiled specialisation, shared by every Executable with its key.
+struct CacheEntry {
+  std::once_flag compiled;
+  Status status;
+  runtime::Plan plan;
+  std::once_flag loaded;
+  Status loadStatus;
+  runtime::LoadedModule module;
+};
+
+class MemoryCache {
+public:
+  std::shared_ptr<CacheEntry> entry(const std::string &key) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::shared_ptr<CacheEntry> &e = entries[key];
+    if (!e)
+      e = std::make_shared<CacheEntry>();
+    else
+      ++statMemoryHits;
+    return e;
+  }
+
+private:
+  std::mutex mutex;
+  std::unordered_map<std::string, std::shared_ptr<CacheEntry>> entries;
+};
+
+MemoryCache &memoryCache() {
+  static MemoryCache *cache = new MemoryCache();
+  return *cache;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string out;
+  for (int64_t d : shape)
+    out += (out.empty() ? "" : "x") + std::to_string(d);
+  return out.empty() ? "scalar" : out;
+}
+
+std::string shapeText(const Dims &shape) {
+  return shapeText(std::vector<int64_t>(shape.begin(), shape.end()));
+}
+
+Status invalid(const std::string &message) {
+  return Error(ErrorCode::InvalidArgument, message);
+}
+
+} // namespace
+
+CacheStats cacheStats() {
+  return {statCompiles.load(), statMemoryHits.load(), statDiskHits.load(),
+          statDiskRejected.load()};
+}
+
+namespace detail {
+
+/// One specialisation of an Executable: its shapes, its shared compiled
+/// entry, and its own temporaries and launch table.
+struct Specialization {
+  std::vector<Dims> inputShapes;
+  std::string key;
+  std::shared_ptr<CacheEntry> entry;
+  std::vector<CUdeviceptr> table;
+  bool tempsAllocated = false;
+  ~Specialization();
+};
+
+struct ExecutableImpl {
+  CompileOptions options;
+  std::string graphText, graphName;
+  std::vector<TensorInfo> inputs, outputs;
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Specialization>> specializations;
+  Specialization *last = nullptr;
+
+  std::string keyFor(const std::vector<std::vector<int64_t>> &shapes) const;
+  Status bindShapes(const std::vector<std::vector<int64_t>> &shapes) const;
+  Expected<Specialization *>
+  specialize(const std::vector<std::vector<int64_t>> &shapes);
+  Status compileEntry(CacheEntry &entry, const std::string &key,
+                      const std::vector<std::vector<int64_t>> &shapes);
+  Status load(Driver &driver, CacheEntry &entry, const std::string &key);
+  void writeDumps(const runtime::Plan &plan, const std::string &key) const;
+  Status checkArguments(const Specialization &spec, const DeviceTensor *in,
+                        const DeviceTensor *out) const;
+  Status launch(Driver &driver, Specialization &spec, const DeviceTensor *in,
+                const DeviceTensor *out, CUstream stream);
+};
+
+Specialization::~Specialization() {
+  if (!tempsAllocated)
+    return;
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return;
+  for (const runtime::BufferDesc &b : entry->plan.buffers)
+    if (b.role == runtime::BufferRole::Temp)
+      (*d)->cuMemFree_v2(table[&b - entry->plan.buffers.data()]);
+}
+
+std::string
+ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes) const {
+  std::string key = std::string("kfuse ") + version() + "\nllvm " +
+                    llvmVersion() + "\narch " + options.arch + "\nfusion " +
+                    (options.fusion == Fusion::Fused ? "fused" : "unfused") +
+                    "\nalign element\nshapes";
+  for (const std::vector<int64_t> &shape : shapes)
+    key += " " + shapeText(shape);
+  return key + "\n" + graphText;
+}
+
+/// The call's shapes against the declared ones: ranks, static dims, and
+/// one size per symbol.
+Status ExecutableImpl::bindShapes(
+    const std::vector<std::vector<int64_t>> &shapes) const {
+  std::map<std::string, std::pair<int64_t, std::string>> symbols;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const TensorInfo &info = inputs[i];
+    const std::vector<int64_t> &shape = shapes[i];
+    std::string where = "input '" + info.name + "'";
+    if (shape.size() != info.shape.size())
+      return invalid(where + " has shape " + shapeText(shape) +
+                     " but the graph declares " + shapeString(info.shape));
+    for (size_t d = 0; d < shape.size(); ++d) {
+      const Dim &dim = info.shape[d];
+      if (shape[d] < 0)
+        return invalid(where + " has a negative dim in " + shapeText(shape));
+      if (!dim.isSymbolic() && dim.size() != shape[d])
+        return invalid(where + " has shape " + shapeText(shape) +
+                       " but the graph declares " + shapeString(info.shape));
+      if (!dim.isSymbolic())
+        continue;
+      auto [it, inserted] =
+          symbols.try_emplace(dim.symbol(), shape[d], where);
+      if (!inserted && it->second.first != shape[d])
+        return invalid("symbolic dim '" + dim.symbol() + "' is " +
+                       std::to_string(it->second.first) + " in " +
+                       it->second.second + " but " + std::to_string(shape[d]) +
+                       " in " + where);
+    }
+  }
+  return Status::ok();
+}
+
+Status ExecutableImpl::compileEntry(
+    CacheEntry &entry, const std::string &key,
+    const std::vector<std::vector<int64_t>> &shapes) {
+  runtime::DiskCache disk(options.cacheDir);
+  if (options.diskCache) {
+    bool rejected = false;
+    if (std::optional<runtime::Plan> plan = disk.load(key, &rejected)) {
+      ++statDiskHits;
+      entry.plan = std::move(*plan);
+      return Status::ok();
+    }
+    statDiskRejected += rejected;
+  }
+  ++statCompiles;
+  compiler::CompileRequest request;
+  request.graphText = graphText;
+  request.shapes = shapes;
+  request.arch = options.arch;
+  request.fused = options.fusion == Fusion::Fused;
+  Expected<runtime::Plan> plan = compiler::compileGraph(request);
+  if (!plan)
+    return plan.error();
+  entry.plan = plan.take();
+  if (options.diskCache)
+    if (Status s = disk.store(key, entry.plan); !s)
+      debugLog("cannot store in the disk cache: " + s.message());
+  return Status::ok();
+}
+
+void ExecutableImpl::writeDumps(const runtime::Plan &plan,
+                                const std::string &key) const {
+  std::string root = options.dumpDir;
+  if (root.empty())
+    if (const char *env = std::getenv("KFUSE_DUMP_DIR"))
+      root = env;
+  if (root.empty())
+    return;
+  std::string dir =
+      root + "/" + graphName + "-" + runtime::DiskCache::digest(key).substr(0, 12);
+  mkdir(root.c_str(), 0755);
+  mkdir(dir.c_str(), 0755);
+  auto write = [&](const std::string &name, const std::string &text) {
+    if (text.empty())
+      return;
+    std::ofstream(dir + "/" + name, std::ios::binary) << text;
+  };
+  for (auto [stage, file] :
+       {std::pair{"graph", "graph.mlir"}, {"fused", "fused.mlir"},
+        {"gpu", "gpu.mlir"}, {"llvm", "kernels.ll"}})
+    if (auto it = plan.dumps.find(stage); it != plan.dumps.end())
+      write(file, it->second);
+  write("kernels.ptx", plan.ptx);
+  write("ptxas.log", plan.ptxasLog);
+}
+
+Expected<Specialization *>
+ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes) {
+  for (auto &spec : specializations)
+    if (std::equal(spec->inputShapes.begin(), spec->inputShapes.end(),
+                   shapes.begin(), shapes.end(),
+                   [](const Dims &a, const std::vector<int64_t> &b) {
+                     return a == Dims(b);
+                   }))
+      return spec.get();
+  if (Status s = bindShapes(shapes); !s)
+    return s.error();
+  std::string key = keyFor(shapes);
+  std::shared_ptr<CacheEntry> entry = memoryCache().entry(key);
+  std::call_once(entry->compiled, [&] {
+    entry->status = compileEntry(*entry, key, shapes);
+  });
+  if (!entry->status)
+    return entry->status.error();
+  writeDumps(entry->plan, key);
+  auto spec = std::make_unique<Specialization>();
+  for (const std::vector<int64_t> &shape : shapes) {
+    if (shape.size() > Dims::kMaxRank)
+      return invalid("tensors of rank above 8 are not supported").error();
+    spec->inputShapes.push_back(Dims(shape));
+  }
+  spec->key = std::move(key);
+  spec->entry = std::move(entry);
+  spec->table.assign(spec->entry->plan.buffers.size(), 0);
+  specializations.push_back(std::move(spec));
+  return specializations.back().get();
+}
+
+} // namespace detail
+} // namespace kfuse
+
+namespace kfuse::detail {
+
+Status ExecutableImpl::load(Driver &driver, CacheEntry &entry,
+                            const std::string &key) {
+  std::call_once(entry.loaded, [&] {
+    bool jitted = false;
+    Expected<runtime::LoadedModule> module =
+        runtime::loadPlan(driver, entry.plan, jitted);
+    if (!module) {
+      entry.loadStatus = module.error();
+      return;
+    }
+    entry.module = *module;
+    // Store the cubin so that the next process skips the JIT as well.
+    if (jitted && options.diskCache)
+      if (Status s = runtime::DiskCache(options.cacheDir).store(key, entry.plan);
+          !s)
+        debugLog("cannot store in the disk cache: " + s.message());
+  });
+  return entry.loadStatus;
+}
+
+Status ExecutableImpl::checkArguments(const Specialization &spec,
+                                      const DeviceTensor *in,
+                                      const DeviceTensor *out) const {
+  const runtime::Plan &plan = spec.entry->plan;
+  size_t numIn = inputs.size();
+  for (size_t i = 0; i < numIn + outputs.size(); ++i) {
+    const runtime::BufferDesc &b = plan.buffers[i];
+    const DeviceTensor &t = i < numIn ? in[i] : out[i - numIn];
+    const std::string &name =
+        i < numIn ? inputs[i].name : outputs[i - numIn].name;
+    const char *what = i < numIn ? "input" : "output";
+    if (t.dtype != b.dtype)
+      return invalid(std::string("run: ") + what + " '" + name + "' is " +
+                     dtypeName(t.dtype) + " but the graph takes " +
+                     dtypeName(b.dtype));
+    if (!t.shape.valid() || !std::equal(t.shape.begin(), t.shape.end(),
+                                        b.shape.begin(), b.shape.end()))
+      return invalid(std::string("run: ") + what + " '" + name +
+                     "' has shape " + shapeText(t.shape) +
+                     " but the graph " + (i < numIn ? "takes " : "gives ") +
+                     shapeText(b.shape));
+    if (!t.data)
+      return invalid(std::string("run: ") + what + " '" + name +
+                     "' is a null pointer");
+    if (reinterpret_cast<uintptr_t>(t.data) % dtypeSize(b.dtype))
+      return invalid(std::string("run: ") + what + " '" + name +
+                     "' is misaligned: " + dtypeName(b.dtype) +
+                     " data needs " + std::to_string(dtypeSize(b.dtype)) +
+                     "-byte alignment");
+  }
+  return Status::ok();
+}
+
+Status ExecutableImpl::launch(Driver &d, Specialization &spec,
+                              const DeviceTensor *in, const DeviceTensor *out,
+                              CUstream stream) {
+  const runtime::Plan &plan = spec.entry->plan;
+  size_t numIn = inputs.size(), numOut = outputs.size();
+  if (!spec.tempsAllocated) {
+    for (size_t i = numIn + numOut; i < plan.buffers.size(); ++i)
+      if (Status s = d.check(d.cuMemAlloc_v2(&spec.table[i],
+                                             plan.buffers[i].bytes),
+                             "cuMemAlloc");
+          !s)
+        return s;
+    spec.tempsAllocated = true;
+  }
+  for (size_t i = 0; i < numIn; ++i)
+    spec.table[i] = reinterpret_cast<CUdeviceptr>(in[i].data);
+  for (size_t i = 0; i < numOut; ++i)
+    spec.table[numIn + i] = reinterpret_cast<CUdeviceptr>(out[i].data);
+  constexpr size_t kMaxParams = 256;
+  void *params[kMaxParams];
+  for (size_t k = 0; k < plan.launches.size(); ++k) {
+    const runtime::LaunchDesc &l = plan.launches[k];
+    if (l.grid == 0)
+      continue;
+    if (l.buffers.size() > kMaxParams)
+      return Error(ErrorCode::CompileFailed,
+                   "kernel " + l.kernel + " has too many parameters");
+    for (size_t p = 0; p < l.buffers.size(); ++p)
+      params[p] = &spec.table[l.buffers[p]];
+    if (Status s = d.check(d.cuLaunchKernel(spec.entry->module.functions[k],
+                                            l.grid, 1, 1, l.block, 1, 1,
+                                            l.sharedBytes, stream, params,
+                                            nullptr),
+                           "cuLaunchKernel");
+        !s)
+      return s;
+  }
+  for (const runtime::CopyDesc &c : plan.copies)
+    if (Status s = d.check(
+            d.cuMemcpyDtoDAsync_v2(spec.table[c.dst], spec.table[c.src],
+                                   plan.buffers[c.dst].bytes, stream),
+            "cuMemcpyDtoDAsync");
+        !s)
+      return s;
+  return Status::ok();
+}
+
+} // namespace kfuse::detail
+
+namespace kfuse {
+
+Status Executable::run(const DeviceTensor *in, size_t numIn,
+                       const DeviceTensor *out, size_t numOut, void *stream) {
+  detail::ExecutableImpl &impl = *impl_;
+  if (numIn != impl.inputs.size() || numOut != impl.outputs.size())
+    return invalid("run: the graph takes " +
+                   std::to_string(impl.inputs.size()) + " inputs and " +
+                   std::to_string(impl.outputs.size()) + " outputs, got " +
+                   std::to_string(numIn) + " and " + std::to_string(numOut));
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  detail::Specialization *spec = impl.last;
+  bool same = spec != nullptr;
+  for (size_t i = 0; same && i < numIn; ++i)
+    same = spec->inputShapes[i] == in[i].shape;
+  if (!same) {
+    std::vector<std::vector<int64_t>> shapes;
+    for (size_t i = 0; i < numIn; ++i) {
+      if (!in[i].shape.valid())
+        return invalid("run: input '" + impl.inputs[i].name +
+                       "' has more than 8 dims");
+      shapes.emplace_back(in[i].shape.begin(), in[i].shape.end());
+    }
+    Expected<detail::Specialization *> found = impl.specialize(shapes);
+    if (!found)
+      return found.error();
+    spec = impl.last = *found;
+  }
+  if (Status s = impl.checkArguments(*spec, in, out); !s)
+    return s;
+  Expected<Driver *> driver = Driver::get();
+  if (!driver)
+    return driver.error();
+  if (Status s = impl.load(**driver, *spec->entry, spec->key); !s)
+    return s;
+  return impl.launch(**driver, *spec, in, out, static_cast<CUstream>(stream));
+}
+
+} // namespace kfuse
+
+namespace kfuse {
+
+static std::vector<std::vector<int64_t>>
+declaredShapes(const detail::ExecutableImpl &impl,
+               const std::vector<std::vector<int64_t>> &shapes, Status &status) {
+  if (!shapes.empty())
+    return shapes;
+  std::vector<std::vector<int64_t>> out;
+  for (const TensorInfo &info : impl.inputs) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : info.shape) {
+      if (d.isSymbolic()) {
+        status = invalid("input '" + info.name + "' is " +
+                         shapeString(info.shape) +
+                         ": give the shapes to specialise for");
+        return {};
+      }
+      shape.push_back(d.size());
+    }
+    out.push_back(shape);
+  }
+  return out;
+}
+
+Expected<std::string>
+Executable::dump(Stage stage, const std::vector<std::vector<int64_t>> &shapes) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Status status;
+  auto concrete = declaredShapes(*impl_, shapes, status);
+  if (!status)
+    return status.error();
+  if (concrete.size() != impl_->inputs.size())
+    return invalid("dump: the graph takes " +
+                   std::to_string(impl_->inputs.size()) + " inputs, got " +
+                   std::to_string(concrete.size()) + " shapes")
+        .error();
+  Expected<detail::Specialization *> spec = impl_->specialize(concrete);
+  if (!spec)
+    return spec.error();
+  const runtime::Plan &plan = (*spec)->entry->plan;
+  if (stage == Stage::PTX)
+    return plan.ptx;
+  auto it = plan.dumps.find(compiler::stageName(stage));
+  if (it == plan.dumps.end())
+    return Error(ErrorCode::CompileFailed, "no dump of that stage");
+  return it->second;
+}
+
+Expected<std::vector<KernelReport>>
+Executable::kernels(const std::vector<std::vector<int64_t>> &shapes) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Status status;
+  auto concrete = declaredShapes(*impl_, shapes, status);
+  if (!status)
+    return status.error();
+  Expected<detail::Specialization *> spec = impl_->specialize(concrete);
+  if (!spec)
+    return spec.error();
+  return runtime::kernelReports((*spec)->entry->plan);
+}
+
+size_t Executable::numInputs() const { return impl_->inputs.size(); }
+size_t Executable::numOutputs() const { return impl_->outputs.size(); }
+
+Expected<std::vector<HostTensor>>
+Executable::runOnHost(const std::vector<HostTensor> &inputs) {
+  if (inputs.size() != impl_->inputs.size())
+    return invalid("runOnHost: the graph takes " +
+                   std::to_string(impl_->inputs.size()) + " inputs, got " +
+                   std::to_string(inputs.size()))
+        .error();
+  std::vector<std::vector<int64_t>> shapes;
+  for (const HostTensor &t : inputs)
+    shapes.push_back(t.shape());
+  std::vector<runtime::BufferDesc> outputDescs;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    Expected<detail::Specialization *> spec = impl_->specialize(shapes);
+    if (!spec)
+      return spec.error();
+    for (const runtime::BufferDesc &b : (*spec)->entry->plan.buffers)
+      if (b.role == runtime::BufferRole::Output)
+        outputDescs.push_back(b);
+  }
+  std::vector<DeviceBuffer> buffers;
+  std::vector<DeviceTensor> in, out;
+  for (const HostTensor &t : inputs) {
+    Expected<DeviceBuffer> b = DeviceBuffer::allocate(t.sizeInBytes());
+    if (!b)
+      return b.error();
+    if (Status s = b->copyFromHost(t.data(), t.sizeInBytes()); !s)
+      return s.error();
+    in.push_back({b->data(), t.dtype(), Dims(t.shape())});
+    buffers.push_back(b.take());
+  }
+  for (const runtime::BufferDesc &desc : outputDescs) {
+    Expected<DeviceBuffer> b = DeviceBuffer::allocate(desc.bytes);
+    if (!b)
+      return b.error();
+    // Poison: 0xFF bytes are NaN in every float dtype.
+    if (Status s = b->fill(0xFF); !s)
+      return s.error();
+    out.push_back({b->data(), desc.dtype, Dims(desc.shape)});
+    buffers.push_back(b.take());
+  }
+  if (Status s = run(in.data(), in.size(), out.data(), out.size()); !s)
+    return s.error();
+  if (Status s = synchronize(); !s)
+    return s.error();
+  std::vector<HostTensor> results;
+  for (size_t i = 0; i < outputDescs.size(); ++i) {
+    HostTensor t(outputDescs[i].dtype, outputDescs[i].shape);
+    if (Status s = buffers[inputs.size() + i].copyToHost(t.data(),
+                                                         t.sizeInBytes());
+        !s)
+      return s.error();
+    results.push_back(std::move(t));
+  }
+  return results;
+}
+
+Compiler::Compiler(CompileOptions options) : options_(std::move(options)) {}
+
+Expected<Executable> Compiler::compile(const Graph &graph) {
+  if (!graph.status())
+    return graph.status().error();
+  Expected<std::string> text = graph.toMLIR();
+  if (!text)
+    return text.error();
+  auto impl = std::make_shared<detail::ExecutableImpl>();
+  impl->options = options_;
+  impl->graphText = text.take();
+  impl->graphName = graph.name();
+  impl->inputs = graph.inputs();
+  impl->outputs = graph.outputs();
+  if (impl->outputs.empty())
+    return invalid("compile: the graph has no outputs").error();
+  bool symbolic = false;
+  for (const TensorInfo &info : impl->inputs)
+    for (const Dim &d : info.shape)
+      symbolic |= d.isSymbolic();
+  if (!symbolic) {
+    Status status;
+    auto shapes = declaredShapes(*impl, {}, status);
+    std::lock_guard<std::mutex> lock(impl->mutex);
+    Expected<detail::Specialization *> spec = impl->specialize(shapes);
+    if (!spec)
+      return spec.error();
+  }
+  Executable exe;
+  exe.impl_ = std::move(impl);
+  return exe;
+}
+
+} // namespace kfuse

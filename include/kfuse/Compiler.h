@@ -1,0 +1,188 @@
+//===- kfuse/Compiler.h - compiling and running graphs ----------*- C++ -*-===//
+//
+//   kfuse::Compiler compiler;                        // sm_90, fused
+//   kfuse::Expected<kfuse::Executable> exe = compiler.compile(graph);
+//   exe->run({{x_ptr, kfuse::DType::f32, {4096, 1024}}},
+//            {{y_ptr, kfuse::DType::f32, {4096, 1024}}}, stream);
+//
+// A graph with symbolic dims is specialised for the shapes of each call:
+// the first call with new shapes compiles (or loads from the disk cache),
+// later calls with those shapes only launch. Arguments are checked before
+// anything is launched (count, dtype, shape, null and misaligned pointers).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_COMPILER_H
+#define KFUSE_COMPILER_H
+
+#include "kfuse/DType.h"
+#include "kfuse/Error.h"
+#include "kfuse/Evaluator.h"
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kfuse {
+
+class Graph;
+
+enum class Fusion {
+  Fused,   ///< kf-fuse groups ops into as few kernels as it can
+  Unfused, ///< one kernel per op: the baseline fusion is measured against
+};
+
+/// The compiler's stages, each of which can be printed.
+enum class Stage {
+  Graph, ///< kf IR after specialisation, canonicalisation and CSE
+  Fused, ///< kf IR partitioned into kf.kernel regions with launch configs
+  GPU,   ///< the gpu.module of kernels (scf, arith, math, memref)
+  LLVM,  ///< optimised LLVM IR
+  PTX,
+};
+
+struct CompileOptions {
+  std::string arch = "sm_90"; ///< any sm_XY the NVPTX backend knows
+  Fusion fusion = Fusion::Fused;
+  /// Disk cache directory; empty means $KFUSE_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/kfuse, else ~/.cache/kfuse.
+  std::string cacheDir;
+  bool diskCache = true;
+  /// Writes every stage of every specialisation here; empty means
+  /// $KFUSE_DUMP_DIR if set. Not part of the cache key.
+  std::string dumpDir;
+};
+
+/// A shape of at most 8 dims, held inline so that describing arguments
+/// allocates nothing.
+class Dims {
+public:
+  static constexpr int kMaxRank = 8;
+  Dims() = default;
+  Dims(std::initializer_list<int64_t> dims);
+  Dims(const std::vector<int64_t> &dims);
+  int rank() const { return rank_; }
+  int64_t operator[](int i) const { return dims_[i]; }
+  const int64_t *begin() const { return dims_; }
+  const int64_t *end() const { return dims_ + rank_; }
+  bool operator==(const Dims &other) const;
+  bool valid() const { return rank_ >= 0; }
+
+private:
+  int64_t dims_[kMaxRank] = {};
+  int rank_ = 0; ///< -1 when constructed from more than kMaxRank dims
+};
+
+/// A tensor in device memory (a CUdeviceptr), row-major and contiguous.
+struct DeviceTensor {
+  void *data = nullptr;
+  DType dtype = DType::f32;
+  Dims shape;
+};
+
+/// Device memory owned by kfuse, for callers without a CUDA runtime of
+/// their own (tests, examples, benchmarks).
+class DeviceBuffer {
+public:
+  static Expected<DeviceBuffer> allocate(size_t bytes);
+  DeviceBuffer() = default;
+  DeviceBuffer(DeviceBuffer &&other) noexcept;
+  DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
+  ~DeviceBuffer();
+
+  void *data() const { return reinterpret_cast<void *>(ptr_); }
+  size_t size() const { return bytes_; }
+  Status copyFromHost(const void *src, size_t bytes);
+  Status copyToHost(void *dst, size_t bytes) const;
+  /// Sets every byte to `value` (tests poison outputs with 0xFF: NaN).
+  Status fill(unsigned char value);
+
+private:
+  uintptr_t ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+/// The GPU kfuse runs on, or the reason there is none ("no CUDA driver",
+/// "no GPU").
+struct DeviceInfo {
+  std::string name;
+  int multiprocessors;
+  int computeMajor, computeMinor;
+};
+Expected<DeviceInfo> device();
+/// Waits for all work on the device.
+Status synchronize();
+
+/// What ptxas made of one kernel.
+struct KernelReport {
+  std::string name;
+  uint32_t grid, block;
+  int registers = -1, spillBytes = -1, sharedBytes = -1;
+};
+
+/// Process-wide compile and cache counters.
+struct CacheStats {
+  uint64_t compiles = 0;     ///< runs of the compiler (MLIR and LLVM)
+  uint64_t memoryHits = 0;   ///< specialisations found compiled in memory
+  uint64_t diskHits = 0;     ///< loaded from the disk cache, no compile
+  uint64_t diskRejected = 0; ///< corrupt or mismatched entries ignored
+};
+CacheStats cacheStats();
+
+namespace detail {
+struct ExecutableImpl;
+}
+
+class Executable {
+public:
+  /// Runs on device tensors; `stream` is a CUstream (null: the default
+  /// stream). Returns once the work is enqueued.
+  Status run(const DeviceTensor *inputs, size_t numInputs,
+             const DeviceTensor *outputs, size_t numOutputs,
+             void *stream = nullptr);
+  Status run(std::initializer_list<DeviceTensor> inputs,
+             std::initializer_list<DeviceTensor> outputs,
+             void *stream = nullptr) {
+    return run(inputs.begin(), inputs.size(), outputs.begin(), outputs.size(),
+               stream);
+  }
+  /// Copies host inputs in, runs, synchronises and copies the outputs
+  /// back (poisoned with NaN bytes first, so an unwritten element shows).
+  Expected<std::vector<HostTensor>> runOnHost(
+      const std::vector<HostTensor> &inputs);
+
+  /// The text of a stage for these input shapes (the graph's own if
+  /// empty), compiling or loading from the cache if needed.
+  Expected<std::string> dump(Stage stage,
+                             const std::vector<std::vector<int64_t>> &shapes = {});
+  /// The kernels for these shapes, with ptxas's figures once they have been
+  /// loaded on a GPU.
+  Expected<std::vector<KernelReport>>
+  kernels(const std::vector<std::vector<int64_t>> &shapes = {});
+
+  size_t numInputs() const;
+  size_t numOutputs() const;
+
+private:
+  friend class Compiler;
+  std::shared_ptr<detail::ExecutableImpl> impl_;
+};
+
+class Compiler {
+public:
+  explicit Compiler(CompileOptions options = {});
+  const CompileOptions &options() const { return options_; }
+
+  /// Checks the graph and, when its shapes are all static, compiles it
+  /// (or loads it from the cache). Works without a GPU; running needs one.
+  Expected<Executable> compile(const Graph &graph);
+
+private:
+  CompileOptions options_;
+};
+
+} // namespace kfuse
+
+#endif // KFUSE_COMPILER_H

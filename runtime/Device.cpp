@@ -1,0 +1,121 @@
+//===- Device.cpp - device memory and device queries of the public API ----===//
+
+#include "kfuse/Compiler.h"
+#include "runtime/CudaDriver.h"
+
+namespace kfuse {
+
+using runtime::Driver;
+
+Dims::Dims(std::initializer_list<int64_t> dims) {
+  if (dims.size() > kMaxRank) {
+    rank_ = -1;
+    return;
+  }
+  for (int64_t d : dims)
+    dims_[rank_++] = d;
+}
+
+Dims::Dims(const std::vector<int64_t> &dims) {
+  if (dims.size() > kMaxRank) {
+    rank_ = -1;
+    return;
+  }
+  for (int64_t d : dims)
+    dims_[rank_++] = d;
+}
+
+bool Dims::operator==(const Dims &other) const {
+  if (rank_ != other.rank_)
+    return false;
+  for (int i = 0; i < rank_; ++i)
+    if (dims_[i] != other.dims_[i])
+      return false;
+  return true;
+}
+
+Expected<DeviceInfo> device() {
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  return DeviceInfo{(*d)->name, (*d)->multiprocessors, (*d)->computeMajor,
+                    (*d)->computeMinor};
+}
+
+Status synchronize() {
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  return (*d)->check((*d)->cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
+Expected<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  DeviceBuffer buffer;
+  CUdeviceptr ptr = 0;
+  if (Status s = (*d)->check((*d)->cuMemAlloc_v2(&ptr, bytes ? bytes : 1),
+                             "cuMemAlloc");
+      !s)
+    return s.error();
+  buffer.ptr_ = ptr;
+  buffer.bytes_ = bytes;
+  return buffer;
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
+    : ptr_(other.ptr_), bytes_(other.bytes_) {
+  other.ptr_ = 0;
+  other.bytes_ = 0;
+}
+
+DeviceBuffer &DeviceBuffer::operator=(DeviceBuffer &&other) noexcept {
+  std::swap(ptr_, other.ptr_);
+  std::swap(bytes_, other.bytes_);
+  return *this;
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (!ptr_)
+    return;
+  Expected<Driver *> d = Driver::get();
+  if (d)
+    (*d)->cuMemFree_v2(ptr_);
+}
+
+static Status checkSize(size_t bytes, size_t capacity, const char *what) {
+  if (bytes <= capacity)
+    return Status::ok();
+  return Error(ErrorCode::InvalidArgument,
+               std::string(what) + ": " + std::to_string(bytes) +
+                   " bytes do not fit a buffer of " +
+                   std::to_string(capacity));
+}
+
+Status DeviceBuffer::copyFromHost(const void *src, size_t bytes) {
+  if (Status s = checkSize(bytes, bytes_, "copyFromHost"); !s)
+    return s;
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  return (*d)->check((*d)->cuMemcpyHtoD_v2(ptr_, src, bytes), "cuMemcpyHtoD");
+}
+
+Status DeviceBuffer::copyToHost(void *dst, size_t bytes) const {
+  if (Status s = checkSize(bytes, bytes_, "copyToHost"); !s)
+    return s;
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  return (*d)->check((*d)->cuMemcpyDtoH_v2(dst, ptr_, bytes), "cuMemcpyDtoH");
+}
+
+Status DeviceBuffer::fill(unsigned char value) {
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  return (*d)->check((*d)->cuMemsetD8_v2(ptr_, value, bytes_), "cuMemsetD8");
+}
+
+} // namespace kfuse

@@ -1,0 +1,209 @@
+//===- Plan.cpp - serialisation of plans ----------------------------------===//
+//
+// Format: a header line, then one line per buffer, launch and copy, then
+// length-prefixed blobs. Every count and length is checked on reading, so a
+// truncated or corrupted file is rejected rather than half-read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "runtime/Plan.h"
+
+#include <charconv>
+#include <sstream>
+
+namespace kfuse::runtime {
+
+size_t Plan::count(BufferRole role) const {
+  size_t n = 0;
+  for (const BufferDesc &b : buffers)
+    n += b.role == role;
+  return n;
+}
+
+static void blob(std::ostringstream &os, const std::string &name,
+                 const std::string &data) {
+  os << "blob " << name << " " << data.size() << "\n" << data << "\n";
+}
+
+std::string Plan::serialize() const {
+  std::ostringstream os;
+  os << "kfuse-plan 1\n";
+  os << "buffers " << buffers.size() << "\n";
+  for (const BufferDesc &b : buffers) {
+    os << "b " << int(b.role) << " " << b.index << " " << dtypeName(b.dtype)
+       << " " << b.bytes << " " << b.shape.size();
+    for (int64_t d : b.shape)
+      os << " " << d;
+    os << "\n";
+  }
+  os << "launches " << launches.size() << "\n";
+  for (const LaunchDesc &l : launches) {
+    os << "l " << l.kernel << " " << l.grid << " " << l.block << " "
+       << l.sharedBytes << " " << l.buffers.size();
+    for (uint32_t b : l.buffers)
+      os << " " << b;
+    os << "\n";
+  }
+  os << "copies " << copies.size() << "\n";
+  for (const CopyDesc &c : copies)
+    os << "c " << c.dst << " " << c.src << "\n";
+  blob(os, "ptx", ptx);
+  blob(os, "cubin", cubin);
+  blob(os, "ptxas", ptxasLog);
+  os << "dumps " << dumps.size() << "\n";
+  for (const auto &[stage, text] : dumps)
+    blob(os, stage, text);
+  os << "end\n";
+  return os.str();
+}
+
+namespace {
+
+/// A cursor over the text that fails (and stays failed) on any mismatch.
+class Reader {
+public:
+  explicit Reader(std::string_view text) : rest(text) {}
+  bool ok() const { return good; }
+
+  std::string_view word() {
+    size_t start = rest.find_first_not_of(' ');
+    if (!good || start == std::string_view::npos || rest[start] == '\n')
+      return fail();
+    rest.remove_prefix(start);
+    size_t end = rest.find_first_of(" \n");
+    std::string_view w = rest.substr(0, end);
+    rest.remove_prefix(w.size());
+    return w;
+  }
+  template <typename T> T number() {
+    std::string_view w = word();
+    T value{};
+    auto [ptr, ec] = std::from_chars(w.data(), w.data() + w.size(), value);
+    if (ec != std::errc() || ptr != w.data() + w.size())
+      fail();
+    return value;
+  }
+  void expect(std::string_view keyword) {
+    if (word() != keyword)
+      fail();
+  }
+  void endLine() {
+    if (!good || rest.empty() || rest[0] != '\n') {
+      fail();
+      return;
+    }
+    rest.remove_prefix(1);
+  }
+  /// "blob NAME SIZE\nDATA\n"; the name must be `expected` unless that
+  /// is empty, and is returned through `name`.
+  std::string blob(std::string_view expected, std::string *name = nullptr) {
+    expect("blob");
+    std::string_view actual = word();
+    if (!expected.empty() && actual != expected)
+      fail();
+    if (name)
+      *name = std::string(actual);
+    size_t size = number<size_t>();
+    endLine();
+    if (!good || rest.size() < size + 1 || rest[size] != '\n') {
+      fail();
+      return {};
+    }
+    std::string data(rest.substr(0, size));
+    rest.remove_prefix(size + 1);
+    return data;
+  }
+  /// Counts are bounded by what the remaining text could hold.
+  size_t count() {
+    size_t n = number<size_t>();
+    if (n > rest.size())
+      fail();
+    return good ? n : 0;
+  }
+
+private:
+  std::string_view fail() {
+    good = false;
+    return {};
+  }
+  std::string_view rest;
+  bool good = true;
+};
+
+} // namespace
+
+std::optional<Plan> Plan::deserialize(std::string_view text) {
+  Reader r(text);
+  Plan plan;
+  r.expect("kfuse-plan");
+  r.expect("1");
+  r.endLine();
+  r.expect("buffers");
+  size_t numBuffers = r.count();
+  r.endLine();
+  for (size_t i = 0; i < numBuffers && r.ok(); ++i) {
+    BufferDesc b;
+    r.expect("b");
+    int role = r.number<int>();
+    b.role = static_cast<BufferRole>(role);
+    b.index = r.number<uint32_t>();
+    std::optional<DType> dtype = parseDType(r.word());
+    b.bytes = r.number<uint64_t>();
+    size_t rank = r.count();
+    for (size_t d = 0; d < rank && r.ok(); ++d)
+      b.shape.push_back(r.number<int64_t>());
+    r.endLine();
+    if (!dtype || role < 0 || role > 2)
+      return std::nullopt;
+    b.dtype = *dtype;
+    plan.buffers.push_back(std::move(b));
+  }
+  r.expect("launches");
+  size_t numLaunches = r.count();
+  r.endLine();
+  for (size_t i = 0; i < numLaunches && r.ok(); ++i) {
+    LaunchDesc l;
+    r.expect("l");
+    l.kernel = std::string(r.word());
+    l.grid = r.number<uint32_t>();
+    l.block = r.number<uint32_t>();
+    l.sharedBytes = r.number<uint32_t>();
+    size_t args = r.count();
+    for (size_t a = 0; a < args && r.ok(); ++a) {
+      uint32_t buffer = r.number<uint32_t>();
+      if (buffer >= numBuffers)
+        return std::nullopt;
+      l.buffers.push_back(buffer);
+    }
+    r.endLine();
+    plan.launches.push_back(std::move(l));
+  }
+  r.expect("copies");
+  size_t numCopies = r.count();
+  r.endLine();
+  for (size_t i = 0; i < numCopies && r.ok(); ++i) {
+    r.expect("c");
+    CopyDesc c{r.number<uint32_t>(), r.number<uint32_t>()};
+    r.endLine();
+    if (c.dst >= numBuffers || c.src >= numBuffers)
+      return std::nullopt;
+    plan.copies.push_back(c);
+  }
+  plan.ptx = r.blob("ptx");
+  plan.cubin = r.blob("cubin");
+  plan.ptxasLog = r.blob("ptxas");
+  r.expect("dumps");
+  size_t numDumps = r.count();
+  r.endLine();
+  for (size_t i = 0; i < numDumps && r.ok(); ++i) {
+    std::string stage;
+    std::string data = r.blob("", &stage);
+    plan.dumps[stage] = std::move(data);
+  }
+  r.expect("end");
+  if (!r.ok())
+    return std::nullopt;
+  return plan;
+}
+
+} // namespace kfuse::runtime

@@ -1,0 +1,66 @@
+//===- Plan.h - what running a compiled graph means -------------*- C++ -*-===//
+//
+// A Plan is everything the runtime needs to run one specialisation of a
+// graph, and nothing of MLIR or LLVM: the buffers (the caller's inputs and
+// outputs, and temporaries), the kernel launches in order, copies for
+// outputs that are inputs or repeat another output, the PTX (and the cubin
+// and ptxas log once loaded on a GPU), and the text of every compiler
+// stage for dumps. It is what the disk cache stores.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_RUNTIME_PLAN_H
+#define KFUSE_RUNTIME_PLAN_H
+
+#include "kfuse/DType.h"
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kfuse::runtime {
+
+enum class BufferRole : uint8_t { Input, Output, Temp };
+
+struct BufferDesc {
+  BufferRole role;
+  uint32_t index; ///< position among the inputs, outputs or temporaries
+  DType dtype;
+  std::vector<int64_t> shape;
+  uint64_t bytes;
+};
+
+struct LaunchDesc {
+  std::string kernel;
+  uint32_t grid = 0, block = 0, sharedBytes = 0;
+  std::vector<uint32_t> buffers; ///< one per kernel parameter
+};
+
+struct CopyDesc {
+  uint32_t dst, src;
+};
+
+struct Plan {
+  std::vector<BufferDesc> buffers; ///< inputs, then outputs, then temporaries
+  std::vector<LaunchDesc> launches;
+  std::vector<CopyDesc> copies; ///< after the launches
+  std::string ptx;
+  std::string cubin;    ///< set once loaded through the driver
+  std::string ptxasLog; ///< likewise
+  std::map<std::string, std::string> dumps; ///< stage name -> text
+
+  size_t numInputs() const { return count(BufferRole::Input); }
+  size_t numOutputs() const { return count(BufferRole::Output); }
+  size_t count(BufferRole role) const;
+
+  /// A self-describing text form; deserialize rejects anything malformed.
+  std::string serialize() const;
+  static std::optional<Plan> deserialize(std::string_view text);
+};
+
+} // namespace kfuse::runtime
+
+#endif // KFUSE_RUNTIME_PLAN_H
