@@ -66,7 +66,8 @@ Error compileError(const std::string &stage, const std::string &diagnostics) {
 /// grids.
 LogicalResult checkNoZeroSize(func::FuncOp func) {
   for (BlockArgument arg : func.getArguments())
-    if (mlir::cast<RankedTensorType>(arg.getType()).getNumElements() == 0) {
+    if (llvm::is_contained(
+            mlir::cast<RankedTensorType>(arg.getType()).getShape(), 0)) {
       auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                     "kf.name");
       return func.emitError()
@@ -77,7 +78,7 @@ LogicalResult checkNoZeroSize(func::FuncOp func) {
   WalkResult walk = func.walk([](Operation *op) {
     for (Type t : op->getResultTypes())
       if (auto tensor = dyn_cast<RankedTensorType>(t);
-          tensor && tensor.getNumElements() == 0) {
+          tensor && llvm::is_contained(tensor.getShape(), 0)) {
         op->emitOpError() << "gives " << t << ": tensors with a zero-size "
                           << "dim are not supported";
         return WalkResult::interrupt();

@@ -80,7 +80,11 @@ SmallVector<Value> KernelEmitter::loop(
                                  index(1), init);
   {
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
+    // The builder adds an empty scf.yield when there are no loop-carried
+    // values; the body's own yield replaces it.
+    if (!loop.getBody()->empty())
+      loop.getBody()->getTerminator()->erase();
+    b.setInsertionPointToEnd(loop.getBody());
     SmallVector<Value> next =
         body(loop.getInductionVar(), loop.getRegionIterArgs());
     scf::YieldOp::create(b, location, next);

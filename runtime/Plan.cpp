@@ -64,6 +64,7 @@ class Reader {
 public:
   explicit Reader(std::string_view text) : rest(text) {}
   bool ok() const { return good; }
+  bool atEnd() const { return rest.empty(); }
 
   std::string_view word() {
     size_t start = rest.find_first_not_of(' ');
@@ -201,7 +202,8 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
     plan.dumps[stage] = std::move(data);
   }
   r.expect("end");
-  if (!r.ok())
+  r.endLine();
+  if (!r.ok() || !r.atEnd())
     return std::nullopt;
   return plan;
 }

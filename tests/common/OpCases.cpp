@@ -1,0 +1,192 @@
+//===- OpCases.cpp - one small graph per op -------------------------------===//
+
+#include "OpCases.h"
+
+#include <cmath>
+
+namespace kfuse::testing {
+
+namespace {
+
+using Unary = Tensor (*)(Tensor);
+using Binary = Tensor (*)(Tensor, Tensor);
+
+void addUnary(std::vector<OpCase> &cases, const std::string &name, Unary fn,
+              std::vector<DType> dtypes) {
+  for (DType d : dtypes)
+    cases.push_back({name + "_" + dtypeName(d),
+                     [fn, d](Graph &g) {
+                       g.output("y", fn(g.input("x", d, {"N", 7})));
+                     },
+                     {{13, 7}}});
+}
+
+void addBinary(std::vector<OpCase> &cases, const std::string &name, Binary fn,
+               std::vector<DType> dtypes) {
+  for (DType d : dtypes)
+    cases.push_back({name + "_" + dtypeName(d),
+                     [fn, d](Graph &g) {
+                       // A column broadcast against a row.
+                       Tensor a = g.input("a", d, {5, 1});
+                       Tensor b = g.input("b", d, {1, 11});
+                       g.output("y", fn(a, b));
+                     },
+                     {{5, 1}, {1, 11}}});
+}
+
+} // namespace
+
+std::vector<OpCase> allOpCases() {
+  std::vector<OpCase> cases;
+  const std::vector<DType> floats = {DType::f32, DType::f16, DType::bf16};
+  const std::vector<DType> numeric = {DType::f32, DType::bf16, DType::i32};
+  addUnary(cases, "neg", neg, numeric);
+  addUnary(cases, "abs", abs, numeric);
+  addUnary(cases, "relu", relu, numeric);
+  addUnary(cases, "exp", exp, floats);
+  addUnary(cases, "log", log, floats);
+  addUnary(cases, "sqrt", sqrt, floats);
+  addUnary(cases, "rsqrt", rsqrt, floats);
+  addUnary(cases, "sin", sin, floats);
+  addUnary(cases, "cos", cos, floats);
+  addUnary(cases, "tanh", tanh, floats);
+  addUnary(cases, "sigmoid", sigmoid, floats);
+  addUnary(cases, "erf", erf, floats);
+  addUnary(cases, "gelu", gelu, floats);
+  addUnary(cases, "silu", silu, floats);
+  addUnary(cases, "reciprocal", reciprocal, floats);
+  addBinary(cases, "add", add, numeric);
+  addBinary(cases, "sub", sub, numeric);
+  addBinary(cases, "mul", mul, numeric);
+  addBinary(cases, "div", div, numeric);
+  addBinary(cases, "maximum", maximum, numeric);
+  addBinary(cases, "minimum", minimum, numeric);
+  addBinary(cases, "pow", pow, floats);
+
+  for (DType d : {DType::f32, DType::f16, DType::i32})
+    cases.push_back({std::string("compare_select_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor a = g.input("a", d, {1000003});
+                       Tensor b = g.input("b", d, {1000003});
+                       g.output("lt", a < b);
+                       g.output("sel", where(a >= b, a, b));
+                     },
+                     {{1000003}, {1000003}}});
+  cases.push_back({"compare_i1", [](Graph &g) {
+                     Tensor a = g.input("a", DType::i1, {33});
+                     Tensor b = g.input("b", DType::i1, {33});
+                     g.output("eq", compare(Compare::eq, a, b));
+                     g.output("ne", compare(Compare::ne, a, b));
+                   },
+                   {{33}, {33}}});
+  for (DType from : {DType::f32, DType::f16, DType::bf16, DType::i32,
+                     DType::i1})
+    cases.push_back({std::string("cast_from_") + dtypeName(from),
+                     [from](Graph &g) {
+                       Tensor x = g.input("x", from, {3, 17});
+                       for (DType to : {DType::f32, DType::f16, DType::bf16,
+                                        DType::i32, DType::i1})
+                         g.output(dtypeName(to), cast(x * 4.0, to));
+                     },
+                     {{3, 17}}});
+  cases.push_back({"constant_iota", [](Graph &g) {
+                     Tensor x = g.input("x", DType::f32, {4, 9});
+                     g.output("y", x * 2.5 + iota(g, {4, 9}, 1, DType::f32));
+                     g.output("i", iota(g, {4, 9}, 0) * 3.0);
+                   },
+                   {{4, 9}}});
+  cases.push_back({"broadcast", [](Graph &g) {
+                     g.output("y", broadcastTo(g.input("x", DType::bf16, {1, 7}),
+                                               {3, 5, 7}));
+                   },
+                   {{1, 7}}});
+  cases.push_back({"reshape_transpose", [](Graph &g) {
+                     Tensor x = g.input("x", DType::f16, {6, 35});
+                     g.output("t", transpose(reshape(x, {2, 3, 5, 7}),
+                                             {3, 1, 0, 2}));
+                   },
+                   {{6, 35}}});
+  for (DType d : {DType::f32, DType::bf16})
+    cases.push_back({std::string("reduce_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {"M", 7, 129});
+                       g.output("sum", reduceSum(x, {2}));
+                       g.output("max", reduceMax(x, {0, 2}, true));
+                       g.output("min", reduceMin(x, {1}));
+                       g.output("mean", reduceMean(x, {0, 1}));
+                     },
+                     {{3, 7, 129}}});
+  cases.push_back({"reduce_i32", [](Graph &g) {
+                     Tensor x = g.input("x", DType::i32, {9, 31});
+                     g.output("sum", reduceSum(x, {1}));
+                     g.output("max", reduceMax(x));
+                   },
+                   {{9, 31}}});
+  for (DType d : floats)
+    cases.push_back({std::string("softmax_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {"M", 1000});
+                       g.output("rows", softmax(x * 4.0));
+                       g.output("cols", softmax(x, 0));
+                     },
+                     {{37, 1000}}});
+  for (DType d : floats)
+    cases.push_back({std::string("matmul_") + dtypeName(d),
+                     [d](Graph &g) {
+                       MatmulOptions tb;
+                       tb.transposeB = true;
+                       Tensor a = g.input("a", d, {"M", 67});
+                       Tensor b = g.input("b", d, {67, 13});
+                       Tensor c = g.input("c", d, {13, 67});
+                       g.output("ab", matmul(a, b));
+                       g.output("abt", matmul(a, c, tb));
+                     },
+                     {{31, 67}, {67, 13}, {13, 67}}});
+  cases.push_back({"matmul_batched_f32_out", [](Graph &g) {
+                     MatmulOptions o;
+                     o.transposeA = true;
+                     o.resultType = DType::f32;
+                     Tensor a = g.input("a", DType::bf16, {3, 40, 9});
+                     Tensor b = g.input("b", DType::bf16, {3, 40, 5});
+                     g.output("c", matmul(a, b, o));
+                   },
+                   {{3, 40, 9}, {3, 40, 5}}});
+  for (bool causal : {false, true})
+    cases.push_back({std::string("attention_") + (causal ? "causal" : "full"),
+                     [causal](Graph &g) {
+                       AttentionOptions o;
+                       o.causal = causal;
+                       Tensor q = g.input("q", DType::f16, {2, 4, 19, 32});
+                       Tensor k = g.input("k", DType::f16, {2, 2, 23, 32});
+                       Tensor v = g.input("v", DType::f16, {2, 2, 23, 16});
+                       g.output("o", attention(q, k, v, o));
+                     },
+                     {{2, 4, 19, 32}, {2, 2, 23, 32}, {2, 2, 23, 16}}});
+  cases.push_back({"attention_mask_bias", [](Graph &g) {
+                     AttentionOptions o;
+                     o.mask = g.input("m", DType::i1, {1, 1, 9, 9});
+                     o.bias = g.input("bias", DType::f32, {9, 9});
+                     Tensor q = g.input("q", DType::f32, {1, 2, 9, 8});
+                     g.output("o", attention(q, q, q, o));
+                   },
+                   {{1, 1, 9, 9}, {9, 9}, {1, 2, 9, 8}}});
+  cases.push_back({"chain_with_broadcasts", [](Graph &g) {
+                     Tensor x = g.input("x", DType::f32, {"M", 256});
+                     Tensor w = g.input("w", DType::f32, {256});
+                     Tensor b = g.input("b", DType::f32, {"M", 1});
+                     Tensor y = sigmoid(tanh(x * w + b) * 0.5 - 1.0);
+                     g.output("y", exp(y) / (reciprocal(y + 2.0) + 1.0));
+                   },
+                   {{100, 256}, {256}, {100, 1}}});
+  return cases;
+}
+
+double tolerance(DType dtype, int64_t reductionLength) {
+  double base = dtype == DType::bf16  ? 1e-2
+                : dtype == DType::f16 ? 2e-3
+                : dtype == DType::f32 ? 1e-5
+                                      : 0.0;
+  return base * std::max(1.0, std::sqrt(double(reductionLength)) / 8.0);
+}
+
+} // namespace kfuse::testing

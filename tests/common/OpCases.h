@@ -1,0 +1,36 @@
+//===- OpCases.h - one small graph per op, for PTX and GPU tests -*- C++ -*-===//
+//
+// Every kf op in several dtypes and awkward shapes (sizes 1, 7 and primes,
+// broadcasts), each as a graph builder with the input shapes to run it on.
+// The PTX tests compile each with ptxas; the GPU tests run each fused and
+// unfused against the reference evaluator.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_TESTS_OPCASES_H
+#define KFUSE_TESTS_OPCASES_H
+
+#include "kfuse/kfuse.h"
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kfuse::testing {
+
+struct OpCase {
+  std::string name;
+  std::function<void(Graph &)> build;
+  /// Concrete input shapes (the graph may declare symbols).
+  std::vector<std::vector<int64_t>> shapes;
+};
+
+std::vector<OpCase> allOpCases();
+
+/// Relative-error tolerance for an output of `dtype` after reducing over
+/// `reductionLength` elements.
+double tolerance(DType dtype, int64_t reductionLength = 1);
+
+} // namespace kfuse::testing
+
+#endif // KFUSE_TESTS_OPCASES_H

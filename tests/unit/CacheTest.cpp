@@ -1,0 +1,162 @@
+//===- CacheTest.cpp - plans, the disk cache, corrupt entries -------------===//
+
+#include "kfuse/kfuse.h"
+#include "runtime/DiskCache.h"
+#include "runtime/Plan.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sys/stat.h>
+
+using namespace kfuse;
+using namespace kfuse::runtime;
+
+namespace {
+
+Plan samplePlan() {
+  Plan p;
+  p.buffers = {{BufferRole::Input, 0, DType::bf16, {4, 8}, 64},
+               {BufferRole::Output, 0, DType::f32, {4}, 16},
+               {BufferRole::Temp, 0, DType::i1, {}, 1}};
+  p.launches = {{"k0_pointwise", 1, 256, 0, {0, 2}},
+                {"k1_reduction", 2, 128, 64, {2, 1}}};
+  p.copies = {{1, 0}};
+  p.ptx = ".version 8.0\n.target sm_90\n";
+  p.cubin = std::string("\x7f" "ELF\0\x01\n binary", 14);
+  p.ptxasLog = "ptxas info : Used 8 registers";
+  p.dumps = {{"graph", "module {\n}\n"}, {"llvm", ""}};
+  return p;
+}
+
+void expectEqual(const Plan &a, const Plan &b) {
+  ASSERT_EQ(a.buffers.size(), b.buffers.size());
+  for (size_t i = 0; i < a.buffers.size(); ++i) {
+    EXPECT_EQ(a.buffers[i].role, b.buffers[i].role);
+    EXPECT_EQ(a.buffers[i].dtype, b.buffers[i].dtype);
+    EXPECT_EQ(a.buffers[i].shape, b.buffers[i].shape);
+    EXPECT_EQ(a.buffers[i].bytes, b.buffers[i].bytes);
+  }
+  ASSERT_EQ(a.launches.size(), b.launches.size());
+  for (size_t i = 0; i < a.launches.size(); ++i) {
+    EXPECT_EQ(a.launches[i].kernel, b.launches[i].kernel);
+    EXPECT_EQ(a.launches[i].grid, b.launches[i].grid);
+    EXPECT_EQ(a.launches[i].sharedBytes, b.launches[i].sharedBytes);
+    EXPECT_EQ(a.launches[i].buffers, b.launches[i].buffers);
+  }
+  EXPECT_EQ(a.copies.size(), b.copies.size());
+  EXPECT_EQ(a.ptx, b.ptx);
+  EXPECT_EQ(a.cubin, b.cubin);
+  EXPECT_EQ(a.ptxasLog, b.ptxasLog);
+  EXPECT_EQ(a.dumps, b.dumps);
+}
+
+TEST(Plan, RoundTrips) {
+  Plan p = samplePlan();
+  std::optional<Plan> back = Plan::deserialize(p.serialize());
+  ASSERT_TRUE(back);
+  expectEqual(p, *back);
+}
+
+TEST(Plan, RejectsEveryTruncation) {
+  std::string text = samplePlan().serialize();
+  for (size_t n = 0; n < text.size(); ++n)
+    EXPECT_FALSE(Plan::deserialize(std::string_view(text).substr(0, n)))
+        << "accepted " << n << " of " << text.size() << " bytes";
+}
+
+TEST(Plan, RejectsCorruptFields) {
+  std::string text = samplePlan().serialize();
+  auto corrupt = [&](const std::string &from, const std::string &to) {
+    std::string bad = text;
+    size_t at = bad.find(from);
+    if (at == std::string::npos) {
+      ADD_FAILURE() << "no '" << from << "' in the plan";
+      return true;
+    }
+    bad.replace(at, from.size(), to);
+    return Plan::deserialize(bad).has_value();
+  };
+  EXPECT_FALSE(corrupt("bf16", "f64"));           // unknown dtype
+  EXPECT_FALSE(corrupt("b 0 0", "b 7 0"));        // unknown role
+  EXPECT_FALSE(corrupt(" 0 2\n", " 0 9\n"));      // buffer out of range
+  std::string ptxSize = std::to_string(samplePlan().ptx.size());
+  EXPECT_FALSE(corrupt("blob ptx " + ptxSize,
+                       "blob ptx " + ptxSize + "1")); // wrong length
+  EXPECT_FALSE(corrupt("launches 2", "launches 3"));
+  EXPECT_FALSE(corrupt("kfuse-plan 1", "kfuse-plan 2"));
+}
+
+class DiskCacheTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    dir = ::testing::TempDir() + "kfuse-cache-test-" +
+          std::to_string(::getpid()) + "/a/b";
+  }
+  void TearDown() override {
+    std::filesystem::remove_all(dir.substr(0, dir.size() - 4));
+  }
+  std::string dir;
+};
+
+TEST_F(DiskCacheTest, StoresLoadsAndChecksTheKey) {
+  DiskCache cache(dir);
+  EXPECT_FALSE(cache.load("key one"));
+  ASSERT_TRUE(cache.store("key one", samplePlan()));
+  struct stat st;
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  std::optional<Plan> back = cache.load("key one");
+  ASSERT_TRUE(back);
+  expectEqual(samplePlan(), *back);
+
+  // An entry under another key's name (a hash collision, or tampering).
+  std::filesystem::copy_file(cache.pathFor("key one"),
+                             cache.pathFor("key two"));
+  bool rejected = false;
+  EXPECT_FALSE(cache.load("key two", &rejected));
+  EXPECT_TRUE(rejected);
+}
+
+TEST_F(DiskCacheTest, CorruptEntriesAreIgnoredAndReplaced) {
+  DiskCache cache(dir);
+  ASSERT_TRUE(cache.store("k", samplePlan()));
+  std::string path = cache.pathFor("k");
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
+  bool rejected = false;
+  EXPECT_FALSE(cache.load("k", &rejected));
+  EXPECT_TRUE(rejected);
+  ASSERT_TRUE(cache.store("k", samplePlan()));
+  EXPECT_TRUE(cache.load("k"));
+  std::ofstream(path, std::ios::binary) << "garbage";
+  EXPECT_FALSE(cache.load("k"));
+  // No temporary files are left behind.
+  size_t files = 0;
+  for (auto &e : std::filesystem::directory_iterator(dir))
+    files += e.is_regular_file();
+  EXPECT_EQ(files, 1u);
+}
+
+TEST_F(DiskCacheTest, CompilerUsesItAcrossInstances) {
+  CompileOptions options;
+  options.cacheDir = dir;
+  Graph g("cached");
+  g.output("y", tanh(g.input("x", DType::f32, {"N"})) + 1.0);
+  CacheStats before = cacheStats();
+  Expected<Executable> first = Compiler(options).compile(g);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(first->dump(Stage::PTX, {{100}}));
+  CacheStats afterFirst = cacheStats();
+  EXPECT_EQ(afterFirst.compiles, before.compiles + 1);
+  // Another Compiler in this process: found in memory.
+  Expected<Executable> second = Compiler(options).compile(g);
+  ASSERT_TRUE(second && second->dump(Stage::PTX, {{100}}));
+  EXPECT_EQ(cacheStats().compiles, afterFirst.compiles);
+  EXPECT_GT(cacheStats().memoryHits, afterFirst.memoryHits);
+  // A new shape compiles again; the code-changing option fusion too.
+  ASSERT_TRUE(second->dump(Stage::PTX, {{101}}));
+  EXPECT_EQ(cacheStats().compiles, afterFirst.compiles + 1);
+}
+
+} // namespace

@@ -1,0 +1,195 @@
+//===- CompilerTest.cpp - staged compiles, determinism, argument checks ---===//
+//
+// Runs without a GPU. Where a GPU is present, the tests that expect "no
+// GPU" errors skip themselves (the GPU suite covers running).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kfuse/kfuse.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+using namespace kfuse;
+
+namespace {
+
+CompileOptions noDiskCache(Fusion fusion = Fusion::Fused) {
+  CompileOptions options;
+  options.diskCache = false;
+  options.fusion = fusion;
+  return options;
+}
+
+Graph biasGelu() {
+  Graph g("bias_gelu");
+  Tensor x = g.input("x", DType::f32, {"M", 64});
+  Tensor b = g.input("b", DType::f32, {64});
+  g.output("y", gelu(x + b) * 2.0);
+  return g;
+}
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+TEST(Compiler, EveryStageCanBePrinted) {
+  Expected<Executable> exe = Compiler(noDiskCache()).compile(biasGelu());
+  ASSERT_TRUE(exe) << exe.error().message();
+  std::vector<std::vector<int64_t>> shapes = {{128, 64}, {64}};
+  Expected<std::string> graph = exe->dump(Stage::Graph, shapes);
+  ASSERT_TRUE(graph) << graph.error().message();
+  EXPECT_NE(graph->find("tensor<128x64xf32>"), std::string::npos);
+  Expected<std::string> fused = exe->dump(Stage::Fused, shapes);
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(count(*fused, "kf.kernel pointwise"), 1u) << *fused;
+  Expected<std::string> gpu = exe->dump(Stage::GPU, shapes);
+  ASSERT_TRUE(gpu);
+  EXPECT_NE(gpu->find("gpu.func @k0_pointwise"), std::string::npos);
+  Expected<std::string> llvm = exe->dump(Stage::LLVM, shapes);
+  ASSERT_TRUE(llvm);
+  EXPECT_NE(llvm->find("define ptx_kernel void @k0_pointwise"),
+            std::string::npos);
+  Expected<std::string> ptx = exe->dump(Stage::PTX, shapes);
+  ASSERT_TRUE(ptx);
+  EXPECT_NE(ptx->find(".visible .entry k0_pointwise"), std::string::npos);
+}
+
+TEST(Compiler, UnfusedHasOneKernelPerOp) {
+  Expected<Executable> exe =
+      Compiler(noDiskCache(Fusion::Unfused)).compile(biasGelu());
+  ASSERT_TRUE(exe);
+  Expected<std::vector<KernelReport>> kernels =
+      exe->kernels({{128, 64}, {64}});
+  ASSERT_TRUE(kernels) << kernels.error().message();
+  // broadcast(b), add, gelu, broadcast(2.0) folded to a constant, mul.
+  EXPECT_EQ(kernels->size(), 4u);
+  for (const KernelReport &k : *kernels) {
+    EXPECT_EQ(k.block, 256u);
+    EXPECT_EQ(k.grid, 32u); // 128 * 64 elements / 256
+  }
+}
+
+TEST(Compiler, CompilesAreDeterministic) {
+  Graph g = biasGelu();
+  std::vector<std::vector<int64_t>> shapes = {{1000, 64}, {64}};
+  Expected<Executable> a = Compiler(noDiskCache()).compile(g);
+  Expected<Executable> b = Compiler(noDiskCache()).compile(g);
+  ASSERT_TRUE(a && b);
+  Expected<std::string> ptxA = a->dump(Stage::PTX, shapes);
+  Expected<std::string> ptxB = b->dump(Stage::PTX, shapes);
+  ASSERT_TRUE(ptxA && ptxB);
+  EXPECT_EQ(*ptxA, *ptxB);
+}
+
+TEST(Compiler, RejectsBadGraphsAndShapes) {
+  Graph bad;
+  matmul(bad.input("a", DType::f32, {2, 3}), bad.input("b", DType::f32, {4, 5}));
+  Expected<Executable> exe = Compiler(noDiskCache()).compile(bad);
+  ASSERT_FALSE(exe);
+  EXPECT_EQ(exe.error().message(),
+            "matmul: inner dimensions differ: a is 2x3, b is 4x5");
+
+  Graph empty;
+  empty.input("x", DType::f32, {4});
+  Expected<Executable> noOutputs = Compiler(noDiskCache()).compile(empty);
+  ASSERT_FALSE(noOutputs);
+  EXPECT_EQ(noOutputs.error().message(), "compile: the graph has no outputs");
+
+  Graph zero;
+  zero.output("y", exp(zero.input("x", DType::f32, {4, 0})));
+  Expected<Executable> zeroSize = Compiler(noDiskCache()).compile(zero);
+  ASSERT_FALSE(zeroSize);
+  EXPECT_NE(zeroSize.error().message().find(
+                "input 'x' is 'tensor<4x0xf32>': tensors with a zero-size "
+                "dim are not supported"),
+            std::string::npos)
+      << zeroSize.error().message();
+
+  Expected<Executable> sym = Compiler(noDiskCache()).compile(biasGelu());
+  ASSERT_TRUE(sym);
+  Expected<std::string> noShapes = sym->dump(Stage::PTX);
+  ASSERT_FALSE(noShapes);
+  EXPECT_EQ(noShapes.error().message(),
+            "input 'x' is Mx64: give the shapes to specialise for");
+  Expected<std::string> wrong = sym->dump(Stage::PTX, {{4, 65}, {64}});
+  ASSERT_FALSE(wrong);
+  EXPECT_EQ(wrong.error().message(),
+            "input 'x' has shape 4x65 but the graph declares Mx64");
+}
+
+/// Argument checks happen before the driver is touched, so they work on a
+/// machine without a GPU, and nothing is launched.
+TEST(Compiler, RunChecksArgumentsFirst) {
+  Graph g("args");
+  Tensor x = g.input("x", DType::f32, {"M", 4});
+  Tensor y = g.input("y", DType::f32, {"M"});
+  g.output("z", x * reshape(y, {"M", 1}));
+  Expected<Executable> exe = Compiler(noDiskCache()).compile(g);
+  ASSERT_TRUE(exe);
+  alignas(16) static float fake[64];
+  DeviceTensor xt{fake, DType::f32, {8, 4}}, yt{fake, DType::f32, {8}},
+      zt{fake, DType::f32, {8, 4}};
+  auto message = [&](std::initializer_list<DeviceTensor> in,
+                     std::initializer_list<DeviceTensor> out) {
+    Status s = exe->run(in, out);
+    return s ? std::string("ok") : s.message();
+  };
+  EXPECT_EQ(message({xt}, {zt}),
+            "run: the graph takes 2 inputs and 1 outputs, got 1 and 1");
+  EXPECT_EQ(message({{fake, DType::f16, {8, 4}}, yt}, {zt}),
+            "run: input 'x' is f16 but the graph takes f32");
+  EXPECT_EQ(message({xt, {fake, DType::f32, {9}}}, {zt}),
+            "symbolic dim 'M' is 8 in input 'x' but 9 in input 'y'");
+  EXPECT_EQ(message({xt, yt}, {{fake, DType::f32, {8, 5}}}),
+            "run: output 'z' has shape 8x5 but the graph gives 8x4");
+  EXPECT_EQ(message({{nullptr, DType::f32, {8, 4}}, yt}, {zt}),
+            "run: input 'x' is a null pointer");
+  EXPECT_EQ(message({xt, yt},
+                    {{reinterpret_cast<char *>(fake) + 2, DType::f32, {8, 4}}}),
+            "run: output 'z' is misaligned: f32 data needs 4-byte alignment");
+  EXPECT_EQ(message({{fake, DType::f32, {1, 2, 3, 4, 5, 6, 7, 8, 9}}, yt},
+                    {zt}),
+            "run: input 'x' has more than 8 dims");
+  if (device())
+    return; // with a GPU, valid arguments would launch on these fake pointers
+  std::string noGpu = message({xt, yt}, {zt});
+  EXPECT_TRUE(noGpu.find("no CUDA driver") == 0 || noGpu.find("no GPU") == 0 ||
+              noGpu.find("no usable GPU") == 0)
+      << noGpu;
+}
+
+TEST(Compiler, RunOnHostWithoutGPUSaysSo) {
+  if (device())
+    GTEST_SKIP() << "a GPU is present; the GPU suite runs graphs";
+  Graph g = biasGelu();
+  Expected<Executable> exe = Compiler(noDiskCache()).compile(g);
+  ASSERT_TRUE(exe);
+  auto out = exe->runOnHost({HostTensor::random(DType::f32, {4, 64}, 1),
+                             HostTensor::random(DType::f32, {64}, 2)});
+  ASSERT_FALSE(out);
+  EXPECT_EQ(out.error().code(), ErrorCode::NoDevice) << out.error().message();
+}
+
+TEST(Compiler, DumpDirectoryGetsEveryStage) {
+  std::string dir = ::testing::TempDir() + "kfuse-dumps-" +
+                    std::to_string(::getpid());
+  CompileOptions options = noDiskCache();
+  options.dumpDir = dir;
+  Graph g("dumped");
+  g.output("y", exp(g.input("x", DType::f32, {32})));
+  ASSERT_TRUE(Compiler(options).compile(g));
+  size_t files = 0;
+  for (auto &entry : std::filesystem::recursive_directory_iterator(dir))
+    files += entry.is_regular_file();
+  EXPECT_EQ(files, 5u); // graph, fused, gpu, llvm, ptx
+  std::filesystem::remove_all(dir);
+}
+
+} // namespace

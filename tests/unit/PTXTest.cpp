@@ -1,0 +1,91 @@
+//===- PTXTest.cpp - every op's PTX is accepted by ptxas ------------------===//
+//
+// Runs without a GPU: each op case is compiled fused and unfused, for sm_90
+// (and sm_80 for a few), and its PTX assembled by the toolkit's ptxas.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/OpCases.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <unistd.h>
+
+using namespace kfuse;
+
+namespace {
+
+bool havePtxas() { return access(KFUSE_PTXAS, X_OK) == 0; }
+
+/// Assembles `ptx` for `arch`; returns ptxas's output when it fails.
+std::string assemble(const std::string &ptx, const std::string &arch) {
+  char dir[] = "/tmp/kfuse-ptx-XXXXXX";
+  if (!mkdtemp(dir))
+    return "cannot make a temporary directory";
+  std::string in = std::string(dir) + "/k.ptx", out = std::string(dir) + "/k.cubin",
+              log = std::string(dir) + "/log";
+  std::ofstream(in) << ptx;
+  std::string command = std::string(KFUSE_PTXAS) + " -arch=" + arch + " " +
+                        in + " -o " + out + " > " + log + " 2>&1";
+  int rc = std::system(command.c_str());
+  std::string output;
+  if (rc != 0) {
+    std::ifstream logFile(log);
+    output.assign(std::istreambuf_iterator<char>(logFile), {});
+    output = "ptxas failed:\n" + output;
+  }
+  std::system(("rm -rf " + std::string(dir)).c_str());
+  return output;
+}
+
+class PTXTest : public ::testing::TestWithParam<kfuse::testing::OpCase> {};
+
+TEST_P(PTXTest, AcceptedByPtxas) {
+  if (!havePtxas())
+    GTEST_SKIP() << "no ptxas at " << KFUSE_PTXAS;
+  const kfuse::testing::OpCase &c = GetParam();
+  Graph g(c.name);
+  c.build(g);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
+    CompileOptions options;
+    options.fusion = fusion;
+    options.diskCache = false;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    Expected<std::string> ptx = exe->dump(Stage::PTX, c.shapes);
+    ASSERT_TRUE(ptx) << ptx.error().message();
+    EXPECT_NE(ptx->find(".target sm_90"), std::string::npos);
+    EXPECT_EQ(assemble(*ptx, "sm_90"), "");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllOps, PTXTest, ::testing::ValuesIn(kfuse::testing::allOpCases()),
+    [](const ::testing::TestParamInfo<kfuse::testing::OpCase> &info) {
+      return info.param.name;
+    });
+
+TEST(PTX, OtherArchitectures) {
+  if (!havePtxas())
+    GTEST_SKIP() << "no ptxas at " << KFUSE_PTXAS;
+  Graph g("arch");
+  Tensor x = g.input("x", DType::bf16, {64, 33});
+  g.output("y", softmax(gelu(x)) + reduceSum(x, {1}, true));
+  for (const char *arch : {"sm_80", "sm_90"}) {
+    CompileOptions options;
+    options.arch = arch;
+    options.diskCache = false;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    Expected<std::string> ptx = exe->dump(Stage::PTX);
+    ASSERT_TRUE(ptx);
+    EXPECT_NE(ptx->find(std::string(".target ") + arch), std::string::npos);
+    EXPECT_EQ(assemble(*ptx, arch), "") << arch;
+  }
+}
+
+} // namespace
