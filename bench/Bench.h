@@ -1,0 +1,41 @@
+//===- Bench.h - kfuse-bench ------------------------------------*- C++ -*-===//
+
+#ifndef KFUSE_BENCH_BENCH_H
+#define KFUSE_BENCH_BENCH_H
+
+#include "kfuse/kfuse.h"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace kfuse::bench {
+
+struct Row {
+  std::string what;
+  double value;
+  std::string unit;
+  std::string target;
+};
+
+class Table {
+public:
+  void add(Row row) { rows.push_back(std::move(row)); }
+  void print() const;
+  std::string json() const;
+
+private:
+  std::vector<Row> rows;
+};
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+int runCosts(const std::string &self, Table &table);
+int childLoad(const std::string &cacheDir, int64_t n);
+
+} // namespace kfuse::bench
+
+#endif // KFUSE_BENCH_BENCH_H

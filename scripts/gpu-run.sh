@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root, with .bundle/ carried:
+# the GPU tests, the unit tests and the benchmark. Logs go to $OUT (or
+# ./gpu-logs); a short table is printed last.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/gpu-logs}
+mkdir -p "$out"
+dest=$(mktemp -d)
+tar -C "$dest" -xJf "$root/.bundle/kfuse.tar.xz"
+export LD_LIBRARY_PATH="$dest/kfuse/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export KFUSE_CACHE_DIR="$dest/cache"
+bin=$dest/kfuse/bin
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv \
+  > "$out/gpu.txt" 2>&1
+summary=()
+run() {
+  local name=$1; shift
+  "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  summary+=("$name: exit $rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]' "$out/$name.log" | tr '\n' ' ')")
+  return 0
+}
+run gpu-tests "$bin/kfuse-gpu-tests" "$@"
+run unit-tests "$bin/kfuse-unit-tests"
+"$bin/kfuse-bench" costs --json "$out/costs.json" > "$out/bench.log" 2>&1
+echo "bench: exit $?" >> "$out/bench.log"
+cat "$out/gpu.txt"
+grep -E "FAILED|Failure" -A3 "$out/gpu-tests.log" | head -60
+printf '%s\n' "${summary[@]}"
+cat "$out/bench.log"

@@ -1,0 +1,174 @@
+//===- GpuOpsTest.cpp - every op on the GPU against the evaluator ---------===//
+//
+// Each op case runs fused and unfused on fresh random inputs, with outputs
+// poisoned (NaN bytes) before the run, and is compared with the float64
+// reference evaluator by relative error; NaN never passes unless the
+// reference has NaN in the same place. Skips, saying so, without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/OpCases.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace kfuse;
+
+namespace {
+
+#define SKIP_WITHOUT_GPU()                                                     \
+  do {                                                                         \
+    Expected<DeviceInfo> gpu = device();                                       \
+    if (!gpu)                                                                  \
+      GTEST_SKIP() << "no GPU: " << gpu.error().message();                     \
+  } while (0)
+
+uint64_t freshSeed() {
+  static std::random_device device;
+  return (uint64_t(device()) << 32) | device();
+}
+
+std::vector<HostTensor> randomInputs(const Graph &g,
+                                     const std::vector<std::vector<int64_t>> &shapes,
+                                     uint64_t seed) {
+  std::vector<HostTensor> inputs;
+  std::vector<TensorInfo> infos = g.inputs();
+  for (size_t i = 0; i < infos.size(); ++i)
+    inputs.push_back(HostTensor::random(infos[i].dtype, shapes[i], seed + i));
+  return inputs;
+}
+
+void expectMatches(const std::vector<HostTensor> &actual,
+                   const std::vector<HostTensor> &expected,
+                   const std::vector<TensorInfo> &outputs,
+                   const std::string &what) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < actual.size(); ++i) {
+    double error = relativeError(actual[i], expected[i]);
+    double tol = kfuse::testing::tolerance(outputs[i].dtype, 1024);
+    EXPECT_LE(error, tol) << what << " output '" << outputs[i].name
+                          << "' (" << dtypeName(outputs[i].dtype)
+                          << "): relative error " << error;
+  }
+}
+
+class GpuOps : public ::testing::TestWithParam<kfuse::testing::OpCase> {};
+
+TEST_P(GpuOps, MatchEvaluatorFusedAndUnfused) {
+  SKIP_WITHOUT_GPU();
+  const kfuse::testing::OpCase &c = GetParam();
+  Graph g(c.name);
+  c.build(g);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  uint64_t seed = freshSeed();
+  std::vector<HostTensor> inputs = randomInputs(g, c.shapes, seed);
+  Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
+  ASSERT_TRUE(reference) << reference.error().message();
+  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
+    CompileOptions options;
+    options.fusion = fusion;
+    options.diskCache = false;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
+    ASSERT_TRUE(out) << out.error().message();
+    expectMatches(*out, *reference, g.outputs(),
+                  std::string(fusion == Fusion::Fused ? "fused" : "unfused") +
+                      " (seed " + std::to_string(seed) + ")");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllOps, GpuOps, ::testing::ValuesIn(kfuse::testing::allOpCases()),
+    [](const ::testing::TestParamInfo<kfuse::testing::OpCase> &info) {
+      return info.param.name;
+    });
+
+TEST(Gpu, SizesOneAndSeven) {
+  SKIP_WITHOUT_GPU();
+  for (int64_t n : {1, 7}) {
+    Graph g("small");
+    Tensor x = g.input("x", DType::f32, {n});
+    Tensor s = g.input("s", DType::f32, {1});
+    g.output("y", softmax(x) + reduceSum(x * s, {0}, true));
+    Expected<Executable> exe = Compiler().compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    std::vector<HostTensor> in = {HostTensor::random(DType::f32, {n}, freshSeed()),
+                                  HostTensor::random(DType::f32, {1}, freshSeed())};
+    auto out = exe->runOnHost(in);
+    ASSERT_TRUE(out) << out.error().message();
+    auto ref = evaluate(g, in);
+    ASSERT_TRUE(ref);
+    EXPECT_LE(relativeError((*out)[0], (*ref)[0]), 1e-5) << n;
+  }
+}
+
+/// 64-bit indexing: an i1 tensor of more than 2^31 elements.
+TEST(Gpu, MoreThan2To31Elements) {
+  SKIP_WITHOUT_GPU();
+  const int64_t n = (int64_t(1) << 31) + 13;
+  Graph g("big");
+  Tensor x = g.input("x", DType::i1, {n});
+  g.output("y", compare(Compare::eq, x, cast(g.constant(0, DType::i1), DType::i1)));
+  Expected<Executable> exe = Compiler().compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  std::vector<unsigned char> host(n);
+  for (int64_t i = 0; i < n; ++i)
+    host[i] = (i % 3 == 0) || (i % 7 == 5);
+  auto in = DeviceBuffer::allocate(n), out = DeviceBuffer::allocate(n);
+  ASSERT_TRUE(in && out);
+  ASSERT_TRUE(in->copyFromHost(host.data(), n));
+  ASSERT_TRUE(out->fill(0xFF));
+  Status s = exe->run({{in->data(), DType::i1, {n}}},
+                      {{out->data(), DType::i1, {n}}});
+  ASSERT_TRUE(s) << s.message();
+  ASSERT_TRUE(synchronize());
+  std::vector<unsigned char> result(n);
+  ASSERT_TRUE(out->copyToHost(result.data(), n));
+  int64_t wrong = 0;
+  for (int64_t i = 0; i < n; ++i)
+    wrong += result[i] != (host[i] ? 0 : 1);
+  EXPECT_EQ(wrong, 0);
+}
+
+TEST(Gpu, SymbolicShapesCompileOncePerShape) {
+  SKIP_WITHOUT_GPU();
+  Graph g("per_shape");
+  Tensor x = g.input("x", DType::bf16, {"M", "N"});
+  g.output("y", silu(x) * 2.0);
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe);
+  uint64_t before = cacheStats().compiles;
+  for (auto shape : {std::vector<int64_t>{33, 65}, {128, 3}, {33, 65},
+                     {128, 3}, {1, 1}}) {
+    std::vector<HostTensor> in = {
+        HostTensor::random(DType::bf16, shape, freshSeed())};
+    auto out = exe->runOnHost(in);
+    ASSERT_TRUE(out) << out.error().message();
+    auto ref = evaluate(g, in);
+    ASSERT_TRUE(ref);
+    EXPECT_LE(relativeError((*out)[0], (*ref)[0]), 1e-2);
+  }
+  EXPECT_EQ(cacheStats().compiles - before, 3u);
+}
+
+TEST(Gpu, KernelReportsCarryPtxasFigures) {
+  SKIP_WITHOUT_GPU();
+  Graph g("report");
+  g.output("y", exp(g.input("x", DType::f32, {1024})));
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe);
+  ASSERT_TRUE(exe->runOnHost({HostTensor::random(DType::f32, {1024}, 3)}));
+  auto kernels = exe->kernels();
+  ASSERT_TRUE(kernels);
+  ASSERT_EQ(kernels->size(), 1u);
+  EXPECT_GT((*kernels)[0].registers, 0);
+  EXPECT_EQ((*kernels)[0].spillBytes, 0);
+}
+
+} // namespace
