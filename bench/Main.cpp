@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <unistd.h>
 
 namespace kfuse::bench {
 
@@ -46,7 +47,12 @@ int main(int argc, char **argv) {
   std::printf("GPU: %s, %d SMs, sm_%d%d\n", gpu->name.c_str(),
               gpu->multiprocessors, gpu->computeMajor, gpu->computeMinor);
   Table table;
-  if (int rc = runCosts("/proc/self/exe", table))
+  // The child processes run this binary again (popen goes through a shell,
+  // so /proc/self/exe must be resolved here).
+  char self[4096] = {};
+  if (readlink("/proc/self/exe", self, sizeof(self) - 1) <= 0)
+    return 1;
+  if (int rc = runCosts(self, table))
     return rc;
   table.print();
   if (argc >= 4 && std::strcmp(argv[2], "--json") == 0)

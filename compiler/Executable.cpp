@@ -40,6 +40,7 @@ struct CacheEntry {
   std::once_flag loaded;
   Status loadStatus;
   runtime::LoadedModule module;
+  std::atomic<bool> isLoaded{false};
 };
 
 class MemoryCache {
@@ -279,6 +280,7 @@ Status ExecutableImpl::load(Driver &driver, CacheEntry &entry,
       return;
     }
     entry.module = *module;
+    entry.isLoaded = true;
     // Store the cubin so that the next process skips the JIT as well.
     if (jitted && options.diskCache)
       if (Status s = runtime::DiskCache(options.cacheDir).store(key, entry.plan);
@@ -468,7 +470,9 @@ Executable::kernels(const std::vector<std::vector<int64_t>> &shapes) {
   Expected<detail::Specialization *> spec = impl_->specialize(concrete);
   if (!spec)
     return spec.error();
-  return runtime::kernelReports((*spec)->entry->plan);
+  CacheEntry &entry = *(*spec)->entry;
+  return runtime::kernelReports(entry.plan,
+                                entry.isLoaded ? &entry.module : nullptr);
 }
 
 size_t Executable::numInputs() const { return impl_->inputs.size(); }

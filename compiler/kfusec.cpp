@@ -58,6 +58,11 @@ cl::list<std::string> bindArgs("bind",
 cl::opt<bool> evalFlag("eval",
                        cl::desc("Run the reference evaluator on random "
                                 "inputs and summarise each output"));
+cl::opt<bool> runFlag("run",
+                      cl::desc("Run fused and unfused on the GPU on random "
+                               "inputs and check each against the reference "
+                               "evaluator (says so and succeeds without a "
+                               "GPU)"));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"),
                        cl::init(1));
 
@@ -193,6 +198,65 @@ int printSASS(const std::string &ptx) {
   return rc == 0 ? 0 : fail("ptxas or cuobjdump failed");
 }
 
+/// Relative-error bound for an output of `dtype` (reductions included).
+double toleranceFor(kfuse::DType dtype) {
+  switch (dtype) {
+  case kfuse::DType::f32:
+    return 1e-4;
+  case kfuse::DType::f16:
+    return 5e-3;
+  case kfuse::DType::bf16:
+    return 2e-2;
+  default:
+    return 0;
+  }
+}
+
+int runOnGPU(const kfuse::Graph &graph) {
+  kfuse::Expected<kfuse::DeviceInfo> gpu = kfuse::device();
+  if (!gpu) {
+    llvm::outs() << "not run: " << gpu.error().message() << "\n";
+    return 0;
+  }
+  auto shapes = inputShapes(graph);
+  if (!shapes)
+    return fail(shapes.error().message());
+  std::vector<kfuse::HostTensor> inputs;
+  std::vector<kfuse::TensorInfo> infos = graph.inputs();
+  for (size_t i = 0; i < infos.size(); ++i)
+    inputs.push_back(
+        kfuse::HostTensor::random(infos[i].dtype, (*shapes)[i], seed + i));
+  auto reference = kfuse::evaluate(graph, inputs);
+  if (!reference)
+    return fail(reference.error().message());
+  std::vector<kfuse::TensorInfo> outputs = graph.outputs();
+  bool ok = true;
+  for (kfuse::Fusion fusion : {kfuse::Fusion::Fused, kfuse::Fusion::Unfused}) {
+    kfuse::CompileOptions options;
+    options.fusion = fusion;
+    options.arch = arch;
+    auto exe = kfuse::Compiler(options).compile(graph);
+    if (!exe)
+      return fail(exe.error().message());
+    auto results = exe->runOnHost(inputs);
+    if (!results)
+      return fail(results.error().message());
+    auto kernels = exe->kernels(*shapes);
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      double error = kfuse::relativeError((*results)[i], (*reference)[i]);
+      double tol = toleranceFor(outputs[i].dtype);
+      bool pass = error <= tol;
+      ok &= pass;
+      llvm::outs() << llvm::format(
+          "%s on %s (%zu kernels): %s relative error %.3g (tolerance %.1g) %s\n",
+          fusion == kfuse::Fusion::Fused ? "fused" : "unfused",
+          gpu->name.c_str(), kernels ? kernels->size() : 0,
+          outputs[i].name.c_str(), error, tol, pass ? "PASS" : "FAIL");
+    }
+  }
+  return ok ? 0 : 1;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -211,6 +275,8 @@ int main(int argc, char **argv) {
   }
   if (evalFlag)
     return runEvaluator(*graph);
+  if (runFlag)
+    return runOnGPU(*graph);
 
   std::vector<std::vector<int64_t>> shapes;
   if (emit != Emit::Graph || !shapeArgs.empty() || !bindArgs.empty()) {

@@ -60,8 +60,6 @@ bool isFloat(DType dtype) {
   return dtype == DType::f32 || dtype == DType::f16 || dtype == DType::bf16;
 }
 
-const char *version() { return KFUSE_VERSION; }
-
 std::string shapeString(const Shape &shape) {
   std::string out;
   for (size_t i = 0; i < shape.size(); ++i)

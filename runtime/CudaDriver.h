@@ -41,6 +41,7 @@ namespace kfuse::runtime {
   X(cuModuleLoadData)                                                          \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
+  X(cuFuncGetAttribute)                                                        \
   X(cuLinkCreate_v2)                                                           \
   X(cuLinkAddData_v2)                                                          \
   X(cuLinkComplete)                                                            \

@@ -66,18 +66,31 @@ Expected<LoadedModule> loadPlan(Driver &d, Plan &plan, bool &jitted) {
                            "cuModuleGetFunction");
         !s)
       return s.error();
+    KernelResources r;
+    d.cuFuncGetAttribute(&r.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+    d.cuFuncGetAttribute(&r.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+    d.cuFuncGetAttribute(&r.sharedBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
+                         f);
     loaded.functions.push_back(f);
+    loaded.resources.push_back(r);
   }
   return loaded;
 }
 
-std::vector<KernelReport> kernelReports(const Plan &plan) {
+std::vector<KernelReport> kernelReports(const Plan &plan,
+                                        const LoadedModule *module) {
   std::vector<KernelReport> reports;
   for (const LaunchDesc &launch : plan.launches)
     reports.push_back({launch.kernel, launch.grid, launch.block});
+  if (module)
+    for (size_t i = 0; i < reports.size(); ++i) {
+      reports[i].registers = module->resources[i].registers;
+      reports[i].localBytes = module->resources[i].localBytes;
+      reports[i].sharedBytes = module->resources[i].sharedBytes;
+    }
   // ptxas -v prints, per kernel: "Compiling entry function 'NAME'", then
   // "N bytes stack frame, N bytes spill stores, ..." and
-  // "Used N registers, ... N bytes smem".
+  // "Used N registers, ... N bytes smem"; the driver's figures win.
   std::istringstream log(plan.ptxasLog);
   std::string line;
   KernelReport *current = nullptr;
@@ -98,9 +111,9 @@ std::vector<KernelReport> kernelReports(const Plan &plan) {
       continue;
     if (std::regex_search(line, m, spills))
       current->spillBytes = std::atoi(m[1].str().c_str());
-    if (std::regex_search(line, m, regs))
+    if (std::regex_search(line, m, regs) && current->registers < 0)
       current->registers = std::atoi(m[1].str().c_str());
-    if (std::regex_search(line, m, smem))
+    if (std::regex_search(line, m, smem) && current->sharedBytes < 0)
       current->sharedBytes = std::atoi(m[1].str().c_str());
   }
   return reports;

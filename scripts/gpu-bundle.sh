@@ -14,8 +14,10 @@ mkdir -p "$stage/kfuse/lib" "$stage/kfuse/bin"
 cp -P "$build"/compiler/libkfuse.so* "$stage/kfuse/lib/"
 cp "$build/tests/gpu/kfuse-gpu-tests" "$build/tests/unit/kfuse-unit-tests" \
    "$build/bench/kfuse-bench" "$build/examples/kfuse-example-embed" \
+   "$build/compiler/kfusec" \
    "$stage/kfuse/bin/"
 strip --strip-unneeded "$stage"/kfuse/lib/libkfuse.so.*.* "$stage"/kfuse/bin/*
 mkdir -p "$root/.bundle"
+cp -r "$root/examples" "$stage/kfuse/examples"
 tar -C "$stage" -cf - kfuse | xz -T2 -6 > "$root/.bundle/kfuse.tar.xz"
 ls -la "$root/.bundle/kfuse.tar.xz"

@@ -23,9 +23,13 @@ run() {
 }
 run gpu-tests "$bin/kfuse-gpu-tests" "$@"
 run unit-tests "$bin/kfuse-unit-tests"
+for example in "$dest"/kfuse/examples/*.mlir; do
+  echo "$(basename "$example"): $("$bin/kfusec" "$example" --run --bind M=512 --seed 3 | tr '\n' ';')"
+done > "$out/examples.log" 2>&1
 "$bin/kfuse-bench" costs --json "$out/costs.json" > "$out/bench.log" 2>&1
 echo "bench: exit $?" >> "$out/bench.log"
 cat "$out/gpu.txt"
 grep -E "FAILED|Failure" -A3 "$out/gpu-tests.log" | head -60
 printf '%s\n' "${summary[@]}"
+cat "$out/examples.log"
 cat "$out/bench.log"

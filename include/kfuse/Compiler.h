@@ -115,11 +115,15 @@ Expected<DeviceInfo> device();
 /// Waits for all work on the device.
 Status synchronize();
 
-/// What ptxas made of one kernel.
+/// One kernel: its launch shape and, once loaded on a GPU, what it uses
+/// (-1 where unknown).
 struct KernelReport {
   std::string name;
   uint32_t grid, block;
-  int registers = -1, spillBytes = -1, sharedBytes = -1;
+  int registers = -1;
+  int localBytes = -1;  ///< local memory per thread: spills and stack
+  int spillBytes = -1;  ///< spill stores, from the ptxas log when there is one
+  int sharedBytes = -1; ///< static shared memory per block
 };
 
 /// Process-wide compile and cache counters.

@@ -13,6 +13,7 @@
 #include "kfuse/kfuse.h"
 
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct OpCase {
 };
 
 std::vector<OpCase> allOpCases();
+
+/// gtest prints a case by its name.
+inline void PrintTo(const OpCase &c, std::ostream *os) { *os << c.name; }
 
 /// Relative-error tolerance for an output of `dtype` after reducing over
 /// `reductionLength` elements.

@@ -168,7 +168,7 @@ TEST(Gpu, KernelReportsCarryPtxasFigures) {
   ASSERT_TRUE(kernels);
   ASSERT_EQ(kernels->size(), 1u);
   EXPECT_GT((*kernels)[0].registers, 0);
-  EXPECT_EQ((*kernels)[0].spillBytes, 0);
+  EXPECT_EQ((*kernels)[0].localBytes, 0); // no spills, no stack
 }
 
 } // namespace
