@@ -99,7 +99,8 @@ static llvm::Error linkLibdevice(llvm::Module &module) {
         llvm::StringRef(kfuse_libdevice_begin,
                         kfuse_libdevice_end - kfuse_libdevice_begin),
         "libdevice.10.bc");
-    auto libdevice = llvm::parseBitcodeFile(bitcode, module.getContext());
+    // Lazily: only the functions the kernels call are read and linked.
+    auto libdevice = llvm::getLazyBitcodeModule(bitcode, module.getContext());
     if (!libdevice)
       return libdevice.takeError();
     (*libdevice)->setTargetTriple(module.getTargetTriple());

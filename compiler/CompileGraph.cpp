@@ -5,6 +5,7 @@
 #include "ir/GraphImpl.h"
 #include "ir/KFDialect.h"
 #include "passes/Pipeline.h"
+#include "runtime/Debug.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlow.h"
@@ -17,6 +18,8 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+
+#include <chrono>
 
 using namespace mlir;
 
@@ -156,8 +159,30 @@ std::vector<std::string> shapeStrings(
 
 } // namespace
 
+namespace {
+/// Wall time of each stage, printed under KFUSE_DEBUG.
+class StageTimer {
+public:
+  void mark(const char *stage) {
+    auto now = std::chrono::steady_clock::now();
+    if (debugEnabled())
+      debugLog(std::string("compile: ") + stage + " " +
+               std::to_string(std::chrono::duration<double, std::milli>(
+                                  now - last)
+                                  .count()) +
+               " ms");
+    last = now;
+  }
+
+private:
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+};
+} // namespace
+
 Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
+  StageTimer timer;
   std::unique_ptr<MLIRContext> context = createCompileContext();
+  timer.mark("context");
   std::string diagnostics;
   ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &d) {
     diagnostics += (diagnostics.empty() ? "" : "\n") + d.str();
@@ -185,6 +210,7 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   if (failed(checkNoZeroSize(func)))
     return Error(ErrorCode::InvalidArgument, "kfuse: " + diagnostics);
   plan.dumps["graph"] = print(*module);
+  timer.mark("graph");
   if (request.stopAfter == Stage::Graph)
     return plan;
 
@@ -195,6 +221,7 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
       })))
     return compileError("partitioning into kernels", diagnostics);
   plan.dumps["fused"] = print(*module);
+  timer.mark("fuse and tile");
   if (request.stopAfter == Stage::Fused)
     return plan;
 
@@ -205,11 +232,13 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   plan = std::move(extracted);
   auto gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
   plan.dumps["gpu"] = print(gpuModule);
+  timer.mark("lower to gpu");
   if (request.stopAfter == Stage::GPU)
     return plan;
 
   if (failed(run([](PassManager &pm) { kf::buildLLVMLoweringPipeline(pm); })))
     return compileError("lowering to the LLVM dialect", diagnostics);
+  timer.mark("lower to llvm dialect");
   codegen::Target target;
   target.arch = request.arch;
   llvm::Expected<codegen::BackendOutput> backend =
@@ -217,6 +246,7 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   if (!backend)
     return compileError("PTX generation",
                         llvm::toString(backend.takeError()));
+  timer.mark("llvm and ptx");
   plan.dumps["llvm"] = std::move(backend->llvmIR);
   plan.ptx = std::move(backend->ptx);
   return plan;
