@@ -214,8 +214,8 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   if (request.stopAfter == Stage::Graph)
     return plan;
 
-  kf::KernelPipelineOptions kernelOptions{request.fused,
-                                          request.multiprocessors};
+  kf::KernelPipelineOptions kernelOptions{
+      request.fused, request.multiprocessors, request.aligned};
   if (failed(run([&](PassManager &pm) {
         kf::buildKernelPipeline(pm, kernelOptions);
       })))

@@ -27,6 +27,9 @@ struct CompileRequest {
   std::string arch = "sm_90";
   bool fused = true;
   int64_t multiprocessors = 132;
+  /// Every buffer starts on a 16-byte boundary: kernels may use 16-byte
+  /// accesses. An alignment fact, so part of the cache key.
+  bool aligned = true;
   /// The last stage to run.
   Stage stopAfter = Stage::PTX;
   /// Applied to every pass manager (kfusec: MLIR's IR-printing flags).

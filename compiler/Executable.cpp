@@ -93,6 +93,7 @@ namespace detail {
 /// entry, and its own temporaries and launch table.
 struct Specialization {
   std::vector<Dims> inputShapes;
+  bool aligned; ///< compiled for 16-byte-aligned buffers
   std::string key;
   std::shared_ptr<CacheEntry> entry;
   std::vector<CUdeviceptr> table;
@@ -108,12 +109,15 @@ struct ExecutableImpl {
   std::vector<std::unique_ptr<Specialization>> specializations;
   Specialization *last = nullptr;
 
-  std::string keyFor(const std::vector<std::vector<int64_t>> &shapes) const;
+  std::string keyFor(const std::vector<std::vector<int64_t>> &shapes,
+                     bool aligned) const;
   Status bindShapes(const std::vector<std::vector<int64_t>> &shapes) const;
   Expected<Specialization *>
-  specialize(const std::vector<std::vector<int64_t>> &shapes);
+  specialize(const std::vector<std::vector<int64_t>> &shapes,
+             bool aligned = true);
   Status compileEntry(CacheEntry &entry, const std::string &key,
-                      const std::vector<std::vector<int64_t>> &shapes);
+                      const std::vector<std::vector<int64_t>> &shapes,
+                      bool aligned);
   Status load(Driver &driver, CacheEntry &entry, const std::string &key);
   void writeDumps(const runtime::Plan &plan, const std::string &key) const;
   Status checkArguments(const Specialization &spec, const DeviceTensor *in,
@@ -134,11 +138,12 @@ Specialization::~Specialization() {
 }
 
 std::string
-ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes) const {
+ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
+                       bool aligned) const {
   std::string key = std::string("kfuse ") + version() + "\nllvm " +
                     llvmVersion() + "\narch " + options.arch + "\nfusion " +
                     (options.fusion == Fusion::Fused ? "fused" : "unfused") +
-                    "\nalign element\nshapes";
+                    "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
   return key + "\n" + graphText;
@@ -179,7 +184,7 @@ Status ExecutableImpl::bindShapes(
 
 Status ExecutableImpl::compileEntry(
     CacheEntry &entry, const std::string &key,
-    const std::vector<std::vector<int64_t>> &shapes) {
+    const std::vector<std::vector<int64_t>> &shapes, bool aligned) {
   runtime::DiskCache disk(options.cacheDir);
   if (options.diskCache) {
     bool rejected = false;
@@ -196,6 +201,7 @@ Status ExecutableImpl::compileEntry(
   request.shapes = shapes;
   request.arch = options.arch;
   request.fused = options.fusion == Fusion::Fused;
+  request.aligned = aligned;
   Expected<runtime::Plan> plan = compiler::compileGraph(request);
   if (!plan)
     return plan.error();
@@ -233,9 +239,11 @@ void ExecutableImpl::writeDumps(const runtime::Plan &plan,
 }
 
 Expected<Specialization *>
-ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes) {
+ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes,
+                           bool aligned) {
   for (auto &spec : specializations)
-    if (std::equal(spec->inputShapes.begin(), spec->inputShapes.end(),
+    if (spec->aligned == aligned &&
+        std::equal(spec->inputShapes.begin(), spec->inputShapes.end(),
                    shapes.begin(), shapes.end(),
                    [](const Dims &a, const std::vector<int64_t> &b) {
                      return a == Dims(b);
@@ -243,10 +251,10 @@ ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes) {
       return spec.get();
   if (Status s = bindShapes(shapes); !s)
     return s.error();
-  std::string key = keyFor(shapes);
+  std::string key = keyFor(shapes, aligned);
   std::shared_ptr<CacheEntry> entry = memoryCache().entry(key);
   std::call_once(entry->compiled, [&] {
-    entry->status = compileEntry(*entry, key, shapes);
+    entry->status = compileEntry(*entry, key, shapes, aligned);
   });
   if (!entry->status)
     return entry->status.error();
@@ -258,6 +266,7 @@ ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes) {
     spec->inputShapes.push_back(Dims(shape));
   }
   spec->key = std::move(key);
+  spec->aligned = aligned;
   spec->entry = std::move(entry);
   spec->table.assign(spec->entry->plan.buffers.size(), 0);
   specializations.push_back(std::move(spec));
@@ -382,9 +391,16 @@ Status Executable::run(const DeviceTensor *in, size_t numIn,
                    std::to_string(impl.inputs.size()) + " inputs and " +
                    std::to_string(impl.outputs.size()) + " outputs, got " +
                    std::to_string(numIn) + " and " + std::to_string(numOut));
+  // The alignment fact: are all buffers on 16-byte boundaries?
+  uintptr_t addressBits = 0;
+  for (size_t i = 0; i < numIn; ++i)
+    addressBits |= reinterpret_cast<uintptr_t>(in[i].data);
+  for (size_t i = 0; i < numOut; ++i)
+    addressBits |= reinterpret_cast<uintptr_t>(out[i].data);
+  bool aligned = (addressBits & 15) == 0;
   std::lock_guard<std::mutex> lock(impl.mutex);
   detail::Specialization *spec = impl.last;
-  bool same = spec != nullptr;
+  bool same = spec != nullptr && spec->aligned == aligned;
   for (size_t i = 0; same && i < numIn; ++i)
     same = spec->inputShapes[i] == in[i].shape;
   if (!same) {
@@ -395,7 +411,7 @@ Status Executable::run(const DeviceTensor *in, size_t numIn,
                        "' has more than 8 dims");
       shapes.emplace_back(in[i].shape.begin(), in[i].shape.end());
     }
-    Expected<detail::Specialization *> found = impl.specialize(shapes);
+    Expected<detail::Specialization *> found = impl.specialize(shapes, aligned);
     if (!found)
       return found.error();
     spec = impl.last = *found;

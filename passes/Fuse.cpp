@@ -42,32 +42,157 @@ bool isFreeConstant(Operation *op) {
   return constant && isa<SplatElementsAttr>(constant.getValue());
 }
 
-/// Partition ids per op, in fused or unfused mode.
-llvm::DenseMap<Operation *, int> partition(Block &body, bool fused) {
-  llvm::DenseMap<Operation *, int> cluster;
-  llvm::DenseMap<int, KernelKind> kinds;
-  int next = 0;
+int64_t numElements(Value v) {
+  return mlir::cast<RankedTensorType>(v.getType()).getNumElements();
+}
+
+/// The [rows, length] space of a reduction or softmax along the last axis.
+std::optional<RowSpace> rowOpSpace(Operation *op) {
+  Value input;
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    int64_t rank = reduce.getInput().getType().getRank();
+    if (reduce.getAxes().size() != 1 || reduce.getAxes()[0] != rank - 1 ||
+        !isa<FloatType>(reduce.getType().getElementType()))
+      return std::nullopt;
+    input = reduce.getInput();
+  } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    if (softmax.getAxis() != softmax.getType().getRank() - 1)
+      return std::nullopt;
+    input = softmax.getInput();
+  } else {
+    return std::nullopt;
+  }
+  int64_t length = mlir::cast<RankedTensorType>(input.getType()).getShape().back();
+  if (length == 0)
+    return std::nullopt;
+  return RowSpace{numElements(input) / length, length};
+}
+
+/// Elementwise math that costs tens of instructions (libdevice calls).
+bool isTranscendental(Operation *op) {
+  return isa<ExpOp, LogOp, SinOp, CosOp, TanhOp, ErfOp, GeluOp, SiluOp,
+             SigmoidOp, PowOp>(op);
+}
+
+/// What a kernel under construction computes over.
+struct Cluster {
+  KernelKind kind;
+  int64_t elements;              ///< of the root
+  std::optional<RowSpace> rows;  ///< set once a row op joined
+};
+
+/// Can `op` (whose users are all in `c`) be computed inside `c`? Returns
+/// the reason either way; on success `c` may become a row cluster.
+std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
+  KernelKind kind = kernelKindOf(op);
+  if (kind == KernelKind::pointwise) {
+    if (c.kind == KernelKind::matmul || c.kind == KernelKind::attention)
+      return {false, "matmul and attention kernels take no prologue yet"};
+    if (c.kind == KernelKind::reduction && !c.rows)
+      return {false, "reductions over other axes take no prologue yet"};
+    int64_t elements = numElements(op->getResult(0));
+    int64_t space = c.rows ? c.rows->rows * c.rows->length : c.elements;
+    if (isTranscendental(op) && elements * 64 <= space)
+      return {false, "it would recompute '" +
+                         op->getName().getStringRef().str() + "' " +
+                         std::to_string(space / std::max<int64_t>(elements, 1)) +
+                         " times"};
+    return {true, c.rows ? "pointwise prologue of a row kernel"
+                         : "pointwise into pointwise"};
+  }
+  std::optional<RowSpace> rows = rowOpSpace(op);
+  if (!rows)
+    return {false, std::string(stringifyKernelKind(kind)) +
+                       " kernels are not fused with others yet"};
+  if (c.rows) {
+    if (c.rows->rows != rows->rows || c.rows->length != rows->length)
+      return {false, "its rows differ from the consumer's"};
+    return {true, "reduction over the same rows"};
+  }
+  if (c.kind != KernelKind::pointwise)
+    return {false, "the consumer is not pointwise"};
+  if (c.elements != rows->rows * rows->length && c.elements != rows->rows)
+    return {false, "the consumer is neither over the rows nor per row"};
+  c.rows = rows;
+  return {true, "the row is kept on chip for the consumer"};
+}
+
+} // namespace
+
+Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
+  Partition p;
+  std::vector<Cluster> clusters;
   for (Operation &op : llvm::reverse(body.without_terminator())) {
     if (isFreeConstant(&op))
       continue;
-    KernelKind kind = kernelKindOf(&op);
-    std::optional<int> joined;
-    if (fused && kind == KernelKind::pointwise && !op.use_empty()) {
+    std::optional<int> target;
+    std::string reason = "unfused mode: one kernel per op";
+    if (fused) {
+      reason = "it is a graph output";
       for (Operation *user : op.getUsers()) {
-        auto it = cluster.find(user);
-        if (it == cluster.end() || kinds[it->second] != KernelKind::pointwise ||
-            (joined && *joined != it->second)) {
-          joined.reset();
+        auto it = p.kernelOf.find(user);
+        if (it == p.kernelOf.end()) {
+          reason = "it is a graph output";
+          target.reset();
           break;
         }
-        joined = it->second;
+        if (target && *target != it->second) {
+          reason = "its users are in different kernels";
+          target.reset();
+          break;
+        }
+        target = it->second;
+      }
+      if (op.use_empty())
+        reason = "it has no users";
+      if (target) {
+        Cluster trial = clusters[*target];
+        auto [ok, why] = canJoin(&op, trial);
+        reason = why;
+        if (ok)
+          clusters[*target] = trial;
+        else
+          target.reset();
       }
     }
-    int id = joined ? *joined : next++;
-    cluster[&op] = id;
-    kinds[id] = kind;
+    for (Operation *user : op.getUsers())
+      if (p.kernelOf.count(user))
+        p.decisions.push_back({&op, user, target.has_value(), reason});
+    if (target) {
+      p.kernelOf[&op] = *target;
+      continue;
+    }
+    KernelKind kind = kernelKindOf(&op);
+    Cluster c{kind, numElements(op.getResult(0)), rowOpSpace(&op)};
+    p.kernelOf[&op] = clusters.size();
+    clusters.push_back(c);
   }
-  return cluster;
+  return p;
+}
+
+namespace {
+
+/// The kind of a kernel of `ops`: a row kernel is a normalization when its
+/// root is row-shaped, a reduction when it is per row.
+KernelKind kernelKindFor(ArrayRef<Operation *> ops) {
+  bool rowOps = false, pointwise = true;
+  for (Operation *op : ops) {
+    KernelKind kind = kernelKindOf(op);
+    pointwise &= kind == KernelKind::pointwise;
+    rowOps |= rowOpSpace(op).has_value();
+  }
+  if (pointwise)
+    return KernelKind::pointwise;
+  if (ops.size() == 1 || !rowOps)
+    return kernelKindOf(ops.back());
+  // A row kernel: per-row root (a reduction) or row-shaped (a normalization).
+  std::optional<RowSpace> rows;
+  for (Operation *op : ops)
+    if (!rows)
+      rows = rowOpSpace(op);
+  return numElements(ops.back()->getResult(0)) == rows->rows
+             ? KernelKind::reduction
+             : KernelKind::normalization;
 }
 
 /// Wraps `ops` (in program order, the last one the root) in a kf.kernel.
@@ -116,20 +241,14 @@ struct KFFusePass : public kfuse::kf::impl::KFFusePassBase<KFFusePass> {
     }
     for (auto func : getOperation().getOps<func::FuncOp>()) {
       Block &body = func.getBody().front();
-      llvm::DenseMap<Operation *, int> cluster =
-          partition(body, mode == "fused");
+      Partition partition = partitionForFusion(body, mode == "fused");
       // Group in program order; the last op of a group is its root.
       std::map<int, SmallVector<Operation *>> groups;
       for (Operation &op : body.without_terminator())
-        if (cluster.count(&op))
-          groups[cluster[&op]].push_back(&op);
-      for (auto &[id, ops] : groups) {
-        bool pointwise = llvm::all_of(ops, [](Operation *op) {
-          return kernelKindOf(op) == KernelKind::pointwise;
-        });
-        buildKernel(ops, pointwise ? KernelKind::pointwise
-                                   : kernelKindOf(ops.back()));
-      }
+        if (partition.kernelOf.count(&op))
+          groups[partition.kernelOf[&op]].push_back(&op);
+      for (auto &[id, ops] : groups)
+        buildKernel(ops, kernelKindFor(ops));
       // Constants now live inside the kernels that read them.
       for (Operation &op : llvm::make_early_inc_range(body))
         if (isFreeConstant(&op) && op.use_empty())

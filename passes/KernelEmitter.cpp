@@ -13,6 +13,49 @@
 using namespace mlir;
 using namespace kfuse::kf;
 
+//===----------------------------------------------------------------------===//
+// ElementIndex
+//===----------------------------------------------------------------------===//
+
+ElementIndex ElementIndex::linear(ArrayRef<int64_t> shape, Value linear) {
+  ElementIndex idx;
+  idx.dims.assign(shape.begin(), shape.end());
+  idx.linearIndex = linear;
+  return idx;
+}
+
+ElementIndex ElementIndex::multi(ArrayRef<int64_t> shape,
+                                 ArrayRef<Value> index) {
+  ElementIndex idx;
+  idx.dims.assign(shape.begin(), shape.end());
+  idx.multiIndex.assign(index.begin(), index.end());
+  return idx;
+}
+
+ElementIndex ElementIndex::rowElement(ArrayRef<int64_t> shape, Value linear,
+                                      Value row, Value column) {
+  ElementIndex idx = ElementIndex::linear(shape, linear);
+  idx.rowIndex = row;
+  idx.columnIndex = column;
+  return idx;
+}
+
+Value ElementIndex::getLinear(KernelEmitter &e) {
+  if (!linearIndex)
+    linearIndex = e.linearize(multiIndex, dims);
+  return linearIndex;
+}
+
+ArrayRef<Value> ElementIndex::getMulti(KernelEmitter &e) {
+  if (multiIndex.empty() && !dims.empty())
+    multiIndex = e.delinearize(linearIndex, dims);
+  return multiIndex;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelEmitter
+//===----------------------------------------------------------------------===//
+
 KernelEmitter::KernelEmitter(KernelOp kernel, gpu::GPUFuncOp func)
     : kernelOp(kernel), func(func), b(func.getContext()),
       location(kernel.getLoc()) {
@@ -33,6 +76,13 @@ Value KernelEmitter::f32(double value) {
   return arith::ConstantOp::create(b, location, b.getF32FloatAttr(value));
 }
 
+Value KernelEmitter::constant(Type type, double value) {
+  if (isa<FloatType>(type))
+    return arith::ConstantOp::create(b, location, b.getFloatAttr(type, value));
+  return arith::ConstantOp::create(
+      b, location, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
 SmallVector<Value> KernelEmitter::delinearize(Value linear,
                                               ArrayRef<int64_t> shape) {
   SmallVector<Value> out(shape.size());
@@ -40,6 +90,10 @@ SmallVector<Value> KernelEmitter::delinearize(Value linear,
     if (d == 0) {
       out[d] = linear;
       break;
+    }
+    if (shape[d] == 1) {
+      out[d] = index(0);
+      continue;
     }
     Value size = index(shape[d]);
     out[d] = arith::RemUIOp::create(b, location, linear, size);
@@ -49,28 +103,32 @@ SmallVector<Value> KernelEmitter::delinearize(Value linear,
 }
 
 Value KernelEmitter::linearize(ValueRange idx, ArrayRef<int64_t> shape) {
-  Value linear = index(0);
-  for (auto [i, v] : llvm::enumerate(idx)) {
+  if (idx.empty())
+    return index(0);
+  Value linear = idx[0];
+  for (size_t i = 1; i < idx.size(); ++i) {
     linear = arith::MulIOp::create(b, location, linear, index(shape[i]));
-    linear = arith::AddIOp::create(b, location, linear, v);
+    linear = arith::AddIOp::create(b, location, linear, idx[i]);
   }
   return linear;
 }
 
-void KernelEmitter::forEachItem(int64_t items,
-                                function_ref<LogicalResult(Value)> body,
-                                LogicalResult &status) {
-  Value tid = gpu::ThreadIdOp::create(b, location, gpu::Dimension::x);
+LogicalResult KernelEmitter::forEachItem(int64_t items, bool perBlock,
+                                         function_ref<LogicalResult(Value)> body) {
   Value bid = gpu::BlockIdOp::create(b, location, gpu::Dimension::x);
-  Value bdim = gpu::BlockDimOp::create(b, location, gpu::Dimension::x);
   Value gdim = gpu::GridDimOp::create(b, location, gpu::Dimension::x);
-  Value first = arith::AddIOp::create(
-      b, location, arith::MulIOp::create(b, location, bid, bdim), tid);
-  Value stride = arith::MulIOp::create(b, location, bdim, gdim);
+  Value first = bid, stride = gdim;
+  if (!perBlock) {
+    Value tid = gpu::ThreadIdOp::create(b, location, gpu::Dimension::x);
+    Value bdim = gpu::BlockDimOp::create(b, location, gpu::Dimension::x);
+    first = arith::AddIOp::create(
+        b, location, arith::MulIOp::create(b, location, bid, bdim), tid);
+    stride = arith::MulIOp::create(b, location, bdim, gdim);
+  }
   auto loop = scf::ForOp::create(b, location, first, index(items), stride);
   OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(loop.getBody());
-  status = body(loop.getInductionVar());
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  return body(loop.getInductionVar());
 }
 
 SmallVector<Value> KernelEmitter::loop(
@@ -92,90 +150,195 @@ SmallVector<Value> KernelEmitter::loop(
   return SmallVector<Value>(loop.getResults());
 }
 
-Value KernelEmitter::load(Value memref, ValueRange idx) {
-  Value v = memref::LoadOp::create(b, location, memref, idx);
-  Type dtype = cast<MemRefType>(memref.getType()).getElementType();
+Value KernelEmitter::warpReduce(
+    Value value, function_ref<Value(Value, Value)> combine) {
+  Value width = arith::ConstantOp::create(b, location, b.getI32IntegerAttr(32));
+  for (int offset = 16; offset >= 1; offset /= 2) {
+    Value off = arith::ConstantOp::create(b, location,
+                                          b.getI32IntegerAttr(offset));
+    Value other = gpu::ShuffleOp::create(b, location, value, off, width,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    value = combine(value, other);
+  }
+  return value;
+}
+
+Value KernelEmitter::blockReduce(Value value, Value identity, Value scratch,
+                                 int64_t threads,
+                                 function_ref<Value(Value, Value)> combine) {
+  value = warpReduce(value, combine);
+  if (threads <= 32)
+    return value;
+  Value tid = gpu::ThreadIdOp::create(b, location, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, location, tid, index(32));
+  Value warp = arith::DivUIOp::create(b, location, tid, index(32));
+  Value zero = index(0);
+  // Lane 0 of each warp publishes its partial; every warp then reads all
+  // partials and reduces them again, so every thread gets the result.
+  Value isLeader = arith::CmpIOp::create(b, location, arith::CmpIPredicate::eq,
+                                         lane, zero);
+  auto publish = scf::IfOp::create(b, location, isLeader);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(publish.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, location, value, scratch, ValueRange{warp});
+  }
+  gpu::BarrierOp::create(b, location);
+  int64_t warps = (threads + 31) / 32;
+  Value inRange = arith::CmpIOp::create(b, location, arith::CmpIPredicate::ult,
+                                        lane, index(warps));
+  Value safeLane = arith::SelectOp::create(b, location, inRange, lane, zero);
+  Value partial =
+      memref::LoadOp::create(b, location, scratch, ValueRange{safeLane});
+  partial = arith::SelectOp::create(b, location, inRange, partial, identity);
+  Value result = warpReduce(partial, combine);
+  // The scratch buffer is reused by the next reduction.
+  gpu::BarrierOp::create(b, location);
+  return result;
+}
+
+Value KernelEmitter::load(Value memref, Value linear) {
+  Value v = memref::LoadOp::create(b, location, memref, ValueRange{linear});
+  Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
   if (isa<FloatType>(dtype) && !dtype.isF32())
     v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
   return v;
 }
 
-void KernelEmitter::storeResult(unsigned result, ValueRange idx, Value v) {
+void KernelEmitter::storeResult(unsigned result, Value linear, Value v) {
   Value memref = func.getArgument(kernelOp.getInputs().size() + result);
-  Type dtype = cast<MemRefType>(memref.getType()).getElementType();
+  Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
   if (isa<FloatType>(dtype) && !dtype.isF32())
     v = arith::TruncFOp::create(b, location, dtype, v);
-  memref::StoreOp::create(b, location, v, memref, idx);
+  memref::StoreOp::create(b, location, v, memref, ValueRange{linear});
 }
 
-FailureOr<Value> KernelEmitter::elementAt(Value tensor, ValueRange idx) {
-  auto cached = computed.find(tensor);
-  if (cached != computed.end() &&
-      llvm::equal(cached->second.first, idx) &&
-      cached->second.second.getParentRegion()->isAncestor(
-          b.getInsertionBlock()->getParent()))
-    return cached->second.second;
+void KernelEmitter::setElement(Value tensor, Value linear, Value value) {
+  computed[{tensor, linear}] = value;
+}
 
-  FailureOr<Value> result;
-  if (auto arg = dyn_cast<BlockArgument>(tensor)) {
-    result = load(func.getArgument(arg.getArgNumber()), idx);
-  } else {
-    Operation *op = tensor.getDefiningOp();
-    auto inType = [&](unsigned i) {
-      return cast<RankedTensorType>(op->getOperand(i).getType());
-    };
-    result =
-        TypeSwitch<Operation *, FailureOr<Value>>(op)
-            .Case([&](ConstantOp c) { return constantAt(c, idx); })
-            .Case([&](BroadcastOp bc) -> FailureOr<Value> {
-              ArrayRef<int64_t> in = inType(0).getShape();
-              size_t offset = idx.size() - in.size();
-              SmallVector<Value> mapped;
-              for (auto [d, size] : llvm::enumerate(in))
-                mapped.push_back(size == 1 ? index(0) : idx[offset + d]);
-              return elementAt(bc.getInput(), mapped);
-            })
-            .Case([&](TransposeOp t) -> FailureOr<Value> {
-              SmallVector<Value> mapped(idx.size());
-              for (auto [d, p] : llvm::enumerate(t.getPerm()))
-                mapped[p] = idx[d];
-              return elementAt(t.getInput(), mapped);
-            })
-            .Case([&](ReshapeOp r) -> FailureOr<Value> {
-              Value linear = linearize(idx, r.getType().getShape());
-              return elementAt(r.getInput(),
-                               delinearize(linear, inType(0).getShape()));
-            })
-            .Case([&](IotaOp iota) -> FailureOr<Value> {
-              Value i = arith::IndexCastOp::create(b, location, b.getI64Type(),
-                                                   idx[iota.getDim()]);
-              Type dtype = computeType(iota.getType().getElementType());
-              if (isa<FloatType>(dtype))
-                return Value(arith::SIToFPOp::create(b, location, dtype, i));
-              return Value(arith::TruncIOp::create(b, location, dtype, i));
-            })
-            .Default([&](Operation *op) -> FailureOr<Value> {
-              if (!op->hasTrait<OpTrait::kf::Elementwise>())
-                return op->emitOpError("cannot be computed element by "
-                                       "element inside a kernel");
-              SmallVector<Value> operands;
-              for (Value operand : op->getOperands()) {
-                FailureOr<Value> v = elementAt(operand, idx);
-                if (failed(v))
-                  return failure();
-                operands.push_back(*v);
-              }
-              return scalarOp(op, operands);
-            });
-  }
+FailureOr<Value> KernelEmitter::elementAt(Value tensor, ElementIndex idx) {
+  Value linear = idx.getLinear(*this);
+  auto cached = computed.find({tensor, linear});
+  if (cached != computed.end() &&
+      cached->second.getParentRegion()->isAncestor(
+          b.getInsertionBlock()->getParent()))
+    return cached->second;
+  FailureOr<Value> result = compute(tensor, idx);
   if (succeeded(result))
-    computed[tensor] = {SmallVector<Value, 4>(idx.begin(), idx.end()),
-                        *result};
+    computed[{tensor, linear}] = *result;
   return result;
 }
 
-FailureOr<Value> KernelEmitter::constantAt(ConstantOp op, ValueRange idx) {
-  auto attr = cast<DenseElementsAttr>(op.getValue());
+/// Broadcast: an input that spans the trailing output dims (a row vector,
+/// a bias) is read at `linear % its size`; one that spans the leading dims
+/// (a row scalar) at `linear / the rest`; with a known row element both are
+/// the element's column or row. Anything else goes through the multi-index.
+FailureOr<Value> KernelEmitter::broadcastAt(BroadcastOp op, ElementIndex &idx) {
+  ArrayRef<int64_t> in = op.getInput().getType().getShape();
+  ArrayRef<int64_t> out = idx.shape();
+  size_t rank = out.size(), offset = rank - in.size();
+  auto padded = [&](size_t d) { return d < offset ? 1 : in[d - offset]; };
+  auto spans = [&](size_t from, size_t to, bool equal) {
+    for (size_t d = from; d < to; ++d)
+      if (equal ? padded(d) != out[d] : padded(d) != 1)
+        return false;
+    return true;
+  };
+  int64_t inElements = op.getInput().getType().getNumElements();
+  for (size_t k = 0; k <= rank; ++k) {
+    int64_t rest = 1;
+    for (size_t d = k; d < rank; ++d)
+      rest *= out[d];
+    if (spans(0, k, false) && spans(k, rank, true)) {
+      if (inElements == 1)
+        return elementAt(op.getInput(), ElementIndex::linear(in, index(0)));
+      if (idx.column() && rest == out.back())
+        return elementAt(op.getInput(), ElementIndex::linear(in, idx.column()));
+      Value linear = arith::RemUIOp::create(b, location, idx.getLinear(*this),
+                                            index(rest));
+      return elementAt(op.getInput(), ElementIndex::linear(in, linear));
+    }
+    if (spans(0, k, true) && spans(k, rank, false)) {
+      if (idx.row() && rest == out.back())
+        return elementAt(op.getInput(), ElementIndex::linear(in, idx.row()));
+      Value linear = arith::DivUIOp::create(b, location, idx.getLinear(*this),
+                                            index(rest));
+      return elementAt(op.getInput(), ElementIndex::linear(in, linear));
+    }
+  }
+  ArrayRef<Value> outIdx = idx.getMulti(*this);
+  SmallVector<Value> mapped;
+  for (auto [d, size] : llvm::enumerate(in))
+    mapped.push_back(size == 1 ? index(0) : outIdx[offset + d]);
+  return elementAt(op.getInput(), ElementIndex::multi(in, mapped));
+}
+
+FailureOr<Value> KernelEmitter::compute(Value tensor, ElementIndex &idx) {
+  if (auto arg = dyn_cast<BlockArgument>(tensor))
+    return load(func.getArgument(arg.getArgNumber()), idx.getLinear(*this));
+  Operation *op = tensor.getDefiningOp();
+  return TypeSwitch<Operation *, FailureOr<Value>>(op)
+      .Case([&](ConstantOp c) { return constantAt(c); })
+      .Case([&](BroadcastOp bc) { return broadcastAt(bc, idx); })
+      .Case([&](TransposeOp t) -> FailureOr<Value> {
+        ArrayRef<Value> outIdx = idx.getMulti(*this);
+        SmallVector<Value> mapped(outIdx.size());
+        for (auto [d, p] : llvm::enumerate(t.getPerm()))
+          mapped[p] = outIdx[d];
+        return elementAt(t.getInput(), ElementIndex::multi(
+                                           t.getInput().getType().getShape(),
+                                           mapped));
+      })
+      .Case([&](ReshapeOp r) -> FailureOr<Value> {
+        // Row-major: the linear index is the same.
+        return elementAt(r.getInput(),
+                         ElementIndex::linear(r.getInput().getType().getShape(),
+                                              idx.getLinear(*this)));
+      })
+      .Case([&](SoftmaxOp softmax) -> FailureOr<Value> {
+        auto stats = softmaxStats.find(softmax);
+        if (stats == softmaxStats.end())
+          return softmax.emitOpError("needs its row statistics here");
+        auto [max, sum] = stats->second;
+        FailureOr<Value> x = elementAt(softmax.getInput(), idx);
+        if (failed(x))
+          return failure();
+        Value p = math::ExpOp::create(
+            b, location, arith::SubFOp::create(b, location, *x, max));
+        Value masked = arith::CmpFOp::create(
+            b, location, arith::CmpFPredicate::OEQ, max, f32(-INFINITY));
+        return Value(arith::SelectOp::create(
+            b, location, masked, f32(0),
+            arith::DivFOp::create(b, location, p, sum)));
+      })
+      .Case([&](IotaOp iota) -> FailureOr<Value> {
+        Value position = idx.getMulti(*this)[iota.getDim()];
+        Value i = arith::IndexCastOp::create(b, location, b.getI64Type(),
+                                             position);
+        Type dtype = computeType(iota.getType().getElementType());
+        if (isa<FloatType>(dtype))
+          return Value(arith::SIToFPOp::create(b, location, dtype, i));
+        return Value(arith::TruncIOp::create(b, location, dtype, i));
+      })
+      .Default([&](Operation *op) -> FailureOr<Value> {
+        if (!op->hasTrait<OpTrait::kf::Elementwise>())
+          return op->emitOpError("cannot be computed element by element "
+                                 "inside this kernel");
+        SmallVector<Value> operands;
+        for (Value operand : op->getOperands()) {
+          FailureOr<Value> v = elementAt(operand, idx);
+          if (failed(v))
+            return failure();
+          operands.push_back(*v);
+        }
+        return scalarOp(op, operands);
+      });
+}
+
+FailureOr<Value> KernelEmitter::constantAt(ConstantOp op) {
+  auto attr = mlir::cast<DenseElementsAttr>(op.getValue());
   Type dtype = attr.getElementType();
   if (!attr.isSplat())
     return op.emitOpError("a constant that is not a splat cannot be used "
@@ -184,7 +347,9 @@ FailureOr<Value> KernelEmitter::constantAt(ConstantOp op, ValueRange idx) {
     return f32(attr.getSplatValue<APFloat>().convertToDouble());
   APInt value = attr.getSplatValue<APInt>();
   return Value(arith::ConstantOp::create(
-      b, location, b.getIntegerAttr(dtype, value.getSExtValue())));
+      b, location,
+      b.getIntegerAttr(dtype, dtype.isInteger(1) ? value.getZExtValue()
+                                                 : value.getSExtValue())));
 }
 
 /// dtype -> dtype conversion of a computed value (f32, i32 or i1), with the

@@ -7,6 +7,13 @@
 // transposes, reshapes, iota, constants) in registers. This is how a fused
 // elementwise prologue or body costs no memory traffic.
 //
+// Kernel arguments are flat memrefs (one bare pointer each): an element is
+// addressed by its row-major linear index. An ElementIndex carries that
+// linear index and, when a template knows it, the row and column of a
+// [rows..., N] space, so that broadcasts of row scalars ([rows..., 1]) and
+// row vectors ([N]) map to the same SSA index every time: the element is
+// then found in `computed` instead of being loaded or recomputed again.
+//
 // Values are computed in f32 for every float dtype, i32, or i1; they are
 // widened on load and rounded once on store.
 //
@@ -21,31 +28,64 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
-#include <functional>
-
 namespace kfuse::kf {
+
+class KernelEmitter;
+
+/// The index of one element of a tensor of shape `shape`.
+class ElementIndex {
+public:
+  static ElementIndex linear(llvm::ArrayRef<int64_t> shape, mlir::Value linear);
+  static ElementIndex multi(llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<mlir::Value> index);
+  /// An element of a [rows..., rowLength] space known by row and column.
+  static ElementIndex rowElement(llvm::ArrayRef<int64_t> shape,
+                                 mlir::Value linear, mlir::Value row,
+                                 mlir::Value column);
+
+  llvm::ArrayRef<int64_t> shape() const { return dims; }
+  mlir::Value getLinear(KernelEmitter &e);
+  llvm::ArrayRef<mlir::Value> getMulti(KernelEmitter &e);
+  mlir::Value row() const { return rowIndex; }
+  mlir::Value column() const { return columnIndex; }
+
+private:
+  llvm::SmallVector<int64_t, 4> dims;
+  mlir::Value linearIndex, rowIndex, columnIndex;
+  llvm::SmallVector<mlir::Value, 4> multiIndex;
+};
 
 class KernelEmitter {
 public:
-  /// `func` is the gpu.func being built: its arguments are one memref per
-  /// kernel input, then one per kernel result.
+  /// `func` is the gpu.func being built: its arguments are one flat memref
+  /// per kernel input, then one per kernel result.
   KernelEmitter(KernelOp kernel, mlir::gpu::GPUFuncOp func);
 
   mlir::OpBuilder &builder() { return b; }
   mlir::Location loc() const { return location; }
   KernelOp kernel() const { return kernelOp; }
+  mlir::gpu::GPUFuncOp gpuFunc() const { return func; }
 
   /// The element of `tensor` (a value of the kernel body) at `index`.
   mlir::FailureOr<mlir::Value> elementAt(mlir::Value tensor,
-                                         mlir::ValueRange index);
-  /// Stores `value` (in compute type) into result `result` at `index`.
-  void storeResult(unsigned result, mlir::ValueRange index, mlir::Value value);
+                                         ElementIndex index);
+  /// Records `value` as the element of `tensor` at linear index `linear`
+  /// (templates do this for reductions they computed).
+  void setElement(mlir::Value tensor, mlir::Value linear, mlir::Value value);
+  /// The row max and sum of exponentials of a softmax, computed by a row
+  /// template: elementAt then gives softmax elements from them.
+  void setSoftmaxStats(SoftmaxOp op, mlir::Value max, mlir::Value sum) {
+    softmaxStats[op] = {max, sum};
+  }
+  /// Stores `value` (in compute type) into result `result` at `linear`.
+  void storeResult(unsigned result, mlir::Value linear, mlir::Value value);
 
-  /// for item in [first, items) step stride: body(item); with the kernel's
-  /// launch config giving first = global thread id, stride = all threads.
-  void forEachItem(int64_t items,
-                   llvm::function_ref<mlir::LogicalResult(mlir::Value)> body,
-                   mlir::LogicalResult &status);
+  /// for item in [first, items) step stride: body(item); first = global
+  /// thread id, stride = all threads (or block id and grid size when
+  /// `perBlock`).
+  mlir::LogicalResult
+  forEachItem(int64_t items, bool perBlock,
+              llvm::function_ref<mlir::LogicalResult(mlir::Value)> body);
   /// scf.for over [0, count) with loop-carried `init`; body returns the
   /// next values.
   mlir::SmallVector<mlir::Value>
@@ -53,6 +93,13 @@ public:
        llvm::function_ref<mlir::SmallVector<mlir::Value>(mlir::Value,
                                                          mlir::ValueRange)>
            body);
+  /// Combines `value` across the thread block with `combine`; every thread
+  /// gets the result. Uses warp shuffles and `scratch` (32 floats or ints
+  /// of workgroup memory).
+  mlir::Value blockReduce(
+      mlir::Value value, mlir::Value identity, mlir::Value scratch,
+      int64_t threads,
+      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
 
   /// Row-major index of `linear` in `shape`, and back.
   mlir::SmallVector<mlir::Value> delinearize(mlir::Value linear,
@@ -61,26 +108,32 @@ public:
 
   mlir::Value index(int64_t value);
   mlir::Value f32(double value);
+  mlir::Value constant(mlir::Type type, double value);
   /// The type values of dtype `type` are computed in: f32, i32 or i1.
   static mlir::Type computeType(mlir::Type dtype);
 
 private:
-  mlir::Value load(mlir::Value memref, mlir::ValueRange index);
+  mlir::Value load(mlir::Value memref, mlir::Value linear);
+  mlir::FailureOr<mlir::Value> compute(mlir::Value tensor, ElementIndex &idx);
+  mlir::FailureOr<mlir::Value> broadcastAt(BroadcastOp op, ElementIndex &idx);
   mlir::FailureOr<mlir::Value> scalarOp(mlir::Operation *op,
                                         mlir::ValueRange operands);
   mlir::Value castScalar(mlir::Value v, mlir::Type from, mlir::Type to);
-  mlir::FailureOr<mlir::Value> constantAt(ConstantOp op,
-                                          mlir::ValueRange index);
+  mlir::FailureOr<mlir::Value> constantAt(ConstantOp op);
+  mlir::Value warpReduce(
+      mlir::Value value,
+      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
 
   KernelOp kernelOp;
   mlir::gpu::GPUFuncOp func;
   mlir::OpBuilder b;
   mlir::Location location;
-  /// The last index each value was computed at, with the value: a thread
-  /// reuses an element it already has (a fused DAG with shared operands).
-  llvm::DenseMap<mlir::Value,
-                 std::pair<mlir::SmallVector<mlir::Value, 4>, mlir::Value>>
-      computed;
+  /// Elements already computed, by (tensor, linear index): a thread reuses
+  /// an element it has (fused DAGs with shared operands; rows kept in
+  /// registers across the passes of a normalization).
+  llvm::DenseMap<std::pair<mlir::Value, mlir::Value>, mlir::Value> computed;
+  llvm::DenseMap<mlir::Operation *, std::pair<mlir::Value, mlir::Value>>
+      softmaxStats;
 };
 
 } // namespace kfuse::kf

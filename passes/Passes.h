@@ -33,8 +33,34 @@ specializeShapes(mlir::func::FuncOp func,
                  llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> argShapes,
                  const llvm::StringMap<int64_t> &bindings = {});
 
-/// The kernel template that computes `op`.
+/// The kernel template that computes `op` on its own.
 KernelKind kernelKindOf(mlir::Operation *op);
+
+/// One producer-consumer edge as kf-fuse judged it.
+struct FusionDecision {
+  mlir::Operation *producer;
+  mlir::Operation *consumer;
+  bool fused;
+  std::string reason;
+};
+
+/// The partition kf-fuse makes of a function's body: a kernel id per op
+/// (splat constants have none), and the decision on every edge between
+/// ops. `fused` false puts every op in its own kernel.
+struct Partition {
+  llvm::DenseMap<mlir::Operation *, int> kernelOf;
+  std::vector<FusionDecision> decisions;
+};
+Partition partitionForFusion(mlir::Block &body, bool fused);
+
+/// The [rows, length] space of a kernel whose reductions and softmaxes all
+/// work along the last axis of tensors of one row length: such a kernel
+/// runs one thread block per row and keeps the row on chip.
+struct RowSpace {
+  int64_t rows;
+  int64_t length;
+};
+std::optional<RowSpace> rowSpaceOf(KernelOp kernel);
 
 /// Work items of a kernel (elements, rows or outputs, by kind): what
 /// kf-tile sizes the grid for and kf-lower-to-gpu loops over.

@@ -85,15 +85,17 @@ def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
   let summary = "Choose each kernel's launch shape";
   let description = [{
     Records in every kf.kernel's `config` the threads per block (`block`),
-    the blocks (`grid`) and the work items they cover (`items`: elements,
-    rows or outputs, by kind). The grid covers the work once when that fits
-    in 32 waves of the GPU's SMs (`sms`); larger work is covered by
-    grid-stride loops. kf-lower-to-gpu reads the config and decides nothing.
+    the blocks (`grid`), the work items (`items`: elements, rows or outputs,
+    by kind) and, with `aligned`, the elements per 16-byte access (`vec`).
+    Pointwise kernels step `vec` elements a thread; kernels whose
+    reductions and softmaxes run along the last axis get one block per row
+    (`chunks` vectors a thread, `in_registers` when the row stays in
+    registers). kf-lower-to-gpu reads the config and decides nothing.
 
     After:
     ```mlir
-    kf.kernel pointwise(...) attributes {config = {block = 256 : i64,
-        grid = 4 : i64, items = 1024 : i64}}
+    kf.kernel pointwise(...) attributes {config = {aligned = 16 : i64,
+        block = 256 : i64, grid = 1 : i64, items = 1024 : i64, vec = 4 : i64}}
     ```
   }];
   let options = [
@@ -101,6 +103,8 @@ def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
            "streaming multiprocessors on the target GPU">,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "threads per block">,
+    Option<"aligned", "aligned", "bool", /*default=*/"false",
+           "every buffer starts on a 16-byte boundary (allows vectors)">,
   ];
 }
 

@@ -32,6 +32,7 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   pm.addPass(createKFFusePass(fuse));
   KFTilePassOptions tile;
   tile.sms = options.multiprocessors;
+  tile.aligned = options.aligned;
   pm.addPass(createKFTilePass(tile));
 }
 

@@ -24,6 +24,8 @@ void buildGraphPipeline(mlir::OpPassManager &pm,
 struct KernelPipelineOptions {
   bool fused = true;
   int64_t multiprocessors = 132;
+  /// Every buffer starts on a 16-byte boundary (the runtime checks).
+  bool aligned = true;
 };
 
 /// Partitioning and launch shapes: kf-fuse, then kf-tile.

@@ -1,9 +1,15 @@
 //===- Tile.cpp - kf-tile: choose each kernel's launch shape --------------===//
 //
-// Analyse: count the kernel's work items. Decide: one thread per item in
-// blocks of `block-size`, and a grid that covers the items once unless
-// that exceeds 32 waves of the SMs (then grid-stride loops take the rest).
-// Rewrite: record {block, grid, items} in the kernel's config.
+// Analyse: the kernel's work (elements, or rows of a row space) and the
+// widest 16-byte vector every buffer it touches allows. Decide:
+//  - pointwise: `vec` elements per thread step, 256 threads, a grid that
+//    covers the vectors once;
+//  - row kernels (normalisations and last-axis reductions): one block per
+//    row with enough threads that each holds about 4 vectors, the row kept
+//    in registers when that is at most 32 values a thread (else looped),
+//    and as many blocks as fill the SMs;
+//  - the rest: one thread per item.
+// Rewrite: record the choice in the kernel's config.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,19 +24,74 @@ namespace kfuse::kf {
 using namespace mlir;
 using namespace kfuse::kf;
 
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return mlir::cast<RankedTensorType>(v.getType()).getShape();
+}
+
+std::optional<RowSpace> kfuse::kf::rowSpaceOf(KernelOp kernel) {
+  std::optional<RowSpace> space;
+  bool ok = true;
+  auto addRows = [&](Value input) {
+    ArrayRef<int64_t> shape = shapeOf(input);
+    if (shape.empty()) {
+      ok = false;
+      return;
+    }
+    int64_t length = shape.back();
+    int64_t rows = length ? mlir::cast<RankedTensorType>(input.getType())
+                                    .getNumElements() /
+                                length
+                          : 0;
+    if (space && (space->rows != rows || space->length != length))
+      ok = false;
+    space = RowSpace{rows, length};
+  };
+  kernel.getBody().walk([&](Operation *op) {
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      int64_t rank = shapeOf(reduce.getInput()).size();
+      if (reduce.getAxes().size() != 1 || reduce.getAxes()[0] != rank - 1 ||
+          !isa<FloatType>(reduce.getType().getElementType()))
+        ok = false;
+      addRows(reduce.getInput());
+    } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+      if (softmax.getAxis() != static_cast<int64_t>(shapeOf(softmax).size()) - 1)
+        ok = false;
+      addRows(softmax.getInput());
+    }
+  });
+  if (!ok || !space)
+    return std::nullopt;
+  return space;
+}
+
 int64_t kfuse::kf::kernelWorkItems(KernelOp kernel) {
-  auto resultType = cast<RankedTensorType>(kernel.getResult(0).getType());
+  if (kernel.getKind() == KernelKind::reduction ||
+      kernel.getKind() == KernelKind::normalization)
+    if (std::optional<RowSpace> rows = rowSpaceOf(kernel))
+      return rows->rows;
+  auto resultType = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
   int64_t elements = resultType.getNumElements();
   if (kernel.getKind() != KernelKind::normalization)
     return elements;
-  // One thread per row of the softmax at the kernel's root.
-  auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
+  // A softmax along another axis: one thread per row.
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
   auto softmax = yield.getValues()[0].getDefiningOp<SoftmaxOp>();
   int64_t rowLength = resultType.getDimSize(softmax.getAxis());
   return rowLength ? elements / rowLength : 0;
 }
 
 namespace {
+
+/// Elements per 16-byte access that every buffer of the kernel allows.
+int64_t vectorWidth(KernelOp kernel) {
+  int64_t bytes = 1;
+  for (Type t : llvm::concat<const Type>(kernel.getInputs().getTypes(),
+                                         kernel.getResultTypes())) {
+    Type dtype = mlir::cast<RankedTensorType>(t).getElementType();
+    bytes = std::max<int64_t>(bytes, (dtype.getIntOrFloatBitWidth() + 7) / 8);
+  }
+  return 16 / bytes;
+}
 
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
   using KFTilePassBase::KFTilePassBase;
@@ -42,14 +103,49 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       return signalPassFailure();
     }
     getOperation().walk([&](KernelOp kernel) {
-      int64_t items = kernelWorkItems(kernel);
-      int64_t grid = std::min((items + blockSize - 1) / blockSize, sms * 32);
       Builder b(kernel);
-      kernel.setConfigAttr(b.getDictionaryAttr({
-          b.getNamedAttr("block", b.getI64IntegerAttr(blockSize)),
-          b.getNamedAttr("grid", b.getI64IntegerAttr(grid)),
-          b.getNamedAttr("items", b.getI64IntegerAttr(items)),
-      }));
+      SmallVector<NamedAttribute> config;
+      auto set = [&](StringRef name, int64_t value) {
+        config.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
+      };
+      int64_t items = kernelWorkItems(kernel);
+      int64_t vec = aligned ? vectorWidth(kernel) : 1;
+      std::optional<RowSpace> rows =
+          kernel.getKind() == KernelKind::reduction ||
+                  kernel.getKind() == KernelKind::normalization
+              ? rowSpaceOf(kernel)
+              : std::nullopt;
+      if (rows) {
+        while (vec > 1 && rows->length % vec)
+          vec /= 2;
+        int64_t vectors = std::max<int64_t>(1, rows->length / vec);
+        int64_t threads = 32;
+        while (threads < 1024 && threads * 4 < vectors)
+          threads *= 2;
+        int64_t chunks = (vectors + threads - 1) / threads;
+        set("block", threads);
+        set("grid", std::min(rows->rows, sms * (2048 / threads)));
+        set("items", rows->rows);
+        set("vec", vec);
+        set("chunks", chunks);
+        set("in_registers", chunks * vec <= 32);
+      } else if (kernel.getKind() == KernelKind::pointwise) {
+        int64_t elements = items;
+        while (vec > 1 && elements % vec)
+          vec /= 2;
+        int64_t vectors = elements / vec;
+        set("block", blockSize);
+        set("grid", std::min<int64_t>((vectors + blockSize - 1) / blockSize,
+                                      INT32_MAX));
+        set("items", elements);
+        set("vec", vec);
+      } else {
+        set("block", blockSize);
+        set("grid", std::min((items + blockSize - 1) / blockSize, sms * 32));
+        set("items", items);
+      }
+      set("aligned", aligned ? 16 : 0);
+      kernel.setConfigAttr(b.getDictionaryAttr(config));
     });
   }
 };

@@ -72,7 +72,7 @@ TEST(Compiler, UnfusedHasOneKernelPerOp) {
   EXPECT_EQ(kernels->size(), 4u);
   for (const KernelReport &k : *kernels) {
     EXPECT_EQ(k.block, 256u);
-    EXPECT_EQ(k.grid, 32u); // 128 * 64 elements / 256
+    EXPECT_EQ(k.grid, 8u); // 128 * 64 elements, 4 a thread, 256 a block
   }
 }
 
