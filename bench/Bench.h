@@ -33,7 +33,24 @@ inline double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
+struct MemoryRow {
+  std::string name;
+  uint64_t bytes = 0;
+  double floorMs = 0, fusedMs = 0, unfusedMs = 0, torchCompileRatio = 0;
+  uint64_t fusedBytes = 0, unfusedBytes = 0;
+  size_t fusedKernels = 0, unfusedKernels = 0;
+};
+
+struct MemoryTable {
+  double copyGBs = 0;
+  std::vector<MemoryRow> rows;
+  void print() const;
+  std::string json() const;
+};
+
 int runCosts(const std::string &self, Table &table);
+/// The memory-bound workloads (all, or `only`); `list` prints their names.
+int runMemoryBound(const std::string &only, bool list, MemoryTable &table);
 int childLoad(const std::string &cacheDir, int64_t n);
 
 } // namespace kfuse::bench

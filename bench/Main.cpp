@@ -1,6 +1,8 @@
 //===- Main.cpp - kfuse-bench ---------------------------------------------===//
 //
-//   kfuse-bench costs [--json FILE]   compile, cache and launch costs
+//   kfuse-bench costs [--json FILE]      compile, cache and launch costs
+//   kfuse-bench memory [--list] [--workload NAME] [--json FILE]
+//                                        memory-bound workloads vs floor
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,13 +33,36 @@ std::string Table::json() const {
 
 } // namespace kfuse::bench
 
+static int usage() {
+  std::fprintf(stderr,
+               "usage: kfuse-bench costs [--json FILE]\n"
+               "       kfuse-bench memory [--list] [--workload NAME] "
+               "[--json FILE]\n");
+  return 2;
+}
+
 int main(int argc, char **argv) {
   using namespace kfuse::bench;
   if (argc >= 4 && std::strcmp(argv[1], "--child-load") == 0)
     return childLoad(argv[2], std::atoll(argv[3]));
-  if (argc < 2 || std::strcmp(argv[1], "costs") != 0) {
-    std::fprintf(stderr, "usage: kfuse-bench costs [--json FILE]\n");
-    return 2;
+  if (argc < 2)
+    return usage();
+  std::string command = argv[1], json, only;
+  bool list = false;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--json" && i + 1 < argc)
+      json = argv[++i];
+    else if (arg == "--workload" && i + 1 < argc)
+      only = argv[++i];
+    else if (arg == "--list")
+      list = true;
+    else
+      return usage();
+  }
+  if (command == "memory" && list) {
+    MemoryTable table;
+    return runMemoryBound("", true, table);
   }
   kfuse::Expected<kfuse::DeviceInfo> gpu = kfuse::device();
   if (!gpu) {
@@ -46,6 +71,17 @@ int main(int argc, char **argv) {
   }
   std::printf("GPU: %s, %d SMs, sm_%d%d\n", gpu->name.c_str(),
               gpu->multiprocessors, gpu->computeMajor, gpu->computeMinor);
+  if (command == "memory") {
+    MemoryTable table;
+    if (int rc = runMemoryBound(only, false, table))
+      return rc;
+    table.print();
+    if (!json.empty())
+      std::ofstream(json) << table.json();
+    return 0;
+  }
+  if (command != "costs")
+    return usage();
   Table table;
   // The child processes run this binary again (popen goes through a shell,
   // so /proc/self/exe must be resolved here).
@@ -55,7 +91,7 @@ int main(int argc, char **argv) {
   if (int rc = runCosts(self, table))
     return rc;
   table.print();
-  if (argc >= 4 && std::strcmp(argv[2], "--json") == 0)
-    std::ofstream(argv[3]) << table.json();
+  if (!json.empty())
+    std::ofstream(json) << table.json();
   return 0;
 }

@@ -47,13 +47,28 @@ LogicalResult emitPointwise(KernelEmitter &e, int64_t items) {
   ArrayRef<int64_t> shape = shapeOf(yield.getValues()[0]);
   int64_t vec = configValue(kernel, "vec", 1);
   OpBuilder &b = e.builder();
+  // Inputs read element for element (only through elementwise ops) are
+  // loaded first, all lanes together, before any math can branch.
+  SmallVector<Value> streamed;
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    if (mlir::cast<RankedTensorType>(arg.getType()).getShape() == shape &&
+        llvm::all_of(arg.getUsers(), [](Operation *user) {
+          return user->hasTrait<OpTrait::kf::Elementwise>();
+        }))
+      streamed.push_back(arg);
   return e.forEachItem(items / vec, false, [&](Value item) -> LogicalResult {
     Value base = arith::MulIOp::create(b, e.loc(), item, e.index(vec));
+    SmallVector<Value> linears;
+    for (int64_t l = 0; l < vec; ++l)
+      linears.push_back(l ? Value(arith::AddIOp::create(b, e.loc(), base,
+                                                        e.index(l)))
+                          : base);
+    for (Value arg : streamed)
+      for (Value linear : linears)
+        if (failed(e.elementAt(arg, ElementIndex::linear(shape, linear))))
+          return failure();
     SmallVector<std::tuple<unsigned, Value, Value>> stores;
-    for (int64_t l = 0; l < vec; ++l) {
-      Value linear = l ? Value(arith::AddIOp::create(b, e.loc(), base,
-                                                     e.index(l)))
-                       : base;
+    for (Value linear : linears) {
       for (auto [i, value] : llvm::enumerate(yield.getValues())) {
         FailureOr<Value> v =
             e.elementAt(value, ElementIndex::linear(shape, linear));

@@ -84,6 +84,45 @@ DeviceBuffer::~DeviceBuffer() {
     (*d)->cuMemFree_v2(ptr_);
 }
 
+Expected<std::vector<double>>
+timeOnDevice(const std::function<Status()> &work, int repetitions,
+             int warmup) {
+  Expected<Driver *> driver = Driver::get();
+  if (!driver)
+    return driver.error();
+  Driver &d = **driver;
+  for (int i = 0; i < warmup; ++i)
+    if (Status s = work(); !s)
+      return s.error();
+  CUevent start = nullptr, stop = nullptr;
+  Status status = d.check(d.cuEventCreate(&start, CU_EVENT_DEFAULT),
+                          "cuEventCreate");
+  if (status)
+    status = d.check(d.cuEventCreate(&stop, CU_EVENT_DEFAULT), "cuEventCreate");
+  std::vector<double> times;
+  for (int i = 0; status && i < repetitions; ++i) {
+    status = d.check(d.cuEventRecord(start, nullptr), "cuEventRecord");
+    if (status)
+      status = work();
+    if (status)
+      status = d.check(d.cuEventRecord(stop, nullptr), "cuEventRecord");
+    if (status)
+      status = d.check(d.cuEventSynchronize(stop), "cuEventSynchronize");
+    float ms = 0;
+    if (status)
+      status = d.check(d.cuEventElapsedTime_v2(&ms, start, stop),
+                       "cuEventElapsedTime");
+    times.push_back(ms);
+  }
+  if (start)
+    d.cuEventDestroy_v2(start);
+  if (stop)
+    d.cuEventDestroy_v2(stop);
+  if (!status)
+    return status.error();
+  return times;
+}
+
 static Status checkSize(size_t bytes, size_t capacity, const char *what) {
   if (bytes <= capacity)
     return Status::ok();

@@ -80,8 +80,11 @@ Expected<LoadedModule> loadPlan(Driver &d, Plan &plan, bool &jitted) {
 std::vector<KernelReport> kernelReports(const Plan &plan,
                                         const LoadedModule *module) {
   std::vector<KernelReport> reports;
-  for (const LaunchDesc &launch : plan.launches)
+  for (const LaunchDesc &launch : plan.launches) {
     reports.push_back({launch.kernel, launch.grid, launch.block});
+    for (uint32_t b : launch.buffers)
+      reports.back().bytes += plan.buffers[b].bytes;
+  }
   if (module)
     for (size_t i = 0; i < reports.size(); ++i) {
       reports[i].registers = module->resources[i].registers;

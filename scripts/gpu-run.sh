@@ -27,7 +27,9 @@ for example in "$dest"/kfuse/examples/*.mlir; do
   echo "$(basename "$example"): $("$bin/kfusec" "$example" --run --bind M=512 --seed 3 | tr '\n' ';')"
 done > "$out/examples.log" 2>&1
 "$bin/kfuse-bench" costs --json "$out/costs.json" > "$out/bench.log" 2>&1
-echo "bench: exit $?" >> "$out/bench.log"
+echo "bench costs: exit $?" >> "$out/bench.log"
+"$bin/kfuse-bench" memory --json "$out/memory.json" >> "$out/bench.log" 2>&1
+echo "bench memory: exit $?" >> "$out/bench.log"
 cat "$out/gpu.txt"
 grep -E "FAILED|Failure" -A3 "$out/gpu-tests.log" | head -60
 printf '%s\n' "${summary[@]}"

@@ -20,6 +20,7 @@
 #include "kfuse/Evaluator.h"
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -115,6 +116,12 @@ Expected<DeviceInfo> device();
 /// Waits for all work on the device.
 Status synchronize();
 
+/// Times `work` (which enqueues GPU work on the default stream) with CUDA
+/// events: `warmup` untimed calls, then milliseconds per repetition.
+Expected<std::vector<double>>
+timeOnDevice(const std::function<Status()> &work, int repetitions,
+             int warmup = 3);
+
 /// One kernel: its launch shape and, once loaded on a GPU, what it uses
 /// (-1 where unknown).
 struct KernelReport {
@@ -124,6 +131,7 @@ struct KernelReport {
   int localBytes = -1;  ///< local memory per thread: spills and stack
   int spillBytes = -1;  ///< spill stores, from the ptxas log when there is one
   int sharedBytes = -1; ///< static shared memory per block
+  uint64_t bytes = 0;   ///< the bytes of the buffers it reads and writes
 };
 
 /// Process-wide compile and cache counters.

@@ -1,0 +1,308 @@
+//===- Workloads.cpp - memory-bound workloads: fused, unfused, floor ------===//
+//
+// Each workload is timed in one run next to the copy ceiling: kfuse fused,
+// kfuse unfused, and the floor (bytes that must move / measured copy
+// bandwidth). Times are medians of repeated runs timed with CUDA events, on
+// random data larger than the L2 cache. The torch.compile column is the
+// ratio to floor measured on the same kind of GPU (../shared/gpu-machine.md).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bench.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+namespace kfuse::bench {
+
+namespace {
+
+struct Workload {
+  std::string name;
+  std::function<void(Graph &)> build;
+  /// torch.compile time over floor on the H200 (gpu-machine.md), 0 if none.
+  double torchCompileRatio;
+};
+
+Tensor layernorm(Graph &g, Tensor x, DType dtype, int64_t n) {
+  Tensor xf = cast(x, DType::f32);
+  Tensor centered = xf - reduceMean(xf, {-1}, true);
+  Tensor var = reduceMean(centered * centered, {-1}, true);
+  Tensor gamma = cast(g.input("gamma", dtype, {n}), DType::f32);
+  Tensor beta = cast(g.input("beta", dtype, {n}), DType::f32);
+  return cast(centered * rsqrt(var + 1e-5) * gamma + beta, dtype);
+}
+
+Tensor rmsnorm(Graph &g, Tensor x, DType dtype, int64_t n) {
+  Tensor xf = cast(x, DType::f32);
+  Tensor w = cast(g.input("w", dtype, {n}), DType::f32);
+  return cast(xf * rsqrt(reduceMean(xf * xf, {-1}, true) + 1e-6) * w, dtype);
+}
+
+std::vector<Workload> workloads() {
+  const int64_t n26 = int64_t(1) << 26;
+  std::vector<Workload> w;
+  w.push_back({"sin2_cos2_f32", [=](Graph &g) {
+                 Tensor x = g.input("x", DType::f32, {n26});
+                 g.output("y", sin(x) * sin(x) + cos(x) * cos(x));
+               },
+               0.147 / 0.127});
+  w.push_back({"cos_cos_f32", [=](Graph &g) {
+                 g.output("y", cos(cos(g.input("x", DType::f32, {n26}))));
+               },
+               0.143 / 0.127});
+  w.push_back({"gelu_bf16", [=](Graph &g) {
+                 Tensor x = g.input("x", DType::bf16, {n26});
+                 Tensor wt = g.input("w", DType::bf16, {n26});
+                 g.output("y", gelu(x * wt + 1.0));
+               },
+               0.116 / 0.095});
+  w.push_back({"softmax_f32", [](Graph &g) {
+                 g.output("y", softmax(g.input("x", DType::f32, {8192, 8192})));
+               },
+               0.152 / 0.127});
+  w.push_back({"layernorm_f32", [](Graph &g) {
+                 Tensor x = g.input("x", DType::f32, {8192, 8192});
+                 g.output("y", layernorm(g, x, DType::f32, 8192));
+               },
+               0.133 / 0.127});
+  w.push_back({"rmsnorm_f32", [](Graph &g) {
+                 Tensor x = g.input("x", DType::f32, {8192, 8192});
+                 g.output("y", rmsnorm(g, x, DType::f32, 8192));
+               },
+               0.131 / 0.127});
+  w.push_back({"row_sum_f32", [](Graph &g) {
+                 g.output("y", reduceSum(g.input("x", DType::f32, {8192, 8192}),
+                                         {1}));
+               },
+               0.069 / 0.064});
+  w.push_back({"softmax_bf16", [](Graph &g) {
+                 g.output("y", softmax(g.input("x", DType::bf16, {16384, 4096})));
+               },
+               0.159 / 0.064});
+  w.push_back({"layernorm_bf16", [](Graph &g) {
+                 Tensor x = g.input("x", DType::bf16, {16384, 4096});
+                 g.output("y", layernorm(g, x, DType::bf16, 4096));
+               },
+               0.098 / 0.064});
+  w.push_back({"rmsnorm_bf16", [](Graph &g) {
+                 Tensor x = g.input("x", DType::bf16, {16384, 4096});
+                 g.output("y", rmsnorm(g, x, DType::bf16, 4096));
+               },
+               0});
+  w.push_back({"column_sum_f32", [](Graph &g) {
+                 g.output("y", reduceSum(g.input("x", DType::f32, {8192, 8192}),
+                                         {0}));
+               },
+               0});
+  w.push_back({"transpose_add_f32", [](Graph &g) {
+                 Tensor x = g.input("x", DType::f32, {8192, 8192});
+                 Tensor z = g.input("z", DType::f32, {8192, 8192});
+                 g.output("y", transpose(x, {1, 0}) + z);
+               },
+               0});
+  w.push_back({"chain10_f32", [](Graph &g) {
+                 // Ten elementwise ops, a row and a column broadcast.
+                 Tensor x = g.input("x", DType::f32, {8192, 8192});
+                 Tensor row = g.input("row", DType::f32, {8192});
+                 Tensor col = g.input("col", DType::f32, {8192, 1});
+                 Tensor y = x * row + col;  // 2 ops
+                 y = tanh(y) * 0.5 - 1.0;   // 5
+                 y = abs(y) + x;            // 7
+                 y = sigmoid(y) * y;        // 9
+                 g.output("y", relu(y));    // 10
+               },
+               0});
+  return w;
+}
+
+/// Bytes that must move: every input read once, every output written once.
+uint64_t ioBytes(const Graph &g, const std::vector<HostTensor> &inputs) {
+  uint64_t bytes = 0;
+  for (const HostTensor &t : inputs)
+    bytes += t.sizeInBytes();
+  for (const TensorInfo &info : g.outputs()) {
+    uint64_t n = dtypeSize(info.dtype);
+    for (const Dim &d : info.shape)
+      n *= d.size();
+    bytes += n;
+  }
+  return bytes;
+}
+
+struct DeviceArgs {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<DeviceTensor> inputs, outputs;
+};
+
+Expected<DeviceArgs> deviceArgs(const Graph &g,
+                                const std::vector<HostTensor> &inputs) {
+  DeviceArgs args;
+  for (const HostTensor &t : inputs) {
+    Expected<DeviceBuffer> b = DeviceBuffer::allocate(t.sizeInBytes());
+    if (!b)
+      return b.error();
+    if (Status s = b->copyFromHost(t.data(), t.sizeInBytes()); !s)
+      return s.error();
+    args.inputs.push_back({b->data(), t.dtype(), Dims(t.shape())});
+    args.buffers.push_back(b.take());
+  }
+  for (const TensorInfo &info : g.outputs()) {
+    std::vector<int64_t> shape;
+    uint64_t bytes = dtypeSize(info.dtype);
+    for (const Dim &d : info.shape) {
+      shape.push_back(d.size());
+      bytes *= d.size();
+    }
+    Expected<DeviceBuffer> b = DeviceBuffer::allocate(bytes);
+    if (!b)
+      return b.error();
+    args.outputs.push_back({b->data(), info.dtype, Dims(shape)});
+    args.buffers.push_back(b.take());
+  }
+  return args;
+}
+
+Expected<double> medianMs(Executable &exe, DeviceArgs &args, int reps) {
+  Expected<std::vector<double>> times = timeOnDevice(
+      [&] {
+        return exe.run(args.inputs.data(), args.inputs.size(),
+                       args.outputs.data(), args.outputs.size());
+      },
+      reps);
+  if (!times)
+    return times.error();
+  return median(*times);
+}
+
+/// GB/s of a device-to-device copy, counting bytes read plus written.
+Expected<double> copyBandwidth() {
+  Graph g("copy");
+  g.output("y", g.input("x", DType::f32, {int64_t(1) << 28}));
+  Expected<Executable> exe = Compiler().compile(g);
+  if (!exe)
+    return exe.error();
+  std::vector<HostTensor> in = {HostTensor(DType::f32, {int64_t(1) << 28})};
+  Expected<DeviceArgs> args = deviceArgs(g, in);
+  if (!args)
+    return args.error();
+  Expected<double> ms = medianMs(*exe, *args, 20);
+  if (!ms)
+    return ms.error();
+  return 2.0 * in[0].sizeInBytes() / (*ms * 1e-3) / 1e9;
+}
+
+} // namespace
+
+int runMemoryBound(const std::string &only, bool list, MemoryTable &table) {
+  std::vector<Workload> all = workloads();
+  if (list) {
+    for (const Workload &w : all)
+      std::printf("%s\n", w.name.c_str());
+    return 0;
+  }
+  Expected<double> bandwidth = copyBandwidth();
+  if (!bandwidth) {
+    std::fprintf(stderr, "%s\n", bandwidth.error().message().c_str());
+    return 1;
+  }
+  table.copyGBs = *bandwidth;
+  bool found = false;
+  for (const Workload &w : all) {
+    if (!only.empty() && w.name != only)
+      continue;
+    found = true;
+    Graph g(w.name);
+    w.build(g);
+    if (!g.status()) {
+      std::fprintf(stderr, "%s: %s\n", w.name.c_str(),
+                   g.status().message().c_str());
+      return 1;
+    }
+    std::vector<HostTensor> inputs;
+    uint64_t seed = 1;
+    for (const TensorInfo &info : g.inputs()) {
+      std::vector<int64_t> shape;
+      for (const Dim &d : info.shape)
+        shape.push_back(d.size());
+      inputs.push_back(HostTensor::random(info.dtype, shape, seed++));
+    }
+    Expected<DeviceArgs> args = deviceArgs(g, inputs);
+    if (!args) {
+      std::fprintf(stderr, "%s\n", args.error().message().c_str());
+      return 1;
+    }
+    MemoryRow row;
+    row.name = w.name;
+    row.bytes = ioBytes(g, inputs);
+    row.floorMs = row.bytes / (*bandwidth * 1e9) * 1e3;
+    row.torchCompileRatio = w.torchCompileRatio;
+    for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
+      CompileOptions options;
+      options.fusion = fusion;
+      Expected<Executable> exe = Compiler(options).compile(g);
+      Expected<double> ms = exe ? medianMs(*exe, *args, 30)
+                                : Expected<double>(exe.error());
+      if (!ms) {
+        std::fprintf(stderr, "%s: %s\n", w.name.c_str(),
+                     ms.error().message().c_str());
+        return 1;
+      }
+      auto kernels = exe->kernels();
+      uint64_t moved = 0;
+      for (const KernelReport &k : *kernels)
+        moved += k.bytes;
+      (fusion == Fusion::Fused ? row.fusedMs : row.unfusedMs) = *ms;
+      (fusion == Fusion::Fused ? row.fusedBytes : row.unfusedBytes) = moved;
+      (fusion == Fusion::Fused ? row.fusedKernels : row.unfusedKernels) =
+          kernels->size();
+    }
+    table.rows.push_back(row);
+  }
+  if (!found) {
+    std::fprintf(stderr, "no workload '%s' (see --list)\n", only.c_str());
+    return 2;
+  }
+  return 0;
+}
+
+void MemoryTable::print() const {
+  std::printf("copy ceiling: %.0f GB/s (read + write)\n", copyGBs);
+  std::printf("%-18s %8s %8s %8s %9s %7s %9s %10s %8s %6s\n", "workload",
+              "MB", "floor_ms", "fused_ms", "unfused_ms", "GB/s",
+              "fused/fl", "unf/fused", "bytes_x", "torch");
+  for (const MemoryRow &r : rows) {
+    double fusedRatio = r.fusedMs / r.floorMs;
+    std::printf("%-18s %8.0f %8.4f %8.4f %9.4f %7.0f %9.3f %10.2f %8.2f %6s\n",
+                r.name.c_str(), r.bytes / 1e6, r.floorMs, r.fusedMs,
+                r.unfusedMs, r.bytes / (r.fusedMs * 1e-3) / 1e9, fusedRatio,
+                r.unfusedMs / r.fusedMs,
+                double(r.unfusedBytes) / std::max<uint64_t>(r.fusedBytes, 1),
+                r.torchCompileRatio
+                    ? (std::to_string(r.torchCompileRatio).substr(0, 4)).c_str()
+                    : "-");
+  }
+}
+
+std::string MemoryTable::json() const {
+  std::string out = "{\"copy_gbs\": " + std::to_string(copyGBs) +
+                    ", \"workloads\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const MemoryRow &r = rows[i];
+    out += "  {\"name\": \"" + r.name + "\", \"bytes\": " +
+           std::to_string(r.bytes) + ", \"floor_ms\": " +
+           std::to_string(r.floorMs) + ", \"fused_ms\": " +
+           std::to_string(r.fusedMs) + ", \"unfused_ms\": " +
+           std::to_string(r.unfusedMs) + ", \"fused_kernels\": " +
+           std::to_string(r.fusedKernels) + ", \"unfused_kernels\": " +
+           std::to_string(r.unfusedKernels) + ", \"fused_bytes\": " +
+           std::to_string(r.fusedBytes) + ", \"unfused_bytes\": " +
+           std::to_string(r.unfusedBytes) + ", \"torch_compile_ratio\": " +
+           std::to_string(r.torchCompileRatio) + "}" +
+           (i + 1 < rows.size() ? ",\n" : "\n");
+  }
+  return out + "]}\n";
+}
+
+} // namespace kfuse::bench
