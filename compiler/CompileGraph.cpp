@@ -236,7 +236,19 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   if (request.stopAfter == Stage::GPU)
     return plan;
 
-  if (failed(run([](PassManager &pm) { kf::buildLLVMLoweringPipeline(pm); })))
+  // 32-bit index arithmetic is cheaper; it is safe while every index, and
+  // every grid-stride step past the end, stays below 2^31.
+  int64_t largest = 0;
+  func.walk([&](kf::KernelOp kernel) {
+    for (Type t : llvm::concat<const Type>(kernel.getInputs().getTypes(),
+                                           kernel.getResultTypes()))
+      largest = std::max(largest,
+                         mlir::cast<RankedTensorType>(t).getNumElements());
+  });
+  unsigned indexBits = largest < (int64_t(1) << 30) ? 32 : 64;
+  if (failed(run([&](PassManager &pm) {
+        kf::buildLLVMLoweringPipeline(pm, indexBits);
+      })))
     return compileError("lowering to the LLVM dialect", diagnostics);
   timer.mark("lower to llvm dialect");
   codegen::Target target;

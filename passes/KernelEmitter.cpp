@@ -6,6 +6,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
@@ -212,6 +213,46 @@ void KernelEmitter::storeResult(unsigned result, Value linear, Value v) {
   if (isa<FloatType>(dtype) && !dtype.isF32())
     v = arith::TruncFOp::create(b, location, dtype, v);
   memref::StoreOp::create(b, location, v, memref, ValueRange{linear});
+}
+
+void KernelEmitter::loadLanes(BlockArgument arg, ArrayRef<Value> linears) {
+  Value memref = func.getArgument(arg.getArgNumber());
+  Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
+  if (linears.size() == 1) {
+    setElement(arg, linears[0], load(memref, linears[0]));
+    return;
+  }
+  auto type = VectorType::get({static_cast<int64_t>(linears.size())}, dtype);
+  Value vector = vector::LoadOp::create(b, location, type, memref,
+                                        ValueRange{linears[0]},
+                                        /*nontemporal=*/false,
+                                        llvm::MaybeAlign(16));
+  for (auto [lane, linear] : llvm::enumerate(linears)) {
+    Value v = vector::ExtractOp::create(b, location, vector,
+                                        ArrayRef<int64_t>{int64_t(lane)});
+    if (isa<FloatType>(dtype) && !dtype.isF32())
+      v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
+    setElement(arg, linear, v);
+  }
+}
+
+void KernelEmitter::storeLanes(unsigned result, Value linear,
+                               ArrayRef<Value> values) {
+  if (values.size() == 1) {
+    storeResult(result, linear, values[0]);
+    return;
+  }
+  Value memref = func.getArgument(kernelOp.getInputs().size() + result);
+  Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
+  SmallVector<Value> lanes;
+  for (Value v : values)
+    lanes.push_back(isa<FloatType>(dtype) && !dtype.isF32()
+                        ? Value(arith::TruncFOp::create(b, location, dtype, v))
+                        : v);
+  auto type = VectorType::get({static_cast<int64_t>(values.size())}, dtype);
+  Value vector = vector::FromElementsOp::create(b, location, type, lanes);
+  vector::StoreOp::create(b, location, vector, memref, ValueRange{linear},
+                          /*nontemporal=*/false, llvm::MaybeAlign(16));
 }
 
 void KernelEmitter::setElement(Value tensor, Value linear, Value value) {

@@ -79,6 +79,14 @@ public:
   }
   /// Stores `value` (in compute type) into result `result` at `linear`.
   void storeResult(unsigned result, mlir::Value linear, mlir::Value value);
+  /// Loads `linears.size()` consecutive elements of kernel input `arg`,
+  /// starting at linears[0] (16-byte aligned), as one vector access, and
+  /// records each lane as that element.
+  void loadLanes(mlir::BlockArgument arg, llvm::ArrayRef<mlir::Value> linears);
+  /// Stores consecutive `values` of result `result` from `linear` on, as
+  /// one vector access.
+  void storeLanes(unsigned result, mlir::Value linear,
+                  llvm::ArrayRef<mlir::Value> values);
 
   /// for item in [first, items) step stride: body(item); first = global
   /// thread id, stride = all threads (or block id and grid size when

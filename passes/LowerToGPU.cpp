@@ -64,21 +64,19 @@ LogicalResult emitPointwise(KernelEmitter &e, int64_t items) {
                                                         e.index(l)))
                           : base);
     for (Value arg : streamed)
-      for (Value linear : linears)
-        if (failed(e.elementAt(arg, ElementIndex::linear(shape, linear))))
-          return failure();
-    SmallVector<std::tuple<unsigned, Value, Value>> stores;
+      e.loadLanes(mlir::cast<BlockArgument>(arg), linears);
+    SmallVector<SmallVector<Value>> results(yield.getValues().size());
     for (Value linear : linears) {
       for (auto [i, value] : llvm::enumerate(yield.getValues())) {
         FailureOr<Value> v =
             e.elementAt(value, ElementIndex::linear(shape, linear));
         if (failed(v))
           return failure();
-        stores.push_back({static_cast<unsigned>(i), linear, *v});
+        results[i].push_back(*v);
       }
     }
-    for (auto [result, linear, value] : stores)
-      e.storeResult(result, linear, value);
+    for (auto [i, values] : llvm::enumerate(results))
+      e.storeLanes(i, base, values);
     return success();
   });
 }
@@ -187,6 +185,18 @@ LogicalResult emitRows(KernelEmitter &e, RowSpace space) {
   Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   Block &body = kernel.getBody().front();
   auto yield = mlir::cast<YieldOp>(body.getTerminator());
+  // Row-shaped inputs read only through elementwise ops are loaded a
+  // vector at a time.
+  SmallVector<BlockArgument> streamed;
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = mlir::cast<RankedTensorType>(arg.getType());
+    if (type.getNumElements() == space.rows * space.length &&
+        type.getShape().back() == space.length &&
+        llvm::all_of(arg.getUsers(), [](Operation *user) {
+          return user->hasTrait<OpTrait::kf::Elementwise>();
+        }))
+      streamed.push_back(arg);
+  }
 
   return e.forEachItem(space.rows, true, [&](Value row) -> LogicalResult {
     Value rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
@@ -207,6 +217,8 @@ LogicalResult emitRows(KernelEmitter &e, RowSpace space) {
         lanes.linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
         lanes.valid.push_back(valid);
       }
+      for (BlockArgument arg : streamed)
+        e.loadLanes(arg, lanes.linears);
       return lanes;
     };
     SmallVector<RowLanes> unrolled;
@@ -296,10 +308,15 @@ LogicalResult emitRows(KernelEmitter &e, RowSpace space) {
         e.storeResult(i, row, *v);
         continue;
       }
+      SmallVector<Value> vector;
       overRow(e.index(0), [&](Value acc, const RowLanes &lanes, int64_t k) {
         Value v = element(value, lanes, k);
         if (!ragged) {
-          e.storeResult(i, lanes.linears[k], v);
+          vector.push_back(v);
+          if (k + 1 == vec) {
+            e.storeLanes(i, lanes.linears[0], vector);
+            vector.clear();
+          }
           return acc;
         }
         auto guard = scf::IfOp::create(b, l, lanes.valid[k]);

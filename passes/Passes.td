@@ -130,7 +130,7 @@ def KFLowerToGPUPass : Pass<"kf-lower-to-gpu", "mlir::ModuleOp"> {
   let dependentDialects = [
     "mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
     "mlir::arith::ArithDialect", "mlir::math::MathDialect",
-    "mlir::memref::MemRefDialect",
+    "mlir::memref::MemRefDialect", "mlir::vector::VectorDialect",
   ];
 }
 

@@ -40,11 +40,12 @@ void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {
   pm.addPass(createKFLowerToGPUPass());
 }
 
-void kfuse::kf::buildLLVMLoweringPipeline(OpPassManager &pm) {
+void kfuse::kf::buildLLVMLoweringPipeline(OpPassManager &pm,
+                                          unsigned indexBits) {
   OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
   gpu.addPass(createSCFToControlFlowPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;
-  nvvm.indexBitwidth = 64;
+  nvvm.indexBitwidth = indexBits;
   nvvm.useBarePtrCallConv = true;
   gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
   gpu.addPass(createReconcileUnrealizedCastsPass());

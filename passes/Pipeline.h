@@ -36,8 +36,8 @@ void buildKernelPipeline(mlir::OpPassManager &pm,
 void buildGPUPipeline(mlir::OpPassManager &pm);
 
 /// The gpu.module to the LLVM and NVVM dialects: scf to cf, gpu to nvvm
-/// (64-bit indices, one bare pointer per memref), then cleanup.
-void buildLLVMLoweringPipeline(mlir::OpPassManager &pm);
+/// (indices of `indexBits`, one bare pointer per memref), then cleanup.
+void buildLLVMLoweringPipeline(mlir::OpPassManager &pm, unsigned indexBits);
 
 /// Registers every kf pass and the `kf-graph-pipeline` pipeline with MLIR's
 /// command-line registry (kfuse-opt).

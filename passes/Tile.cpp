@@ -6,8 +6,7 @@
 //    covers the vectors once;
 //  - row kernels (normalisations and last-axis reductions): one block per
 //    row with enough threads that each holds about 4 vectors, the row kept
-//    in registers when that is at most 32 values a thread (else looped),
-//    and as many blocks as fill the SMs;
+//    in registers when that is at most 32 values a thread (else looped);
 //  - the rest: one thread per item.
 // Rewrite: record the choice in the kernel's config.
 //
@@ -124,7 +123,9 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
           threads *= 2;
         int64_t chunks = (vectors + threads - 1) / threads;
         set("block", threads);
-        set("grid", std::min(rows->rows, sms * (2048 / threads)));
+        // A block per row: the hardware balances rows across the SMs
+        // better than a grid-stride loop over waves of resident blocks.
+        set("grid", std::min<int64_t>(rows->rows, INT32_MAX));
         set("items", rows->rows);
         set("vec", vec);
         set("chunks", chunks);
