@@ -4,6 +4,7 @@
 #include "compiler/CodeGen.h"
 #include "ir/GraphImpl.h"
 #include "ir/KFDialect.h"
+#include "passes/Passes.h"
 #include "passes/Pipeline.h"
 #include "runtime/Debug.h"
 
@@ -15,6 +16,7 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
@@ -262,6 +264,58 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   plan.dumps["llvm"] = std::move(backend->llvmIR);
   plan.ptx = std::move(backend->ptx);
   return plan;
+}
+
+static std::string jsonString(const std::string &s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\')
+      out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
+  std::unique_ptr<MLIRContext> context = createCompileContext();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &d) {
+    diagnostics += (diagnostics.empty() ? "" : "\n") + d.str();
+    return success();
+  });
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(request.graphText, context.get());
+  if (!module)
+    return compileError("parsing the graph", diagnostics);
+  PassManager pm(context.get());
+  kf::GraphPipelineOptions options;
+  options.shapes = shapeStrings(request.shapes);
+  kf::buildGraphPipeline(pm, options);
+  if (failed(pm.run(*module)))
+    return compileError("specialising the graph", diagnostics);
+  auto func = *module->getOps<func::FuncOp>().begin();
+  kf::Partition partition =
+      kf::partitionForFusion(func.getBody().front(), request.fused);
+  AsmState state(func);
+  auto name = [&](Operation *op) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    op->getResult(0).printAsOperand(os, state);
+    return text + " (" + op->getName().getStringRef().str() + ")";
+  };
+  std::string out = json ? "[\n" : "";
+  for (auto [i, d] : llvm::enumerate(partition.decisions)) {
+    if (json)
+      out += "  {\"producer\": " + jsonString(name(d.producer)) +
+             ", \"consumer\": " + jsonString(name(d.consumer)) +
+             ", \"fused\": " + (d.fused ? "true" : "false") +
+             ", \"reason\": " + jsonString(d.reason) + "}" +
+             (i + 1 < partition.decisions.size() ? ",\n" : "\n");
+    else
+      out += name(d.producer) + " -> " + name(d.consumer) + ": " +
+             (d.fused ? "fused" : "not fused") + ", " + d.reason + "\n";
+  }
+  return json ? out + "]\n" : out;
 }
 
 } // namespace kfuse::compiler

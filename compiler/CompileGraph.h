@@ -41,6 +41,10 @@ const char *stageName(Stage stage);
 
 Expected<runtime::Plan> compileGraph(const CompileRequest &request);
 
+/// kf-fuse's decision on every producer-consumer edge of the specialised
+/// graph, with the reason: one line an edge, or a JSON array.
+Expected<std::string> explainFusion(const CompileRequest &request, bool json);
+
 } // namespace kfuse::compiler
 
 #endif // KFUSE_COMPILER_COMPILEGRAPH_H

@@ -63,6 +63,11 @@ cl::opt<bool> runFlag("run",
                                "inputs and check each against the reference "
                                "evaluator (says so and succeeds without a "
                                "GPU)"));
+cl::opt<bool> explainFlag(
+    "explain-fusion",
+    cl::desc("Print, for every producer-consumer edge, whether kf-fuse fused "
+             "it and why"));
+cl::opt<bool> jsonFlag("json", cl::desc("--explain-fusion as JSON"));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"),
                        cl::init(1));
 
@@ -290,6 +295,15 @@ int main(int argc, char **argv) {
     return fail(text.error().message());
   kfuse::compiler::CompileRequest request;
   request.graphText = *text;
+  if (explainFlag) {
+    request.shapes = shapes;
+    request.fused = !unfused;
+    auto explanation = kfuse::compiler::explainFusion(request, jsonFlag);
+    if (!explanation)
+      return fail(explanation.error().message());
+    llvm::outs() << *explanation;
+    return 0;
+  }
   request.shapes = shapes;
   request.arch = arch;
   request.fused = !unfused;

@@ -38,45 +38,50 @@ int64_t configValue(KernelOp kernel, StringRef name, int64_t otherwise = 0) {
   return attr ? attr.getInt() : otherwise;
 }
 
-/// Every result at every element; each thread step handles `vec`
-/// consecutive elements, all loads before all stores, so that LLVM's
-/// load-store vectoriser makes 16-byte accesses of them.
+/// Every result at every element; each thread step handles `unroll`
+/// vectors of `vec` consecutive elements, loading every streamed input
+/// before any math (which may branch) and storing a vector at a time.
 LogicalResult emitPointwise(KernelEmitter &e, int64_t items) {
   KernelOp kernel = e.kernel();
   auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
   ArrayRef<int64_t> shape = shapeOf(yield.getValues()[0]);
   int64_t vec = configValue(kernel, "vec", 1);
+  int64_t unroll = configValue(kernel, "unroll", 1);
   OpBuilder &b = e.builder();
-  // Inputs read element for element (only through elementwise ops) are
-  // loaded first, all lanes together, before any math can branch.
-  SmallVector<Value> streamed;
+  // Inputs read element for element (only through elementwise ops).
+  SmallVector<BlockArgument> streamed;
   for (BlockArgument arg : kernel.getBody().front().getArguments())
     if (mlir::cast<RankedTensorType>(arg.getType()).getShape() == shape &&
         llvm::all_of(arg.getUsers(), [](Operation *user) {
           return user->hasTrait<OpTrait::kf::Elementwise>();
         }))
       streamed.push_back(arg);
-  return e.forEachItem(items / vec, false, [&](Value item) -> LogicalResult {
-    Value base = arith::MulIOp::create(b, e.loc(), item, e.index(vec));
-    SmallVector<Value> linears;
-    for (int64_t l = 0; l < vec; ++l)
-      linears.push_back(l ? Value(arith::AddIOp::create(b, e.loc(), base,
-                                                        e.index(l)))
-                          : base);
-    for (Value arg : streamed)
-      e.loadLanes(mlir::cast<BlockArgument>(arg), linears);
-    SmallVector<SmallVector<Value>> results(yield.getValues().size());
-    for (Value linear : linears) {
-      for (auto [i, value] : llvm::enumerate(yield.getValues())) {
-        FailureOr<Value> v =
-            e.elementAt(value, ElementIndex::linear(shape, linear));
-        if (failed(v))
-          return failure();
-        results[i].push_back(*v);
-      }
+  int64_t step = vec * unroll;
+  return e.forEachItem(items / step, false, [&](Value item) -> LogicalResult {
+    Value first = arith::MulIOp::create(b, e.loc(), item, e.index(step));
+    SmallVector<SmallVector<Value>> vectors(unroll);
+    for (int64_t u = 0; u < unroll; ++u)
+      for (int64_t l = 0; l < vec; ++l)
+        vectors[u].push_back(u * vec + l ? Value(arith::AddIOp::create(
+                                               b, e.loc(), first,
+                                               e.index(u * vec + l)))
+                                         : first);
+    for (const SmallVector<Value> &linears : vectors)
+      for (BlockArgument arg : streamed)
+        e.loadLanes(arg, linears);
+    for (const SmallVector<Value> &linears : vectors) {
+      SmallVector<SmallVector<Value>> results(yield.getValues().size());
+      for (Value linear : linears)
+        for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+          FailureOr<Value> v =
+              e.elementAt(value, ElementIndex::linear(shape, linear));
+          if (failed(v))
+            return failure();
+          results[i].push_back(*v);
+        }
+      for (auto [i, values] : llvm::enumerate(results))
+        e.storeLanes(i, linears[0], values);
     }
-    for (auto [i, values] : llvm::enumerate(results))
-      e.storeLanes(i, base, values);
     return success();
   });
 }
@@ -282,12 +287,28 @@ LogicalResult emitRows(KernelEmitter &e, RowSpace space) {
       } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
         Value max = reduceRow(softmax.getInput(), ReduceKind::max,
                               b.getF32Type(), [](Value x) { return x; });
+        SmallVector<Value> exps; // in registers: each exponential once
         Value sum = reduceRow(softmax.getInput(), ReduceKind::sum,
                               b.getF32Type(), [&](Value x) -> Value {
-                                return math::ExpOp::create(
+                                Value p = math::ExpOp::create(
                                     b, l, arith::SubFOp::create(b, l, x, max));
+                                exps.push_back(p);
+                                return p;
                               });
         e.setSoftmaxStats(softmax, max, sum);
+        if (inRegisters) {
+          Value masked = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                               max, e.f32(-INFINITY));
+          Value inverse = arith::DivFOp::create(b, l, e.f32(1), sum);
+          size_t next = 0;
+          for (const RowLanes &lanes : unrolled)
+            for (int64_t k = 0; k < vec; ++k)
+              e.setElement(softmax.getResult(), lanes.linears[k],
+                           arith::SelectOp::create(
+                               b, l, masked, e.f32(0),
+                               arith::MulFOp::create(b, l, exps[next++],
+                                                     inverse)));
+        }
       }
       if (failed(status))
         return failure();

@@ -82,12 +82,15 @@ int64_t kfuse::kf::kernelWorkItems(KernelOp kernel) {
 namespace {
 
 /// Elements per 16-byte access that every buffer of the kernel allows.
+/// Vectors of i1 are bit-packed in LLVM, not byte arrays: no vectors there.
 int64_t vectorWidth(KernelOp kernel) {
   int64_t bytes = 1;
   for (Type t : llvm::concat<const Type>(kernel.getInputs().getTypes(),
                                          kernel.getResultTypes())) {
     Type dtype = mlir::cast<RankedTensorType>(t).getElementType();
-    bytes = std::max<int64_t>(bytes, (dtype.getIntOrFloatBitWidth() + 7) / 8);
+    if (dtype.isInteger(1))
+      return 1;
+    bytes = std::max<int64_t>(bytes, dtype.getIntOrFloatBitWidth() / 8);
   }
   return 16 / bytes;
 }
@@ -134,12 +137,17 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
         int64_t elements = items;
         while (vec > 1 && elements % vec)
           vec /= 2;
-        int64_t vectors = elements / vec;
+        // Large kernels take two vectors a thread step: more bytes in flight.
+        int64_t unroll = elements >= (1 << 20) && (elements / vec) % 2 == 0
+                             ? 2
+                             : 1;
+        int64_t steps = elements / vec / unroll;
         set("block", blockSize);
-        set("grid", std::min<int64_t>((vectors + blockSize - 1) / blockSize,
-                                      INT32_MAX));
+        set("grid",
+            std::min<int64_t>((steps + blockSize - 1) / blockSize, INT32_MAX));
         set("items", elements);
         set("vec", vec);
+        set("unroll", unroll);
       } else {
         set("block", blockSize);
         set("grid", std::min((items + blockSize - 1) / blockSize, sms * 32));

@@ -1,0 +1,89 @@
+// RUN: kfuse-opt %s -split-input-file --kf-fuse | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-fuse="mode=unfused" | FileCheck %s --check-prefix=UNFUSED
+
+// An elementwise chain with a broadcast is one pointwise kernel; the splat
+// constant is cloned into it.
+// CHECK-LABEL: func.func @chain
+// CHECK: kf.kernel pointwise(%{{.*}}, %{{.*}} : tensor<32xf32>, tensor<64x32xf32>)
+// CHECK:   kf.constant dense<2.000000e+00>
+// CHECK:   kf.broadcast
+// CHECK:   kf.mul
+// CHECK:   kf.exp
+// CHECK:   kf.yield
+// CHECK-NOT: kf.kernel
+// UNFUSED-LABEL: func.func @chain
+// UNFUSED-COUNT-4: kf.kernel pointwise
+// UNFUSED-NOT: kf.kernel
+func.func @chain(%x: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<64x32xf32> {
+  %c = kf.constant dense<2.0> : tensor<64x32xf32>
+  %bb = kf.broadcast %b : tensor<32xf32> -> tensor<64x32xf32>
+  %m = kf.mul %x, %bb : tensor<64x32xf32>
+  %s = kf.mul %m, %c : tensor<64x32xf32>
+  %e = kf.exp %s : tensor<64x32xf32>
+  return %e : tensor<64x32xf32>
+}
+
+// -----
+
+// Softmax from primitives: one normalization kernel keeping the row.
+// CHECK-LABEL: func.func @softmax
+// CHECK: kf.kernel normalization
+// CHECK-COUNT-2: kf.reduce
+// CHECK: kf.div
+// CHECK-NOT: kf.kernel
+func.func @softmax(%x: tensor<8x128xf32>) -> tensor<8x128xf32> {
+  %m = kf.reduce max %x [1] {keep_dims = true} : tensor<8x128xf32> -> tensor<8x1xf32>
+  %mb = kf.broadcast %m : tensor<8x1xf32> -> tensor<8x128xf32>
+  %d = kf.sub %x, %mb : tensor<8x128xf32>
+  %e = kf.exp %d : tensor<8x128xf32>
+  %s = kf.reduce sum %e [1] {keep_dims = true} : tensor<8x128xf32> -> tensor<8x1xf32>
+  %sb = kf.broadcast %s : tensor<8x1xf32> -> tensor<8x128xf32>
+  %y = kf.div %e, %sb : tensor<8x128xf32>
+  return %y : tensor<8x128xf32>
+}
+
+// -----
+
+// A row sum with its prologue is one reduction kernel; a reduction over
+// another axis, and a matmul, stay on their own.
+// CHECK-LABEL: func.func @reductions
+// CHECK: kf.kernel reduction
+// CHECK:   kf.exp
+// CHECK:   kf.reduce sum %{{.*}} [1]
+// CHECK: kf.kernel pointwise
+// CHECK: kf.kernel reduction
+// CHECK:   kf.reduce sum %{{.*}} [0]
+// CHECK: kf.kernel matmul
+func.func @reductions(%x: tensor<16x32xf32>, %w: tensor<32x8xf32>) -> (tensor<16xf32>, tensor<32xf32>, tensor<16x8xf32>) {
+  %e = kf.exp %x : tensor<16x32xf32>
+  %r = kf.reduce sum %e [1] : tensor<16x32xf32> -> tensor<16xf32>
+  %n = kf.neg %x : tensor<16x32xf32>
+  %c = kf.reduce sum %n [0] : tensor<16x32xf32> -> tensor<32xf32>
+  %m = kf.matmul %x, %w : tensor<16x32xf32>, tensor<32x8xf32> -> tensor<16x8xf32>
+  return %r, %c, %m : tensor<16xf32>, tensor<32xf32>, tensor<16x8xf32>
+}
+
+// -----
+
+// A transcendental on a small tensor broadcast over a large one would be
+// recomputed for every element: it gets its own kernel.
+// CHECK-LABEL: func.func @no_recompute
+// CHECK: kf.kernel pointwise
+// CHECK:   kf.exp %{{.*}} : tensor<4xf32>
+// CHECK: kf.kernel pointwise
+// CHECK-NOT: kf.exp
+func.func @no_recompute(%v: tensor<4xf32>, %x: tensor<1024x4xf32>) -> tensor<1024x4xf32> {
+  %e = kf.exp %v : tensor<4xf32>
+  %b = kf.broadcast %e : tensor<4xf32> -> tensor<1024x4xf32>
+  %y = kf.add %x, %b : tensor<1024x4xf32>
+  return %y : tensor<1024x4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @bad_mode
+// RUN: not kfuse-opt %s --kf-fuse="mode=sometimes" 2>&1 | FileCheck %s --check-prefix=MODE
+// MODE: kf-fuse: mode must be fused or unfused, got 'sometimes'
+func.func @bad_mode(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
+}
