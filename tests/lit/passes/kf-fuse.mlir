@@ -26,6 +26,7 @@ func.func @chain(%x: tensor<64x32xf32>, %b: tensor<32xf32>) -> tensor<64x32xf32>
 // -----
 
 // Softmax from primitives: one normalization kernel keeping the row.
+// UNFUSED-LABEL: func.func @softmax
 // CHECK-LABEL: func.func @softmax
 // CHECK: kf.kernel normalization
 // CHECK-COUNT-2: kf.reduce
