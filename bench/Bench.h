@@ -39,6 +39,8 @@ struct MemoryRow {
   double floorMs = 0, fusedMs = 0, unfusedMs = 0, torchCompileRatio = 0;
   uint64_t fusedBytes = 0, unfusedBytes = 0;
   size_t fusedKernels = 0, unfusedKernels = 0;
+  std::string bound;           ///< of the longest fused kernel
+  double rooflineFraction = 0; ///< of the fused kernels together
 };
 
 struct MemoryTable {

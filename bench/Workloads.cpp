@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bench.h"
+#include "WorkloadGraphs.h"
 
 #include <cmath>
 #include <cstdio>
@@ -17,105 +18,6 @@
 namespace kfuse::bench {
 
 namespace {
-
-struct Workload {
-  std::string name;
-  std::function<void(Graph &)> build;
-  /// torch.compile time over floor on the H200 (gpu-machine.md), 0 if none.
-  double torchCompileRatio;
-};
-
-Tensor layernorm(Graph &g, Tensor x, DType dtype, int64_t n) {
-  Tensor xf = cast(x, DType::f32);
-  Tensor centered = xf - reduceMean(xf, {-1}, true);
-  Tensor var = reduceMean(centered * centered, {-1}, true);
-  Tensor gamma = cast(g.input("gamma", dtype, {n}), DType::f32);
-  Tensor beta = cast(g.input("beta", dtype, {n}), DType::f32);
-  return cast(centered * rsqrt(var + 1e-5) * gamma + beta, dtype);
-}
-
-Tensor rmsnorm(Graph &g, Tensor x, DType dtype, int64_t n) {
-  Tensor xf = cast(x, DType::f32);
-  Tensor w = cast(g.input("w", dtype, {n}), DType::f32);
-  return cast(xf * rsqrt(reduceMean(xf * xf, {-1}, true) + 1e-6) * w, dtype);
-}
-
-std::vector<Workload> workloads() {
-  const int64_t n26 = int64_t(1) << 26;
-  std::vector<Workload> w;
-  w.push_back({"sin2_cos2_f32", [=](Graph &g) {
-                 Tensor x = g.input("x", DType::f32, {n26});
-                 g.output("y", sin(x) * sin(x) + cos(x) * cos(x));
-               },
-               0.147 / 0.127});
-  w.push_back({"cos_cos_f32", [=](Graph &g) {
-                 g.output("y", cos(cos(g.input("x", DType::f32, {n26}))));
-               },
-               0.143 / 0.127});
-  w.push_back({"gelu_bf16", [=](Graph &g) {
-                 Tensor x = g.input("x", DType::bf16, {n26});
-                 Tensor wt = g.input("w", DType::bf16, {n26});
-                 g.output("y", gelu(x * wt + 1.0));
-               },
-               0.116 / 0.095});
-  w.push_back({"softmax_f32", [](Graph &g) {
-                 g.output("y", softmax(g.input("x", DType::f32, {8192, 8192})));
-               },
-               0.152 / 0.127});
-  w.push_back({"layernorm_f32", [](Graph &g) {
-                 Tensor x = g.input("x", DType::f32, {8192, 8192});
-                 g.output("y", layernorm(g, x, DType::f32, 8192));
-               },
-               0.133 / 0.127});
-  w.push_back({"rmsnorm_f32", [](Graph &g) {
-                 Tensor x = g.input("x", DType::f32, {8192, 8192});
-                 g.output("y", rmsnorm(g, x, DType::f32, 8192));
-               },
-               0.131 / 0.127});
-  w.push_back({"row_sum_f32", [](Graph &g) {
-                 g.output("y", reduceSum(g.input("x", DType::f32, {8192, 8192}),
-                                         {1}));
-               },
-               0.069 / 0.064});
-  w.push_back({"softmax_bf16", [](Graph &g) {
-                 g.output("y", softmax(g.input("x", DType::bf16, {16384, 4096})));
-               },
-               0.159 / 0.064});
-  w.push_back({"layernorm_bf16", [](Graph &g) {
-                 Tensor x = g.input("x", DType::bf16, {16384, 4096});
-                 g.output("y", layernorm(g, x, DType::bf16, 4096));
-               },
-               0.098 / 0.064});
-  w.push_back({"rmsnorm_bf16", [](Graph &g) {
-                 Tensor x = g.input("x", DType::bf16, {16384, 4096});
-                 g.output("y", rmsnorm(g, x, DType::bf16, 4096));
-               },
-               0});
-  w.push_back({"column_sum_f32", [](Graph &g) {
-                 g.output("y", reduceSum(g.input("x", DType::f32, {8192, 8192}),
-                                         {0}));
-               },
-               0});
-  w.push_back({"transpose_add_f32", [](Graph &g) {
-                 Tensor x = g.input("x", DType::f32, {8192, 8192});
-                 Tensor z = g.input("z", DType::f32, {8192, 8192});
-                 g.output("y", transpose(x, {1, 0}) + z);
-               },
-               0});
-  w.push_back({"chain10_f32", [](Graph &g) {
-                 // Ten elementwise ops, a row and a column broadcast.
-                 Tensor x = g.input("x", DType::f32, {8192, 8192});
-                 Tensor row = g.input("row", DType::f32, {8192});
-                 Tensor col = g.input("col", DType::f32, {8192, 1});
-                 Tensor y = x * row + col;  // 2 ops
-                 y = tanh(y) * 0.5 - 1.0;   // 5
-                 y = abs(y) + x;            // 7
-                 y = sigmoid(y) * y;        // 9
-                 g.output("y", relu(y));    // 10
-               },
-               0});
-  return w;
-}
 
 /// Bytes that must move: every input read once, every output written once.
 uint64_t ioBytes(const Graph &g, const std::vector<HostTensor> &inputs) {
@@ -196,7 +98,7 @@ Expected<double> copyBandwidth() {
 } // namespace
 
 int runMemoryBound(const std::string &only, bool list, MemoryTable &table) {
-  std::vector<Workload> all = workloads();
+  std::vector<Workload> all = memoryBoundWorkloads(/*small=*/false);
   if (list) {
     for (const Workload &w : all)
       std::printf("%s\n", w.name.c_str());
@@ -249,6 +151,27 @@ int runMemoryBound(const std::string &only, bool list, MemoryTable &table) {
                      ms.error().message().c_str());
         return 1;
       }
+      if (fusion == Fusion::Fused) {
+        // The roofline of the fused kernels: bound of the longest one, and
+        // the ceiling's time over the measured time, all kernels together.
+        auto profile = exe->profile(args->inputs.data(), args->inputs.size(),
+                                    args->outputs.data(), args->outputs.size());
+        if (!profile) {
+          std::fprintf(stderr, "%s: %s\n", w.name.c_str(),
+                       profile.error().message().c_str());
+          return 1;
+        }
+        double measured = 0, ceiling = 0, longest = 0;
+        for (const KernelProfile &k : *profile) {
+          measured += k.ms;
+          ceiling += k.ms * k.rooflineFraction;
+          if (k.ms > longest) {
+            longest = k.ms;
+            row.bound = k.bound;
+          }
+        }
+        row.rooflineFraction = measured > 0 ? ceiling / measured : 0;
+      }
       auto kernels = exe->kernels();
       uint64_t moved = 0;
       for (const KernelReport &k : *kernels)
@@ -269,19 +192,20 @@ int runMemoryBound(const std::string &only, bool list, MemoryTable &table) {
 
 void MemoryTable::print() const {
   std::printf("copy ceiling: %.0f GB/s (read + write)\n", copyGBs);
-  std::printf("%-18s %8s %8s %8s %9s %7s %9s %10s %8s %6s\n", "workload",
-              "MB", "floor_ms", "fused_ms", "unfused_ms", "GB/s",
-              "fused/fl", "unf/fused", "bytes_x", "torch");
+  std::printf("%-18s %6s %8s %8s %9s %6s %8s %9s %7s %6s %-7s %5s\n",
+              "workload", "MB", "floor_ms", "fused_ms", "unfused_ms", "GB/s",
+              "fused/fl", "unf/fused", "bytes_x", "torch", "bound", "roof");
   for (const MemoryRow &r : rows) {
     double fusedRatio = r.fusedMs / r.floorMs;
-    std::printf("%-18s %8.0f %8.4f %8.4f %9.4f %7.0f %9.3f %10.2f %8.2f %6s\n",
-                r.name.c_str(), r.bytes / 1e6, r.floorMs, r.fusedMs,
-                r.unfusedMs, r.bytes / (r.fusedMs * 1e-3) / 1e9, fusedRatio,
-                r.unfusedMs / r.fusedMs,
-                double(r.unfusedBytes) / std::max<uint64_t>(r.fusedBytes, 1),
-                r.torchCompileRatio
-                    ? (std::to_string(r.torchCompileRatio).substr(0, 4)).c_str()
-                    : "-");
+    std::printf(
+        "%-18s %6.0f %8.4f %8.4f %9.4f %6.0f %8.3f %9.2f %7.2f %6s %-7s %4.0f%%\n",
+        r.name.c_str(), r.bytes / 1e6, r.floorMs, r.fusedMs, r.unfusedMs,
+        r.bytes / (r.fusedMs * 1e-3) / 1e9, fusedRatio, r.unfusedMs / r.fusedMs,
+        double(r.unfusedBytes) / std::max<uint64_t>(r.fusedBytes, 1),
+        r.torchCompileRatio
+            ? (std::to_string(r.torchCompileRatio).substr(0, 4)).c_str()
+            : "-",
+        r.bound.c_str(), r.rooflineFraction * 100);
   }
 }
 

@@ -102,6 +102,35 @@ runtime::BufferDesc describe(Value v, runtime::BufferRole role,
           static_cast<uint64_t>(type.getNumElements()) * dtypeSize(dtype)};
 }
 
+/// Floating-point work of a kernel body: one per element of each
+/// elementwise result (a transcendental counts one), the input elements of
+/// a reduction, 5 an element of a softmax, 2MNK a matmul, 4 B H Sq Sk D an
+/// attention.
+uint64_t countFlops(kf::KernelOp kernel) {
+  uint64_t flops = 0;
+  auto elements = [](Value v) {
+    return uint64_t(mlir::cast<RankedTensorType>(v.getType()).getNumElements());
+  };
+  kernel.getBody().walk([&](Operation *op) {
+    if (op->hasTrait<OpTrait::kf::Elementwise>() && !isa<kf::CastOp>(op))
+      flops += elements(op->getResult(0));
+    else if (auto r = dyn_cast<kf::ReduceOp>(op))
+      flops += elements(r.getInput());
+    else if (auto s = dyn_cast<kf::SoftmaxOp>(op))
+      flops += 5 * elements(s.getInput());
+    else if (auto m = dyn_cast<kf::MatmulOp>(op)) {
+      auto a = mlir::cast<RankedTensorType>(m.getA().getType());
+      int64_t k = a.getShape()[a.getRank() - (m.getTransposeA() ? 2 : 1)];
+      flops += 2 * elements(m.getResult()) * k;
+    } else if (auto att = dyn_cast<kf::AttentionOp>(op)) {
+      auto q = mlir::cast<RankedTensorType>(att.getQ().getType()).getShape();
+      auto k = mlir::cast<RankedTensorType>(att.getK().getType()).getShape();
+      flops += 4 * uint64_t(q[0] * q[1] * q[2]) * k[2] * q[3];
+    }
+  });
+  return flops;
+}
+
 /// Buffers, launches and copies from the func of kernels.
 runtime::Plan extractPlan(func::FuncOp func) {
   runtime::Plan plan;
@@ -140,6 +169,7 @@ runtime::Plan extractPlan(func::FuncOp func) {
       launch.buffers.push_back(bufferOf.lookup(v));
     for (Value v : kernel.getResults())
       launch.buffers.push_back(bufferOf.lookup(v));
+    launch.flops = countFlops(kernel);
     plan.launches.push_back(std::move(launch));
   }
   for (auto [dst, value] : pendingCopies)

@@ -16,6 +16,7 @@
 #include "runtime/DiskCache.h"
 #include "runtime/Module.h"
 
+#include <algorithm>
 #include <atomic>
 #include <fstream>
 #include <map>
@@ -122,8 +123,10 @@ struct ExecutableImpl {
   void writeDumps(const runtime::Plan &plan, const std::string &key) const;
   Status checkArguments(const Specialization &spec, const DeviceTensor *in,
                         const DeviceTensor *out) const;
+  /// Launches the plan; with `events`, records events[k] before kernel k
+  /// and events[kernels] after the last (for profiling).
   Status launch(Driver &driver, Specialization &spec, const DeviceTensor *in,
-                const DeviceTensor *out, CUstream stream);
+                const DeviceTensor *out, CUstream stream, CUevent *events);
 };
 
 Specialization::~Specialization() {
@@ -334,7 +337,7 @@ Status ExecutableImpl::checkArguments(const Specialization &spec,
 
 Status ExecutableImpl::launch(Driver &d, Specialization &spec,
                               const DeviceTensor *in, const DeviceTensor *out,
-                              CUstream stream) {
+                              CUstream stream, CUevent *events) {
   const runtime::Plan &plan = spec.entry->plan;
   size_t numIn = inputs.size(), numOut = outputs.size();
   if (!spec.tempsAllocated) {
@@ -354,6 +357,10 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
   void *params[kMaxParams];
   for (size_t k = 0; k < plan.launches.size(); ++k) {
     const runtime::LaunchDesc &l = plan.launches[k];
+    if (events)
+      if (Status s = d.check(d.cuEventRecord(events[k], stream), "cuEventRecord");
+          !s)
+        return s;
     if (l.grid == 0)
       continue;
     if (l.buffers.size() > kMaxParams)
@@ -369,6 +376,11 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
         !s)
       return s;
   }
+  if (events)
+    if (Status s = d.check(d.cuEventRecord(events[plan.launches.size()], stream),
+                           "cuEventRecord");
+        !s)
+      return s;
   for (const runtime::CopyDesc &c : plan.copies)
     if (Status s = d.check(
             d.cuMemcpyDtoDAsync_v2(spec.table[c.dst], spec.table[c.src],
@@ -383,14 +395,14 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
 
 namespace kfuse {
 
-Status Executable::run(const DeviceTensor *in, size_t numIn,
-                       const DeviceTensor *out, size_t numOut, void *stream) {
-  detail::ExecutableImpl &impl = *impl_;
-  if (numIn != impl.inputs.size() || numOut != impl.outputs.size())
-    return invalid("run: the graph takes " +
-                   std::to_string(impl.inputs.size()) + " inputs and " +
-                   std::to_string(impl.outputs.size()) + " outputs, got " +
-                   std::to_string(numIn) + " and " + std::to_string(numOut));
+namespace detail {
+
+/// Everything run() does before launching: the specialisation for these
+/// shapes and alignment, argument checks, the loaded module. The caller
+/// holds the mutex.
+Expected<Specialization *> prepare(ExecutableImpl &impl, const DeviceTensor *in,
+                                   size_t numIn, const DeviceTensor *out,
+                                   size_t numOut, Driver *&driverOut) {
   // The alignment fact: are all buffers on 16-byte boundaries?
   uintptr_t addressBits = 0;
   for (size_t i = 0; i < numIn; ++i)
@@ -398,8 +410,7 @@ Status Executable::run(const DeviceTensor *in, size_t numIn,
   for (size_t i = 0; i < numOut; ++i)
     addressBits |= reinterpret_cast<uintptr_t>(out[i].data);
   bool aligned = (addressBits & 15) == 0;
-  std::lock_guard<std::mutex> lock(impl.mutex);
-  detail::Specialization *spec = impl.last;
+  Specialization *spec = impl.last;
   bool same = spec != nullptr && spec->aligned == aligned;
   for (size_t i = 0; same && i < numIn; ++i)
     same = spec->inputShapes[i] == in[i].shape;
@@ -408,22 +419,110 @@ Status Executable::run(const DeviceTensor *in, size_t numIn,
     for (size_t i = 0; i < numIn; ++i) {
       if (!in[i].shape.valid())
         return invalid("run: input '" + impl.inputs[i].name +
-                       "' has more than 8 dims");
+                       "' has more than 8 dims")
+            .error();
       shapes.emplace_back(in[i].shape.begin(), in[i].shape.end());
     }
-    Expected<detail::Specialization *> found = impl.specialize(shapes, aligned);
+    Expected<Specialization *> found = impl.specialize(shapes, aligned);
     if (!found)
       return found.error();
     spec = impl.last = *found;
   }
   if (Status s = impl.checkArguments(*spec, in, out); !s)
-    return s;
+    return s.error();
   Expected<Driver *> driver = Driver::get();
   if (!driver)
     return driver.error();
   if (Status s = impl.load(**driver, *spec->entry, spec->key); !s)
-    return s;
-  return impl.launch(**driver, *spec, in, out, static_cast<CUstream>(stream));
+    return s.error();
+  driverOut = *driver;
+  return spec;
+}
+
+} // namespace detail
+
+Status Executable::run(const DeviceTensor *in, size_t numIn,
+                       const DeviceTensor *out, size_t numOut, void *stream) {
+  detail::ExecutableImpl &impl = *impl_;
+  if (numIn != impl.inputs.size() || numOut != impl.outputs.size())
+    return invalid("run: the graph takes " +
+                   std::to_string(impl.inputs.size()) + " inputs and " +
+                   std::to_string(impl.outputs.size()) + " outputs, got " +
+                   std::to_string(numIn) + " and " + std::to_string(numOut));
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  Driver *driver = nullptr;
+  Expected<detail::Specialization *> spec =
+      detail::prepare(impl, in, numIn, out, numOut, driver);
+  if (!spec)
+    return spec.error();
+  return impl.launch(*driver, **spec, in, out, static_cast<CUstream>(stream),
+                     nullptr);
+}
+
+Expected<std::vector<KernelProfile>>
+Executable::profile(const DeviceTensor *in, size_t numIn,
+                    const DeviceTensor *out, size_t numOut, int repetitions,
+                    const Roofline &roofline) {
+  detail::ExecutableImpl &impl = *impl_;
+  if (numIn != impl.inputs.size() || numOut != impl.outputs.size())
+    return invalid("profile: the graph takes " +
+                   std::to_string(impl.inputs.size()) + " inputs and " +
+                   std::to_string(impl.outputs.size()) + " outputs")
+        .error();
+  std::lock_guard<std::mutex> lock(impl.mutex);
+  Driver *d = nullptr;
+  Expected<detail::Specialization *> spec =
+      detail::prepare(impl, in, numIn, out, numOut, d);
+  if (!spec)
+    return spec.error();
+  const runtime::Plan &plan = (*spec)->entry->plan;
+  size_t kernels = plan.launches.size();
+  std::vector<CUevent> events(kernels + 1, nullptr);
+  Status status;
+  for (CUevent &e : events)
+    if (status)
+      status = d->check(d->cuEventCreate(&e, CU_EVENT_DEFAULT), "cuEventCreate");
+  std::vector<std::vector<double>> times(kernels);
+  for (int r = -1; status && r < repetitions; ++r) { // r = -1: warm-up
+    status = impl.launch(*d, **spec, in, out, nullptr, events.data());
+    if (status)
+      status = d->check(d->cuEventSynchronize(events.back()),
+                        "cuEventSynchronize");
+    for (size_t k = 0; status && r >= 0 && k < kernels; ++k) {
+      float ms = 0;
+      status = d->check(d->cuEventElapsedTime_v2(&ms, events[k], events[k + 1]),
+                        "cuEventElapsedTime");
+      times[k].push_back(ms);
+    }
+  }
+  for (CUevent e : events)
+    if (e)
+      d->cuEventDestroy_v2(e);
+  if (!status)
+    return status.error();
+  std::vector<KernelReport> reports =
+      runtime::kernelReports(plan, &(*spec)->entry->module);
+  std::vector<KernelProfile> profiles;
+  for (size_t k = 0; k < kernels; ++k) {
+    std::sort(times[k].begin(), times[k].end());
+    KernelProfile p;
+    p.name = reports[k].name;
+    p.ms = times[k][times[k].size() / 2];
+    p.bytes = reports[k].bytes;
+    p.flops = reports[k].flops;
+    double seconds = p.ms * 1e-3;
+    p.gbPerSecond = seconds > 0 ? p.bytes / seconds / 1e9 : 0;
+    p.tflopPerSecond = seconds > 0 ? p.flops / seconds / 1e12 : 0;
+    double memory = p.bytes / roofline.bytesPerSecond;
+    double compute = p.flops / roofline.flopsPerSecond;
+    double ceiling = std::max(memory, compute);
+    p.rooflineFraction = seconds > 0 ? ceiling / seconds : 0;
+    p.bound = p.ms < 0.01 && ceiling < seconds / 4 ? "launch overhead"
+              : memory >= compute                   ? "memory"
+                                                    : "compute";
+    profiles.push_back(p);
+  }
+  return profiles;
 }
 
 } // namespace kfuse
@@ -489,6 +588,23 @@ Executable::kernels(const std::vector<std::vector<int64_t>> &shapes) {
   CacheEntry &entry = *(*spec)->entry;
   return runtime::kernelReports(entry.plan,
                                 entry.isLoaded ? &entry.module : nullptr);
+}
+
+Expected<std::vector<std::vector<int64_t>>>
+Executable::outputShapes(const std::vector<std::vector<int64_t>> &shapes) {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  Status status;
+  auto concrete = declaredShapes(*impl_, shapes, status);
+  if (!status)
+    return status.error();
+  Expected<detail::Specialization *> spec = impl_->specialize(concrete);
+  if (!spec)
+    return spec.error();
+  std::vector<std::vector<int64_t>> out;
+  for (const runtime::BufferDesc &b : (*spec)->entry->plan.buffers)
+    if (b.role == runtime::BufferRole::Output)
+      out.push_back(b.shape);
+  return out;
 }
 
 size_t Executable::numInputs() const { return impl_->inputs.size(); }

@@ -63,6 +63,10 @@ cl::opt<bool> runFlag("run",
                                "inputs and check each against the reference "
                                "evaluator (says so and succeeds without a "
                                "GPU)"));
+cl::opt<bool> profileFlag(
+    "profile",
+    cl::desc("Run on the GPU on random inputs and place every kernel on the "
+             "roofline: bytes, FLOPs, time, GB/s, TFLOP/s, bound, fraction"));
 cl::opt<bool> explainFlag(
     "explain-fusion",
     cl::desc("Print, for every producer-consumer edge, whether kf-fuse fused "
@@ -217,6 +221,68 @@ double toleranceFor(kfuse::DType dtype) {
   }
 }
 
+int profileOnGPU(const kfuse::Graph &graph) {
+  kfuse::Expected<kfuse::DeviceInfo> gpu = kfuse::device();
+  if (!gpu) {
+    llvm::outs() << "not profiled: " << gpu.error().message() << "\n";
+    return 0;
+  }
+  auto shapes = inputShapes(graph);
+  if (!shapes)
+    return fail(shapes.error().message());
+  std::vector<kfuse::DeviceBuffer> buffers;
+  std::vector<kfuse::DeviceTensor> in, out;
+  std::vector<kfuse::TensorInfo> infos = graph.inputs();
+  for (size_t i = 0; i < infos.size(); ++i) {
+    kfuse::HostTensor t =
+        kfuse::HostTensor::random(infos[i].dtype, (*shapes)[i], seed + i);
+    auto b = kfuse::DeviceBuffer::allocate(t.sizeInBytes());
+    if (!b || !b->copyFromHost(t.data(), t.sizeInBytes()))
+      return fail("cannot stage the inputs on the GPU");
+    in.push_back({b->data(), t.dtype(), kfuse::Dims(t.shape())});
+    buffers.push_back(b.take());
+  }
+  kfuse::CompileOptions options;
+  options.fusion = unfused ? kfuse::Fusion::Unfused : kfuse::Fusion::Fused;
+  options.arch = arch;
+  auto exe = kfuse::Compiler(options).compile(graph);
+  if (!exe)
+    return fail(exe.error().message());
+  auto outputShapes = exe->outputShapes(*shapes);
+  if (!outputShapes)
+    return fail(outputShapes.error().message());
+  std::vector<kfuse::TensorInfo> outInfos = graph.outputs();
+  for (size_t i = 0; i < outInfos.size(); ++i) {
+    uint64_t bytes = kfuse::dtypeSize(outInfos[i].dtype);
+    for (int64_t d : (*outputShapes)[i])
+      bytes *= d;
+    auto b = kfuse::DeviceBuffer::allocate(bytes);
+    if (!b)
+      return fail(b.error().message());
+    out.push_back({b->data(), outInfos[i].dtype, kfuse::Dims((*outputShapes)[i])});
+    buffers.push_back(b.take());
+  }
+  auto profile = exe->profile(in.data(), in.size(), out.data(), out.size());
+  if (!profile)
+    return fail(profile.error().message());
+  llvm::outs() << llvm::format("%-24s %10s %12s %12s %8s %9s %9s %-16s %6s\n",
+                               "kernel", "ms", "bytes", "flops", "flop/B",
+                               "GB/s", "TFLOP/s", "bound", "roof");
+  double total = 0;
+  for (const kfuse::KernelProfile &k : *profile) {
+    total += k.ms;
+    llvm::outs() << llvm::format(
+        "%-24s %10.4f %12llu %12llu %8.2f %9.1f %9.3f %-16s %5.0f%%\n",
+        k.name.c_str(), k.ms, (unsigned long long)k.bytes,
+        (unsigned long long)k.flops,
+        k.bytes ? double(k.flops) / k.bytes : 0.0, k.gbPerSecond,
+        k.tflopPerSecond, k.bound.c_str(), k.rooflineFraction * 100);
+  }
+  llvm::outs() << llvm::format("%zu kernels, %.4f ms on %s\n",
+                               profile->size(), total, gpu->name.c_str());
+  return 0;
+}
+
 int runOnGPU(const kfuse::Graph &graph) {
   kfuse::Expected<kfuse::DeviceInfo> gpu = kfuse::device();
   if (!gpu) {
@@ -282,6 +348,8 @@ int main(int argc, char **argv) {
     return runEvaluator(*graph);
   if (runFlag)
     return runOnGPU(*graph);
+  if (profileFlag)
+    return profileOnGPU(*graph);
 
   std::vector<std::vector<int64_t>> shapes;
   if (emit != Emit::Graph || !shapeArgs.empty() || !bindArgs.empty()) {

@@ -82,6 +82,7 @@ std::vector<KernelReport> kernelReports(const Plan &plan,
   std::vector<KernelReport> reports;
   for (const LaunchDesc &launch : plan.launches) {
     reports.push_back({launch.kernel, launch.grid, launch.block});
+    reports.back().flops = launch.flops;
     for (uint32_t b : launch.buffers)
       reports.back().bytes += plan.buffers[b].bytes;
   }

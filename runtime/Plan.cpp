@@ -27,7 +27,7 @@ static void blob(std::ostringstream &os, const std::string &name,
 
 std::string Plan::serialize() const {
   std::ostringstream os;
-  os << "kfuse-plan 1\n";
+  os << "kfuse-plan 2\n";
   os << "buffers " << buffers.size() << "\n";
   for (const BufferDesc &b : buffers) {
     os << "b " << int(b.role) << " " << b.index << " " << dtypeName(b.dtype)
@@ -39,7 +39,7 @@ std::string Plan::serialize() const {
   os << "launches " << launches.size() << "\n";
   for (const LaunchDesc &l : launches) {
     os << "l " << l.kernel << " " << l.grid << " " << l.block << " "
-       << l.sharedBytes << " " << l.buffers.size();
+       << l.sharedBytes << " " << l.flops << " " << l.buffers.size();
     for (uint32_t b : l.buffers)
       os << " " << b;
     os << "\n";
@@ -137,7 +137,7 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
   Reader r(text);
   Plan plan;
   r.expect("kfuse-plan");
-  r.expect("1");
+  r.expect("2");
   r.endLine();
   r.expect("buffers");
   size_t numBuffers = r.count();
@@ -169,6 +169,7 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
     l.grid = r.number<uint32_t>();
     l.block = r.number<uint32_t>();
     l.sharedBytes = r.number<uint32_t>();
+    l.flops = r.number<uint64_t>();
     size_t args = r.count();
     for (size_t a = 0; a < args && r.ok(); ++a) {
       uint32_t buffer = r.number<uint32_t>();

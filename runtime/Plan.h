@@ -37,6 +37,7 @@ struct LaunchDesc {
   std::string kernel;
   uint32_t grid = 0, block = 0, sharedBytes = 0;
   std::vector<uint32_t> buffers; ///< one per kernel parameter
+  uint64_t flops = 0;            ///< arithmetic it does, for the roofline
 };
 
 struct CopyDesc {

@@ -26,6 +26,8 @@ run unit-tests "$bin/kfuse-unit-tests"
 for example in "$dest"/kfuse/examples/*.mlir; do
   echo "$(basename "$example"): $("$bin/kfusec" "$example" --run --bind M=512 --seed 3 | tr '\n' ';')"
 done > "$out/examples.log" 2>&1
+"$bin/kfusec" "$dest/kfuse/examples/layernorm.mlir" --profile > "$out/profile.log" 2>&1
+"$bin/kfusec" "$dest/kfuse/examples/layernorm.mlir" --profile --unfused >> "$out/profile.log" 2>&1
 "$bin/kfuse-bench" costs --json "$out/costs.json" > "$out/bench.log" 2>&1
 echo "bench costs: exit $?" >> "$out/bench.log"
 "$bin/kfuse-bench" memory --json "$out/memory.json" >> "$out/bench.log" 2>&1
@@ -34,4 +36,5 @@ cat "$out/gpu.txt"
 grep -E "FAILED|Failure" -A3 "$out/gpu-tests.log" | head -60
 printf '%s\n' "${summary[@]}"
 cat "$out/examples.log"
+cat "$out/profile.log"
 cat "$out/bench.log"

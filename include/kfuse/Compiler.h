@@ -132,6 +132,27 @@ struct KernelReport {
   int spillBytes = -1;  ///< spill stores, from the ptxas log when there is one
   int sharedBytes = -1; ///< static shared memory per block
   uint64_t bytes = 0;   ///< the bytes of the buffers it reads and writes
+  uint64_t flops = 0;   ///< the arithmetic it does
+};
+
+/// The ceilings a kernel is measured against. The defaults are an H200's:
+/// 4.22 TB/s device copy (read + write), 66.9 TFLOP/s of f32 FMA.
+struct Roofline {
+  double bytesPerSecond = 4.22e12;
+  double flopsPerSecond = 66.9e12;
+};
+
+/// One kernel's place on the roofline, from a profiled run.
+struct KernelProfile {
+  std::string name;
+  double ms = 0; ///< median
+  uint64_t bytes = 0, flops = 0;
+  double gbPerSecond = 0, tflopPerSecond = 0;
+  /// "memory", "compute", or "launch overhead" (far from both ceilings
+  /// and too short for them to matter).
+  std::string bound;
+  /// The roofline's time over the measured time: 1 is the ceiling.
+  double rooflineFraction = 0;
 };
 
 /// Process-wide compile and cache counters.
@@ -160,6 +181,13 @@ public:
     return run(inputs.begin(), inputs.size(), outputs.begin(), outputs.size(),
                stream);
   }
+  /// Runs every kernel `repetitions` times, each timed with CUDA events on
+  /// the default stream, and places it on the roofline.
+  Expected<std::vector<KernelProfile>>
+  profile(const DeviceTensor *inputs, size_t numInputs,
+          const DeviceTensor *outputs, size_t numOutputs,
+          int repetitions = 20, const Roofline &roofline = {});
+
   /// Copies host inputs in, runs, synchronises and copies the outputs
   /// back (poisoned with NaN bytes first, so an unwritten element shows).
   Expected<std::vector<HostTensor>> runOnHost(
@@ -173,6 +201,10 @@ public:
   /// loaded on a GPU.
   Expected<std::vector<KernelReport>>
   kernels(const std::vector<std::vector<int64_t>> &shapes = {});
+
+  /// The output shapes for these input shapes (the graph's own if empty).
+  Expected<std::vector<std::vector<int64_t>>>
+  outputShapes(const std::vector<std::vector<int64_t>> &shapes = {});
 
   size_t numInputs() const;
   size_t numOutputs() const;

@@ -13,6 +13,7 @@
 #include "kfuse/Evaluator.h"
 #include "kfuse/Compiler.h"
 #include "kfuse/Graph.h"
+#include "kfuse/Testing.h"
 
 namespace kfuse {
 /// kfuse's version, "major.minor.patch".

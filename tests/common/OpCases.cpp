@@ -181,12 +181,4 @@ std::vector<OpCase> allOpCases() {
   return cases;
 }
 
-double tolerance(DType dtype, int64_t reductionLength) {
-  double base = dtype == DType::bf16  ? 1e-2
-                : dtype == DType::f16 ? 2e-3
-                : dtype == DType::f32 ? 1e-5
-                                      : 0.0;
-  return base * std::max(1.0, std::sqrt(double(reductionLength)) / 8.0);
-}
-
 } // namespace kfuse::testing

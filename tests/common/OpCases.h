@@ -31,10 +31,6 @@ std::vector<OpCase> allOpCases();
 /// gtest prints a case by its name.
 inline void PrintTo(const OpCase &c, std::ostream *os) { *os << c.name; }
 
-/// Relative-error tolerance for an output of `dtype` after reducing over
-/// `reductionLength` elements.
-double tolerance(DType dtype, int64_t reductionLength = 1);
-
 } // namespace kfuse::testing
 
 #endif // KFUSE_TESTS_OPCASES_H

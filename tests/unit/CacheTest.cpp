@@ -20,8 +20,8 @@ Plan samplePlan() {
   p.buffers = {{BufferRole::Input, 0, DType::bf16, {4, 8}, 64},
                {BufferRole::Output, 0, DType::f32, {4}, 16},
                {BufferRole::Temp, 0, DType::i1, {}, 1}};
-  p.launches = {{"k0_pointwise", 1, 256, 0, {0, 2}},
-                {"k1_reduction", 2, 128, 64, {2, 1}}};
+  p.launches = {{"k0_pointwise", 1, 256, 0, {0, 2}, 32},
+                {"k1_reduction", 2, 128, 64, {2, 1}, 4}};
   p.copies = {{1, 0}};
   p.ptx = ".version 8.0\n.target sm_90\n";
   p.cubin = std::string("\x7f" "ELF\0\x01\n binary", 14);
@@ -44,6 +44,7 @@ void expectEqual(const Plan &a, const Plan &b) {
     EXPECT_EQ(a.launches[i].grid, b.launches[i].grid);
     EXPECT_EQ(a.launches[i].sharedBytes, b.launches[i].sharedBytes);
     EXPECT_EQ(a.launches[i].buffers, b.launches[i].buffers);
+    EXPECT_EQ(a.launches[i].flops, b.launches[i].flops);
   }
   EXPECT_EQ(a.copies.size(), b.copies.size());
   EXPECT_EQ(a.ptx, b.ptx);
@@ -85,7 +86,7 @@ TEST(Plan, RejectsCorruptFields) {
   EXPECT_FALSE(corrupt("blob ptx " + ptxSize,
                        "blob ptx " + ptxSize + "1")); // wrong length
   EXPECT_FALSE(corrupt("launches 2", "launches 3"));
-  EXPECT_FALSE(corrupt("kfuse-plan 1", "kfuse-plan 2"));
+  EXPECT_FALSE(corrupt("kfuse-plan 2", "kfuse-plan 1"));
 }
 
 class DiskCacheTest : public ::testing::Test {

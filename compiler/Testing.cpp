@@ -1,0 +1,155 @@
+//===- Testing.cpp - regression-testing fusion ----------------------------===//
+
+#include "kfuse/Testing.h"
+#include "kfuse/Evaluator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <sstream>
+
+namespace kfuse::testing {
+
+double tolerance(DType dtype, int64_t reductionLength) {
+  double base = dtype == DType::bf16  ? 1e-2
+                : dtype == DType::f16 ? 2e-3
+                : dtype == DType::f32 ? 1e-5
+                                      : 0.0;
+  return base * std::max(1.0, std::sqrt(double(reductionLength)) / 8.0);
+}
+
+std::string FusionReport::summary() const {
+  std::ostringstream os;
+  os << "seed " << seed << ": " << fusedKernels << " fused kernels, "
+     << unfusedKernels << " unfused";
+  if (fusedMs > 0)
+    os << "; fused " << fusedMs << " ms, unfused " << unfusedMs << " ms";
+  for (const OutputCheck &o : outputs)
+    os << "; '" << o.name << "' (" << dtypeName(o.dtype) << ") error fused "
+       << o.fusedError << ", unfused " << o.unfusedError << " (tolerance "
+       << o.tolerance << ")" << (o.passed ? "" : " FAILED");
+  if (fusedMs > 0 && !fusedNotSlower)
+    os << "; fused is slower than unfused";
+  return os.str();
+}
+
+namespace {
+
+struct Run {
+  std::vector<HostTensor> outputs;
+  size_t kernels;
+  double ms = 0;
+};
+
+Expected<Run> runMode(const Graph &graph, Fusion fusion,
+                      const std::vector<HostTensor> &inputs,
+                      const std::vector<std::vector<int64_t>> &shapes,
+                      const CheckOptions &options) {
+  CompileOptions compile;
+  compile.fusion = fusion;
+  Expected<Executable> exe = Compiler(compile).compile(graph);
+  if (!exe)
+    return exe.error();
+  Run run;
+  Expected<std::vector<HostTensor>> outputs = exe->runOnHost(inputs);
+  if (!outputs)
+    return outputs.error();
+  run.outputs = outputs.take();
+  Expected<std::vector<KernelReport>> kernels = exe->kernels(shapes);
+  if (!kernels)
+    return kernels.error();
+  run.kernels = kernels->size();
+  if (!options.time)
+    return run;
+  // Time on device buffers (the outputs' contents no longer matter).
+  std::vector<DeviceBuffer> buffers;
+  std::vector<DeviceTensor> in, out;
+  for (const HostTensor &t : inputs) {
+    Expected<DeviceBuffer> b = DeviceBuffer::allocate(t.sizeInBytes());
+    if (!b || !b->copyFromHost(t.data(), t.sizeInBytes()))
+      return Error(ErrorCode::DeviceError, "cannot stage inputs for timing");
+    in.push_back({b->data(), t.dtype(), Dims(t.shape())});
+    buffers.push_back(b.take());
+  }
+  for (const HostTensor &t : run.outputs) {
+    Expected<DeviceBuffer> b = DeviceBuffer::allocate(t.sizeInBytes());
+    if (!b)
+      return b.error();
+    out.push_back({b->data(), t.dtype(), Dims(t.shape())});
+    buffers.push_back(b.take());
+  }
+  Expected<std::vector<double>> times = timeOnDevice(
+      [&] { return exe->run(in.data(), in.size(), out.data(), out.size()); },
+      options.repetitions);
+  if (!times)
+    return times.error();
+  std::sort(times->begin(), times->end());
+  run.ms = (*times)[times->size() / 2];
+  return run;
+}
+
+} // namespace
+
+Expected<FusionReport> checkFusion(const Graph &graph,
+                                   const CheckOptions &options) {
+  if (!graph.status())
+    return graph.status().error();
+  std::vector<TensorInfo> infos = graph.inputs();
+  std::vector<std::vector<int64_t>> shapes = options.shapes;
+  if (shapes.empty())
+    for (const TensorInfo &info : infos) {
+      std::vector<int64_t> shape;
+      for (const Dim &d : info.shape) {
+        if (d.isSymbolic())
+          return Error(ErrorCode::InvalidArgument,
+                       "checkFusion: input '" + info.name +
+                           "' has symbolic dims: give the shapes");
+        shape.push_back(d.size());
+      }
+      shapes.push_back(shape);
+    }
+  if (shapes.size() != infos.size())
+    return Error(ErrorCode::InvalidArgument,
+                 "checkFusion: the graph takes " + std::to_string(infos.size()) +
+                     " inputs, got " + std::to_string(shapes.size()) +
+                     " shapes");
+  FusionReport report;
+  report.seed = options.seed ? options.seed : std::random_device{}();
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < infos.size(); ++i)
+    inputs.push_back(HostTensor::random(infos[i].dtype, shapes[i],
+                                        report.seed + i));
+  Expected<std::vector<HostTensor>> reference = evaluate(graph, inputs);
+  if (!reference)
+    return reference.error();
+  Expected<Run> fused = runMode(graph, Fusion::Fused, inputs, shapes, options);
+  if (!fused)
+    return fused.error();
+  Expected<Run> unfused =
+      runMode(graph, Fusion::Unfused, inputs, shapes, options);
+  if (!unfused)
+    return unfused.error();
+  report.valuesMatch = true;
+  std::vector<TensorInfo> outputs = graph.outputs();
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    OutputCheck check{outputs[i].name, outputs[i].dtype,
+                      relativeError(fused->outputs[i], (*reference)[i]),
+                      relativeError(unfused->outputs[i], (*reference)[i]),
+                      tolerance(outputs[i].dtype, options.reductionLength),
+                      false};
+    // NaN fails both comparisons.
+    check.passed = check.fusedError <= check.tolerance &&
+                   check.unfusedError <= check.tolerance;
+    report.valuesMatch &= check.passed;
+    report.outputs.push_back(check);
+  }
+  report.fusedKernels = fused->kernels;
+  report.unfusedKernels = unfused->kernels;
+  report.fusedMs = fused->ms;
+  report.unfusedMs = unfused->ms;
+  report.fusedNotSlower =
+      !options.time || fused->ms <= unfused->ms * (1 + options.noiseMargin);
+  return report;
+}
+
+} // namespace kfuse::testing

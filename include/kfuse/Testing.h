@@ -1,0 +1,65 @@
+//===- kfuse/Testing.h - regression-testing fusion --------------*- C++ -*-===//
+//
+// For users' regression tests, and ours: compile a graph fused and
+// unfused, run both on the same fresh random inputs (outputs poisoned
+// first), compare each with the float64 reference evaluator, and time both
+// with CUDA events. Fused must match in values and not be slower.
+//
+//   auto report = kfuse::testing::checkFusion(graph);
+//   ASSERT_TRUE(report) << report.error().message();
+//   EXPECT_TRUE(report->passed()) << report->summary();
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_TESTING_H
+#define KFUSE_TESTING_H
+
+#include "kfuse/Compiler.h"
+#include "kfuse/Graph.h"
+
+#include <string>
+#include <vector>
+
+namespace kfuse::testing {
+
+/// Relative-error bound for an output of `dtype` computed with reductions
+/// over `reductionLength` elements: f32 1e-5, f16 2e-3, bf16 1e-2, growing
+/// with the square root of the length past 64; integers and i1 exact.
+double tolerance(DType dtype, int64_t reductionLength = 1);
+
+struct CheckOptions {
+  /// Input shapes, required when the graph has symbolic dims.
+  std::vector<std::vector<int64_t>> shapes;
+  uint64_t seed = 0; ///< 0: a fresh random seed
+  /// Longest reduction in the graph, for the tolerance.
+  int64_t reductionLength = 1024;
+  int repetitions = 20;
+  /// Fused may be this much slower than unfused before it counts (noise).
+  double noiseMargin = 0.05;
+  bool time = true;
+};
+
+struct OutputCheck {
+  std::string name;
+  DType dtype;
+  double fusedError, unfusedError, tolerance;
+  bool passed;
+};
+
+struct FusionReport {
+  uint64_t seed;
+  std::vector<OutputCheck> outputs;
+  size_t fusedKernels = 0, unfusedKernels = 0;
+  double fusedMs = 0, unfusedMs = 0; ///< medians; 0 when not timed
+  bool valuesMatch = false;
+  bool fusedNotSlower = false;
+  bool passed() const { return valuesMatch && fusedNotSlower; }
+  std::string summary() const;
+};
+
+Expected<FusionReport> checkFusion(const Graph &graph,
+                                   const CheckOptions &options = {});
+
+} // namespace kfuse::testing
+
+#endif // KFUSE_TESTING_H

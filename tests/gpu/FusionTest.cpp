@@ -1,0 +1,57 @@
+//===- FusionTest.cpp - every benchmark workload through checkFusion ------===//
+//
+// The memory-bound workloads of kfuse-bench, at test size: fused and
+// unfused against the reference evaluator, and fused not slower than
+// unfused. Skips, saying so, without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../../bench/WorkloadGraphs.h"
+#include "kfuse/Testing.h"
+
+#include <gtest/gtest.h>
+
+using namespace kfuse;
+
+namespace {
+
+class Workloads : public ::testing::TestWithParam<bench::Workload> {};
+
+TEST_P(Workloads, FusedMatchesUnfusedAndIsNotSlower) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  Graph g(GetParam().name);
+  GetParam().build(g);
+  kfuse::testing::CheckOptions options;
+  options.reductionLength = 1024;
+  options.noiseMargin = 0.25; // small tensors: launch overheads dominate
+  Expected<kfuse::testing::FusionReport> report =
+      kfuse::testing::checkFusion(g, options);
+  ASSERT_TRUE(report) << report.error().message();
+  EXPECT_TRUE(report->valuesMatch) << report->summary();
+  EXPECT_TRUE(report->fusedNotSlower) << report->summary();
+  EXPECT_LE(report->fusedKernels, report->unfusedKernels) << report->summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    MemoryBound, Workloads,
+    ::testing::ValuesIn(bench::memoryBoundWorkloads(/*small=*/true)),
+    [](const ::testing::TestParamInfo<bench::Workload> &info) {
+      return info.param.name;
+    });
+
+TEST(CheckFusion, ReportsSymbolicShapesItCannotGuess) {
+  Graph g("sym");
+  g.output("y", exp(g.input("x", DType::f32, {"N"})));
+  auto report = kfuse::testing::checkFusion(g);
+  ASSERT_FALSE(report);
+  EXPECT_EQ(report.error().message(),
+            "checkFusion: input 'x' has symbolic dims: give the shapes");
+}
+
+} // namespace
+
+namespace kfuse::bench {
+void PrintTo(const Workload &w, std::ostream *os) { *os << w.name; }
+} // namespace kfuse::bench
