@@ -84,7 +84,7 @@ std::vector<Workload> memoryBoundWorkloads(bool small) {
                0});
   w.push_back({"transpose_add_f32", [=](Graph &g) {
                  Tensor x = g.input("x", DType::f32, {m, n});
-                 Tensor z = g.input("z", DType::f32, {m, n});
+                 Tensor z = g.input("z", DType::f32, {n, m});
                  g.output("y", transpose(x, {1, 0}) + z);
                },
                0});

@@ -351,6 +351,208 @@ LogicalResult emitRows(KernelEmitter &e, RowSpace space) {
   });
 }
 
+Value workgroupBuffer(KernelEmitter &e, int64_t floats) {
+  OpBuilder &b = e.builder();
+  return e.gpuFunc().addWorkgroupAttribution(
+      MemRefType::get({floats}, b.getF32Type(), AffineMap(),
+                      gpu::AddressSpaceAttr::get(b.getContext(),
+                                                 gpu::AddressSpace::Workgroup)),
+      e.loc());
+}
+
+/// A reduction over the leading dims ([rows, columns] to [columns]): a
+/// block per 32 columns, 32 row groups a block, so that every warp reads
+/// 32 consecutive columns; each thread keeps 8 accumulators (8 loads in
+/// flight), and the groups' partials meet in shared memory in a fixed
+/// order (deterministic).
+LogicalResult emitColumns(KernelEmitter &e, RowSpace space) {
+  auto reduce = rootValue(e.kernel()).getDefiningOp<ReduceOp>();
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  ReduceKind kind = reduce.getKind();
+  Value input = reduce.getInput();
+  Value identity = reductionInit(e, kind, b.getF32Type());
+  Value partials = workgroupBuffer(e, 32 * 33);
+  Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, l, tid, e.index(32));
+  Value group = arith::DivUIOp::create(b, l, tid, e.index(32));
+  int64_t rows = space.rows, columns = space.length;
+  constexpr int64_t kAccumulators = 8;
+  int64_t steps = rows / (32 * kAccumulators);
+  ArrayRef<int64_t> inShape = {rows * columns};
+  return e.forEachItem((columns + 31) / 32, true, [&](Value tile) -> LogicalResult {
+    Value column = arith::AddIOp::create(
+        b, l, arith::MulIOp::create(b, l, tile, e.index(32)), lane);
+    Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, column,
+                                        e.index(columns));
+    Value safeColumn = arith::SelectOp::create(b, l, valid, column, e.index(0));
+    LogicalResult status = success();
+    auto at = [&](Value row) -> Value {
+      Value linear = arith::AddIOp::create(
+          b, l, arith::MulIOp::create(b, l, row, e.index(columns)), safeColumn);
+      FailureOr<Value> v = e.elementAt(input, ElementIndex::linear(inShape, linear));
+      if (failed(v)) {
+        status = failure();
+        return identity;
+      }
+      return *v;
+    };
+    SmallVector<Value> init(kAccumulators, identity);
+    SmallVector<Value> acc = e.loop(steps, init, [&](Value s, ValueRange c) {
+      SmallVector<Value> next;
+      Value base = arith::MulIOp::create(b, l, s, e.index(32 * kAccumulators));
+      for (int64_t a = 0; a < kAccumulators; ++a) {
+        Value row = arith::AddIOp::create(
+            b, l, arith::AddIOp::create(b, l, base, e.index(32 * a)), group);
+        next.push_back(combine(e, kind, c[a], at(row)));
+      }
+      return next;
+    });
+    Value total = acc[0];
+    for (int64_t a = 1; a < kAccumulators; ++a)
+      total = combine(e, kind, total, acc[a]);
+    // The rows past the last full step.
+    int64_t done = steps * 32 * kAccumulators;
+    int64_t tail = (rows - done + 31) / 32;
+    total = e.loop(tail, {total}, [&](Value t, ValueRange c) {
+      Value row = arith::AddIOp::create(
+          b, l,
+          arith::AddIOp::create(b, l, e.index(done),
+                                arith::MulIOp::create(b, l, t, e.index(32))),
+          group);
+      Value inRange = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                            row, e.index(rows));
+      Value safeRow = arith::SelectOp::create(b, l, inRange, row, e.index(0));
+      Value v = arith::SelectOp::create(b, l, inRange, at(safeRow), identity);
+      return SmallVector<Value>{combine(e, kind, c[0], v)};
+    })[0];
+    Value slot = arith::AddIOp::create(
+        b, l, arith::MulIOp::create(b, l, group, e.index(33)), lane);
+    memref::StoreOp::create(b, l, total, partials, ValueRange{slot});
+    gpu::BarrierOp::create(b, l);
+    Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, group,
+                                        e.index(0));
+    Value store = arith::AndIOp::create(b, l, first, valid);
+    auto guard = scf::IfOp::create(b, l, store);
+    {
+      OpBuilder::InsertionGuard insertion(b);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+      Value sum = identity;
+      for (int64_t g = 0; g < 32; ++g) {
+        Value p = memref::LoadOp::create(
+            b, l, partials,
+            ValueRange{arith::AddIOp::create(b, l, e.index(g * 33), lane)});
+        sum = combine(e, kind, sum, p);
+      }
+      if (kind == ReduceKind::mean)
+        sum = arith::DivFOp::create(b, l, sum, e.f32(static_cast<double>(rows)));
+      e.storeResult(0, column, sum);
+    }
+    gpu::BarrierOp::create(b, l);
+    return status;
+  });
+}
+
+/// A pointwise kernel around the transpose of the last two dims of an
+/// input: 32x32 tiles are read along the input's rows into shared memory
+/// (padded to 33 columns, no bank conflicts) and written along the
+/// output's rows, so that both are coalesced.
+LogicalResult emitTiledTranspose(KernelEmitter &e, TransposeOp transpose) {
+  KernelOp kernel = e.kernel();
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  Value root = rootValue(kernel);
+  ArrayRef<int64_t> out = shapeOf(root), in = shapeOf(transpose.getInput());
+  int64_t rank = out.size(), rowsOut = out[rank - 2], colsOut = out[rank - 1];
+  int64_t tilesR = (rowsOut + 31) / 32, tilesC = (colsOut + 31) / 32;
+  int64_t batches = 1;
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    batches *= out[d];
+  Value tileBuffer = workgroupBuffer(e, 32 * 33);
+  Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  Value tx = arith::RemUIOp::create(b, l, tid, e.index(32));
+  Value ty = arith::DivUIOp::create(b, l, tid, e.index(32));
+  auto arg = mlir::cast<BlockArgument>(transpose.getInput());
+  Value inMemref = e.gpuFunc().getArgument(arg.getArgNumber());
+  return e.forEachItem(batches * tilesR * tilesC, true, [&](Value t) -> LogicalResult {
+    Value batch = arith::DivUIOp::create(b, l, t, e.index(tilesR * tilesC));
+    Value inBatch = arith::RemUIOp::create(b, l, t, e.index(tilesR * tilesC));
+    Value r0 = arith::MulIOp::create(
+        b, l, arith::DivUIOp::create(b, l, inBatch, e.index(tilesC)), e.index(32));
+    Value c0 = arith::MulIOp::create(
+        b, l, arith::RemUIOp::create(b, l, inBatch, e.index(tilesC)), e.index(32));
+    Value batchBase = arith::MulIOp::create(b, l, batch,
+                                            e.index(rowsOut * colsOut));
+    // Input element (c0 + i, r0 + tx) of this batch: input rows are the
+    // output's columns.
+    for (int64_t i = 0; i < 32; i += 8) {
+      Value inRow = arith::AddIOp::create(
+          b, l, c0, arith::AddIOp::create(b, l, ty, e.index(i)));
+      Value inCol = arith::AddIOp::create(b, l, r0, tx);
+      Value ok = arith::AndIOp::create(
+          b, l,
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, inRow,
+                                e.index(in[rank - 2])),
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, inCol,
+                                e.index(in[rank - 1])));
+      Value linear = arith::AddIOp::create(
+          b, l, batchBase,
+          arith::AddIOp::create(
+              b, l, arith::MulIOp::create(b, l, inRow, e.index(in[rank - 1])),
+              inCol));
+      linear = arith::SelectOp::create(b, l, ok, linear, e.index(0));
+      Value v = memref::LoadOp::create(b, l, inMemref, ValueRange{linear});
+      if (!v.getType().isF32())
+        v = isa<FloatType>(v.getType())
+                ? Value(arith::ExtFOp::create(b, l, b.getF32Type(), v))
+                : Value(arith::BitcastOp::create(b, l, b.getF32Type(), v));
+      Value slot = arith::AddIOp::create(
+          b, l,
+          arith::MulIOp::create(b, l, arith::AddIOp::create(b, l, ty, e.index(i)),
+                                e.index(33)),
+          tx);
+      memref::StoreOp::create(b, l, v, tileBuffer, ValueRange{slot});
+    }
+    gpu::BarrierOp::create(b, l);
+    LogicalResult status = success();
+    Type dtype = transpose.getType().getElementType();
+    for (int64_t i = 0; i < 32; i += 8) {
+      Value row = arith::AddIOp::create(
+          b, l, r0, arith::AddIOp::create(b, l, ty, e.index(i)));
+      Value col = arith::AddIOp::create(b, l, c0, tx);
+      Value ok = arith::AndIOp::create(
+          b, l,
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row,
+                                e.index(rowsOut)),
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, col,
+                                e.index(colsOut)));
+      auto guard = scf::IfOp::create(b, l, ok);
+      OpBuilder::InsertionGuard insertion(b);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+      Value slot = arith::AddIOp::create(
+          b, l,
+          arith::MulIOp::create(b, l, tx, e.index(33)),
+          arith::AddIOp::create(b, l, ty, e.index(i)));
+      Value v = memref::LoadOp::create(b, l, tileBuffer, ValueRange{slot});
+      if (!isa<FloatType>(dtype))
+        v = arith::BitcastOp::create(b, l, dtype, v);
+      Value linear = arith::AddIOp::create(
+          b, l, batchBase,
+          arith::AddIOp::create(
+              b, l, arith::MulIOp::create(b, l, row, e.index(colsOut)), col));
+      e.setElement(transpose.getResult(), linear, v);
+      FailureOr<Value> y = e.elementAt(root, ElementIndex::linear(out, linear));
+      if (failed(y)) {
+        status = failure();
+        break;
+      }
+      e.storeResult(0, linear, *y);
+    }
+    gpu::BarrierOp::create(b, l);
+    return status;
+  });
+}
+
 /// A softmax along another axis: one thread per row, three passes.
 LogicalResult emitSoftmax(KernelEmitter &e, int64_t items) {
   auto softmax = rootValue(e.kernel()).getDefiningOp<SoftmaxOp>();
@@ -546,10 +748,16 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   std::optional<RowSpace> rows = rowSpaceOf(kernel);
   switch (kernel.getKind()) {
   case KernelKind::pointwise:
-    status = emitPointwise(emitter, items);
+    if (configValue(kernel, "tiled_transpose"))
+      status = emitTiledTranspose(emitter, tiledTransposeOf(kernel));
+    else
+      status = emitPointwise(emitter, items);
     break;
   case KernelKind::reduction:
-    status = rows ? emitRows(emitter, *rows) : emitReduction(emitter, items);
+    if (configValue(kernel, "columns"))
+      status = emitColumns(emitter, *columnSpaceOf(kernel));
+    else
+      status = rows ? emitRows(emitter, *rows) : emitReduction(emitter, items);
     break;
   case KernelKind::normalization:
     status = rows ? emitRows(emitter, *rows) : emitSoftmax(emitter, items);

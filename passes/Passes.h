@@ -63,6 +63,14 @@ struct RowSpace {
 };
 std::optional<RowSpace> rowSpaceOf(KernelOp kernel);
 
+/// A reduction kernel that reduces the leading dims of its input
+/// ([rows..., columns...] to [columns...]): [rows, columns].
+std::optional<RowSpace> columnSpaceOf(KernelOp kernel);
+
+/// The transpose of the last two dims of a kernel input, in a pointwise
+/// kernel over the transposed shape: staged through shared-memory tiles.
+TransposeOp tiledTransposeOf(KernelOp kernel);
+
 /// Work items of a kernel (elements, rows or outputs, by kind): what
 /// kf-tile sizes the grid for and kf-lower-to-gpu loops over.
 int64_t kernelWorkItems(KernelOp kernel);

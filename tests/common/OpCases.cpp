@@ -106,6 +106,24 @@ std::vector<OpCase> allOpCases() {
                                              {3, 1, 0, 2}));
                    },
                    {{6, 35}}});
+  for (DType d : {DType::f32, DType::bf16, DType::i32})
+    cases.push_back({std::string("transpose_tiles_") + dtypeName(d),
+                     [d](Graph &g) {
+                       // Not multiples of the 32x32 tiles, with a batch.
+                       Tensor x = g.input("x", d, {3, 70, 45});
+                       Tensor z = g.input("z", d, {3, 45, 70});
+                       g.output("y", transpose(x, {0, 2, 1}) + z);
+                     },
+                     {{3, 70, 45}, {3, 45, 70}}});
+  for (DType d : {DType::f32, DType::bf16})
+    cases.push_back({std::string("column_sum_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {1000, 77});
+                       g.output("sum", reduceSum(x, {0}));
+                       g.output("max", reduceMax(x, {0}, true));
+                       g.output("mean", reduceMean(x, {0}));
+                     },
+                     {{1000, 77}}});
   for (DType d : {DType::f32, DType::bf16})
     cases.push_back({std::string("reduce_") + dtypeName(d),
                      [d](Graph &g) {

@@ -1,12 +1,12 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile | FileCheck %s --check-prefix=UNALIGNED
 
-// Pointwise: 16-byte vectors of f32 (4), two a thread step on large
-// tensors, 256 threads, the grid covering the work once.
+// Pointwise: 16-byte vectors of f32 (4), one a thread step (two for
+// large 16-bit tensors), 256 threads, the grid covering the work once.
 // CHECK-LABEL: func.func @pointwise
-// CHECK: config = {aligned = 16 : i64, block = 256 : i64, grid = 1024 : i64, items = 2097152 : i64, unroll = 2 : i64, vec = 4 : i64}
+// CHECK: config = {aligned = 16 : i64, block = 256 : i64, grid = 2048 : i64, items = 2097152 : i64, unroll = 1 : i64, vec = 4 : i64}
 // UNALIGNED-LABEL: func.func @pointwise
-// UNALIGNED: config = {aligned = 0 : i64, block = 256 : i64, grid = 4096 : i64, items = 2097152 : i64, unroll = 2 : i64, vec = 1 : i64}
+// UNALIGNED: config = {aligned = 0 : i64, block = 256 : i64, grid = 8192 : i64, items = 2097152 : i64, unroll = 1 : i64, vec = 1 : i64}
 func.func @pointwise(%x: tensor<2048x1024xf32>) -> tensor<2048x1024xf32> {
   %y = kf.exp %x : tensor<2048x1024xf32>
   return %y : tensor<2048x1024xf32>
