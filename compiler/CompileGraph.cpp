@@ -55,6 +55,22 @@ std::unique_ptr<MLIRContext> createCompileContext() {
   return context;
 }
 
+/// A graph parsed into a fresh context, collecting diagnostics.
+struct ParsedGraph {
+  std::unique_ptr<MLIRContext> context = createCompileContext();
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler{context.get(), [this](Diagnostic &d) {
+                                    diagnostics +=
+                                        (diagnostics.empty() ? "" : "\n") +
+                                        d.str();
+                                    return success();
+                                  }};
+  OwningOpRef<ModuleOp> module;
+
+  explicit ParsedGraph(const std::string &text)
+      : module(parseSourceString<ModuleOp>(text, context.get())) {}
+};
+
 std::string print(Operation *op) {
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -213,19 +229,15 @@ private:
 
 Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   StageTimer timer;
-  std::unique_ptr<MLIRContext> context = createCompileContext();
-  timer.mark("context");
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &d) {
-    diagnostics += (diagnostics.empty() ? "" : "\n") + d.str();
-    return success();
-  });
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(request.graphText, context.get());
+  ParsedGraph parsed(request.graphText);
+  MLIRContext *context = parsed.context.get();
+  std::string &diagnostics = parsed.diagnostics;
+  OwningOpRef<ModuleOp> &module = parsed.module;
+  timer.mark("context and parse");
   if (!module)
     return compileError("parsing the graph", diagnostics);
   auto run = [&](llvm::function_ref<void(PassManager &)> build) {
-    PassManager pm(context.get());
+    PassManager pm(context);
     if (request.configure)
       request.configure(pm);
     build(pm);
@@ -307,17 +319,12 @@ static std::string jsonString(const std::string &s) {
 }
 
 Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
-  std::unique_ptr<MLIRContext> context = createCompileContext();
-  std::string diagnostics;
-  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &d) {
-    diagnostics += (diagnostics.empty() ? "" : "\n") + d.str();
-    return success();
-  });
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(request.graphText, context.get());
+  ParsedGraph parsed(request.graphText);
+  const std::string &diagnostics = parsed.diagnostics;
+  OwningOpRef<ModuleOp> &module = parsed.module;
   if (!module)
     return compileError("parsing the graph", diagnostics);
-  PassManager pm(context.get());
+  PassManager pm(parsed.context.get());
   kf::GraphPipelineOptions options;
   options.shapes = shapeStrings(request.shapes);
   kf::buildGraphPipeline(pm, options);

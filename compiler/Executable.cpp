@@ -551,19 +551,27 @@ declaredShapes(const detail::ExecutableImpl &impl,
   return out;
 }
 
+/// The specialisation for `shapes`, or for the graph's own shapes when
+/// empty (dump, kernels, outputShapes). The caller holds the mutex.
+static Expected<detail::Specialization *>
+specializeFor(detail::ExecutableImpl &impl,
+              const std::vector<std::vector<int64_t>> &shapes) {
+  Status status;
+  auto concrete = declaredShapes(impl, shapes, status);
+  if (!status)
+    return status.error();
+  if (concrete.size() != impl.inputs.size())
+    return invalid("the graph takes " + std::to_string(impl.inputs.size()) +
+                   " inputs, got " + std::to_string(concrete.size()) +
+                   " shapes")
+        .error();
+  return impl.specialize(concrete);
+}
+
 Expected<std::string>
 Executable::dump(Stage stage, const std::vector<std::vector<int64_t>> &shapes) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  Status status;
-  auto concrete = declaredShapes(*impl_, shapes, status);
-  if (!status)
-    return status.error();
-  if (concrete.size() != impl_->inputs.size())
-    return invalid("dump: the graph takes " +
-                   std::to_string(impl_->inputs.size()) + " inputs, got " +
-                   std::to_string(concrete.size()) + " shapes")
-        .error();
-  Expected<detail::Specialization *> spec = impl_->specialize(concrete);
+  Expected<detail::Specialization *> spec = specializeFor(*impl_, shapes);
   if (!spec)
     return spec.error();
   const runtime::Plan &plan = (*spec)->entry->plan;
@@ -578,11 +586,7 @@ Executable::dump(Stage stage, const std::vector<std::vector<int64_t>> &shapes) {
 Expected<std::vector<KernelReport>>
 Executable::kernels(const std::vector<std::vector<int64_t>> &shapes) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  Status status;
-  auto concrete = declaredShapes(*impl_, shapes, status);
-  if (!status)
-    return status.error();
-  Expected<detail::Specialization *> spec = impl_->specialize(concrete);
+  Expected<detail::Specialization *> spec = specializeFor(*impl_, shapes);
   if (!spec)
     return spec.error();
   CacheEntry &entry = *(*spec)->entry;
@@ -593,11 +597,7 @@ Executable::kernels(const std::vector<std::vector<int64_t>> &shapes) {
 Expected<std::vector<std::vector<int64_t>>>
 Executable::outputShapes(const std::vector<std::vector<int64_t>> &shapes) {
   std::lock_guard<std::mutex> lock(impl_->mutex);
-  Status status;
-  auto concrete = declaredShapes(*impl_, shapes, status);
-  if (!status)
-    return status.error();
-  Expected<detail::Specialization *> spec = impl_->specialize(concrete);
+  Expected<detail::Specialization *> spec = specializeFor(*impl_, shapes);
   if (!spec)
     return spec.error();
   std::vector<std::vector<int64_t>> out;

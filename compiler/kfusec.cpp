@@ -161,16 +161,25 @@ void printSummary(const std::string &name, const kfuse::HostTensor &t) {
       std::sqrt(sumSq), nans, infs);
 }
 
-int runEvaluator(const kfuse::Graph &graph) {
+/// Random inputs (of --seed) in the shapes of the command line.
+kfuse::Expected<std::vector<kfuse::HostTensor>>
+randomInputs(const kfuse::Graph &graph) {
   auto shapes = inputShapes(graph);
   if (!shapes)
-    return fail(shapes.error().message());
+    return shapes.error();
   std::vector<kfuse::HostTensor> inputs;
   std::vector<kfuse::TensorInfo> infos = graph.inputs();
   for (size_t i = 0; i < infos.size(); ++i)
     inputs.push_back(
         kfuse::HostTensor::random(infos[i].dtype, (*shapes)[i], seed + i));
-  auto outputs = kfuse::evaluate(graph, inputs);
+  return inputs;
+}
+
+int runEvaluator(const kfuse::Graph &graph) {
+  auto inputs = randomInputs(graph);
+  if (!inputs)
+    return fail(inputs.error().message());
+  auto outputs = kfuse::evaluate(graph, *inputs);
   if (!outputs)
     return fail(outputs.error().message());
   std::vector<kfuse::TensorInfo> outInfos = graph.outputs();
@@ -227,15 +236,14 @@ int profileOnGPU(const kfuse::Graph &graph) {
     llvm::outs() << "not profiled: " << gpu.error().message() << "\n";
     return 0;
   }
-  auto shapes = inputShapes(graph);
-  if (!shapes)
-    return fail(shapes.error().message());
+  auto inputs = randomInputs(graph);
+  if (!inputs)
+    return fail(inputs.error().message());
+  std::vector<std::vector<int64_t>> shapes;
   std::vector<kfuse::DeviceBuffer> buffers;
   std::vector<kfuse::DeviceTensor> in, out;
-  std::vector<kfuse::TensorInfo> infos = graph.inputs();
-  for (size_t i = 0; i < infos.size(); ++i) {
-    kfuse::HostTensor t =
-        kfuse::HostTensor::random(infos[i].dtype, (*shapes)[i], seed + i);
+  for (const kfuse::HostTensor &t : *inputs) {
+    shapes.push_back(t.shape());
     auto b = kfuse::DeviceBuffer::allocate(t.sizeInBytes());
     if (!b || !b->copyFromHost(t.data(), t.sizeInBytes()))
       return fail("cannot stage the inputs on the GPU");
@@ -248,7 +256,7 @@ int profileOnGPU(const kfuse::Graph &graph) {
   auto exe = kfuse::Compiler(options).compile(graph);
   if (!exe)
     return fail(exe.error().message());
-  auto outputShapes = exe->outputShapes(*shapes);
+  auto outputShapes = exe->outputShapes(shapes);
   if (!outputShapes)
     return fail(outputShapes.error().message());
   std::vector<kfuse::TensorInfo> outInfos = graph.outputs();
@@ -289,14 +297,13 @@ int runOnGPU(const kfuse::Graph &graph) {
     llvm::outs() << "not run: " << gpu.error().message() << "\n";
     return 0;
   }
-  auto shapes = inputShapes(graph);
-  if (!shapes)
-    return fail(shapes.error().message());
-  std::vector<kfuse::HostTensor> inputs;
-  std::vector<kfuse::TensorInfo> infos = graph.inputs();
-  for (size_t i = 0; i < infos.size(); ++i)
-    inputs.push_back(
-        kfuse::HostTensor::random(infos[i].dtype, (*shapes)[i], seed + i));
+  auto randoms = randomInputs(graph);
+  if (!randoms)
+    return fail(randoms.error().message());
+  const std::vector<kfuse::HostTensor> &inputs = *randoms;
+  std::vector<std::vector<int64_t>> shapes;
+  for (const kfuse::HostTensor &t : inputs)
+    shapes.push_back(t.shape());
   auto reference = kfuse::evaluate(graph, inputs);
   if (!reference)
     return fail(reference.error().message());
@@ -312,7 +319,7 @@ int runOnGPU(const kfuse::Graph &graph) {
     auto results = exe->runOnHost(inputs);
     if (!results)
       return fail(results.error().message());
-    auto kernels = exe->kernels(*shapes);
+    auto kernels = exe->kernels(shapes);
     for (size_t i = 0; i < outputs.size(); ++i) {
       double error = kfuse::relativeError((*results)[i], (*reference)[i]);
       double tol = toleranceFor(outputs[i].dtype);
