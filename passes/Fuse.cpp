@@ -117,6 +117,75 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   return {true, "the row is kept on chip for the consumer"};
 }
 
+/// Siblings: two kernels over one space (pointwise of one shape, or rows of
+/// one size) that read a common input become one multi-output kernel, so
+/// the input is read once. Only when neither uses the other, and every
+/// outside user of the earlier one comes after the later one (where the
+/// merged kernel will stand).
+void mergeSiblings(Block &body, Partition &p, std::vector<Cluster> &clusters) {
+  std::map<int, SmallVector<Operation *>> members;
+  for (Operation &op : body.without_terminator())
+    if (p.kernelOf.count(&op))
+      members[p.kernelOf[&op]].push_back(&op);
+  auto sameSpace = [&](const Cluster &a, const Cluster &b) {
+    if (a.kind == KernelKind::pointwise && b.kind == KernelKind::pointwise)
+      return a.elements == b.elements;
+    return a.rows && b.rows && a.rows->rows == b.rows->rows &&
+           a.rows->length == b.rows->length;
+  };
+  auto inputsOf = [&](int id) {
+    llvm::DenseSet<Value> inputs;
+    for (Operation *op : members[id])
+      for (Value v : op->getOperands())
+        if (!v.getDefiningOp() || p.kernelOf.lookup(v.getDefiningOp()) != id ||
+            !p.kernelOf.count(v.getDefiningOp()))
+          inputs.insert(v);
+    return inputs;
+  };
+  auto uses = [&](int user, int producer) {
+    for (Operation *op : members[user])
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && p.kernelOf.count(def) && p.kernelOf[def] == producer)
+          return true;
+    return false;
+  };
+  for (auto &[a, opsA] : members) {
+    for (auto &[b, opsB] : members) {
+      if (a >= b || opsA.empty() || opsB.empty() ||
+          !sameSpace(clusters[a], clusters[b]) || uses(a, b) || uses(b, a))
+        continue;
+      llvm::DenseSet<Value> inA = inputsOf(a);
+      bool shares = llvm::any_of(inputsOf(b), [&](Value v) {
+        return inA.contains(v) && !isa_and_nonnull<ConstantOp>(v.getDefiningOp());
+      });
+      if (!shares)
+        continue;
+      auto [early, late] = opsA.back()->isBeforeInBlock(opsB.back())
+                               ? std::pair{&opsA, &opsB}
+                               : std::pair{&opsB, &opsA};
+      Operation *place = late->back();
+      bool usersAfter = llvm::all_of(*early, [&](Operation *op) {
+        return llvm::all_of(op->getUsers(), [&](Operation *user) {
+          return place->isBeforeInBlock(user) ||
+                 llvm::is_contained(*early, user);
+        });
+      });
+      if (!usersAfter)
+        continue;
+      for (Operation *op : opsB)
+        p.kernelOf[op] = a;
+      p.decisions.push_back({opsA.back(), opsB.back(), true,
+                             "siblings reading the same input"});
+      opsA.append(opsB.begin(), opsB.end());
+      llvm::sort(opsA, [](Operation *x, Operation *y) {
+        return x->isBeforeInBlock(y);
+      });
+      opsB.clear();
+    }
+  }
+}
+
 } // namespace
 
 Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
@@ -167,6 +236,8 @@ Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
     p.kernelOf[&op] = clusters.size();
     clusters.push_back(c);
   }
+  if (fused)
+    mergeSiblings(body, p, clusters);
   return p;
 }
 
@@ -199,6 +270,13 @@ KernelKind kernelKindFor(ArrayRef<Operation *> ops) {
 void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
   Operation *root = ops.back();
   llvm::SmallPtrSet<Operation *, 16> inside(ops.begin(), ops.end());
+  // The results: every op with a user outside (one root, or several when
+  // siblings were merged), in program order.
+  SmallVector<Value> outputs;
+  for (Operation *op : ops)
+    if (llvm::any_of(op->getUsers(),
+                     [&](Operation *user) { return !inside.contains(user); }))
+      outputs.push_back(op->getResult(0));
   llvm::SetVector<Value> inputs;
   llvm::SetVector<Operation *> constants;
   for (Operation *op : ops)
@@ -212,7 +290,7 @@ void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
         inputs.insert(operand);
     }
   OpBuilder b(root);
-  auto kernel = KernelOp::create(b, root->getLoc(), root->getResultTypes(),
+  auto kernel = KernelOp::create(b, root->getLoc(), ValueRange(outputs).getTypes(),
                                  inputs.getArrayRef(), kind, DictionaryAttr());
   Block *block = b.createBlock(&kernel.getBody());
   IRMapping mapping;
@@ -222,9 +300,12 @@ void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
     b.clone(*constant, mapping);
   for (Operation *op : ops)
     b.clone(*op, mapping);
-  YieldOp::create(b, root->getLoc(),
-                  mapping.lookup(root->getResult(0)));
-  root->getResult(0).replaceAllUsesWith(kernel.getResult(0));
+  SmallVector<Value> yielded;
+  for (Value v : outputs)
+    yielded.push_back(mapping.lookup(v));
+  YieldOp::create(b, root->getLoc(), yielded);
+  for (auto [v, result] : llvm::zip(outputs, kernel.getResults()))
+    v.replaceAllUsesWith(result);
   for (Operation *op : llvm::reverse(ops))
     op->erase();
 }

@@ -284,6 +284,45 @@ LogicalResult emitRows(KernelEmitter &e, RowSpace space) {
           v = arith::DivFOp::create(b, l, v,
                                     e.f32(static_cast<double>(space.length)));
         e.setElement(reduce.getResult(), row, v);
+      } else if (auto softmax = dyn_cast<SoftmaxOp>(op); softmax && !inRegisters) {
+        // A row too long for registers: the online normaliser reads it once
+        // for the max and the sum together (a running max rescales the
+        // running sum), and once more for the output.
+        Value negInf = e.f32(-INFINITY), zero = e.f32(0);
+        auto rescale = [&](Value sum, Value from, Value to) -> Value {
+          // sum * exp(from - to), with an empty sum (from = -inf) staying 0.
+          Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                              from, negInf);
+          Value factor = math::ExpOp::create(
+              b, l, arith::SubFOp::create(b, l, from, to));
+          return arith::SelectOp::create(
+              b, l, empty, zero, arith::MulFOp::create(b, l, sum, factor));
+        };
+        SmallVector<Value> state = e.loop(
+            chunks, {negInf, zero}, [&](Value c, ValueRange carried) {
+              RowLanes lanes = lanesOf(c);
+              Value m = carried[0], s = carried[1];
+              for (int64_t k = 0; k < vec; ++k) {
+                Value x = element(softmax.getInput(), lanes, k);
+                if (ragged)
+                  x = arith::SelectOp::create(b, l, lanes.valid[k], x, negInf);
+                Value next = arith::MaximumFOp::create(b, l, m, x);
+                s = arith::AddFOp::create(b, l, rescale(s, m, next),
+                                          rescale(e.f32(1), x, next));
+                m = next;
+              }
+              return SmallVector<Value>{m, s};
+            });
+        Value max = e.blockReduce(state[0], negInf, scratch, threads,
+                                  [&](Value x, Value y) -> Value {
+                                    return arith::MaximumFOp::create(b, l, x, y);
+                                  });
+        Value sum = e.blockReduce(rescale(state[1], state[0], max), zero,
+                                  scratch, threads,
+                                  [&](Value x, Value y) -> Value {
+                                    return arith::AddFOp::create(b, l, x, y);
+                                  });
+        e.setSoftmaxStats(softmax, max, sum);
       } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
         Value max = reduceRow(softmax.getInput(), ReduceKind::max,
                               b.getF32Type(), [](Value x) { return x; });

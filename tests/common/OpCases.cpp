@@ -148,6 +148,20 @@ std::vector<OpCase> allOpCases() {
                        g.output("cols", softmax(x, 0));
                      },
                      {{37, 1000}}});
+  // Rows too long for registers: the looped row kernel, with the online
+  // normaliser for softmax; 40003 is ragged against any thread count.
+  for (int64_t n : {40000, 40003})
+    cases.push_back({"long_rows_" + std::to_string(n),
+                     [n](Graph &g) {
+                       Tensor x = g.input("x", DType::f32, {3, n});
+                       Tensor centered = x - reduceMean(x, {1}, true);
+                       g.output("softmax", softmax(x * 8.0));
+                       g.output("norm", centered *
+                                            rsqrt(reduceMean(centered * centered,
+                                                             {1}, true) +
+                                                  1e-5));
+                     },
+                     {{3, n}}});
   for (DType d : floats)
     cases.push_back({std::string("matmul_") + dtypeName(d),
                      [d](Graph &g) {
@@ -188,6 +202,16 @@ std::vector<OpCase> allOpCases() {
                      g.output("o", attention(q, q, q, o));
                    },
                    {{1, 1, 9, 9}, {9, 9}, {1, 2, 9, 8}}});
+  cases.push_back({"siblings", [](Graph &g) {
+                     // Fused into one pointwise and one row kernel, each
+                     // with two results.
+                     Tensor x = g.input("x", DType::bf16, {40, 96});
+                     g.output("exp", exp(x));
+                     g.output("sin", sin(x) * 2.0);
+                     g.output("sum", reduceSum(cast(x, DType::f32), {1}));
+                     g.output("max", reduceMax(cast(x, DType::f32), {1}, true));
+                   },
+                   {{40, 96}}});
   cases.push_back({"chain_with_broadcasts", [](Graph &g) {
                      Tensor x = g.input("x", DType::f32, {"M", 256});
                      Tensor w = g.input("w", DType::f32, {256});

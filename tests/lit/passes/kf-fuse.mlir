@@ -88,3 +88,24 @@ func.func @no_recompute(%v: tensor<4xf32>, %x: tensor<1024x4xf32>) -> tensor<102
 func.func @bad_mode(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }
+
+// -----
+
+// Siblings reading one input become one kernel with two results, so x is
+// read once; likewise two reductions over the same rows.
+// CHECK-LABEL: func.func @siblings
+// CHECK: %[[P:.*]]:2 = kf.kernel pointwise
+// CHECK:   kf.exp
+// CHECK:   kf.sin
+// CHECK:   kf.yield %{{.*}}, %{{.*}} : tensor<64x32xf32>, tensor<64x32xf32>
+// CHECK: %[[R:.*]]:2 = kf.kernel reduction
+// CHECK:   kf.reduce sum
+// CHECK:   kf.reduce max
+// CHECK: return %[[P]]#0, %[[P]]#1, %[[R]]#0, %[[R]]#1
+func.func @siblings(%x: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>) {
+  %e = kf.exp %x : tensor<64x32xf32>
+  %s = kf.sin %x : tensor<64x32xf32>
+  %sum = kf.reduce sum %x [1] : tensor<64x32xf32> -> tensor<64xf32>
+  %max = kf.reduce max %x [1] : tensor<64x32xf32> -> tensor<64xf32>
+  return %e, %s, %sum, %max : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>
+}
