@@ -513,6 +513,14 @@ LogicalResult emitTiledTranspose(KernelEmitter &e, TransposeOp transpose) {
   Value ty = arith::DivUIOp::create(b, l, tid, e.index(32));
   auto arg = mlir::cast<BlockArgument>(transpose.getInput());
   Value inMemref = e.gpuFunc().getArgument(arg.getArgNumber());
+  auto inside = [&](Value row, Value col, int64_t rows, int64_t cols) -> Value {
+    return arith::AndIOp::create(
+        b, l,
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row,
+                              e.index(rows)),
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, col,
+                              e.index(cols)));
+  };
   return e.forEachItem(batches * tilesR * tilesC, true, [&](Value t) -> LogicalResult {
     Value batch = arith::DivUIOp::create(b, l, t, e.index(tilesR * tilesC));
     Value inBatch = arith::RemUIOp::create(b, l, t, e.index(tilesR * tilesC));
@@ -528,12 +536,7 @@ LogicalResult emitTiledTranspose(KernelEmitter &e, TransposeOp transpose) {
       Value inRow = arith::AddIOp::create(
           b, l, c0, arith::AddIOp::create(b, l, ty, e.index(i)));
       Value inCol = arith::AddIOp::create(b, l, r0, tx);
-      Value ok = arith::AndIOp::create(
-          b, l,
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, inRow,
-                                e.index(in[rank - 2])),
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, inCol,
-                                e.index(in[rank - 1])));
+      Value ok = inside(inRow, inCol, in[rank - 2], in[rank - 1]);
       Value linear = arith::AddIOp::create(
           b, l, batchBase,
           arith::AddIOp::create(
@@ -559,12 +562,7 @@ LogicalResult emitTiledTranspose(KernelEmitter &e, TransposeOp transpose) {
       Value row = arith::AddIOp::create(
           b, l, r0, arith::AddIOp::create(b, l, ty, e.index(i)));
       Value col = arith::AddIOp::create(b, l, c0, tx);
-      Value ok = arith::AndIOp::create(
-          b, l,
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row,
-                                e.index(rowsOut)),
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, col,
-                                e.index(colsOut)));
+      Value ok = inside(row, col, rowsOut, colsOut);
       auto guard = scf::IfOp::create(b, l, ok);
       OpBuilder::InsertionGuard insertion(b);
       b.setInsertionPoint(guard.thenBlock()->getTerminator());
