@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
+#include <thread>
 
 using namespace kfuse;
 using namespace kfuse::runtime;
@@ -158,6 +159,32 @@ TEST_F(DiskCacheTest, CompilerUsesItAcrossInstances) {
   // A new shape compiles again; the code-changing option fusion too.
   ASSERT_TRUE(second->dump(Stage::PTX, {{101}}));
   EXPECT_EQ(cacheStats().compiles, afterFirst.compiles + 1);
+}
+
+/// Concurrent compiles of one key: one compile, one plan for all.
+TEST(MemoryCache, ConcurrentCallersCompileOnce) {
+  Graph g("concurrent");
+  g.output("y", sigmoid(g.input("x", DType::f32, {4099})) * 3.0);
+  CompileOptions options;
+  options.diskCache = false;
+  uint64_t before = cacheStats().compiles;
+  constexpr int kThreads = 16;
+  std::vector<std::string> ptx(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      Expected<Executable> exe = Compiler(options).compile(g);
+      if (exe)
+        if (Expected<std::string> text = exe->dump(Stage::PTX))
+          ptx[t] = *text;
+    });
+  for (std::thread &t : threads)
+    t.join();
+  EXPECT_EQ(cacheStats().compiles - before, 1u);
+  for (const std::string &text : ptx) {
+    EXPECT_FALSE(text.empty());
+    EXPECT_EQ(text, ptx[0]);
+  }
 }
 
 } // namespace
