@@ -2,6 +2,7 @@
 
 #include "compiler/CompileGraph.h"
 #include "compiler/CodeGen.h"
+#include "ir/ShapeInference.h"
 #include "ir/GraphImpl.h"
 #include "ir/KFDialect.h"
 #include "passes/Passes.h"
@@ -84,8 +85,36 @@ Error compileError(const std::string &stage, const std::string &diagnostics) {
 }
 
 /// Zero-size tensors are rejected by name rather than launched as empty
-/// grids.
-LogicalResult checkNoZeroSize(func::FuncOp func) {
+/// grids, and tensors whose bytes overflow 64 bits rather than indexed
+/// wrongly.
+LogicalResult checkSizes(func::FuncOp func) {
+  auto tooLarge = [](Type t) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    if (!tensor || !tensor.hasStaticShape())
+      return false;
+    std::optional<int64_t> elements = kf::shapes::elementCount(tensor.getShape());
+    int64_t bytes;
+    return !elements ||
+           llvm::MulOverflow(
+               *elements, int64_t((tensor.getElementTypeBitWidth() + 7) / 8),
+               bytes);
+  };
+  for (BlockArgument arg : func.getArguments())
+    if (tooLarge(arg.getType()))
+      return func.emitError() << "argument " << arg.getArgNumber() << " is "
+                              << arg.getType()
+                              << ": more bytes than 64 bits can count";
+  WalkResult large = func.walk([&](Operation *op) {
+    for (Type t : op->getResultTypes())
+      if (tooLarge(t)) {
+        op->emitOpError() << "gives " << t
+                          << ": more bytes than 64 bits can count";
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (large.wasInterrupted())
+    return failure();
   for (BlockArgument arg : func.getArguments())
     if (llvm::is_contained(
             mlir::cast<RankedTensorType>(arg.getType()).getShape(), 0)) {
@@ -251,7 +280,7 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
       })))
     return compileError("specialising the graph", diagnostics);
   auto func = *module->getOps<func::FuncOp>().begin();
-  if (failed(checkNoZeroSize(func)))
+  if (failed(checkSizes(func)))
     return Error(ErrorCode::InvalidArgument, "kfuse: " + diagnostics);
   plan.dumps["graph"] = print(*module);
   timer.mark("graph");

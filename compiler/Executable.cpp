@@ -164,6 +164,11 @@ Status ExecutableImpl::bindShapes(
     if (shape.size() != info.shape.size())
       return invalid(where + " has shape " + shapeText(shape) +
                      " but the graph declares " + shapeString(info.shape));
+    uint64_t bytes = dtypeSize(info.dtype);
+    for (int64_t d : shape)
+      if (d > 0 && __builtin_mul_overflow(bytes, uint64_t(d), &bytes))
+        return invalid(where + " has shape " + shapeText(shape) +
+                       ": more bytes than 64 bits can count");
     for (size_t d = 0; d < shape.size(); ++d) {
       const Dim &dim = info.shape[d];
       if (shape[d] < 0)

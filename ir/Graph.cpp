@@ -7,6 +7,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -131,6 +132,22 @@ GraphImpl::GraphImpl(std::string graphName)
 }
 
 Tensor GraphImpl::wrap(Value value, shapes::Shape shape) {
+  // A static size whose bytes overflow 64 bits would wrap every index.
+  shapes::Shape staticDims;
+  for (int64_t d : shape)
+    if (!shapes::isSymbolic(d))
+      staticDims.push_back(d);
+  std::optional<int64_t> elements = shapes::elementCount(staticDims);
+  int64_t bytes;
+  if (!elements ||
+      llvm::MulOverflow(*elements, static_cast<int64_t>(dtypeSize(
+                                       *fromMLIRType(value.getType()))),
+                        bytes)) {
+    Operation *op = value.getDefiningOp();
+    return fail(op ? op->getName().stripDialect() : "input",
+                "a tensor of " + diag().str(shape) +
+                    " has more bytes than 64 bits can count");
+  }
   values.push_back(value);
   shapes.push_back(std::move(shape));
   return Tensor(this, static_cast<int>(values.size()) - 1);
@@ -216,7 +233,7 @@ ArrayAttr GraphImpl::dimSymbols(const shapes::Shape &shape) {
 }
 
 Tensor GraphImpl::castTo(Tensor t, DType dtype) {
-  if (dtypeOf(t) == dtype)
+  if (!t.isValid() || dtypeOf(t) == dtype)
     return t;
   OpBuilder b = builder();
   Value cast = kf::CastOp::create(b, loc("cast"),
@@ -225,7 +242,7 @@ Tensor GraphImpl::castTo(Tensor t, DType dtype) {
 }
 
 Tensor GraphImpl::broadcastTo(Tensor t, const shapes::Shape &shape) {
-  if (shapeOf(t) == shape)
+  if (!t.isValid() || shapeOf(t) == shape)
     return t;
   OpBuilder b = builder();
   auto op = kf::BroadcastOp::create(b, loc("broadcast"),

@@ -85,6 +85,8 @@ template <typename OpT> Tensor unary(StringRef name, Tensor x, Operands kind) {
   if (!g)
     return {};
   x = g->castTo(x, computeType(g->dtypeOf(x), kind));
+  if (!x.isValid())
+    return {};
   OpBuilder b = g->builder();
   Value v = OpT::create(b, g->loc(name), g->value(x).getType(), g->value(x));
   return g->wrap(v, g->shapeOf(x));
@@ -109,7 +111,8 @@ LogicalResult unify(GraphImpl &g, StringRef name, MutableArrayRef<Tensor> ts,
   dtype = computeType(dtype, kind);
   for (Tensor &t : ts)
     t = g.broadcastTo(g.castTo(t, dtype), shape);
-  return success();
+  // A conversion fails only by recording an error (a size that overflows).
+  return success(llvm::all_of(ts, [](Tensor t) { return t.isValid(); }));
 }
 
 template <typename OpT>
@@ -144,6 +147,8 @@ Tensor reduce(StringRef name, kf::ReduceKind kind, Tensor x,
   x = g->castTo(x, computeType(g->dtypeOf(x), kind == kf::ReduceKind::mean
                                                   ? Operands::Float
                                                   : Operands::Numeric));
+  if (!x.isValid())
+    return {};
   shapes::ShapeDiag diag = g->diag();
   FailureOr<shapes::Shape> shape =
       shapes::inferReduce(g->shapeOf(x), axes, keepDims, diag);
@@ -254,6 +259,8 @@ Tensor where(Tensor cond, Tensor onTrue, Tensor onFalse) {
   cond = g->broadcastTo(cond, *shape);
   for (Tensor &t : branches)
     t = g->broadcastTo(t, *shape);
+  if (!cond.isValid() || !branches[0].isValid() || !branches[1].isValid())
+    return {};
   OpBuilder b = g->builder();
   Value v = kf::SelectOp::create(b, g->loc("where"),
                                  g->value(branches[0]).getType(),
@@ -375,6 +382,8 @@ Tensor matmul(Tensor a, Tensor b, const MatmulOptions &options) {
                             Operands::Float);
   a = g->castTo(a, dtype);
   b = g->castTo(b, dtype);
+  if (!a.isValid() || !b.isValid())
+    return {};
   DType out = options.resultType.value_or(dtype);
   if (out != dtype && out != DType::f32)
     return g->fail("matmul", std::string("result dtype must be ") +
@@ -403,6 +412,8 @@ Tensor softmax(Tensor x, int64_t axis) {
   if (!a)
     return {};
   x = g->castTo(x, computeType(g->dtypeOf(x), Operands::Float));
+  if (!x.isValid())
+    return {};
   OpBuilder b = g->builder();
   Value v = kf::SoftmaxOp::create(b, g->loc("softmax"),
                                   g->value(x).getType(), g->value(x), *a);
@@ -421,6 +432,8 @@ Tensor attention(Tensor q, Tensor k, Tensor v,
   q = g->castTo(q, dtype);
   k = g->castTo(k, dtype);
   v = g->castTo(v, dtype);
+  if (!q.isValid() || !k.isValid() || !v.isValid())
+    return {};
   shapes::ShapeDiag diag = g->diag();
   shapes::AttentionShapes in{g->shapeOf(q), g->shapeOf(k), g->shapeOf(v),
                              std::nullopt, std::nullopt};
@@ -441,6 +454,9 @@ Tensor attention(Tensor q, Tensor k, Tensor v,
       return g->fail("attention", "bias: " + diag.message());
     bias = g->broadcastTo(g->castTo(bias, dtype), scores);
   }
+  if ((options.mask.isValid() && !mask.isValid()) ||
+      (options.bias.isValid() && !bias.isValid()))
+    return {};
   int64_t headDim = in.q[3];
   if (!options.scale && (shapes::isSymbolic(headDim) || headDim == 0))
     return g->fail("attention", "the head dim is " + diag.dim(headDim) +

@@ -118,6 +118,12 @@ TEST(Compiler, RejectsBadGraphsAndShapes) {
   ASSERT_FALSE(noShapes);
   EXPECT_EQ(noShapes.error().message(),
             "input 'x' is Mx64: give the shapes to specialise for");
+  Expected<std::string> huge =
+      sym->dump(Stage::PTX, {{int64_t(1) << 60, 64}, {64}});
+  ASSERT_FALSE(huge);
+  EXPECT_EQ(huge.error().message(),
+            "input 'x' has shape 1152921504606846976x64: more bytes than 64 "
+            "bits can count");
   Expected<std::string> wrong = sym->dump(Stage::PTX, {{4, 65}, {64}});
   ASSERT_FALSE(wrong);
   EXPECT_EQ(wrong.error().message(),

@@ -205,6 +205,19 @@ TEST(GraphErrors, NamesAndGraphs) {
             "output: output 'y' is an invalid tensor");
 }
 
+TEST(GraphErrors, SizesThatOverflow) {
+  const int64_t huge = int64_t(1) << 40;
+  EXPECT_EQ(errorOf([&](Graph &g) { g.input("x", DType::f32, {huge, huge}); }),
+            "input: a tensor of 1099511627776x1099511627776 has more bytes "
+            "than 64 bits can count");
+  EXPECT_EQ(errorOf([&](Graph &g) {
+              g.input("a", DType::f32, {huge, 1}) +
+                  g.input("b", DType::f32, {1, huge});
+            }),
+            "broadcast: a tensor of 1099511627776x1099511627776 has more "
+            "bytes than 64 bits can count");
+}
+
 TEST(GraphErrors, FirstErrorSticks) {
   Graph g;
   Tensor a = g.input("a", DType::f32, {2, 3});
