@@ -19,5 +19,6 @@ cp "$build/tests/gpu/kfuse-gpu-tests" "$build/tests/unit/kfuse-unit-tests" \
 strip --strip-unneeded "$stage"/kfuse/lib/libkfuse.so.*.* "$stage"/kfuse/bin/*
 mkdir -p "$root/.bundle"
 cp -r "$root/examples" "$stage/kfuse/examples"
+cp "$root/bench/peers.py" "$stage/kfuse/bin/"
 tar -C "$stage" -cf - kfuse | xz -T2 -6 > "$root/.bundle/kfuse.tar.xz"
 ls -la "$root/.bundle/kfuse.tar.xz"

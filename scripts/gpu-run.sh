@@ -32,6 +32,9 @@ done > "$out/examples.log" 2>&1
 echo "bench costs: exit $?" >> "$out/bench.log"
 "$bin/kfuse-bench" memory --json "$out/memory.json" >> "$out/bench.log" 2>&1
 echo "bench memory: exit $?" >> "$out/bench.log"
+# The peers on the same GPU in the same run: PyTorch eager and torch.compile.
+PYTHONUNBUFFERED=1 python3 "$bin/peers.py" --json "$out/peers.json" >> "$out/bench.log" 2>&1
+echo "peers: exit $?" >> "$out/bench.log"
 cat "$out/gpu.txt"
 grep -E "FAILED|Failure" -A3 "$out/gpu-tests.log" | head -60
 printf '%s\n' "${summary[@]}"

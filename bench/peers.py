@@ -1,0 +1,105 @@
+"""The peers of kfuse-bench's memory-bound workloads, timed in the same run.
+
+PyTorch eager (one kernel per op) and torch.compile (Inductor + Triton) on
+the same shapes and dtypes as `kfuse-bench memory`, against the same kind
+of floor: bytes that must move / this run's device-to-device copy
+bandwidth. Medians of CUDA-event timings after warm-up; random data larger
+than L2. Run on the GPU machine:  python3 bench/peers.py [--json FILE]
+"""
+
+import argparse
+import json
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+
+def timed_ms(fn, reps=30, warmup=5):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        start = torch.cuda.Event(enable_timing=True)
+        stop = torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def copy_gbs():
+    x = torch.rand(1 << 28, device="cuda")
+    y = torch.empty_like(x)
+    ms = timed_ms(lambda: y.copy_(x))
+    return 2 * x.numel() * 4 / (ms * 1e-3) / 1e9
+
+
+def rand(*shape, dtype=torch.float32):
+    return (torch.rand(*shape, device="cuda") * 2 - 1).to(dtype)
+
+
+def rmsnorm(x, w):
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    return y.to(x.dtype)
+
+
+def chain10(x, row, col):
+    y = x * row + col
+    y = torch.tanh(y) * 0.5 - 1.0
+    y = y.abs() + x
+    y = torch.sigmoid(y) * y
+    return torch.relu(y)
+
+
+def workloads():
+    n26 = 1 << 26
+    bf16 = torch.bfloat16
+    return [
+        ("sin2_cos2_f32", lambda x: torch.sin(x) ** 2 + torch.cos(x) ** 2, [rand(n26)]),
+        ("cos_cos_f32", lambda x: torch.cos(torch.cos(x)), [rand(n26)]),
+        ("gelu_bf16", lambda x, w: F.gelu(x * w + 1.0), [rand(n26, dtype=bf16), rand(n26, dtype=bf16)]),
+        ("softmax_f32", lambda x: torch.softmax(x, -1), [rand(8192, 8192)]),
+        ("layernorm_f32", lambda x, g, b: F.layer_norm(x, (8192,), g, b, 1e-5),
+         [rand(8192, 8192), rand(8192), rand(8192)]),
+        ("rmsnorm_f32", rmsnorm, [rand(8192, 8192), rand(8192)]),
+        ("row_sum_f32", lambda x: x.sum(1), [rand(8192, 8192)]),
+        ("softmax_bf16", lambda x: torch.softmax(x, -1), [rand(16384, 4096, dtype=bf16)]),
+        ("layernorm_bf16", lambda x, g, b: F.layer_norm(x, (4096,), g, b, 1e-5),
+         [rand(16384, 4096, dtype=bf16), rand(4096, dtype=bf16), rand(4096, dtype=bf16)]),
+        ("rmsnorm_bf16", rmsnorm, [rand(16384, 4096, dtype=bf16), rand(4096, dtype=bf16)]),
+        ("column_sum_f32", lambda x: x.sum(0), [rand(8192, 8192)]),
+        ("transpose_add_f32", lambda x, z: x.t() + z, [rand(8192, 8192), rand(8192, 8192)]),
+        ("chain10_f32", chain10, [rand(8192, 8192), rand(8192), rand(8192, 1)]),
+    ]
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    bandwidth = copy_gbs()
+    print(f"copy ceiling: {bandwidth:.0f} GB/s (read + write), {torch.cuda.get_device_name()}")
+    print(f"{'workload':18} {'floor_ms':>9} {'eager_ms':>9} {'compiled_ms':>11} {'eager/fl':>9} {'compiled/fl':>11}")
+    rows = []
+    for name, fn, inputs in workloads():
+        out = fn(*inputs)
+        moved = sum(t.numel() * t.element_size() for t in inputs) + out.numel() * out.element_size()
+        floor = moved / (bandwidth * 1e9) * 1e3
+        eager = timed_ms(lambda: fn(*inputs))
+        compiled_fn = torch.compile(fn)
+        compiled = timed_ms(lambda: compiled_fn(*inputs))
+        rows.append({"name": name, "floor_ms": floor, "eager_ms": eager, "compiled_ms": compiled})
+        print(f"{name:18} {floor:9.4f} {eager:9.4f} {compiled:11.4f} {eager / floor:9.3f} {compiled / floor:11.3f}",
+              flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"copy_gbs": bandwidth, "workloads": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
