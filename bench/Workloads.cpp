@@ -42,11 +42,9 @@ Expected<DeviceArgs> deviceArgs(const Graph &g,
                                 const std::vector<HostTensor> &inputs) {
   DeviceArgs args;
   for (const HostTensor &t : inputs) {
-    Expected<DeviceBuffer> b = DeviceBuffer::allocate(t.sizeInBytes());
+    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
     if (!b)
       return b.error();
-    if (Status s = b->copyFromHost(t.data(), t.sizeInBytes()); !s)
-      return s.error();
     args.inputs.push_back({b->data(), t.dtype(), Dims(t.shape())});
     args.buffers.push_back(b.take());
   }

@@ -638,11 +638,9 @@ Executable::runOnHost(const std::vector<HostTensor> &inputs) {
   std::vector<DeviceBuffer> buffers;
   std::vector<DeviceTensor> in, out;
   for (const HostTensor &t : inputs) {
-    Expected<DeviceBuffer> b = DeviceBuffer::allocate(t.sizeInBytes());
+    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
     if (!b)
       return b.error();
-    if (Status s = b->copyFromHost(t.data(), t.sizeInBytes()); !s)
-      return s.error();
     in.push_back({b->data(), t.dtype(), Dims(t.shape())});
     buffers.push_back(b.take());
   }

@@ -65,9 +65,9 @@ Expected<Run> runMode(const Graph &graph, Fusion fusion,
   std::vector<DeviceBuffer> buffers;
   std::vector<DeviceTensor> in, out;
   for (const HostTensor &t : inputs) {
-    Expected<DeviceBuffer> b = DeviceBuffer::allocate(t.sizeInBytes());
-    if (!b || !b->copyFromHost(t.data(), t.sizeInBytes()))
-      return Error(ErrorCode::DeviceError, "cannot stage inputs for timing");
+    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
+    if (!b)
+      return b.error();
     in.push_back({b->data(), t.dtype(), Dims(t.shape())});
     buffers.push_back(b.take());
   }

@@ -244,9 +244,9 @@ int profileOnGPU(const kfuse::Graph &graph) {
   std::vector<kfuse::DeviceTensor> in, out;
   for (const kfuse::HostTensor &t : *inputs) {
     shapes.push_back(t.shape());
-    auto b = kfuse::DeviceBuffer::allocate(t.sizeInBytes());
-    if (!b || !b->copyFromHost(t.data(), t.sizeInBytes()))
-      return fail("cannot stage the inputs on the GPU");
+    auto b = kfuse::DeviceBuffer::fromHost(t);
+    if (!b)
+      return fail(b.error().message());
     in.push_back({b->data(), t.dtype(), kfuse::Dims(t.shape())});
     buffers.push_back(b.take());
   }

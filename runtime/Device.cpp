@@ -64,6 +64,15 @@ Expected<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {
   return buffer;
 }
 
+Expected<DeviceBuffer> DeviceBuffer::fromHost(const HostTensor &tensor) {
+  Expected<DeviceBuffer> buffer = allocate(tensor.sizeInBytes());
+  if (!buffer)
+    return buffer.error();
+  if (Status s = buffer->copyFromHost(tensor.data(), tensor.sizeInBytes()); !s)
+    return s.error();
+  return buffer;
+}
+
 DeviceBuffer::DeviceBuffer(DeviceBuffer &&other) noexcept
     : ptr_(other.ptr_), bytes_(other.bytes_) {
   other.ptr_ = 0;

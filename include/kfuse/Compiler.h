@@ -88,6 +88,8 @@ struct DeviceTensor {
 class DeviceBuffer {
 public:
   static Expected<DeviceBuffer> allocate(size_t bytes);
+  /// A buffer holding a copy of `tensor`'s data.
+  static Expected<DeviceBuffer> fromHost(const HostTensor &tensor);
   DeviceBuffer() = default;
   DeviceBuffer(DeviceBuffer &&other) noexcept;
   DeviceBuffer &operator=(DeviceBuffer &&other) noexcept;
