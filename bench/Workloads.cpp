@@ -45,7 +45,7 @@ Expected<DeviceArgs> deviceArgs(const Graph &g,
     Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
     if (!b)
       return b.error();
-    args.inputs.push_back({b->data(), t.dtype(), Dims(t.shape())});
+    args.inputs.push_back(b->tensor(t.dtype(), Dims(t.shape())));
     args.buffers.push_back(b.take());
   }
   for (const TensorInfo &info : g.outputs()) {
@@ -58,7 +58,7 @@ Expected<DeviceArgs> deviceArgs(const Graph &g,
     Expected<DeviceBuffer> b = DeviceBuffer::allocate(bytes);
     if (!b)
       return b.error();
-    args.outputs.push_back({b->data(), info.dtype, Dims(shape)});
+    args.outputs.push_back(b->tensor(info.dtype, Dims(shape)));
     args.buffers.push_back(b.take());
   }
   return args;

@@ -121,7 +121,10 @@ LogicalResult checkSizes(func::FuncOp func) {
       auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                     "kf.name");
       return func.emitError()
-             << "input '" << (name ? name.getValue() : "?") << "' is "
+             << "input '"
+             << (name ? name.getValue().str()
+                      : "arg" + std::to_string(arg.getArgNumber()))
+             << "' is "
              << arg.getType() << ": tensors with a zero-size dim are not "
              << "supported";
     }

@@ -331,6 +331,11 @@ Status ExecutableImpl::checkArguments(const Specialization &spec,
     if (!t.data)
       return invalid(std::string("run: ") + what + " '" + name +
                      "' is a null pointer");
+    if (t.bytes != 0 && t.bytes < b.bytes)
+      return invalid(std::string("run: ") + what + " '" + name + "' is " +
+                     shapeText(t.shape) + " " + dtypeName(b.dtype) +
+                     ", which needs " + std::to_string(b.bytes) +
+                     " bytes, but its buffer holds " + std::to_string(t.bytes));
     if (reinterpret_cast<uintptr_t>(t.data) % dtypeSize(b.dtype))
       return invalid(std::string("run: ") + what + " '" + name +
                      "' is misaligned: " + dtypeName(b.dtype) +
@@ -641,7 +646,7 @@ Executable::runOnHost(const std::vector<HostTensor> &inputs) {
     Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
     if (!b)
       return b.error();
-    in.push_back({b->data(), t.dtype(), Dims(t.shape())});
+    in.push_back(b->tensor(t.dtype(), Dims(t.shape())));
     buffers.push_back(b.take());
   }
   for (const runtime::BufferDesc &desc : outputDescs) {
@@ -651,7 +656,7 @@ Executable::runOnHost(const std::vector<HostTensor> &inputs) {
     // Poison: 0xFF bytes are NaN in every float dtype.
     if (Status s = b->fill(0xFF); !s)
       return s.error();
-    out.push_back({b->data(), desc.dtype, Dims(desc.shape)});
+    out.push_back(b->tensor(desc.dtype, Dims(desc.shape)));
     buffers.push_back(b.take());
   }
   if (Status s = run(in.data(), in.size(), out.data(), out.size()); !s)
@@ -686,6 +691,14 @@ Expected<Executable> Compiler::compile(const Graph &graph) {
   impl->outputs = graph.outputs();
   if (impl->outputs.empty())
     return invalid("compile: the graph has no outputs").error();
+  for (const std::vector<TensorInfo> *list : {&impl->inputs, &impl->outputs})
+    for (const TensorInfo &info : *list)
+      if (info.shape.size() > size_t(Dims::kMaxRank))
+        return invalid("compile: '" + info.name + "' has rank " +
+                       std::to_string(info.shape.size()) +
+                       "; kfuse runs tensors of rank up to " +
+                       std::to_string(Dims::kMaxRank))
+            .error();
   bool symbolic = false;
   for (const TensorInfo &info : impl->inputs)
     for (const Dim &d : info.shape)

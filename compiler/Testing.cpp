@@ -68,14 +68,14 @@ Expected<Run> runMode(const Graph &graph, Fusion fusion,
     Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
     if (!b)
       return b.error();
-    in.push_back({b->data(), t.dtype(), Dims(t.shape())});
+    in.push_back(b->tensor(t.dtype(), Dims(t.shape())));
     buffers.push_back(b.take());
   }
   for (const HostTensor &t : run.outputs) {
     Expected<DeviceBuffer> b = DeviceBuffer::allocate(t.sizeInBytes());
     if (!b)
       return b.error();
-    out.push_back({b->data(), t.dtype(), Dims(t.shape())});
+    out.push_back(b->tensor(t.dtype(), Dims(t.shape())));
     buffers.push_back(b.take());
   }
   Expected<std::vector<double>> times = timeOnDevice(

@@ -247,7 +247,7 @@ int profileOnGPU(const kfuse::Graph &graph) {
     auto b = kfuse::DeviceBuffer::fromHost(t);
     if (!b)
       return fail(b.error().message());
-    in.push_back({b->data(), t.dtype(), kfuse::Dims(t.shape())});
+    in.push_back(b->tensor(t.dtype(), kfuse::Dims(t.shape())));
     buffers.push_back(b.take());
   }
   kfuse::CompileOptions options;
@@ -267,7 +267,7 @@ int profileOnGPU(const kfuse::Graph &graph) {
     auto b = kfuse::DeviceBuffer::allocate(bytes);
     if (!b)
       return fail(b.error().message());
-    out.push_back({b->data(), outInfos[i].dtype, kfuse::Dims((*outputShapes)[i])});
+    out.push_back(b->tensor(outInfos[i].dtype, kfuse::Dims((*outputShapes)[i])));
     buffers.push_back(b.take());
   }
   auto profile = exe->profile(in.data(), in.size(), out.data(), out.size());

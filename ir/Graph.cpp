@@ -4,6 +4,7 @@
 #include "ir/KFDialect.h"
 #include "kfuse/kfuse.h"
 
+#include "llvm/ADT/StringSet.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -387,7 +388,29 @@ static LogicalResult checkGraphFunction(func::FuncOp func) {
   if (failed(checkTypes(func.getArgumentTypes(), "argument")) ||
       failed(checkTypes(func.getResultTypes(), "result")))
     return failure();
+  // Arguments are bound by name at run time: a name may not repeat.
+  for (auto [kind, count, nameOf] :
+       {std::tuple{"input", func.getNumArguments(),
+                   std::function<StringAttr(unsigned)>([&](unsigned i) {
+                     return func.getArgAttrOfType<StringAttr>(i, "kf.name");
+                   })},
+        std::tuple{"output", func.getNumResults(),
+                   std::function<StringAttr(unsigned)>([&](unsigned i) {
+                     return func.getResultAttrOfType<StringAttr>(i, "kf.name");
+                   })}}) {
+    llvm::StringSet<> seen;
+    for (unsigned i = 0; i < count; ++i)
+      if (StringAttr name = nameOf(i); name && !seen.insert(name).second)
+        return func.emitError() << kind << " name '" << name.getValue()
+                                << "' is given twice";
+  }
   WalkResult walk = func.walk([](Operation *op) {
+    // Kernels are what the compiler makes of a graph, not part of one.
+    if (isa<kf::KernelOp, kf::YieldOp>(op)) {
+      op->emitError() << "'" << op->getName()
+                      << "' is made by the compiler; a graph holds no kernels";
+      return WalkResult::interrupt();
+    }
     if (isa<kf::KFDialect>(op->getDialect()) || isa<func::ReturnOp>(op) ||
         isa<func::FuncOp>(op))
       return WalkResult::advance();

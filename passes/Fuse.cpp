@@ -104,6 +104,11 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   if (!rows)
     return {false, std::string(stringifyKernelKind(kind)) +
                        " kernels are not fused with others yet"};
+  // With rows of one element a per-row value has the shape of a row, so a
+  // consumer could read the result as a row: a second pass over the data
+  // that a row kernel does not make. (Such a reduction is a copy anyway.)
+  if (rows->length == 1)
+    return {false, "its rows have one element"};
   if (c.rows) {
     if (c.rows->rows != rows->rows || c.rows->length != rows->length)
       return {false, "its rows differ from the consumer's"};

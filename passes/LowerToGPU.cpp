@@ -195,7 +195,8 @@ LogicalResult emitRows(KernelEmitter &e, RowSpace space) {
   SmallVector<BlockArgument> streamed;
   for (BlockArgument arg : body.getArguments()) {
     auto type = mlir::cast<RankedTensorType>(arg.getType());
-    if (type.getNumElements() == space.rows * space.length &&
+    if (type.getRank() > 0 &&
+        type.getNumElements() == space.rows * space.length &&
         type.getShape().back() == space.length &&
         llvm::all_of(arg.getUsers(), [](Operation *user) {
           return user->hasTrait<OpTrait::kf::Elementwise>();

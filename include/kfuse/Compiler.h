@@ -81,6 +81,9 @@ struct DeviceTensor {
   void *data = nullptr;
   DType dtype = DType::f32;
   Dims shape;
+  /// The bytes the buffer at `data` holds, when known (0: unknown); run()
+  /// refuses a buffer smaller than the tensor.
+  size_t bytes = 0;
 };
 
 /// Device memory owned by kfuse, for callers without a CUDA runtime of
@@ -97,6 +100,10 @@ public:
 
   void *data() const { return reinterpret_cast<void *>(ptr_); }
   size_t size() const { return bytes_; }
+  /// This buffer as a tensor of `dtype` and `shape`, its size known to run().
+  DeviceTensor tensor(DType dtype, Dims shape) const {
+    return {data(), dtype, shape, bytes_};
+  }
   Status copyFromHost(const void *src, size_t bytes);
   Status copyToHost(void *dst, size_t bytes) const;
   /// Sets every byte to `value` (tests poison outputs with 0xFF: NaN).

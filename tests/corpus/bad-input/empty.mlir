@@ -1,0 +1,1 @@
+// ERROR: expected one func.func, found 0

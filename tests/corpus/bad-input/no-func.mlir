@@ -1,0 +1,3 @@
+// ERROR: expected one func.func, found 0
+module {
+}

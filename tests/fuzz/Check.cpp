@@ -1,0 +1,185 @@
+//===- Check.cpp - one fuzzed graph, fused against unfused against float64 ===//
+
+#include "Check.h"
+
+#include "kfuse/Compiler.h"
+#include "kfuse/Testing.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace kfuse::fuzz {
+
+namespace {
+
+const char *modeName(Fusion fusion) {
+  return fusion == Fusion::Fused ? "fused" : "unfused";
+}
+
+CheckResult failed(std::string failure, std::string detail) {
+  return {CheckResult::Failed, std::move(failure), std::move(detail)};
+}
+
+/// ptxas's complaint about `ptx`, or "" when it assembles.
+std::string assemble(const std::string &ptxas, const std::string &arch,
+                     const std::string &ptx) {
+  char path[] = "/tmp/kfuse-fuzz-XXXXXX";
+  int fd = mkstemp(path);
+  if (fd < 0)
+    return "cannot create a temporary file";
+  close(fd);
+  std::ofstream(path, std::ios::binary) << ptx;
+  std::string command = ptxas + " -arch=" + arch + " -o /dev/null " + path +
+                        " 2>&1";
+  std::string output;
+  int rc = -1;
+  if (FILE *pipe = popen(command.c_str(), "r")) {
+    char buffer[512];
+    while (size_t n = fread(buffer, 1, sizeof buffer, pipe))
+      output.append(buffer, n);
+    rc = pclose(pipe);
+  }
+  unlink(path);
+  return rc == 0 ? "" : "ptxas: " + output;
+}
+
+Expected<Executable> compileMode(const Graph &graph, const CheckConfig &config,
+                                 Fusion fusion) {
+  CompileOptions options;
+  options.arch = config.arch;
+  options.fusion = fusion;
+  options.diskCache = false;
+  return Compiler(options).compile(graph);
+}
+
+CheckResult checkOnCpu(const BuiltGraph &built, const CheckConfig &config) {
+  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
+    Expected<Executable> exe = compileMode(built.graph, config, fusion);
+    if (!exe)
+      return failed(std::string("compile ") + modeName(fusion),
+                    exe.error().message());
+    Expected<std::string> ptx = exe->dump(Stage::PTX);
+    if (!ptx)
+      return failed(std::string("compile ") + modeName(fusion),
+                    ptx.error().message());
+    if (config.ptxas.empty())
+      continue;
+    if (std::string log = assemble(config.ptxas, config.arch, *ptx);
+        !log.empty())
+      return failed(std::string("ptxas ") + modeName(fusion), log);
+  }
+  // The evaluator is cheap on small graphs, and it is the oracle: it must
+  // not fail on any graph the frontend accepts.
+  if (built.maxElements <= (int64_t(1) << 16)) {
+    auto result = evaluate(built.graph,
+                           randomInputs(built.graph, config.inputSeed));
+    if (!result)
+      return failed("evaluate", result.error().message());
+  }
+  return {};
+}
+
+/// An integer output computed through a float-to-int cast: a value within
+/// an ulp of an integer boundary truncates differently in f32 and float64.
+/// Norm-wise, this allows a few such elements per million, not a wrong
+/// kernel.
+constexpr double kIntegerFromFloatTolerance = 1e-5;
+
+bool allFinite(const HostTensor &t) {
+  for (size_t i = 0; i < t.numElements(); ++i)
+    if (!std::isfinite(t.get(i)))
+      return false;
+  return true;
+}
+
+CheckResult checkOnGpu(const BuiltGraph &built, const CheckConfig &config) {
+  std::vector<HostTensor> inputs =
+      randomInputs(built.graph, config.inputSeed);
+  Expected<std::vector<HostTensor>> reference = evaluate(built.graph, inputs);
+  if (!reference)
+    return failed("evaluate", reference.error().message());
+  for (const HostTensor &t : *reference)
+    if (!allFinite(t))
+      return {CheckResult::Degenerate, "", "reference is not finite"};
+  std::vector<TensorInfo> outputs = built.graph.outputs();
+  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
+    std::string mode = modeName(fusion);
+    Expected<Executable> exe = compileMode(built.graph, config, fusion);
+    if (!exe)
+      return failed("compile " + mode, exe.error().message());
+    Expected<std::vector<HostTensor>> results = exe->runOnHost(inputs);
+    if (!results)
+      return failed("run " + mode, results.error().message());
+    for (size_t i = 0; i < results->size(); ++i) {
+      const HostTensor &expected = (*reference)[i];
+      double error = relativeError((*results)[i], expected);
+      double tolerance =
+          config.toleranceFactor *
+          (isFloat(expected.dtype()) || !built.floatToInt
+               ? testing::tolerance(expected.dtype(), built.reductionLength)
+               : kIntegerFromFloatTolerance);
+      if (!(error <= tolerance))
+        return failed("mismatch " + mode,
+                      "output '" + outputs[i].name + "' (" +
+                          dtypeName(expected.dtype()) + ") relative error " +
+                          std::to_string(error) + " > tolerance " +
+                          std::to_string(tolerance));
+    }
+  }
+  return {};
+}
+
+/// Runs the CPU check in a child process, so that a compiler crash is a
+/// failure the fuzzer reports and shrinks, not the end of the run. (On a
+/// GPU the check runs in-process: a CUDA context does not survive fork.)
+CheckResult checkInChild(const BuiltGraph &built, const CheckConfig &config) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    return checkOnCpu(built, config);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    CheckResult r = checkOnCpu(built, config);
+    std::string message = std::to_string(int(r.kind)) + "\n" + r.failure +
+                          "\n" + r.detail;
+    for (size_t done = 0; done < message.size();) {
+      ssize_t n = write(fds[1], message.data() + done, message.size() - done);
+      if (n <= 0)
+        break;
+      done += size_t(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string message;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fds[0], buffer, sizeof buffer)) > 0;)
+    message.append(buffer, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (pid < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    return failed("crash", WIFSIGNALED(status)
+                               ? std::string("signal ") +
+                                     strsignal(WTERMSIG(status))
+                               : "the check did not finish");
+  CheckResult r;
+  size_t first = message.find('\n'), second = message.find('\n', first + 1);
+  r.kind = CheckResult::Kind(std::atoi(message.substr(0, first).c_str()));
+  r.failure = message.substr(first + 1, second - first - 1);
+  r.detail = message.substr(second + 1);
+  return r;
+}
+
+} // namespace
+
+CheckResult checkGraph(const BuiltGraph &built, const CheckConfig &config) {
+  return config.gpu ? checkOnGpu(built, config) : checkInChild(built, config);
+}
+
+} // namespace kfuse::fuzz

@@ -1,0 +1,272 @@
+//===- Recipe.cpp - building recipes into graphs --------------------------===//
+
+#include "Recipe.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+
+namespace kfuse::fuzz {
+
+int64_t Recipe::dimSize(int dim) const {
+  const PoolDim &d = dims[dim];
+  if (d.factorA < 0)
+    return d.size;
+  return dimSize(d.factorA) * dimSize(d.factorB);
+}
+
+static const char *kindName(NodeKind kind) {
+  switch (kind) {
+  case NodeKind::Input: return "input";
+  case NodeKind::Scalar: return "scalar";
+  case NodeKind::Iota: return "iota";
+  case NodeKind::Unary: return "unary";
+  case NodeKind::Binary: return "binary";
+  case NodeKind::Select: return "select";
+  case NodeKind::Cast: return "cast";
+  case NodeKind::Broadcast: return "broadcast";
+  case NodeKind::Transpose: return "transpose";
+  case NodeKind::Reshape: return "reshape";
+  case NodeKind::Reduce: return "reduce";
+  case NodeKind::Matmul: return "matmul";
+  case NodeKind::Softmax: return "softmax";
+  case NodeKind::Attention: return "attention";
+  case NodeKind::AttentionPrimitives: return "attention-primitives";
+  }
+  return "?";
+}
+
+std::string Recipe::str() const {
+  std::ostringstream os;
+  os << "recipe seed " << seed << ", dims";
+  for (size_t i = 0; i < dims.size(); ++i)
+    os << " d" << i << "=" << dimSize(int(i));
+  os << "\n";
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node &n = nodes[i];
+    os << "  %" << i << " = " << kindName(n.kind) << " op" << n.op << " "
+       << dtypeName(n.dtype) << " (";
+    for (int o : n.operands)
+      os << " %" << o;
+    os << " ) dims";
+    for (int d : n.dims)
+      os << " d" << d;
+    os << " axes";
+    for (int64_t a : n.axes)
+      os << " " << a;
+    os << (n.flag ? " flag" : "") << "\n";
+  }
+  os << "  outputs";
+  for (int o : outputs)
+    os << " %" << o;
+  return os.str();
+}
+
+namespace {
+
+Shape shapeOf(const Recipe &recipe, const std::vector<int> &dims) {
+  Shape shape;
+  for (int d : dims)
+    shape.push_back(Dim(recipe.dimSize(d)));
+  return shape;
+}
+
+int64_t product(const Shape &shape) {
+  int64_t n = 1;
+  for (const Dim &d : shape)
+    n *= d.size();
+  return n;
+}
+
+/// Ops with a restricted domain are built guarded, so that random inputs
+/// stay in it (see the file comment of Recipe.h).
+Tensor applyUnary(int op, Tensor x) {
+  switch (op) {
+  case 0: return neg(x);
+  case 1: return abs(x);
+  case 2: return relu(x);
+  case 3: return exp(minimum(x, scalarLike(x, 4)));
+  case 4: return log(abs(x) + 1.0);
+  case 5: return sqrt(abs(x));
+  case 6: return rsqrt(abs(x) + 1.0);
+  case 7: return sin(x);
+  case 8: return cos(x);
+  case 9: return tanh(x);
+  case 10: return sigmoid(x);
+  case 11: return erf(x);
+  case 12: return gelu(x);
+  case 13: return silu(x);
+  default: return reciprocal(abs(x) + 1.0);
+  }
+}
+
+Tensor applyBinary(int op, Tensor a, Tensor b) {
+  bool floating = isFloat(a.dtype()) || isFloat(b.dtype());
+  switch (op) {
+  case 0: return a + b;
+  case 1: return a - b;
+  case 2: return a * b;
+  // i32 division keeps its raw form: x / 0 is 0 by definition.
+  case 3: return floating ? a / (abs(b) + 1.0) : a / b;
+  case 4: return maximum(a, b);
+  case 5: return minimum(a, b);
+  default: return pow(abs(a) + 0.5, tanh(b) * 2.0);
+  }
+}
+
+Tensor applyReduce(int op, Tensor x, const std::vector<int64_t> &axes,
+                   bool keepDims) {
+  switch (op) {
+  case 0: return reduceSum(x, axes, keepDims);
+  case 1: return reduceMax(x, axes, keepDims);
+  case 2: return reduceMin(x, axes, keepDims);
+  default: return reduceMean(x, axes, keepDims);
+  }
+}
+
+/// softmax(q kT / sqrt(d) [masked causally]) v from primitive ops, the
+/// spelling users write before kf-online-softmax exists.
+Tensor attentionFromPrimitives(Graph &g, Tensor q, Tensor k, Tensor v,
+                               bool causal) {
+  Shape qs = q.shape(), ks = k.shape();
+  double scale = 1.0 / std::sqrt(double(qs.back().size()));
+  Tensor scores = matmul(q, k, {false, true, std::nullopt}) * scale;
+  if (causal) {
+    Shape s{qs[qs.size() - 2], ks[ks.size() - 2]};
+    Tensor row = iota(g, s, 0), col = iota(g, s, 1);
+    Tensor minusInf = scalarLike(scores, -INFINITY);
+    scores = where(col <= row, scores, minusInf);
+  }
+  return matmul(softmax(scores, -1), v);
+}
+
+/// The tensor node `n` computes from `values` (the earlier nodes').
+Tensor apply(Graph &g, const Recipe &r, const Node &n,
+             const std::vector<Tensor> &values, int &inputCount) {
+  auto operand = [&](size_t i) { return values[n.operands[i]]; };
+  switch (n.kind) {
+  case NodeKind::Input:
+    return g.input("in" + std::to_string(inputCount++), n.dtype,
+                   shapeOf(r, n.dims));
+  case NodeKind::Scalar:
+    return g.constant(n.value, n.dtype);
+  case NodeKind::Iota:
+    return iota(g, shapeOf(r, n.dims), n.axes[0], n.dtype);
+  case NodeKind::Unary:
+    return applyUnary(n.op, operand(0));
+  case NodeKind::Binary:
+    return applyBinary(n.op, operand(0), operand(1));
+  case NodeKind::Select:
+    return where(compare(Compare(n.op), operand(0), operand(1)), operand(2),
+                 operand(3));
+  case NodeKind::Cast:
+    return cast(operand(0), n.dtype);
+  case NodeKind::Broadcast:
+    return broadcastTo(operand(0), shapeOf(r, n.dims));
+  case NodeKind::Transpose:
+    return transpose(operand(0), n.axes);
+  case NodeKind::Reshape: {
+    Shape s = operand(0).shape(), merged;
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (int64_t(i) == n.axes[0] + 1)
+        continue;
+      int64_t size = s[i].size();
+      if (int64_t(i) == n.axes[0] && i + 1 < s.size())
+        size *= s[i + 1].size();
+      merged.push_back(Dim(size));
+    }
+    return reshape(operand(0), merged);
+  }
+  case NodeKind::Reduce:
+    return applyReduce(n.op, operand(0), n.axes, n.flag);
+  case NodeKind::Matmul:
+    return matmul(operand(0), operand(1), {false, n.flag, std::nullopt});
+  case NodeKind::Softmax:
+    return softmax(operand(0), n.axes[0]);
+  case NodeKind::Attention: {
+    AttentionOptions options;
+    options.causal = n.flag;
+    return attention(operand(0), operand(1), operand(2), options);
+  }
+  case NodeKind::AttentionPrimitives:
+    return attentionFromPrimitives(g, operand(0), operand(1), operand(2),
+                                   n.flag);
+  }
+  return {};
+}
+
+int64_t reductionLengthOf(const Node &n, const std::vector<Tensor> &values) {
+  auto shape = [&](size_t i) { return values[n.operands[i]].shape(); };
+  switch (n.kind) {
+  case NodeKind::Reduce: {
+    Shape s = shape(0);
+    if (n.axes.empty())
+      return product(s);
+    int64_t len = 1;
+    for (int64_t a : n.axes)
+      len *= s[a < 0 ? a + int64_t(s.size()) : a].size();
+    return len;
+  }
+  case NodeKind::Softmax: {
+    Shape s = shape(0);
+    int64_t a = n.axes[0];
+    return s[a < 0 ? a + int64_t(s.size()) : a].size();
+  }
+  case NodeKind::Matmul:
+    return shape(0).back().size();
+  case NodeKind::Attention:
+  case NodeKind::AttentionPrimitives: {
+    Shape q = shape(0), k = shape(1);
+    return q.back().size() * k[k.size() - 2].size();
+  }
+  default:
+    return 1;
+  }
+}
+
+} // namespace
+
+Expected<BuiltGraph> build(const Recipe &recipe) {
+  BuiltGraph built{Graph("fuzz_" + std::to_string(recipe.seed))};
+  Graph &g = built.graph;
+  std::vector<Tensor> values;
+  int inputs = 0;
+  for (const Node &n : recipe.nodes) {
+    for (int o : n.operands)
+      if (o < 0 || o >= int(values.size()))
+        return Error(ErrorCode::InvalidGraph, "recipe: operand out of order");
+    Tensor t = apply(g, recipe, n, values, inputs);
+    if (!g.status())
+      return g.status().error();
+    if (n.kind == NodeKind::Cast && !isFloat(n.dtype) &&
+        isFloat(values[n.operands[0]].dtype()))
+      built.floatToInt = true;
+    built.reductionLength =
+        std::max(built.reductionLength, reductionLengthOf(n, values));
+    built.maxElements = std::max(built.maxElements, product(t.shape()));
+    built.nodeDTypes.push_back(t.dtype());
+    built.nodeShapes.emplace_back();
+    for (const Dim &d : t.shape())
+      built.nodeShapes.back().push_back(d.size());
+    values.push_back(t);
+  }
+  for (size_t i = 0; i < recipe.outputs.size(); ++i)
+    g.output("out" + std::to_string(i), values[recipe.outputs[i]]);
+  if (!g.status())
+    return g.status().error();
+  return built;
+}
+
+std::vector<HostTensor> randomInputs(const Graph &graph, uint64_t seed) {
+  std::vector<HostTensor> inputs;
+  for (const TensorInfo &info : graph.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : info.shape)
+      shape.push_back(d.size());
+    inputs.push_back(HostTensor::random(info.dtype, shape, seed++));
+  }
+  return inputs;
+}
+
+} // namespace kfuse::fuzz

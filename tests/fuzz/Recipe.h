@@ -1,0 +1,117 @@
+//===- Recipe.h - random graphs for differential fuzzing --------*- C++ -*-===//
+//
+// A Recipe is a graph written as data: a pool of dims and a list of nodes
+// that refer to earlier nodes and to dims by index. Generation picks nodes
+// whose operands fit by construction (shapes are pool indices, so equal dims
+// stay equal); building turns a recipe into a kfuse::Graph; shrinking edits
+// the recipe (drop a node, shrink a dim) and rebuilds. Keeping the recipe,
+// not the Graph, is what makes a failing graph shrinkable.
+//
+// Ops whose domain is not all reals are built guarded (log(|x| + 1),
+// exp(min(x, 4)), a / (|b| + 1), ...), so random graphs stay finite and a
+// mismatch is a compiler bug, not an overflow.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_TESTS_FUZZ_RECIPE_H
+#define KFUSE_TESTS_FUZZ_RECIPE_H
+
+#include "kfuse/Evaluator.h"
+#include "kfuse/Graph.h"
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kfuse::fuzz {
+
+enum class NodeKind {
+  Input,     ///< dtype, dims
+  Scalar,    ///< dtype, value: a rank-0 constant
+  Iota,      ///< dtype, dims, axes[0] = the counting dim
+  Unary,     ///< op indexes kUnaryOps
+  Binary,    ///< op indexes kBinaryOps
+  Select,    ///< where(operand0 <op> operand1, operand2, operand3)
+  Cast,      ///< dtype
+  Broadcast, ///< dims: the new shape (a suffix of it is the operand's)
+  Transpose, ///< axes: the permutation
+  Reshape,   ///< axes[0]: merge this dim with the next
+  Reduce,    ///< op indexes kReduceOps; axes; flag = keepDims
+  Matmul,    ///< flag = transposeB
+  Softmax,   ///< axes[0]
+  Attention, ///< q, k, v; flag = causal; spelled as the op
+  AttentionPrimitives, ///< q, k, v; flag = causal; softmax(q kT * s) v
+};
+
+struct Node {
+  NodeKind kind = NodeKind::Input;
+  std::vector<int> operands;
+  int op = 0;
+  DType dtype = DType::f32;
+  std::vector<int> dims; ///< indices into Recipe::dims
+  std::vector<int64_t> axes;
+  bool flag = false;
+  double value = 0;
+};
+
+/// A dim of the pool: a size, or the product of two earlier dims (what a
+/// reshape that merges dims produces).
+struct PoolDim {
+  int64_t size = 1;
+  int factorA = -1, factorB = -1;
+};
+
+struct Recipe {
+  uint64_t seed = 0;
+  std::vector<PoolDim> dims;
+  std::vector<Node> nodes;
+  std::vector<int> outputs; ///< node indices
+
+  int64_t dimSize(int dim) const;
+  /// One line per node, for logs.
+  std::string str() const;
+};
+
+struct GenerateOptions {
+  int maxNodes = 14;
+  /// No tensor of the graph has more elements than this.
+  int64_t maxElements = int64_t(1) << 20;
+  /// Multiply-adds per matmul or attention, to keep the float64 evaluator
+  /// quick.
+  int64_t maxMacs = int64_t(1) << 24;
+};
+
+Recipe generate(uint64_t seed, const GenerateOptions &options = {});
+
+/// A recipe built into a graph, with what the checks need to know.
+struct BuiltGraph {
+  Graph graph;
+  /// The longest reduction (sum, softmax row, matmul K, attention keys),
+  /// for the comparison's tolerance.
+  int64_t reductionLength = 1;
+  int64_t maxElements = 0;
+  /// Some integer is computed from floats (a cast), so it may round across
+  /// an integer boundary differently from float64.
+  bool floatToInt = false;
+  /// Each node's dtype and shape.
+  std::vector<DType> nodeDTypes;
+  std::vector<std::vector<int64_t>> nodeShapes;
+};
+
+/// Builds the graph; an error means the recipe does not describe a valid
+/// graph (shrinking produces such candidates and skips them).
+Expected<BuiltGraph> build(const Recipe &recipe);
+
+/// Fresh random inputs for the graph's inputs.
+std::vector<HostTensor> randomInputs(const Graph &graph, uint64_t seed);
+
+/// Shrinks `recipe` while `stillFails` holds: fewer outputs, fewer nodes
+/// (a node replaced by an operand of its shape or by a new input), smaller
+/// dims. Greedy, to a fixed point or `maxAttempts` candidates.
+Recipe shrink(Recipe recipe, const std::function<bool(const Recipe &)> &stillFails,
+              int maxAttempts = 400);
+
+} // namespace kfuse::fuzz
+
+#endif // KFUSE_TESTS_FUZZ_RECIPE_H

@@ -1,0 +1,251 @@
+//===- kfuse-fuzz.cpp - differential fuzzing of the compiler --------------===//
+//
+//   kfuse-fuzz [--count N] [--seed S] [--time-limit SECONDS] [--cpu|--gpu]
+//              [--regressions DIR] [--max-nodes N] [--max-elements N]
+//   kfuse-fuzz --replay FILE.mlir...
+//
+// Generates seeded random graphs and checks each (Check.h): on a GPU,
+// fused and unfused against the float64 evaluator; without one, both
+// compiled and assembled by ptxas. A failing graph is shrunk and written to
+// DIR as a .mlir regression test whose RUN line replays it. Exits 1 when
+// anything failed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Check.h"
+#include "Recipe.h"
+
+#include "kfuse/Compiler.h"
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unistd.h>
+
+using namespace kfuse;
+using namespace kfuse::fuzz;
+
+namespace {
+
+struct Options {
+  uint64_t count = 100, seed = 1;
+  double timeLimit = 0; ///< seconds; 0: none
+  int mode = -1;        ///< 0 cpu, 1 gpu, -1 gpu when there is one
+  std::string regressions;
+  GenerateOptions generate;
+  std::vector<std::string> replay;
+};
+
+/// What the generated graphs exercised, to show every op and dtype is.
+struct Coverage {
+  std::map<std::string, std::set<int>> ops;
+  std::set<std::string> dtypes;
+  uint64_t nodes = 0;
+
+  void add(const Recipe &recipe) {
+    for (const Node &n : recipe.nodes) {
+      ++nodes;
+      switch (n.kind) {
+      case NodeKind::Unary: ops["unary"].insert(n.op); break;
+      case NodeKind::Binary: ops["binary"].insert(n.op); break;
+      case NodeKind::Select: ops["compare"].insert(n.op); break;
+      case NodeKind::Reduce: ops["reduce"].insert(n.op); break;
+      case NodeKind::Input: dtypes.insert(dtypeName(n.dtype)); break;
+      case NodeKind::Cast:
+        ops["cast"].insert(int(n.dtype));
+        break;
+      default: ops["other"].insert(int(n.kind)); break;
+      }
+    }
+  }
+  std::string str() const {
+    std::ostringstream os;
+    os << nodes << " nodes; kinds:";
+    for (auto &[name, seen] : ops)
+      os << " " << name << " " << seen.size();
+    os << "; input dtypes:";
+    for (const std::string &d : dtypes)
+      os << " " << d;
+    return os.str();
+  }
+};
+
+bool parse(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char * {
+      return i + 1 < argc ? argv[++i] : nullptr;
+    };
+    const char *v = nullptr;
+    if (arg == "--cpu")
+      o.mode = 0;
+    else if (arg == "--gpu")
+      o.mode = 1;
+    else if (arg == "--replay") {
+      while (i + 1 < argc && argv[i + 1][0] != '-')
+        o.replay.push_back(argv[++i]);
+    } else if ((arg == "--count" || arg == "--seed" || arg == "--max-nodes" ||
+                arg == "--max-elements" || arg == "--time-limit" ||
+                arg == "--regressions") &&
+               (v = value())) {
+      if (arg == "--regressions")
+        o.regressions = v;
+      else if (arg == "--time-limit")
+        o.timeLimit = std::atof(v);
+      else if (arg == "--count")
+        o.count = std::strtoull(v, nullptr, 10);
+      else if (arg == "--seed")
+        o.seed = std::strtoull(v, nullptr, 10);
+      else if (arg == "--max-nodes")
+        o.generate.maxNodes = std::atoi(v);
+      else
+        o.generate.maxElements = std::atoll(v);
+    } else {
+      std::cerr << "kfuse-fuzz: unknown or incomplete argument '" << arg
+                << "'\n";
+      return false;
+    }
+  }
+  if (o.generate.maxNodes < 2) {
+    std::cerr << "kfuse-fuzz: --max-nodes must be at least 2\n";
+    return false;
+  }
+  return true;
+}
+
+/// Writes the shrunk graph as a regression test that replays it.
+void writeRegression(const std::string &dir, const Recipe &recipe,
+                     const BuiltGraph &built, const CheckResult &result) {
+  Expected<std::string> text = built.graph.toMLIR();
+  if (!text) {
+    std::cerr << "  cannot print the graph: " << text.error().message() << "\n";
+    return;
+  }
+  std::string path = dir + "/fuzz-" + std::to_string(recipe.seed) + ".mlir";
+  std::ofstream out(path);
+  out << "// Found by kfuse-fuzz --seed " << recipe.seed << " (" << result.failure
+      << "), shrunk to " << recipe.nodes.size() << " nodes.\n"
+      << "// kfuse-fuzz: reduction-length " << built.reductionLength
+      << (built.floatToInt ? " float-to-int" : "") << "\n"
+      << "// RUN: kfuse-fuzz --replay %s\n"
+      << *text;
+  std::cerr << "  written to " << path << "\n";
+}
+
+/// Replays regression files: each must pass.
+int replay(const Options &o, CheckConfig config) {
+  int failures = 0;
+  for (const std::string &path : o.replay) {
+    Expected<Graph> graph = Graph::fromFile(path);
+    if (!graph) {
+      std::cerr << graph.error().message() << "\n";
+      ++failures;
+      continue;
+    }
+    BuiltGraph built{graph.take()};
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream words(line);
+      std::string slashes, tag, key;
+      if (words >> slashes >> tag >> key && tag == "kfuse-fuzz:" &&
+          key == "reduction-length") {
+        words >> built.reductionLength;
+        std::string flag;
+        built.floatToInt = (words >> flag) && flag == "float-to-int";
+      }
+    }
+    CheckResult result = checkGraph(built, config);
+    std::cout << path << ": "
+              << (result.kind == CheckResult::Failed ? "FAILED " + result.failure
+                                                     : std::string("passed"))
+              << (result.detail.empty() ? "" : ": " + result.detail) << "\n";
+    failures += result.kind == CheckResult::Failed;
+  }
+  return failures ? 1 : 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  if (!parse(argc, argv, o))
+    return 2;
+  CheckConfig config;
+  Expected<DeviceInfo> gpu = device();
+  config.gpu = o.mode == 1 || (o.mode == -1 && gpu);
+  if (config.gpu && !gpu) {
+    std::cerr << "kfuse-fuzz: --gpu, but " << gpu.error().message() << "\n";
+    return 2;
+  }
+  config.ptxas = KFUSE_PTXAS;
+  if (!config.gpu && access(config.ptxas.c_str(), X_OK) != 0) {
+    std::cerr << "kfuse-fuzz: no ptxas at " << config.ptxas
+              << ": compiling only\n";
+    config.ptxas.clear();
+  }
+  if (!o.replay.empty())
+    return replay(o, config);
+
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  uint64_t tried = 0, passed = 0, degenerate = 0, failedCount = 0;
+  std::map<std::string, int> byClass;
+  Coverage coverage;
+  for (uint64_t seed = o.seed; seed < o.seed + o.count; ++seed) {
+    if (o.timeLimit > 0 && elapsed() > o.timeLimit)
+      break;
+    Recipe recipe = generate(seed, o.generate);
+    coverage.add(recipe);
+    Expected<BuiltGraph> built = build(recipe);
+    ++tried;
+    if (!built) {
+      std::cerr << "seed " << seed << ": the generator made an invalid graph: "
+                << built.error().message() << "\n" << recipe.str() << "\n";
+      ++failedCount, ++byClass["generator"];
+      continue;
+    }
+    config.inputSeed = seed * 7919;
+    CheckResult result = checkGraph(*built, config);
+    if (result.kind == CheckResult::Passed) {
+      ++passed;
+      continue;
+    }
+    if (result.kind == CheckResult::Degenerate) {
+      ++degenerate;
+      continue;
+    }
+    ++failedCount, ++byClass[result.failure];
+    std::cerr << "seed " << seed << ": FAILED " << result.failure << ": "
+              << result.detail << "\n" << recipe.str() << "\n";
+    Recipe small = shrink(recipe, [&](const Recipe &candidate) {
+      Expected<BuiltGraph> b = build(candidate);
+      return b && checkGraph(*b, config).failure == result.failure;
+    });
+    std::cerr << "  shrunk to:\n" << small.str() << "\n";
+    if (!o.regressions.empty())
+      if (Expected<BuiltGraph> b = build(small))
+        writeRegression(o.regressions, small, *b, checkGraph(*b, config));
+  }
+  std::cout << "kfuse-fuzz: " << tried << " graphs from seed " << o.seed
+            << (config.gpu ? " (GPU: fused and unfused run against the "
+                             "evaluator)"
+                           : " (CPU: fused and unfused compiled" +
+                                 std::string(config.ptxas.empty()
+                                                 ? ")"
+                                                 : ", assembled by ptxas)"))
+            << " in " << elapsed() << " s: " << passed << " passed, "
+            << degenerate << " degenerate (reference not finite), "
+            << failedCount << " failed\n";
+  for (auto &[name, n] : byClass)
+    std::cout << "  " << name << ": " << n << "\n";
+  std::cout << "coverage: " << coverage.str() << "\n";
+  return failedCount ? 1 : 0;
+}
