@@ -13,6 +13,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
 
 namespace kfuse::kf {
 #define GEN_PASS_DEF_KFFUSEPASS
@@ -193,11 +194,20 @@ void mergeSiblings(Block &body, Partition &p, std::vector<Cluster> &clusters) {
 
 } // namespace
 
-Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
+namespace {
+
+/// One greedy pass; ops in `isolated` start kernels of their own.
+Partition partitionOnce(Block &body, bool fused,
+                        const llvm::SmallPtrSetImpl<Operation *> &isolated) {
   Partition p;
   std::vector<Cluster> clusters;
   for (Operation &op : llvm::reverse(body.without_terminator())) {
-    if (isFreeConstant(&op))
+    // A constant is cloned into the kernels that read it, unless it is
+    // itself an output: then a kernel must write it.
+    if (isFreeConstant(&op) &&
+        !llvm::any_of(op.getUsers(), [](Operation *user) {
+          return user->hasTrait<OpTrait::IsTerminator>();
+        }))
       continue;
     std::optional<int> target;
     std::string reason = "unfused mode: one kernel per op";
@@ -219,6 +229,10 @@ Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
       }
       if (op.use_empty())
         reason = "it has no users";
+      if (target && isolated.contains(&op)) {
+        reason = "its consumer would read other rows of its result";
+        target.reset();
+      }
       if (target) {
         Cluster trial = clusters[*target];
         auto [ok, why] = canJoin(&op, trial);
@@ -244,6 +258,66 @@ Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
   if (fused)
     mergeSiblings(body, p, clusters);
   return p;
+}
+
+/// Whether `op`, which reads a value computed from a row op of its kernel,
+/// reads it in place: a row kernel holds one row per thread block, so an
+/// op may read the row it computes, not another. Elementwise ops do; so
+/// does a broadcast of per-row values along the row ([..., 1] to
+/// [..., length]) and a reshape that keeps the last dim.
+bool readsInPlace(Operation *op) {
+  if (op->hasTrait<OpTrait::kf::Elementwise>() || isa<SelectOp>(op) ||
+      kernelKindOf(op) != KernelKind::pointwise)
+    return true;
+  auto in = mlir::dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = mlir::dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!in || !out || in.getRank() == 0 || out.getRank() == 0)
+    return false;
+  if (isa<BroadcastOp>(op))
+    return in.getRank() == out.getRank() && in.getShape().back() == 1 &&
+           in.getShape().drop_back() == out.getShape().drop_back();
+  if (isa<ReshapeOp>(op))
+    return in.getShape().back() == out.getShape().back();
+  return false;
+}
+
+/// The row ops of a kernel whose results are read out of place (by a
+/// transpose, say): they must not share the kernel.
+void findMisreadRowOps(Block &body, const Partition &p,
+                       llvm::SmallPtrSetImpl<Operation *> &misread) {
+  // For each op, the row ops of its kernel that it depends on.
+  llvm::DenseMap<Operation *, llvm::SmallPtrSet<Operation *, 2>> rowInputs;
+  for (Operation &op : body.without_terminator()) {
+    auto it = p.kernelOf.find(&op);
+    if (it == p.kernelOf.end())
+      continue;
+    llvm::SmallPtrSet<Operation *, 2> &mine = rowInputs[&op];
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      auto defKernel = def ? p.kernelOf.find(def) : p.kernelOf.end();
+      if (defKernel == p.kernelOf.end() || defKernel->second != it->second)
+        continue;
+      if (rowOpSpace(def))
+        mine.insert(def);
+      for (Operation *row : rowInputs[def])
+        mine.insert(row);
+    }
+    if (!mine.empty() && !readsInPlace(&op))
+      misread.insert(mine.begin(), mine.end());
+  }
+}
+
+} // namespace
+
+Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
+  llvm::SmallPtrSet<Operation *, 4> isolated;
+  for (;;) {
+    Partition p = partitionOnce(body, fused, isolated);
+    size_t before = isolated.size();
+    findMisreadRowOps(body, p, isolated);
+    if (isolated.size() == before)
+      return p;
+  }
 }
 
 namespace {

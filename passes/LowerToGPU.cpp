@@ -74,7 +74,7 @@ LogicalResult emitPointwise(KernelEmitter &e, int64_t items) {
       for (Value linear : linears)
         for (auto [i, value] : llvm::enumerate(yield.getValues())) {
           FailureOr<Value> v =
-              e.elementAt(value, ElementIndex::linear(shape, linear));
+              e.elementAt(value, ElementIndex::linear(shapeOf(value), linear));
           if (failed(v))
             return failure();
           results[i].push_back(*v);

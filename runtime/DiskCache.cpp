@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/SHA256.h"
+#include "llvm/Support/xxhash.h"
 
 #include <atomic>
 #include <cerrno>
@@ -17,7 +18,15 @@
 
 namespace kfuse::runtime {
 
-static constexpr std::string_view kMagic = "kfuse-cache 1\n";
+static constexpr std::string_view kMagic = "kfuse-cache 2\n";
+
+/// The checksum line that follows the magic: any flipped or missing byte
+/// of the rest (key and plan) changes it. xxh3 is quick enough that a
+/// cache hit stays well under a millisecond; the directory is the user's
+/// own (0700), so this guards against corruption, not against an attacker.
+static std::string checksumLine(std::string_view body) {
+  return "xxh3 " + llvm::utohexstr(llvm::xxh3_64bits(body)) + "\n";
+}
 
 DiskCache::DiskCache(std::string directory)
     : dir(directory.empty() ? defaultDirectory() : std::move(directory)) {}
@@ -59,20 +68,27 @@ std::optional<Plan> DiskCache::load(const std::string &key,
   buffer << in.rdbuf();
   std::string text = buffer.str();
   std::string_view rest(text);
-  std::string header = std::string(kMagic) + "key " +
-                       std::to_string(key.size()) + "\n" + key + "\n";
-  if (rest.substr(0, header.size()) != header) {
-    debugLog("cache entry " + path + " is for another key or corrupt; ignored");
+  auto reject = [&](const char *why) -> std::optional<Plan> {
+    debugLog("cache entry " + path + " " + why + "; ignored");
     if (rejected)
       *rejected = true;
     return std::nullopt;
-  }
+  };
+  if (rest.substr(0, kMagic.size()) != kMagic)
+    return reject("is from another kfuse or not a cache entry");
+  rest.remove_prefix(kMagic.size());
+  size_t newline = rest.find('\n');
+  if (newline == std::string_view::npos ||
+      rest.substr(0, newline + 1) != checksumLine(rest.substr(newline + 1)))
+    return reject("fails its checksum (truncated or corrupt)");
+  rest.remove_prefix(newline + 1);
+  std::string header =
+      "key " + std::to_string(key.size()) + "\n" + key + "\n";
+  if (rest.substr(0, header.size()) != header)
+    return reject("is for another key");
   std::optional<Plan> plan = Plan::deserialize(rest.substr(header.size()));
-  if (!plan) {
-    debugLog("cache entry " + path + " is corrupt; ignored");
-    if (rejected)
-      *rejected = true;
-  }
+  if (!plan)
+    return reject("does not hold a plan");
   return plan;
 }
 
@@ -98,8 +114,9 @@ Status DiskCache::store(const std::string &key, const Plan &plan) const {
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
   if (fd < 0)
     return ioError("cannot write " + tmp);
-  std::string text = std::string(kMagic) + "key " + std::to_string(key.size()) +
-                     "\n" + key + "\n" + plan.serialize();
+  std::string body =
+      "key " + std::to_string(key.size()) + "\n" + key + "\n" + plan.serialize();
+  std::string text = std::string(kMagic) + checksumLine(body) + body;
   size_t written = 0;
   while (written < text.size()) {
     ssize_t n = ::write(fd, text.data() + written, text.size() - written);

@@ -14,11 +14,13 @@ mkdir -p "$stage/kfuse/lib" "$stage/kfuse/bin"
 cp -P "$build"/compiler/libkfuse.so* "$stage/kfuse/lib/"
 cp "$build/tests/gpu/kfuse-gpu-tests" "$build/tests/unit/kfuse-unit-tests" \
    "$build/bench/kfuse-bench" "$build/examples/kfuse-example-embed" \
-   "$build/compiler/kfusec" \
+   "$build/compiler/kfusec" "$build/compiler/kfuse-fuzz" \
+   "$build/tests/stress/kfuse-cache-stress" \
    "$stage/kfuse/bin/"
 strip --strip-unneeded "$stage"/kfuse/lib/libkfuse.so.*.* "$stage"/kfuse/bin/*
 mkdir -p "$root/.bundle"
 cp -r "$root/examples" "$stage/kfuse/examples"
+cp -r "$root/tests/lit/fuzz" "$stage/kfuse/fuzz-regressions"
 cp "$root/bench/peers.py" "$stage/kfuse/bin/"
 tar -C "$stage" -cf - kfuse | xz -T2 -6 > "$root/.bundle/kfuse.tar.xz"
 ls -la "$root/.bundle/kfuse.tar.xz"

@@ -23,6 +23,10 @@ run() {
 }
 run gpu-tests "$bin/kfuse-gpu-tests" "$@"
 run unit-tests "$bin/kfuse-unit-tests"
+"$bin/kfuse-fuzz" --gpu --replay "$dest"/kfuse/fuzz-regressions/*.mlir \
+  > "$out/fuzz-replay.log" 2>&1
+"$bin/kfuse-cache-stress" --processes 16 --rounds 50 > "$out/cache-stress.log" 2>&1
+echo "cache stress: exit $?" >> "$out/cache-stress.log"
 for example in "$dest"/kfuse/examples/*.mlir; do
   echo "$(basename "$example"): $("$bin/kfusec" "$example" --run --bind M=512 --seed 3 | tr '\n' ';')"
 done > "$out/examples.log" 2>&1
@@ -38,6 +42,7 @@ echo "peers: exit $?" >> "$out/bench.log"
 cat "$out/gpu.txt"
 grep -E "FAILED|Failure" -A3 "$out/gpu-tests.log" | head -60
 printf '%s\n' "${summary[@]}"
+cat "$out/fuzz-replay.log" "$out/cache-stress.log"
 cat "$out/examples.log"
 cat "$out/profile.log"
 cat "$out/bench.log"

@@ -36,6 +36,9 @@ struct CheckOptions {
   int repetitions = 20;
   /// Fused may be this much slower than unfused before it counts (noise).
   double noiseMargin = 0.05;
+  /// ... or this many milliseconds: a few-microsecond kernel's time is
+  /// mostly launch jitter.
+  double noiseFloorMs = 0.003;
   bool time = true;
 };
 
@@ -59,6 +62,13 @@ struct FusionReport {
 
 Expected<FusionReport> checkFusion(const Graph &graph,
                                    const CheckOptions &options = {});
+
+/// Test-only: launches a kernel that stores 1 TiB past the end of a live
+/// allocation, as a miscompiled kernel would, and waits for it. Returns the
+/// error the runtime reports (an illegal address). Afterwards the CUDA
+/// context is unusable: every kfuse call that needs the GPU fails at once,
+/// saying why, and nothing more is launched.
+Status launchOutOfBoundsStore();
 
 } // namespace kfuse::testing
 

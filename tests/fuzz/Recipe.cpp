@@ -246,6 +246,9 @@ Expected<BuiltGraph> build(const Recipe &recipe) {
         std::max(built.reductionLength, reductionLengthOf(n, values));
     built.maxElements = std::max(built.maxElements, product(t.shape()));
     built.nodeDTypes.push_back(t.dtype());
+    if (t.dtype() == DType::bf16 ||
+        (t.dtype() == DType::f16 && built.leastPrecise == DType::f32))
+      built.leastPrecise = t.dtype();
     built.nodeShapes.emplace_back();
     for (const Dim &d : t.shape())
       built.nodeShapes.back().push_back(d.size());

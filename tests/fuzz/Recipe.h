@@ -94,6 +94,10 @@ struct BuiltGraph {
   /// Some integer is computed from floats (a cast), so it may round across
   /// an integer boundary differently from float64.
   bool floatToInt = false;
+  /// The least precise float dtype anywhere in the graph: a fused or an
+  /// unfused kernel may round intermediates to it (the evaluator rounds
+  /// only at casts and outputs), so outputs are compared at its tolerance.
+  DType leastPrecise = DType::f32;
   /// Each node's dtype and shape.
   std::vector<DType> nodeDTypes;
   std::vector<std::vector<int64_t>> nodeShapes;

@@ -130,6 +130,7 @@ void writeRegression(const std::string &dir, const Recipe &recipe,
   out << "// Found by kfuse-fuzz --seed " << recipe.seed << " (" << result.failure
       << "), shrunk to " << recipe.nodes.size() << " nodes.\n"
       << "// kfuse-fuzz: reduction-length " << built.reductionLength
+      << " least-precise " << dtypeName(built.leastPrecise)
       << (built.floatToInt ? " float-to-int" : "") << "\n"
       << "// RUN: kfuse-fuzz --replay %s\n"
       << *text;
@@ -154,8 +155,12 @@ int replay(const Options &o, CheckConfig config) {
       if (words >> slashes >> tag >> key && tag == "kfuse-fuzz:" &&
           key == "reduction-length") {
         words >> built.reductionLength;
-        std::string flag;
-        built.floatToInt = (words >> flag) && flag == "float-to-int";
+        for (std::string word; words >> word;) {
+          if (word == "float-to-int")
+            built.floatToInt = true;
+          else if (std::optional<DType> d = parseDType(word))
+            built.leastPrecise = *d;
+        }
       }
     }
     CheckResult result = checkGraph(built, config);

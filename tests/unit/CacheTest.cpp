@@ -187,4 +187,57 @@ TEST(MemoryCache, ConcurrentCallersCompileOnce) {
   }
 }
 
+/// 32 threads compile and use a mix of shapes, half of them through one
+/// shared Executable: each (shape) key compiles exactly once, every thread
+/// sees the same PTX for it, and with a GPU every run matches the
+/// evaluator.
+TEST(MemoryCache, ThirtyTwoThreadsMixingShapesCompileEachKeyOnce) {
+  Graph g("mixed_shapes");
+  Tensor x = g.input("x", DType::f32, {"N"});
+  g.output("y", exp(x) * 0.5 - x);
+  CompileOptions options;
+  options.diskCache = false;
+  const std::vector<int64_t> sizes = {3, 97, 1024, 4099, 65537};
+  uint64_t before = cacheStats().compiles;
+  Expected<Executable> shared = Compiler(options).compile(g);
+  ASSERT_TRUE(shared);
+  bool gpu = bool(device());
+  constexpr int kThreads = 32, kRounds = 20;
+  std::vector<std::vector<std::string>> ptx(
+      kThreads, std::vector<std::string>(sizes.size()));
+  std::vector<std::string> errors(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&, t] {
+      Expected<Executable> own = Compiler(options).compile(g);
+      Executable &exe = t % 2 ? *shared : *own;
+      for (int r = 0; r < kRounds && errors[t].empty(); ++r) {
+        size_t s = size_t(t * 7 + r) % sizes.size();
+        Expected<std::string> text = exe.dump(Stage::PTX, {{sizes[s]}});
+        if (!text) {
+          errors[t] = text.error().message();
+          break;
+        }
+        ptx[t][s] = *text;
+        if (!gpu)
+          continue;
+        HostTensor in = HostTensor::random(DType::f32, {sizes[s]}, t * 100 + r);
+        Expected<std::vector<HostTensor>> out = exe.runOnHost({in});
+        Expected<std::vector<HostTensor>> ref = evaluate(g, {in});
+        if (!out || !ref || !(relativeError((*out)[0], (*ref)[0]) <= 1e-5))
+          errors[t] = out ? "values differ from the evaluator"
+                          : out.error().message();
+      }
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &e : errors)
+    EXPECT_EQ(e, "");
+  EXPECT_EQ(cacheStats().compiles - before, sizes.size());
+  for (size_t s = 0; s < sizes.size(); ++s)
+    for (int t = 0; t < kThreads; ++t)
+      if (!ptx[t][s].empty())
+        EXPECT_EQ(ptx[t][s], ptx[(s * 5) % kThreads][s]) << "size " << sizes[s];
+}
+
 } // namespace

@@ -109,3 +109,52 @@ func.func @siblings(%x: tensor<64x32xf32>) -> (tensor<64x32xf32>, tensor<64x32xf
   %max = kf.reduce max %x [1] : tensor<64x32xf32> -> tensor<64xf32>
   return %e, %s, %sum, %max : tensor<64x32xf32>, tensor<64x32xf32>, tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+// A transpose of a softmax's rows would read other rows than the one a row
+// kernel holds: the softmax is a kernel of its own, the transpose another.
+// CHECK-LABEL: func.func @softmax_then_transpose
+// CHECK: kf.kernel normalization
+// CHECK:   kf.softmax
+// CHECK: kf.kernel pointwise
+// CHECK:   kf.transpose
+func.func @softmax_then_transpose(%x: tensor<8x16xf32>) -> tensor<16x8xf32> {
+  %s = kf.softmax %x {axis = 1 : i64} : tensor<8x16xf32>
+  %t = kf.transpose %s [1, 0] : tensor<8x16xf32> -> tensor<16x8xf32>
+  return %t : tensor<16x8xf32>
+}
+
+// -----
+
+// Per-row sums broadcast along the row stay in the row kernel; broadcast
+// across rows (a new leading dim) they do not.
+// (The two row kernels read the same input: they merge as siblings.)
+// CHECK-LABEL: func.func @row_broadcasts
+// CHECK: kf.kernel reduction
+// CHECK:   kf.reduce sum
+// CHECK:   kf.broadcast {{.*}} : tensor<8x1xf32> -> tensor<8x16xf32>
+// CHECK:   kf.div
+// CHECK:   kf.reduce sum
+// CHECK: kf.kernel pointwise
+// CHECK:   kf.broadcast {{.*}} : tensor<8xf32> -> tensor<8x8xf32>
+func.func @row_broadcasts(%x: tensor<8x16xf32>) -> (tensor<8x16xf32>, tensor<8x8xf32>) {
+  %s = kf.reduce sum %x [1] {keep_dims = true} : tensor<8x16xf32> -> tensor<8x1xf32>
+  %b = kf.broadcast %s : tensor<8x1xf32> -> tensor<8x16xf32>
+  %n = kf.div %x, %b : tensor<8x16xf32>
+  %r = kf.reduce sum %x [1] : tensor<8x16xf32> -> tensor<8xf32>
+  %across = kf.broadcast %r : tensor<8xf32> -> tensor<8x8xf32>
+  return %n, %across : tensor<8x16xf32>, tensor<8x8xf32>
+}
+
+// -----
+
+// A splat constant that is an output is written by a kernel of its own.
+// CHECK-LABEL: func.func @constant_output
+// CHECK: kf.kernel pointwise {
+// CHECK:   kf.constant dense<2.500000e+00> : tensor<f32>
+// CHECK:   kf.yield
+func.func @constant_output() -> tensor<f32> {
+  %c = kf.constant dense<2.5> : tensor<f32>
+  return %c : tensor<f32>
+}
