@@ -435,8 +435,12 @@ Tensor attention(Tensor q, Tensor k, Tensor v,
   if (!q.isValid() || !k.isValid() || !v.isValid())
     return {};
   shapes::ShapeDiag diag = g->diag();
-  shapes::AttentionShapes in{g->shapeOf(q), g->shapeOf(k), g->shapeOf(v),
-                             std::nullopt, std::nullopt};
+  // Copies: broadcasting the mask or bias below adds shapes to the graph's
+  // table, which would leave references into it dangling.
+  shapes::Shape qShape = g->shapeOf(q), kShape = g->shapeOf(k),
+                vShape = g->shapeOf(v);
+  shapes::AttentionShapes in{qShape, kShape, vShape, std::nullopt,
+                             std::nullopt};
   if (failed(shapes::inferAttention(in, diag)))
     return g->fail("attention", diag.message());
   shapes::Shape scores = {in.q[0], in.q[1], in.q[2], in.k[2]};

@@ -419,7 +419,7 @@ LogicalResult emitColumns(KernelEmitter &e, RowSpace space) {
   int64_t rows = space.rows, columns = space.length;
   constexpr int64_t kAccumulators = 8;
   int64_t steps = rows / (32 * kAccumulators);
-  ArrayRef<int64_t> inShape = {rows * columns};
+  SmallVector<int64_t, 1> inShape = {rows * columns};
   return e.forEachItem((columns + 31) / 32, true, [&](Value tile) -> LogicalResult {
     Value column = arith::AddIOp::create(
         b, l, arith::MulIOp::create(b, l, tile, e.index(32)), lane);

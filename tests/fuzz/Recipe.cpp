@@ -80,14 +80,16 @@ int64_t product(const Shape &shape) {
 }
 
 /// Ops with a restricted domain are built guarded, so that random inputs
-/// stay in it (see the file comment of Recipe.h).
+/// stay in it (see the file comment of Recipe.h), and away from points
+/// where rounding an intermediate to f16 would change the result wholly.
 Tensor applyUnary(int op, Tensor x) {
   switch (op) {
   case 0: return neg(x);
   case 1: return abs(x);
   case 2: return relu(x);
   case 3: return exp(minimum(x, scalarLike(x, 4)));
-  case 4: return log(abs(x) + 1.0);
+  // |x| + 2, not + 1: log near 1 would cancel to 0 in f16.
+  case 4: return log(abs(x) + 2.0);
   case 5: return sqrt(abs(x));
   case 6: return rsqrt(abs(x) + 1.0);
   case 7: return sin(x);
@@ -239,9 +241,17 @@ Expected<BuiltGraph> build(const Recipe &recipe) {
     Tensor t = apply(g, recipe, n, values, inputs);
     if (!g.status())
       return g.status().error();
+    auto computedFloat = [&](int node) {
+      NodeKind kind = recipe.nodes[node].kind;
+      return isFloat(values[node].dtype()) && kind != NodeKind::Input &&
+             kind != NodeKind::Scalar && kind != NodeKind::Iota;
+    };
     if (n.kind == NodeKind::Cast && !isFloat(n.dtype) &&
-        isFloat(values[n.operands[0]].dtype()))
-      built.floatToInt = true;
+        computedFloat(n.operands[0]))
+      built.discrete = true;
+    if (n.kind == NodeKind::Select &&
+        (computedFloat(n.operands[0]) || computedFloat(n.operands[1])))
+      built.discrete = true;
     built.reductionLength =
         std::max(built.reductionLength, reductionLengthOf(n, values));
     built.maxElements = std::max(built.maxElements, product(t.shape()));

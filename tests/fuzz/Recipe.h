@@ -91,9 +91,11 @@ struct BuiltGraph {
   /// for the comparison's tolerance.
   int64_t reductionLength = 1;
   int64_t maxElements = 0;
-  /// Some integer is computed from floats (a cast), so it may round across
-  /// an integer boundary differently from float64.
-  bool floatToInt = false;
+  /// Some discrete decision is taken on computed floats: a float-to-int
+  /// cast or a comparison. A value within an ulp of the boundary may fall
+  /// the other way in f32 or f16 than in float64, so a few elements may
+  /// differ by a lot.
+  bool discrete = false;
   /// The least precise float dtype anywhere in the graph: a fused or an
   /// unfused kernel may round intermediates to it (the evaluator rounds
   /// only at casts and outputs), so outputs are compared at its tolerance.

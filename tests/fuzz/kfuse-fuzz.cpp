@@ -131,7 +131,7 @@ void writeRegression(const std::string &dir, const Recipe &recipe,
       << "), shrunk to " << recipe.nodes.size() << " nodes.\n"
       << "// kfuse-fuzz: reduction-length " << built.reductionLength
       << " least-precise " << dtypeName(built.leastPrecise)
-      << (built.floatToInt ? " float-to-int" : "") << "\n"
+      << (built.discrete ? " discrete" : "") << "\n"
       << "// RUN: kfuse-fuzz --replay %s\n"
       << *text;
   std::cerr << "  written to " << path << "\n";
@@ -156,8 +156,8 @@ int replay(const Options &o, CheckConfig config) {
           key == "reduction-length") {
         words >> built.reductionLength;
         for (std::string word; words >> word;) {
-          if (word == "float-to-int")
-            built.floatToInt = true;
+          if (word == "discrete")
+            built.discrete = true;
           else if (std::optional<DType> d = parseDType(word))
             built.leastPrecise = *d;
         }
