@@ -104,7 +104,7 @@ double unaryFn(Operation *op, double x) {
       .Case([&](TanhOp) { return std::tanh(x); })
       .Case([&](SigmoidOp) { return 1.0 / (1.0 + std::exp(-x)); })
       .Case([&](ErfOp) { return std::erf(x); })
-      .Case([&](GeluOp) { return 0.5 * x * (1.0 + std::erf(x / M_SQRT2)); })
+      .Case([&](GeluOp) { return 0.5 * x * std::erfc(-x / M_SQRT2); })
       .Case([&](SiluOp) { return x / (1.0 + std::exp(-x)); })
       .Case([&](ReciprocalOp) { return 1.0 / x; })
       .Default([](Operation *) { return kNaN; });

@@ -516,6 +516,10 @@ FailureOr<Value> KernelEmitter::scalarOp(Operation *op, ValueRange x) {
         return arith::MulFOp::create(b, l, x[0], sigmoid(x[0]));
       })
       .Case([&](GeluOp) -> Value {
+        // (1 + erf(x / sqrt 2)) / 2, as PyTorch computes it: below x = -5.9
+        // it cancels to 0 in f32 where the exact value is under 1e-8 x.
+        // erfc(-x / sqrt 2) / 2 is exact there but made the memory-bound
+        // gelu_bf16 workload 1.38x its floor instead of 1.10x on an H200.
         Value scaled = arith::MulFOp::create(b, l, x[0], f32(M_SQRT1_2));
         Value phi = arith::MulFOp::create(
             b, l, f32(0.5),
