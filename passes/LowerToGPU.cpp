@@ -2,15 +2,16 @@
 //
 // Each kernel kind has a template that loops over the kernel's work items
 // (as kf-tile recorded them) and asks the KernelEmitter for the elements it
-// needs. These are the simple, correct templates: one thread per output
-// element (pointwise, matmul, attention), per output of a reduction, or per
-// softmax row. Faster templates replace them kind by kind.
+// needs: vectorised pointwise kernels, row kernels (RowKernels.cpp), column
+// reductions and transposes through shared-memory tiles; and the simple
+// templates still waiting for faster ones: one thread per output element
+// for matmul and attention, per output of a reduction over other axes, per
+// row of a softmax along another axis.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/KFDialect.h"
-#include "passes/KernelEmitter.h"
-#include "passes/Passes.h"
+#include "passes/KernelTemplates.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 
@@ -22,21 +23,61 @@ namespace kfuse::kf {
 using namespace mlir;
 using namespace kfuse::kf;
 
-namespace {
+// The helpers the templates share (KernelTemplates.h).
 
-Value rootValue(KernelOp kernel) {
+Value kfuse::kf::rootValue(KernelOp kernel) {
   return mlir::cast<YieldOp>(kernel.getBody().front().getTerminator())
       .getValues()[0];
 }
 
-ArrayRef<int64_t> shapeOf(Value v) {
+ArrayRef<int64_t> kfuse::kf::shapeOf(Value v) {
   return mlir::cast<RankedTensorType>(v.getType()).getShape();
 }
 
-int64_t configValue(KernelOp kernel, StringRef name, int64_t otherwise = 0) {
+int64_t kfuse::kf::configValue(KernelOp kernel, StringRef name, int64_t otherwise) {
   auto attr = kernel.getConfigAttr().getAs<IntegerAttr>(name);
   return attr ? attr.getInt() : otherwise;
 }
+
+Value kfuse::kf::combine(KernelEmitter &e, ReduceKind kind, Value acc, Value v) {
+  OpBuilder &b = e.builder();
+  bool isFloat = isa<FloatType>(acc.getType());
+  switch (kind) {
+  case ReduceKind::sum:
+  case ReduceKind::mean:
+    return isFloat ? Value(arith::AddFOp::create(b, e.loc(), acc, v))
+                   : Value(arith::AddIOp::create(b, e.loc(), acc, v));
+  case ReduceKind::max:
+    return isFloat ? Value(arith::MaximumFOp::create(b, e.loc(), acc, v))
+                   : Value(arith::MaxSIOp::create(b, e.loc(), acc, v));
+  case ReduceKind::min:
+    return isFloat ? Value(arith::MinimumFOp::create(b, e.loc(), acc, v))
+                   : Value(arith::MinSIOp::create(b, e.loc(), acc, v));
+  }
+  return acc;
+}
+
+Value kfuse::kf::reductionInit(KernelEmitter &e, ReduceKind kind, Type type) {
+  if (isa<FloatType>(type))
+    return e.f32(kind == ReduceKind::max   ? -INFINITY
+                 : kind == ReduceKind::min ? INFINITY
+                                           : 0.0);
+  return e.constant(type, kind == ReduceKind::max   ? INT32_MIN
+                          : kind == ReduceKind::min ? INT32_MAX
+                                                    : 0);
+}
+
+Value kfuse::kf::workgroupBuffer(KernelEmitter &e, int64_t floats) {
+  OpBuilder &b = e.builder();
+  return e.gpuFunc().addWorkgroupAttribution(
+      MemRefType::get({floats}, b.getF32Type(), AffineMap(),
+                      gpu::AddressSpaceAttr::get(b.getContext(),
+                                                 gpu::AddressSpace::Workgroup)),
+      e.loc());
+}
+
+
+namespace {
 
 /// Every result at every element; each thread step handles `unroll`
 /// vectors of `vec` consecutive elements, loading every streamed input
@@ -86,35 +127,6 @@ LogicalResult emitPointwise(KernelEmitter &e, int64_t items) {
   });
 }
 
-/// Combines an accumulator with a value, for sum, mean, max and min.
-Value combine(KernelEmitter &e, ReduceKind kind, Value acc, Value v) {
-  OpBuilder &b = e.builder();
-  bool isFloat = isa<FloatType>(acc.getType());
-  switch (kind) {
-  case ReduceKind::sum:
-  case ReduceKind::mean:
-    return isFloat ? Value(arith::AddFOp::create(b, e.loc(), acc, v))
-                   : Value(arith::AddIOp::create(b, e.loc(), acc, v));
-  case ReduceKind::max:
-    return isFloat ? Value(arith::MaximumFOp::create(b, e.loc(), acc, v))
-                   : Value(arith::MaxSIOp::create(b, e.loc(), acc, v));
-  case ReduceKind::min:
-    return isFloat ? Value(arith::MinimumFOp::create(b, e.loc(), acc, v))
-                   : Value(arith::MinSIOp::create(b, e.loc(), acc, v));
-  }
-  return acc;
-}
-
-Value reductionInit(KernelEmitter &e, ReduceKind kind, Type type) {
-  if (isa<FloatType>(type))
-    return e.f32(kind == ReduceKind::max   ? -INFINITY
-                 : kind == ReduceKind::min ? INFINITY
-                                           : 0.0);
-  return e.constant(type, kind == ReduceKind::max   ? INT32_MIN
-                          : kind == ReduceKind::min ? INT32_MAX
-                                                    : 0);
-}
-
 /// One thread per output element of a reduction over any axes, looping
 /// over the reduced elements.
 LogicalResult emitReduction(KernelEmitter &e, int64_t items) {
@@ -162,244 +174,6 @@ LogicalResult emitReduction(KernelEmitter &e, int64_t items) {
     return inner;
   });
 }
-/// The lanes of one row a thread owns: `chunks` vectors of `vec` elements,
-/// at columns (chunk * threads + tid) * vec + lane.
-struct RowLanes {
-  SmallVector<Value> columns, linears, valid;
-};
-
-/// A kernel whose reductions and softmaxes run along the last axis: one
-/// block per row. Each reduction is a pass over the row's lanes and a block
-/// reduction; with `in_registers` the lanes are unrolled and every element
-/// is loaded (and every prologue computed) once, kept in registers across
-/// the passes. Otherwise each pass loops over the row again.
-LogicalResult emitRows(KernelEmitter &e, RowSpace space) {
-  KernelOp kernel = e.kernel();
-  OpBuilder &b = e.builder();
-  Location l = e.loc();
-  int64_t threads = configValue(kernel, "block"),
-          vec = configValue(kernel, "vec", 1),
-          chunks = configValue(kernel, "chunks", 1);
-  bool inRegisters = configValue(kernel, "in_registers");
-  bool ragged = space.length % (threads * vec) != 0;
-  Value scratch = e.gpuFunc().addWorkgroupAttribution(
-      MemRefType::get({32}, b.getF32Type(), AffineMap(),
-                      gpu::AddressSpaceAttr::get(
-                          b.getContext(), gpu::AddressSpace::Workgroup)),
-      l);
-  Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
-  Block &body = kernel.getBody().front();
-  auto yield = mlir::cast<YieldOp>(body.getTerminator());
-  // Row-shaped inputs read only through elementwise ops are loaded a
-  // vector at a time.
-  SmallVector<BlockArgument> streamed;
-  for (BlockArgument arg : body.getArguments()) {
-    auto type = mlir::cast<RankedTensorType>(arg.getType());
-    if (type.getRank() > 0 &&
-        type.getNumElements() == space.rows * space.length &&
-        type.getShape().back() == space.length &&
-        llvm::all_of(arg.getUsers(), [](Operation *user) {
-          return user->hasTrait<OpTrait::kf::Elementwise>();
-        }))
-      streamed.push_back(arg);
-  }
-
-  return e.forEachItem(space.rows, true, [&](Value row) -> LogicalResult {
-    Value rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
-    // Lanes of chunk `c` (an index, constant when unrolled).
-    auto lanesOf = [&](Value c) {
-      RowLanes lanes;
-      Value vecIndex = arith::AddIOp::create(
-          b, l, arith::MulIOp::create(b, l, c, e.index(threads)), tid);
-      Value first = arith::MulIOp::create(b, l, vecIndex, e.index(vec));
-      for (int64_t k = 0; k < vec; ++k) {
-        Value column = k ? Value(arith::AddIOp::create(b, l, first, e.index(k)))
-                         : first;
-        Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
-                                            column, e.index(space.length));
-        if (ragged) // keep loads inside the row; the value is masked
-          column = arith::SelectOp::create(b, l, valid, column, e.index(0));
-        lanes.columns.push_back(column);
-        lanes.linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
-        lanes.valid.push_back(valid);
-      }
-      for (BlockArgument arg : streamed)
-        e.loadLanes(arg, lanes.linears);
-      return lanes;
-    };
-    SmallVector<RowLanes> unrolled;
-    if (inRegisters)
-      for (int64_t c = 0; c < chunks; ++c)
-        unrolled.push_back(lanesOf(e.index(c)));
-    // Runs `fn` on every lane of the row, threading `acc` through.
-    auto overRow = [&](Value acc, function_ref<Value(Value, const RowLanes &,
-                                                     int64_t)> fn) {
-      if (inRegisters) {
-        for (const RowLanes &lanes : unrolled)
-          for (int64_t k = 0; k < vec; ++k)
-            acc = fn(acc, lanes, k);
-        return acc;
-      }
-      return e.loop(chunks, {acc}, [&](Value c, ValueRange carried) {
-        RowLanes lanes = lanesOf(c);
-        Value a = carried[0];
-        for (int64_t k = 0; k < vec; ++k)
-          a = fn(a, lanes, k);
-        return SmallVector<Value>{a};
-      })[0];
-    };
-    LogicalResult status = success();
-    auto element = [&](Value tensor, const RowLanes &lanes, int64_t k) {
-      FailureOr<Value> v = e.elementAt(
-          tensor, ElementIndex::rowElement(shapeOf(tensor), lanes.linears[k],
-                                           row, lanes.columns[k]));
-      if (failed(v)) {
-        status = failure();
-        return e.f32(0);
-      }
-      return *v;
-    };
-    auto reduceRow = [&](Value tensor, ReduceKind kind, Type type,
-                         function_ref<Value(Value)> map) {
-      Value identity = reductionInit(e, kind, type);
-      Value partial = overRow(identity, [&](Value acc, const RowLanes &lanes,
-                                            int64_t k) {
-        Value v = map(element(tensor, lanes, k));
-        if (ragged)
-          v = arith::SelectOp::create(b, l, lanes.valid[k], v, identity);
-        return combine(e, kind, acc, v);
-      });
-      return e.blockReduce(partial, identity, scratch, threads,
-                           [&](Value x, Value y) {
-                             return combine(e, kind, x, y);
-                           });
-    };
-    for (Operation &op : body.without_terminator()) {
-      if (auto reduce = dyn_cast<ReduceOp>(op)) {
-        Type type = KernelEmitter::computeType(reduce.getType().getElementType());
-        if (!isa<FloatType>(type))
-          return reduce.emitOpError("row kernels reduce floats only");
-        Value v = reduceRow(reduce.getInput(), reduce.getKind(), type,
-                            [](Value x) { return x; });
-        if (reduce.getKind() == ReduceKind::mean)
-          v = arith::DivFOp::create(b, l, v,
-                                    e.f32(static_cast<double>(space.length)));
-        e.setElement(reduce.getResult(), row, v);
-      } else if (auto softmax = dyn_cast<SoftmaxOp>(op); softmax && !inRegisters) {
-        // A row too long for registers: the online normaliser reads it once
-        // for the max and the sum together (a running max rescales the
-        // running sum), and once more for the output.
-        Value negInf = e.f32(-INFINITY), zero = e.f32(0);
-        auto rescale = [&](Value sum, Value from, Value to) -> Value {
-          // sum * exp(from - to), with an empty sum (from = -inf) staying 0.
-          Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                              from, negInf);
-          Value factor = math::ExpOp::create(
-              b, l, arith::SubFOp::create(b, l, from, to));
-          return arith::SelectOp::create(
-              b, l, empty, zero, arith::MulFOp::create(b, l, sum, factor));
-        };
-        SmallVector<Value> state = e.loop(
-            chunks, {negInf, zero}, [&](Value c, ValueRange carried) {
-              RowLanes lanes = lanesOf(c);
-              Value m = carried[0], s = carried[1];
-              for (int64_t k = 0; k < vec; ++k) {
-                Value x = element(softmax.getInput(), lanes, k);
-                if (ragged)
-                  x = arith::SelectOp::create(b, l, lanes.valid[k], x, negInf);
-                Value next = arith::MaximumFOp::create(b, l, m, x);
-                s = arith::AddFOp::create(b, l, rescale(s, m, next),
-                                          rescale(e.f32(1), x, next));
-                m = next;
-              }
-              return SmallVector<Value>{m, s};
-            });
-        Value max = e.blockReduce(state[0], negInf, scratch, threads,
-                                  [&](Value x, Value y) -> Value {
-                                    return arith::MaximumFOp::create(b, l, x, y);
-                                  });
-        Value sum = e.blockReduce(rescale(state[1], state[0], max), zero,
-                                  scratch, threads,
-                                  [&](Value x, Value y) -> Value {
-                                    return arith::AddFOp::create(b, l, x, y);
-                                  });
-        e.setSoftmaxStats(softmax, max, sum);
-      } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
-        Value max = reduceRow(softmax.getInput(), ReduceKind::max,
-                              b.getF32Type(), [](Value x) { return x; });
-        SmallVector<Value> exps; // in registers: each exponential once
-        Value sum = reduceRow(softmax.getInput(), ReduceKind::sum,
-                              b.getF32Type(), [&](Value x) -> Value {
-                                Value p = math::ExpOp::create(
-                                    b, l, arith::SubFOp::create(b, l, x, max));
-                                exps.push_back(p);
-                                return p;
-                              });
-        e.setSoftmaxStats(softmax, max, sum);
-        if (inRegisters) {
-          Value masked = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                               max, e.f32(-INFINITY));
-          Value inverse = arith::DivFOp::create(b, l, e.f32(1), sum);
-          size_t next = 0;
-          for (const RowLanes &lanes : unrolled)
-            for (int64_t k = 0; k < vec; ++k)
-              e.setElement(softmax.getResult(), lanes.linears[k],
-                           arith::SelectOp::create(
-                               b, l, masked, e.f32(0),
-                               arith::MulFOp::create(b, l, exps[next++],
-                                                     inverse)));
-        }
-      }
-      if (failed(status))
-        return failure();
-    }
-    // Outputs: row-shaped ones at every lane, row scalars once per row.
-    for (auto [i, value] : llvm::enumerate(yield.getValues())) {
-      auto type = mlir::cast<RankedTensorType>(value.getType());
-      if (type.getNumElements() == space.rows) {
-        FailureOr<Value> v =
-            e.elementAt(value, ElementIndex::linear(type.getShape(), row));
-        if (failed(v))
-          return failure();
-        Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                            tid, e.index(0));
-        auto guard = scf::IfOp::create(b, l, first);
-        OpBuilder::InsertionGuard insertion(b);
-        b.setInsertionPoint(guard.thenBlock()->getTerminator());
-        e.storeResult(i, row, *v);
-        continue;
-      }
-      SmallVector<Value> vector;
-      overRow(e.index(0), [&](Value acc, const RowLanes &lanes, int64_t k) {
-        Value v = element(value, lanes, k);
-        if (!ragged) {
-          vector.push_back(v);
-          if (k + 1 == vec) {
-            e.storeLanes(i, lanes.linears[0], vector);
-            vector.clear();
-          }
-          return acc;
-        }
-        auto guard = scf::IfOp::create(b, l, lanes.valid[k]);
-        OpBuilder::InsertionGuard insertion(b);
-        b.setInsertionPoint(guard.thenBlock()->getTerminator());
-        e.storeResult(i, lanes.linears[k], v);
-        return acc;
-      });
-    }
-    return status;
-  });
-}
-
-Value workgroupBuffer(KernelEmitter &e, int64_t floats) {
-  OpBuilder &b = e.builder();
-  return e.gpuFunc().addWorkgroupAttribution(
-      MemRefType::get({floats}, b.getF32Type(), AffineMap(),
-                      gpu::AddressSpaceAttr::get(b.getContext(),
-                                                 gpu::AddressSpace::Workgroup)),
-      e.loc());
-}
-
 /// A reduction over the leading dims ([rows, columns] to [columns]): a
 /// block per 32 columns, 32 row groups a block, so that every warp reads
 /// 32 consecutive columns; each thread keeps 8 accumulators (8 loads in

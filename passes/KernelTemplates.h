@@ -1,0 +1,37 @@
+//===- KernelTemplates.h - kf-lower-to-gpu's kernel templates ---*- C++ -*-===//
+//
+// One template per kernel kind, each looping over the kernel's work items
+// as kf-tile recorded them and asking the KernelEmitter for the elements it
+// needs; the helpers the templates share. Internal to kf-lower-to-gpu.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_PASSES_KERNELTEMPLATES_H
+#define KFUSE_PASSES_KERNELTEMPLATES_H
+
+#include "passes/KernelEmitter.h"
+#include "passes/Passes.h"
+
+namespace kfuse::kf {
+
+/// The kernel's first result, as its body yields it.
+mlir::Value rootValue(KernelOp kernel);
+llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
+/// An integer of the kernel's launch config, or `otherwise`.
+int64_t configValue(KernelOp kernel, llvm::StringRef name,
+                    int64_t otherwise = 0);
+/// Combines an accumulator with a value, for sum, mean, max and min.
+mlir::Value combine(KernelEmitter &e, ReduceKind kind, mlir::Value acc,
+                    mlir::Value v);
+/// The identity of a reduction of `kind` over values of `type`.
+mlir::Value reductionInit(KernelEmitter &e, ReduceKind kind, mlir::Type type);
+/// A shared-memory buffer of `floats` f32s for the kernel.
+mlir::Value workgroupBuffer(KernelEmitter &e, int64_t floats);
+
+/// A kernel whose reductions and softmaxes run along the last axis of
+/// [rows, length] data: one block per row (RowKernels.cpp).
+mlir::LogicalResult emitRows(KernelEmitter &e, RowSpace space);
+
+} // namespace kfuse::kf
+
+#endif // KFUSE_PASSES_KERNELTEMPLATES_H
