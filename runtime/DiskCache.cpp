@@ -10,6 +10,10 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <dirent.h>
+#include <mutex>
+#include <set>
+#include <ctime>
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
@@ -96,6 +100,33 @@ static Status ioError(const std::string &what) {
   return Error(ErrorCode::IOError, what + ": " + std::strerror(errno));
 }
 
+/// Temporary files of writers that died before renaming them (a killed
+/// process) are never read, but would stay forever: the first store of a
+/// process into a directory removes those older than ten minutes (no live
+/// writer takes that long).
+static void sweepAbandonedWrites(const std::string &dir) {
+  static std::mutex mutex;
+  static std::set<std::string> swept;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!swept.insert(dir).second)
+      return;
+  }
+  DIR *d = opendir(dir.c_str());
+  if (!d)
+    return;
+  time_t cutoff = time(nullptr) - 600;
+  while (dirent *entry = readdir(d)) {
+    std::string name = entry->d_name;
+    struct stat st;
+    std::string path = dir + "/" + name;
+    if (name.find(".kfc.tmp.") != std::string::npos &&
+        stat(path.c_str(), &st) == 0 && st.st_mtime < cutoff)
+      ::unlink(path.c_str());
+  }
+  closedir(d);
+}
+
 Status DiskCache::store(const std::string &key, const Plan &plan) const {
   // Create each missing level; the last with 0700 (kernels and the graphs
   // they came from are the user's business).
@@ -107,6 +138,7 @@ Status DiskCache::store(const std::string &key, const Plan &plan) const {
     if (last)
       break;
   }
+  sweepAbandonedWrites(dir);
   std::string path = pathFor(key);
   static std::atomic<uint64_t> counter{0};
   std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +

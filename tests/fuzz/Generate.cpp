@@ -320,17 +320,24 @@ void Generator::addMatmul() {
   if (sa.size() < 2 || sa.size() > 4 || !isFloatNode(a))
     return;
   int nDim = 1 + int(pick(recipe.dims.size() - 1));
-  int kDim = sa.back();
-  PoolShape out(sa.begin(), sa.end() - 1);
+  // a is [..., M, K], or [..., K, M] read transposed.
+  bool transposeA = chance(0.25);
+  int kDim = transposeA ? sa[sa.size() - 2] : sa.back();
+  int mDim = transposeA ? sa.back() : sa[sa.size() - 2];
+  PoolShape out(sa.begin(), sa.end() - 2);
+  out.push_back(mDim);
   out.push_back(nDim);
   if (elements(sa) * recipe.dimSize(nDim) > options.maxMacs || !fits(out))
     return;
   Node n;
   n.kind = NodeKind::Matmul;
+  n.op = transposeA ? kTransposeA : 0;
   n.flag = chance(0.3);
   PoolShape sb = n.flag ? PoolShape{nDim, kDim} : PoolShape{kDim, nDim};
   if (sa.size() > 2 && chance(0.4))
     sb.insert(sb.begin(), sa.begin(), sa.end() - 2);
+  if (!fits(sb))
+    return;
   int b = newInput(sb, dtypeOf(a));
   n.operands = {a, b};
   add(n, out);
@@ -360,7 +367,8 @@ void Generator::addAttention() {
       hkv = addDim(kvHeads), sq = addDim(kSeq[pick(std::size(kSeq))]),
       sk = chance(0.5) ? sq : addDim(kSeq[pick(std::size(kSeq))]),
       d = addDim(kHeadDims[pick(std::size(kHeadDims))]);
-  if (elements({b, h, sq, sk, d}) > options.maxMacs)
+  if (elements({b, h, sq, sk, d}) > options.maxMacs ||
+      !fits({b, h, sq, sk}) || !fits({b, h, sq, d}) || !fits({b, h, sk, d}))
     return;
   DType dtype = kFloatTypes[pick(3)];
   int q = newInput({b, h, sq, d}, dtype);
@@ -370,6 +378,27 @@ void Generator::addAttention() {
   n.kind = primitives ? NodeKind::AttentionPrimitives : NodeKind::Attention;
   n.flag = chance(0.5);
   n.operands = {q, k, v};
+  if (!primitives) {
+    // A padding-style mask (rows may be masked entirely: they give 0) and
+    // an additive bias, each broadcast from a smaller shape at times.
+    if (chance(0.4)) {
+      n.op |= kMask;
+      n.operands.push_back(newInput(chance(0.5) ? PoolShape{one, one, sq, sk}
+                                                : PoolShape{b, h, sq, sk},
+                                    DType::i1));
+    }
+    if (chance(0.3)) {
+      n.op |= kBias;
+      n.operands.push_back(
+          newInput(chance(0.5) ? PoolShape{one, h, sq, sk}
+                               : PoolShape{b, h, sq, sk},
+                   chance(0.5) ? dtype : DType::f32));
+    }
+    if (chance(0.3)) {
+      n.op |= kScale;
+      n.value = 0.05 * double(1 + pick(8));
+    }
+  }
   add(n, {b, h, sq, d});
 }
 

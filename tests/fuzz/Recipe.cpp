@@ -185,12 +185,20 @@ Tensor apply(Graph &g, const Recipe &r, const Node &n,
   case NodeKind::Reduce:
     return applyReduce(n.op, operand(0), n.axes, n.flag);
   case NodeKind::Matmul:
-    return matmul(operand(0), operand(1), {false, n.flag, std::nullopt});
+    return matmul(operand(0), operand(1),
+                  {(n.op & kTransposeA) != 0, n.flag, std::nullopt});
   case NodeKind::Softmax:
     return softmax(operand(0), n.axes[0]);
   case NodeKind::Attention: {
     AttentionOptions options;
     options.causal = n.flag;
+    size_t next = 3;
+    if (n.op & kMask)
+      options.mask = operand(next++);
+    if (n.op & kBias)
+      options.bias = operand(next++);
+    if (n.op & kScale)
+      options.scale = n.value;
     return attention(operand(0), operand(1), operand(2), options);
   }
   case NodeKind::AttentionPrimitives:

@@ -38,11 +38,16 @@ enum class NodeKind {
   Transpose, ///< axes: the permutation
   Reshape,   ///< axes[0]: merge this dim with the next
   Reduce,    ///< op indexes kReduceOps; axes; flag = keepDims
-  Matmul,    ///< flag = transposeB
+  Matmul,    ///< flag = transposeB; op & kTransposeA
   Softmax,   ///< axes[0]
-  Attention, ///< q, k, v; flag = causal; spelled as the op
+  /// q, k, v, then a mask if op & kMask, a bias if op & kBias; flag =
+  /// causal; value = the scale if op & kScale. Spelled as the op.
+  Attention,
   AttentionPrimitives, ///< q, k, v; flag = causal; softmax(q kT * s) v
 };
+
+/// Bits of Node::op for matmul and attention.
+enum : int { kTransposeA = 1, kMask = 1, kBias = 2, kScale = 4 };
 
 struct Node {
   NodeKind kind = NodeKind::Input;

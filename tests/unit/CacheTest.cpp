@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <thread>
 
 using namespace kfuse;
@@ -138,6 +139,27 @@ TEST_F(DiskCacheTest, CorruptEntriesAreIgnoredAndReplaced) {
   for (auto &e : std::filesystem::directory_iterator(dir))
     files += e.is_regular_file();
   EXPECT_EQ(files, 1u);
+}
+
+/// A writer killed between creating its temporary file and renaming it
+/// leaves the file behind: old ones go at the next process's first store.
+TEST_F(DiskCacheTest, AbandonedTemporaryFilesAreSwept) {
+  DiskCache cache(dir);
+  ASSERT_TRUE(cache.store("first", samplePlan()));
+  std::string old = cache.pathFor("gone") + ".tmp.999999.0";
+  std::string fresh = cache.pathFor("busy") + ".tmp.999999.1";
+  std::ofstream(old) << "half an entry";
+  std::ofstream(fresh) << "a write in progress";
+  struct timeval hourAgo[2] = {{time(nullptr) - 3600, 0},
+                               {time(nullptr) - 3600, 0}};
+  ASSERT_EQ(utimes(old.c_str(), hourAgo), 0);
+  // This process swept `dir` at its first store; a new process would sweep
+  // again. Another directory name for the same place stands in for it.
+  DiskCache again(dir + "/.");
+  ASSERT_TRUE(again.store("second", samplePlan()));
+  EXPECT_FALSE(std::filesystem::exists(old));
+  EXPECT_TRUE(std::filesystem::exists(fresh));
+  EXPECT_TRUE(cache.load("first") && cache.load("second"));
 }
 
 TEST_F(DiskCacheTest, CompilerUsesItAcrossInstances) {
