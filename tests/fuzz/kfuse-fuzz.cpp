@@ -173,6 +173,82 @@ int replay(const Options &o, CheckConfig config) {
   return failures ? 1 : 0;
 }
 
+/// What a run found.
+struct Summary {
+  uint64_t tried = 0, passed = 0, degenerate = 0, failed = 0;
+  std::map<std::string, int> byClass;
+  Coverage coverage;
+};
+
+/// Reports a failing graph, shrinks it, and writes the regression test.
+void reportFailure(const Options &o, const CheckConfig &config,
+                   const Recipe &recipe, const CheckResult &result) {
+  std::cerr << "seed " << recipe.seed << ": FAILED " << result.failure << ": "
+            << result.detail << "\n" << recipe.str() << "\n";
+  Recipe small = shrink(recipe, [&](const Recipe &candidate) {
+    Expected<BuiltGraph> b = build(candidate);
+    return b && checkGraph(*b, config).failure == result.failure;
+  });
+  std::cerr << "  shrunk to:\n" << small.str() << "\n";
+  if (!o.regressions.empty())
+    if (Expected<BuiltGraph> b = build(small))
+      writeRegression(o.regressions, small, *b, checkGraph(*b, config));
+}
+
+/// Generates and checks one graph.
+void fuzzOne(const Options &o, CheckConfig &config, uint64_t seed,
+             Summary &sum) {
+  Recipe recipe = generate(seed, o.generate);
+  sum.coverage.add(recipe);
+  Expected<BuiltGraph> built = build(recipe);
+  ++sum.tried;
+  if (!built) {
+    std::cerr << "seed " << seed << ": the generator made an invalid graph: "
+              << built.error().message() << "\n" << recipe.str() << "\n";
+    ++sum.failed, ++sum.byClass["generator"];
+    return;
+  }
+  config.inputSeed = seed * 7919;
+  CheckResult result = checkGraph(*built, config);
+  if (result.kind == CheckResult::Passed) {
+    ++sum.passed;
+  } else if (result.kind == CheckResult::Degenerate) {
+    ++sum.degenerate;
+  } else {
+    ++sum.failed, ++sum.byClass[result.failure];
+    reportFailure(o, config, recipe, result);
+  }
+}
+
+int runFuzzing(const Options &o, CheckConfig &config) {
+  auto start = std::chrono::steady_clock::now();
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         start)
+        .count();
+  };
+  Summary sum;
+  for (uint64_t seed = o.seed; seed < o.seed + o.count; ++seed) {
+    if (o.timeLimit > 0 && elapsed() > o.timeLimit)
+      break;
+    fuzzOne(o, config, seed, sum);
+  }
+  std::string how = config.gpu ? "GPU: fused and unfused run against the "
+                                 "evaluator"
+                    : config.ptxas.empty()
+                        ? "CPU: fused and unfused compiled"
+                        : "CPU: fused and unfused compiled, assembled by ptxas";
+  std::cout << "kfuse-fuzz: " << sum.tried << " graphs from seed " << o.seed
+            << " (" << how << ") in " << elapsed() << " s: " << sum.passed
+            << " passed, " << sum.degenerate
+            << " degenerate (reference not finite), " << sum.failed
+            << " failed\n";
+  for (auto &[name, n] : sum.byClass)
+    std::cout << "  " << name << ": " << n << "\n";
+  std::cout << "coverage: " << sum.coverage.str() << "\n";
+  return sum.failed ? 1 : 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -192,65 +268,5 @@ int main(int argc, char **argv) {
               << ": compiling only\n";
     config.ptxas.clear();
   }
-  if (!o.replay.empty())
-    return replay(o, config);
-
-  auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                         start)
-        .count();
-  };
-  uint64_t tried = 0, passed = 0, degenerate = 0, failedCount = 0;
-  std::map<std::string, int> byClass;
-  Coverage coverage;
-  for (uint64_t seed = o.seed; seed < o.seed + o.count; ++seed) {
-    if (o.timeLimit > 0 && elapsed() > o.timeLimit)
-      break;
-    Recipe recipe = generate(seed, o.generate);
-    coverage.add(recipe);
-    Expected<BuiltGraph> built = build(recipe);
-    ++tried;
-    if (!built) {
-      std::cerr << "seed " << seed << ": the generator made an invalid graph: "
-                << built.error().message() << "\n" << recipe.str() << "\n";
-      ++failedCount, ++byClass["generator"];
-      continue;
-    }
-    config.inputSeed = seed * 7919;
-    CheckResult result = checkGraph(*built, config);
-    if (result.kind == CheckResult::Passed) {
-      ++passed;
-      continue;
-    }
-    if (result.kind == CheckResult::Degenerate) {
-      ++degenerate;
-      continue;
-    }
-    ++failedCount, ++byClass[result.failure];
-    std::cerr << "seed " << seed << ": FAILED " << result.failure << ": "
-              << result.detail << "\n" << recipe.str() << "\n";
-    Recipe small = shrink(recipe, [&](const Recipe &candidate) {
-      Expected<BuiltGraph> b = build(candidate);
-      return b && checkGraph(*b, config).failure == result.failure;
-    });
-    std::cerr << "  shrunk to:\n" << small.str() << "\n";
-    if (!o.regressions.empty())
-      if (Expected<BuiltGraph> b = build(small))
-        writeRegression(o.regressions, small, *b, checkGraph(*b, config));
-  }
-  std::cout << "kfuse-fuzz: " << tried << " graphs from seed " << o.seed
-            << (config.gpu ? " (GPU: fused and unfused run against the "
-                             "evaluator)"
-                           : " (CPU: fused and unfused compiled" +
-                                 std::string(config.ptxas.empty()
-                                                 ? ")"
-                                                 : ", assembled by ptxas)"))
-            << " in " << elapsed() << " s: " << passed << " passed, "
-            << degenerate << " degenerate (reference not finite), "
-            << failedCount << " failed\n";
-  for (auto &[name, n] : byClass)
-    std::cout << "  " << name << ": " << n << "\n";
-  std::cout << "coverage: " << coverage.str() << "\n";
-  return failedCount ? 1 : 0;
+  return o.replay.empty() ? runFuzzing(o, config) : replay(o, config);
 }

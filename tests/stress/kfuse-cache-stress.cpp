@@ -169,6 +169,83 @@ void record(int status, int fd, Tally &t) {
     ++t.errors;
 }
 
+/// The reference PTX of every size, compiled without the cache.
+bool writeReferences(const std::string &refs) {
+  CompileOptions plain;
+  plain.diskCache = false;
+  Expected<Executable> exe = Compiler(plain).compile(stressGraph());
+  for (int64_t n : kSizes) {
+    Expected<std::string> ptx = exe->dump(Stage::PTX, {{n}});
+    if (!ptx) {
+      std::cerr << ptx.error().message() << "\n";
+      return false;
+    }
+    std::ofstream(refs + "/" + std::to_string(n) + ".ptx", std::ios::binary)
+        << *ptx;
+  }
+  return true;
+}
+
+/// Starts a writer and kills it a random few milliseconds in: mid-compile,
+/// mid-write or after.
+void killAWriter(const std::string &dir, const std::string &refs,
+                 std::mt19937_64 &rng) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    return;
+  pid_t writer = spawn({"kfuse-cache-stress", "--round", dir,
+                        std::to_string(rng() % std::size(kSizes)), refs},
+                       fds[1]);
+  close(fds[1]);
+  std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 40));
+  kill(writer, SIGKILL);
+  waitpid(writer, nullptr, 0);
+  close(fds[0]);
+}
+
+/// Keeps `processes` lanes of rounds going until each has run `rounds`,
+/// damaging entries and killing writers between polls.
+bool runLanes(int processes, int rounds, const std::string &dir,
+              const std::string &refs, Tally &t) {
+  std::mt19937_64 rng(20261129);
+  struct Lane {
+    pid_t pid = 0;
+    int fd = -1, done = 0;
+  };
+  std::vector<Lane> lanes(processes);
+  for (int busy = processes; busy > 0;) {
+    busy = 0;
+    for (Lane &lane : lanes) {
+      int status;
+      if (lane.pid && waitpid(lane.pid, &status, WNOHANG) == 0) {
+        ++busy;
+        continue;
+      }
+      if (lane.pid)
+        record(status, lane.fd, t);
+      lane.pid = 0;
+      if (lane.done == rounds)
+        continue;
+      int fds[2];
+      if (pipe(fds) != 0)
+        return false;
+      int size = int(rng() % std::size(kSizes));
+      lane.pid = spawn({"kfuse-cache-stress", "--round", dir,
+                        std::to_string(size), refs},
+                       fds[1]);
+      close(fds[1]);
+      lane.fd = fds[0];
+      ++lane.done, ++busy;
+    }
+    if (rng() % 3 == 0)
+      killAWriter(dir, refs, rng), ++t.killedWriters;
+    if (!vandalise(dir, rng).empty())
+      ++t.damaged;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
 int stress(int processes, int rounds, std::string keep) {
   std::string root =
       keep.empty() ? (fs::temp_directory_path() /
@@ -178,71 +255,12 @@ int stress(int processes, int rounds, std::string keep) {
   std::string dir = root + "/cache", refs = root + "/refs";
   fs::remove_all(root);
   fs::create_directories(refs);
-  // References: compiled without the cache.
-  CompileOptions plain;
-  plain.diskCache = false;
-  Expected<Executable> exe = Compiler(plain).compile(stressGraph());
-  for (int64_t n : kSizes) {
-    Expected<std::string> ptx = exe->dump(Stage::PTX, {{n}});
-    if (!ptx) {
-      std::cerr << ptx.error().message() << "\n";
-      return 2;
-    }
-    std::ofstream(refs + "/" + std::to_string(n) + ".ptx", std::ios::binary)
-        << *ptx;
-  }
-  std::mt19937_64 rng(20261129);
+  if (!writeReferences(refs))
+    return 2;
   Tally t;
-  struct Lane {
-    pid_t pid = 0;
-    int fd = -1, done = 0;
-  };
-  std::vector<Lane> lanes(processes);
   auto start = std::chrono::steady_clock::now();
-  for (int busy = processes; busy > 0;) {
-    busy = 0;
-    for (Lane &lane : lanes) {
-      if (lane.pid) {
-        int status;
-        if (waitpid(lane.pid, &status, WNOHANG) == 0) {
-          ++busy;
-          continue;
-        }
-        record(status, lane.fd, t);
-        lane.pid = 0;
-      }
-      if (lane.done == rounds)
-        continue;
-      int fds[2];
-      if (pipe(fds) != 0)
-        return 2;
-      int size = int(rng() % std::size(kSizes));
-      lane.pid = spawn({"kfuse-cache-stress", "--round", dir,
-                        std::to_string(size), refs},
-                       fds[1]);
-      close(fds[1]);
-      lane.fd = fds[0];
-      ++lane.done, ++busy;
-    }
-    // The vandal.
-    if (rng() % 3 == 0) {
-      int fds[2];
-      if (pipe(fds) == 0) {
-        pid_t writer = spawn({"kfuse-cache-stress", "--round", dir,
-                              std::to_string(rng() % std::size(kSizes)), refs},
-                             fds[1]);
-        close(fds[1]);
-        std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 40));
-        kill(writer, SIGKILL);
-        waitpid(writer, nullptr, 0);
-        close(fds[0]);
-        ++t.killedWriters;
-      }
-    }
-    if (!vandalise(dir, rng).empty())
-      ++t.damaged;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  if (!runLanes(processes, rounds, dir, refs, t))
+    return 2;
   double seconds = std::chrono::duration<double>(
                        std::chrono::steady_clock::now() - start)
                        .count();
