@@ -32,6 +32,15 @@ mlir::Value workgroupBuffer(KernelEmitter &e, int64_t floats);
 /// [rows, length] data: one block per row (RowKernels.cpp).
 mlir::LogicalResult emitRows(KernelEmitter &e, RowSpace space);
 
+/// A reduction over the leading dims of [rows, columns] data, through
+/// shared-memory partials (TileKernels.cpp).
+mlir::LogicalResult emitColumns(KernelEmitter &e, RowSpace space);
+
+/// A pointwise kernel around the transpose of the last two dims of an
+/// input, through shared-memory tiles (TileKernels.cpp).
+mlir::LogicalResult emitTiledTranspose(KernelEmitter &e,
+                                       TransposeOp transpose);
+
 } // namespace kfuse::kf
 
 #endif // KFUSE_PASSES_KERNELTEMPLATES_H
