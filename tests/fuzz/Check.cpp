@@ -63,7 +63,7 @@ CheckResult checkOnCpu(const BuiltGraph &built, const CheckConfig &config) {
     if (!exe)
       return failed(std::string("compile ") + modeName(fusion),
                     exe.error().message());
-    Expected<std::string> ptx = exe->dump(Stage::PTX);
+    Expected<std::string> ptx = exe->dump(Stage::PTX, built.inputShapes);
     if (!ptx)
       return failed(std::string("compile ") + modeName(fusion),
                     ptx.error().message());
@@ -77,7 +77,7 @@ CheckResult checkOnCpu(const BuiltGraph &built, const CheckConfig &config) {
   // not fail on any graph the frontend accepts.
   if (built.maxElements <= (int64_t(1) << 16)) {
     auto result = evaluate(built.graph,
-                           randomInputs(built.graph, config.inputSeed));
+                           randomInputs(built, config.inputSeed));
     if (!result)
       return failed("evaluate", result.error().message());
   }
@@ -117,7 +117,7 @@ bool allFinite(const HostTensor &t) {
 
 CheckResult checkOnGpu(const BuiltGraph &built, const CheckConfig &config) {
   std::vector<HostTensor> inputs =
-      randomInputs(built.graph, config.inputSeed);
+      randomInputs(built, config.inputSeed);
   Expected<std::vector<HostTensor>> reference = evaluate(built.graph, inputs);
   if (!reference)
     return failed("evaluate", reference.error().message());

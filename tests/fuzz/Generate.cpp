@@ -437,6 +437,18 @@ Recipe Generator::run() {
   if (!computed(int(recipe.nodes.size()) - 1))
     addUnary();
   recipe.outputs = {int(recipe.nodes.size()) - 1};
+  // Symbols where the ops allow them (not through reshapes, broadcasts and
+  // iotas, whose shapes are given as sizes here).
+  bool shapesGiven = std::any_of(recipe.nodes.begin(), recipe.nodes.end(), [](const Node &n) {
+    return n.kind == NodeKind::Reshape || n.kind == NodeKind::Broadcast ||
+           n.kind == NodeKind::Iota ||
+           n.kind == NodeKind::AttentionPrimitives;
+  });
+  if (!shapesGiven && chance(0.3)) {
+    recipe.symbolic = true;
+    if (!build(recipe)) // an attention op needs a static head dim
+      recipe.symbolic = false;
+  }
   for (int extra = int(pick(3)); extra > 0 && chance(0.5); --extra) {
     int i = int(pick(recipe.nodes.size()));
     if (computed(i) &&

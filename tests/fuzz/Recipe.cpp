@@ -150,9 +150,13 @@ Tensor apply(Graph &g, const Recipe &r, const Node &n,
              const std::vector<Tensor> &values, int &inputCount) {
   auto operand = [&](size_t i) { return values[n.operands[i]]; };
   switch (n.kind) {
-  case NodeKind::Input:
-    return g.input("in" + std::to_string(inputCount++), n.dtype,
-                   shapeOf(r, n.dims));
+  case NodeKind::Input: {
+    Shape shape = shapeOf(r, n.dims);
+    for (size_t d = 0; r.symbolic && d < shape.size(); ++d)
+      if (shape[d].size() > 1)
+        shape[d] = Dim("d" + std::to_string(n.dims[d]));
+    return g.input("in" + std::to_string(inputCount++), n.dtype, shape);
+  }
   case NodeKind::Scalar:
     return g.constant(n.value, n.dtype);
   case NodeKind::Iota:
@@ -265,13 +269,20 @@ Expected<BuiltGraph> build(const Recipe &recipe) {
     built.reductionLength =
         std::max(built.reductionLength, reductionLengthOf(n, values));
     built.maxElements = std::max(built.maxElements, product(t.shape()));
+    if (n.kind == NodeKind::Input) {
+      built.inputShapes.emplace_back();
+      for (int d : n.dims)
+        built.inputShapes.back().push_back(recipe.dimSize(d));
+    }
     built.nodeDTypes.push_back(t.dtype());
     if (t.dtype() == DType::bf16 ||
         (t.dtype() == DType::f16 && built.leastPrecise == DType::f32))
       built.leastPrecise = t.dtype();
     built.nodeShapes.emplace_back();
     for (const Dim &d : t.shape())
-      built.nodeShapes.back().push_back(d.size());
+      built.nodeShapes.back().push_back(
+          d.isSymbolic() ? recipe.dimSize(std::stoi(d.symbol().substr(1)))
+                         : d.size());
     values.push_back(t);
   }
   for (size_t i = 0; i < recipe.outputs.size(); ++i)
@@ -281,14 +292,12 @@ Expected<BuiltGraph> build(const Recipe &recipe) {
   return built;
 }
 
-std::vector<HostTensor> randomInputs(const Graph &graph, uint64_t seed) {
+std::vector<HostTensor> randomInputs(const BuiltGraph &built, uint64_t seed) {
   std::vector<HostTensor> inputs;
-  for (const TensorInfo &info : graph.inputs()) {
-    std::vector<int64_t> shape;
-    for (const Dim &d : info.shape)
-      shape.push_back(d.size());
-    inputs.push_back(HostTensor::random(info.dtype, shape, seed++));
-  }
+  std::vector<TensorInfo> infos = built.graph.inputs();
+  for (size_t i = 0; i < infos.size(); ++i)
+    inputs.push_back(
+        HostTensor::random(infos[i].dtype, built.inputShapes[i], seed++));
   return inputs;
 }
 

@@ -72,6 +72,9 @@ struct Recipe {
   std::vector<PoolDim> dims;
   std::vector<Node> nodes;
   std::vector<int> outputs; ///< node indices
+  /// Inputs declare their dims (other than 1) as symbols, one per pool dim,
+  /// bound at run time: the per-shape specialisation path.
+  bool symbolic = false;
 
   int64_t dimSize(int dim) const;
   /// One line per node, for logs.
@@ -105,6 +108,8 @@ struct BuiltGraph {
   /// unfused kernel may round intermediates to it (the evaluator rounds
   /// only at casts and outputs), so outputs are compared at its tolerance.
   DType leastPrecise = DType::f32;
+  /// The inputs' sizes (the graph's own, or the symbols' bindings).
+  std::vector<std::vector<int64_t>> inputShapes;
   /// Each node's dtype and shape.
   std::vector<DType> nodeDTypes;
   std::vector<std::vector<int64_t>> nodeShapes;
@@ -114,8 +119,8 @@ struct BuiltGraph {
 /// graph (shrinking produces such candidates and skips them).
 Expected<BuiltGraph> build(const Recipe &recipe);
 
-/// Fresh random inputs for the graph's inputs.
-std::vector<HostTensor> randomInputs(const Graph &graph, uint64_t seed);
+/// Fresh random inputs of the graph's input shapes.
+std::vector<HostTensor> randomInputs(const BuiltGraph &built, uint64_t seed);
 
 /// Shrinks `recipe` while `stillFails` holds: fewer outputs, fewer nodes
 /// (a node replaced by an operand of its shape or by a new input), smaller

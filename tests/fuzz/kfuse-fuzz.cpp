@@ -46,7 +46,10 @@ struct Coverage {
   std::set<std::string> dtypes;
   uint64_t nodes = 0;
 
+  uint64_t symbolic = 0;
+
   void add(const Recipe &recipe) {
+    symbolic += recipe.symbolic;
     for (const Node &n : recipe.nodes) {
       ++nodes;
       switch (n.kind) {
@@ -64,7 +67,7 @@ struct Coverage {
   }
   std::string str() const {
     std::ostringstream os;
-    os << nodes << " nodes; kinds:";
+    os << nodes << " nodes, " << symbolic << " graphs with symbolic dims; kinds:";
     for (auto &[name, seen] : ops)
       os << " " << name << " " << seen.size();
     os << "; input dtypes:";
@@ -132,6 +135,15 @@ void writeRegression(const std::string &dir, const Recipe &recipe,
       << "// kfuse-fuzz: reduction-length " << built.reductionLength
       << " least-precise " << dtypeName(built.leastPrecise)
       << (built.discrete ? " discrete" : "") << "\n"
+      << "// kfuse-fuzz: shapes";
+  for (const std::vector<int64_t> &shape : built.inputShapes) {
+    out << " ";
+    for (size_t d = 0; d < shape.size(); ++d)
+      out << (d ? "x" : "") << shape[d];
+    if (shape.empty())
+      out << "scalar";
+  }
+  out << "\n"
       << "// RUN: kfuse-fuzz --replay %s\n"
       << *text;
   std::cerr << "  written to " << path << "\n";
@@ -148,12 +160,26 @@ int replay(const Options &o, CheckConfig config) {
       continue;
     }
     BuiltGraph built{graph.take()};
+    for (const TensorInfo &info : built.graph.inputs()) {
+      built.inputShapes.emplace_back();
+      for (const Dim &d : info.shape)
+        built.inputShapes.back().push_back(d.size());
+    }
     std::ifstream in(path);
     for (std::string line; std::getline(in, line);) {
       std::istringstream words(line);
       std::string slashes, tag, key;
       if (words >> slashes >> tag >> key && tag == "kfuse-fuzz:" &&
-          key == "reduction-length") {
+          key == "shapes") {
+        built.inputShapes.clear();
+        for (std::string shape; words >> shape;) {
+          built.inputShapes.emplace_back();
+          std::istringstream dims(shape == "scalar" ? "" : shape);
+          for (std::string dim; std::getline(dims, dim, 'x');)
+            built.inputShapes.back().push_back(std::stoll(dim));
+        }
+      }
+      if (tag == "kfuse-fuzz:" && key == "reduction-length") {
         words >> built.reductionLength;
         for (std::string word; words >> word;) {
           if (word == "discrete")

@@ -38,6 +38,32 @@ TEST(FuzzTest, GenerationIsReproducibleFromTheSeed) {
             *build(generate(2))->graph.toMLIR());
 }
 
+TEST(FuzzTest, SomeGraphsHaveSymbolicDimsBoundByTheirInputShapes) {
+  int symbolic = 0;
+  for (uint64_t seed = 1; seed <= 200; ++seed) {
+    Recipe recipe = generate(seed);
+    if (!recipe.symbolic)
+      continue;
+    ++symbolic;
+    Expected<BuiltGraph> built = build(recipe);
+    ASSERT_TRUE(built) << recipe.str();
+    bool anySymbol = false;
+    std::vector<TensorInfo> inputs = built->graph.inputs();
+    ASSERT_EQ(inputs.size(), built->inputShapes.size());
+    for (size_t i = 0; i < inputs.size(); ++i)
+      for (size_t d = 0; d < inputs[i].shape.size(); ++d) {
+        anySymbol |= inputs[i].shape[d].isSymbolic();
+        EXPECT_GT(built->inputShapes[i][d], 0);
+      }
+    EXPECT_TRUE(anySymbol || built->maxElements == 1) << recipe.str();
+    Expected<std::vector<HostTensor>> out =
+        evaluate(built->graph, randomInputs(*built, seed));
+    if (built->maxElements < 100000)
+      EXPECT_TRUE(out) << out.error().message();
+  }
+  EXPECT_GT(symbolic, 10);
+}
+
 /// A stand-in for a compiler bug: any graph with a sine fails.
 bool hasSine(const Recipe &recipe) {
   return std::any_of(recipe.nodes.begin(), recipe.nodes.end(),
