@@ -143,6 +143,78 @@ int64_t vectorWidth(KernelOp kernel) {
   return 16 / bytes;
 }
 
+/// A kernel's launch config, as named integers (the dictionary sorts them).
+class Config {
+public:
+  explicit Config(Builder &b) : b(b) {}
+  void set(StringRef name, int64_t value) {
+    entries.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
+  }
+  DictionaryAttr get() const { return b.getDictionaryAttr(entries); }
+
+private:
+  Builder &b;
+  SmallVector<NamedAttribute> entries;
+};
+
+/// 32 columns by 32 row groups a block; a block per 32 columns.
+void configureColumns(Config &c, RowSpace columns) {
+  c.set("block", 1024);
+  c.set("grid", std::min<int64_t>((columns.length + 31) / 32, INT32_MAX));
+  c.set("items", columns.length);
+  c.set("columns", 1);
+}
+
+/// 32x32 tiles through shared memory, 8 rows of threads.
+void configureTiledTranspose(Config &c, TransposeOp transpose) {
+  ArrayRef<int64_t> out = shapeOf(transpose.getResult());
+  int64_t r = out.size();
+  int64_t tiles = ((out[r - 2] + 31) / 32) * ((out[r - 1] + 31) / 32);
+  for (int64_t d = 0; d + 2 < r; ++d)
+    tiles *= out[d];
+  c.set("block", 256);
+  c.set("grid", std::min<int64_t>(tiles, INT32_MAX));
+  c.set("items", tiles);
+  c.set("tiled_transpose", 1);
+}
+
+/// A block per row, enough threads for about four vectors each; the row
+/// stays in registers when a thread holds at most 32 of its values.
+void configureRows(Config &c, RowSpace rows, int64_t vec) {
+  while (vec > 1 && rows.length % vec)
+    vec /= 2;
+  int64_t vectors = std::max<int64_t>(1, rows.length / vec);
+  int64_t threads = 32;
+  while (threads < 1024 && threads * 4 < vectors)
+    threads *= 2;
+  int64_t chunks = (vectors + threads - 1) / threads;
+  c.set("block", threads);
+  // A block per row: the hardware balances rows across the SMs better than
+  // a grid-stride loop over waves of resident blocks.
+  c.set("grid", std::min<int64_t>(rows.rows, INT32_MAX));
+  c.set("items", rows.rows);
+  c.set("vec", vec);
+  c.set("chunks", chunks);
+  c.set("in_registers", chunks * vec <= 32);
+}
+
+void configurePointwise(Config &c, int64_t elements, int64_t vec,
+                        int64_t blockSize) {
+  while (vec > 1 && elements % vec)
+    vec /= 2;
+  // Large kernels of 16-bit data take two vectors a thread step: more bytes
+  // in flight. (For f32, measured on the H200, one is faster.)
+  int64_t unroll =
+      vec >= 8 && elements >= (1 << 20) && (elements / vec) % 2 == 0 ? 2 : 1;
+  int64_t steps = elements / vec / unroll;
+  c.set("block", blockSize);
+  c.set("grid",
+        std::min<int64_t>((steps + blockSize - 1) / blockSize, INT32_MAX));
+  c.set("items", elements);
+  c.set("vec", vec);
+  c.set("unroll", unroll);
+}
+
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
   using KFTilePassBase::KFTilePassBase;
 
@@ -154,76 +226,33 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
     }
     getOperation().walk([&](KernelOp kernel) {
       Builder b(kernel);
-      SmallVector<NamedAttribute> config;
-      auto set = [&](StringRef name, int64_t value) {
-        config.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
-      };
-      int64_t items = kernelWorkItems(kernel);
-      int64_t vec = aligned ? vectorWidth(kernel) : 1;
-      std::optional<RowSpace> rows =
-          kernel.getKind() == KernelKind::reduction ||
-                  kernel.getKind() == KernelKind::normalization
-              ? rowSpaceOf(kernel)
-              : std::nullopt;
-      std::optional<RowSpace> columns = columnSpaceOf(kernel);
-      TransposeOp transpose = tiledTransposeOf(kernel);
-      if (columns) {
-        // 32 columns by 32 row groups a block; a block per 32 columns.
-        set("block", 1024);
-        set("grid", std::min<int64_t>((columns->length + 31) / 32, INT32_MAX));
-        set("items", columns->length);
-        set("columns", 1);
-      } else if (transpose) {
-        // 32x32 tiles through shared memory, 8 rows of threads.
-        ArrayRef<int64_t> out = shapeOf(transpose.getResult());
-        int64_t r = out.size();
-        int64_t tiles = ((out[r - 2] + 31) / 32) * ((out[r - 1] + 31) / 32);
-        for (int64_t d = 0; d + 2 < r; ++d)
-          tiles *= out[d];
-        set("block", 256);
-        set("grid", std::min<int64_t>(tiles, INT32_MAX));
-        set("items", tiles);
-        set("tiled_transpose", 1);
-      } else if (rows) {
-        while (vec > 1 && rows->length % vec)
-          vec /= 2;
-        int64_t vectors = std::max<int64_t>(1, rows->length / vec);
-        int64_t threads = 32;
-        while (threads < 1024 && threads * 4 < vectors)
-          threads *= 2;
-        int64_t chunks = (vectors + threads - 1) / threads;
-        set("block", threads);
-        // A block per row: the hardware balances rows across the SMs
-        // better than a grid-stride loop over waves of resident blocks.
-        set("grid", std::min<int64_t>(rows->rows, INT32_MAX));
-        set("items", rows->rows);
-        set("vec", vec);
-        set("chunks", chunks);
-        set("in_registers", chunks * vec <= 32);
-      } else if (kernel.getKind() == KernelKind::pointwise) {
-        int64_t elements = items;
-        while (vec > 1 && elements % vec)
-          vec /= 2;
-        // Large kernels of 16-bit data take two vectors a thread step: more
-        // bytes in flight. (For f32, measured on the H200, one is faster.)
-        int64_t unroll =
-            vec >= 8 && elements >= (1 << 20) && (elements / vec) % 2 == 0 ? 2
-                                                                           : 1;
-        int64_t steps = elements / vec / unroll;
-        set("block", blockSize);
-        set("grid",
-            std::min<int64_t>((steps + blockSize - 1) / blockSize, INT32_MAX));
-        set("items", elements);
-        set("vec", vec);
-        set("unroll", unroll);
-      } else {
-        set("block", blockSize);
-        set("grid", std::min((items + blockSize - 1) / blockSize, sms * 32));
-        set("items", items);
-      }
-      set("aligned", aligned ? 16 : 0);
-      kernel.setConfigAttr(b.getDictionaryAttr(config));
+      kernel.setConfigAttr(configure(b, kernel));
     });
+  }
+
+  DictionaryAttr configure(Builder &b, KernelOp kernel) {
+    Config c(b);
+    int64_t items = kernelWorkItems(kernel);
+    int64_t vec = aligned ? vectorWidth(kernel) : 1;
+    bool rowKind = kernel.getKind() == KernelKind::reduction ||
+                   kernel.getKind() == KernelKind::normalization;
+    std::optional<RowSpace> rows =
+        rowKind ? rowSpaceOf(kernel) : std::nullopt;
+    if (std::optional<RowSpace> columns = columnSpaceOf(kernel)) {
+      configureColumns(c, *columns);
+    } else if (TransposeOp transpose = tiledTransposeOf(kernel)) {
+      configureTiledTranspose(c, transpose);
+    } else if (rows) {
+      configureRows(c, *rows, vec);
+    } else if (kernel.getKind() == KernelKind::pointwise) {
+      configurePointwise(c, items, vec, blockSize);
+    } else {
+      c.set("block", blockSize);
+      c.set("grid", std::min((items + blockSize - 1) / blockSize, sms * 32));
+      c.set("items", items);
+    }
+    c.set("aligned", aligned ? 16 : 0);
+    return c.get();
   }
 };
 
