@@ -259,6 +259,19 @@ private:
 };
 } // namespace
 
+/// 32-bit index arithmetic is cheaper; it is safe while every index, and
+/// every grid-stride step past the end, stays below 2^31.
+static unsigned indexBitsFor(func::FuncOp func) {
+  int64_t largest = 0;
+  func.walk([&](kf::KernelOp kernel) {
+    for (Type t : llvm::concat<const Type>(kernel.getInputs().getTypes(),
+                                           kernel.getResultTypes()))
+      largest = std::max(largest,
+                         mlir::cast<RankedTensorType>(t).getNumElements());
+  });
+  return largest < (int64_t(1) << 30) ? 32 : 64;
+}
+
 Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   StageTimer timer;
   ParsedGraph parsed(request.graphText);
@@ -312,16 +325,7 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   if (request.stopAfter == Stage::GPU)
     return plan;
 
-  // 32-bit index arithmetic is cheaper; it is safe while every index, and
-  // every grid-stride step past the end, stays below 2^31.
-  int64_t largest = 0;
-  func.walk([&](kf::KernelOp kernel) {
-    for (Type t : llvm::concat<const Type>(kernel.getInputs().getTypes(),
-                                           kernel.getResultTypes()))
-      largest = std::max(largest,
-                         mlir::cast<RankedTensorType>(t).getNumElements());
-  });
-  unsigned indexBits = largest < (int64_t(1) << 30) ? 32 : 64;
+  unsigned indexBits = indexBitsFor(func);
   if (failed(run([&](PassManager &pm) {
         kf::buildLLVMLoweringPipeline(pm, indexBits);
       })))
