@@ -53,6 +53,10 @@ struct MemoryTable {
 int runCosts(const std::string &self, Table &table);
 /// The memory-bound workloads (all, or `only`); `list` prints their names.
 int runMemoryBound(const std::string &only, bool list, MemoryTable &table);
+/// The tensor-core matmuls against cuBLAS (all, or `only`).
+int runMatmuls(const std::string &only, bool list, double copyGBs);
+/// GB/s of a device-to-device copy, counting bytes read plus written.
+Expected<double> copyBandwidth();
 int childLoad(const std::string &cacheDir, int64_t n);
 
 } // namespace kfuse::bench

@@ -3,6 +3,8 @@
 //   kfuse-bench costs [--json FILE]      compile, cache and launch costs
 //   kfuse-bench memory [--list] [--workload NAME] [--json FILE]
 //                                        memory-bound workloads vs floor
+//   kfuse-bench matmul [--list] [--workload NAME]
+//                                        tensor-core matmuls vs cuBLAS
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +39,8 @@ static int usage() {
   std::fprintf(stderr,
                "usage: kfuse-bench costs [--json FILE]\n"
                "       kfuse-bench memory [--list] [--workload NAME] "
-               "[--json FILE]\n");
+               "[--json FILE]\n"
+               "       kfuse-bench matmul [--list] [--workload NAME]\n");
   return 2;
 }
 
@@ -64,6 +67,8 @@ int main(int argc, char **argv) {
     MemoryTable table;
     return runMemoryBound("", true, table);
   }
+  if (command == "matmul" && list)
+    return runMatmuls("", true, 0);
   kfuse::Expected<kfuse::DeviceInfo> gpu = kfuse::device();
   if (!gpu) {
     std::fprintf(stderr, "kfuse-bench: %s\n", gpu.error().message().c_str());
@@ -79,6 +84,14 @@ int main(int argc, char **argv) {
     if (!json.empty())
       std::ofstream(json) << table.json();
     return 0;
+  }
+  if (command == "matmul") {
+    kfuse::Expected<double> bandwidth = copyBandwidth();
+    if (!bandwidth) {
+      std::fprintf(stderr, "%s\n", bandwidth.error().message().c_str());
+      return 1;
+    }
+    return runMatmuls(only, false, *bandwidth);
   }
   if (command != "costs")
     return usage();

@@ -83,6 +83,8 @@ Expected<double> medianMs(Executable &exe, DeviceArgs &args, int reps) {
   return median(*times) / kBatch;
 }
 
+} // namespace
+
 /// GB/s of a device-to-device copy, counting bytes read plus written.
 Expected<double> copyBandwidth() {
   Graph g("copy");
@@ -99,8 +101,6 @@ Expected<double> copyBandwidth() {
     return ms.error();
   return 2.0 * in[0].sizeInBytes() / (*ms * 1e-3) / 1e9;
 }
-
-} // namespace
 
 int runMemoryBound(const std::string &only, bool list, MemoryTable &table) {
   std::vector<Workload> all = memoryBoundWorkloads(/*small=*/false);

@@ -22,6 +22,7 @@
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -60,7 +61,7 @@ void registerDialects(DialectRegistry &registry) {
                   scf::SCFDialect, arith::ArithDialect, math::MathDialect,
                   memref::MemRefDialect, cf::ControlFlowDialect,
                   LLVM::LLVMDialect, NVVM::NVVMDialect,
-                  vector::VectorDialect>();
+                  vector::VectorDialect, nvgpu::NVGPUDialect>();
   arith::registerConvertArithToLLVMInterface(registry);
   cf::registerConvertControlFlowToLLVMInterface(registry);
   registerConvertFuncToLLVMInterface(registry);
@@ -120,6 +121,20 @@ static llvm::Error linkLibdevice(llvm::Module &module) {
   return llvm::Error::success();
 }
 
+/// gpu.dynamic_shared_memory becomes an internal zero-sized shared array,
+/// which NVPTX emits as a one-byte static variable: the kernel would index
+/// past it. An external declaration is PTX's `.extern .shared x[]`, the
+/// start of the launch's dynamic shared memory.
+static void declareDynamicShared(llvm::Module &module) {
+  for (llvm::GlobalVariable &g : module.globals()) {
+    auto *array = llvm::dyn_cast<llvm::ArrayType>(g.getValueType());
+    if (g.getAddressSpace() != 3 || !array || array->getNumElements() != 0)
+      continue;
+    g.setInitializer(nullptr);
+    g.setLinkage(llvm::GlobalValue::ExternalLinkage);
+  }
+}
+
 static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -158,6 +173,7 @@ llvm::Expected<BackendOutput> emitPTX(ModuleOp module, const Target &target) {
     return makeError("translation to LLVM IR failed");
   llvmModule->setTargetTriple(triple);
   llvmModule->setDataLayout(machine->createDataLayout());
+  declareDynamicShared(*llvmModule);
   if (llvm::Error e = linkLibdevice(*llvmModule))
     return std::move(e);
   optimize(*llvmModule, *machine);

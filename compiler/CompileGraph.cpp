@@ -213,6 +213,8 @@ runtime::Plan extractPlan(func::FuncOp func) {
     DictionaryAttr config = kernel.getConfigAttr();
     launch.grid = config.getAs<IntegerAttr>("grid").getInt();
     launch.block = config.getAs<IntegerAttr>("block").getInt();
+    if (auto shared = config.getAs<IntegerAttr>("shared_bytes"))
+      launch.sharedBytes = shared.getInt();
     for (Value v : kernel.getInputs())
       launch.buffers.push_back(bufferOf.lookup(v));
     for (Value v : kernel.getResults())

@@ -7,7 +7,13 @@
 #include "ir/KFDialect.h"
 #include "passes/Pipeline.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -17,7 +23,12 @@ int main(int argc, char **argv) {
   mlir::registerCSEPass();
   kfuse::kf::registerKFusePasses();
   mlir::DialectRegistry registry;
-  registry.insert<kfuse::kf::KFDialect, mlir::func::FuncDialect>();
+  // The kf dialect, and what kernels are made of (for tests that start
+  // from a gpu.module).
+  registry.insert<kfuse::kf::KFDialect, mlir::func::FuncDialect,
+                  mlir::gpu::GPUDialect, mlir::arith::ArithDialect,
+                  mlir::memref::MemRefDialect, mlir::vector::VectorDialect,
+                  mlir::nvgpu::NVGPUDialect, mlir::NVVM::NVVMDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "kfuse optimizer driver\n", registry));
 }

@@ -87,8 +87,13 @@ struct Cluster {
 std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   KernelKind kind = kernelKindOf(op);
   if (kind == KernelKind::pointwise) {
-    if (c.kind == KernelKind::matmul || c.kind == KernelKind::attention)
-      return {false, "matmul and attention kernels take no prologue yet"};
+    if (c.kind == KernelKind::attention)
+      return {false, "attention kernels take no prologue yet"};
+    // The template copies a matmul's operands straight into shared memory;
+    // ops of its epilogue are computed on the accumulators.
+    if (c.kind == KernelKind::matmul &&
+        llvm::any_of(op->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); }))
+      return {false, "matmul kernels take no prologue yet"};
     if (c.kind == KernelKind::reduction && !c.rows)
       return {false, "reductions over other axes take no prologue yet"};
     int64_t elements = numElements(op->getResult(0));
@@ -100,6 +105,14 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
                          " times"};
     return {true, c.rows ? "pointwise prologue of a row kernel"
                          : "pointwise into pointwise"};
+  }
+  if (kind == KernelKind::matmul) {
+    if (c.kind != KernelKind::pointwise || c.rows ||
+        c.elements != numElements(op->getResult(0)))
+      return {false, "a matmul joins only an elementwise epilogue over its "
+                     "output"};
+    c.kind = KernelKind::matmul;
+    return {true, "epilogue of a matmul, computed on its accumulators"};
   }
   std::optional<RowSpace> rows = rowOpSpace(op);
   if (!rows)
@@ -281,8 +294,14 @@ bool readsInPlace(Operation *op) {
   return false;
 }
 
-/// The row ops of a kernel whose results are read out of place (by a
-/// transpose, say): they must not share the kernel.
+/// Whether `op` reads a matmul's result where the matmul template has it:
+/// a thread holds accumulators of its own output elements only.
+bool readsAccumulatorsInPlace(Operation *op) {
+  return op->hasTrait<OpTrait::kf::Elementwise>() || isa<SelectOp>(op);
+}
+
+/// The row ops and matmuls of a kernel whose results are read out of place
+/// (by a transpose, say): they must not share the kernel.
 void findMisreadRowOps(Block &body, const Partition &p,
                        llvm::SmallPtrSetImpl<Operation *> &misread) {
   // For each op, the row ops of its kernel that it depends on.
@@ -297,12 +316,15 @@ void findMisreadRowOps(Block &body, const Partition &p,
       auto defKernel = def ? p.kernelOf.find(def) : p.kernelOf.end();
       if (defKernel == p.kernelOf.end() || defKernel->second != it->second)
         continue;
-      if (rowOpSpace(def))
+      if (rowOpSpace(def) || isa<MatmulOp>(def))
         mine.insert(def);
       for (Operation *row : rowInputs[def])
         mine.insert(row);
     }
-    if (!mine.empty() && !readsInPlace(&op))
+    bool afterMatmul = llvm::any_of(
+        mine, [](Operation *anchor) { return isa<MatmulOp>(anchor); });
+    if (!mine.empty() && (afterMatmul ? !readsAccumulatorsInPlace(&op)
+                                      : !readsInPlace(&op)))
       misread.insert(mine.begin(), mine.end());
   }
 }
@@ -325,6 +347,8 @@ namespace {
 /// The kind of a kernel of `ops`: a row kernel is a normalization when its
 /// root is row-shaped, a reduction when it is per row.
 KernelKind kernelKindFor(ArrayRef<Operation *> ops) {
+  if (llvm::any_of(ops, [](Operation *op) { return isa<MatmulOp>(op); }))
+    return KernelKind::matmul;
   bool rowOps = false, pointwise = true;
   for (Operation *op : ops) {
     KernelKind kind = kernelKindOf(op);

@@ -215,6 +215,14 @@ void KernelEmitter::storeResult(unsigned result, Value linear, Value v) {
   memref::StoreOp::create(b, location, v, memref, ValueRange{linear});
 }
 
+/// A vector access's own size (at most 16 bytes): templates access
+/// vectors at multiples of their length from 16-byte aligned buffers.
+static llvm::MaybeAlign vectorAlignment(VectorType type) {
+  int64_t bytes = type.getNumElements() *
+                  type.getElementType().getIntOrFloatBitWidth() / 8;
+  return llvm::MaybeAlign(std::min<int64_t>(bytes, 16));
+}
+
 void KernelEmitter::loadLanes(BlockArgument arg, ArrayRef<Value> linears) {
   Value memref = func.getArgument(arg.getArgNumber());
   Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
@@ -226,7 +234,7 @@ void KernelEmitter::loadLanes(BlockArgument arg, ArrayRef<Value> linears) {
   Value vector = vector::LoadOp::create(b, location, type, memref,
                                         ValueRange{linears[0]},
                                         /*nontemporal=*/false,
-                                        llvm::MaybeAlign(16));
+                                        vectorAlignment(type));
   for (auto [lane, linear] : llvm::enumerate(linears)) {
     Value v = vector::ExtractOp::create(b, location, vector,
                                         ArrayRef<int64_t>{int64_t(lane)});
@@ -252,7 +260,7 @@ void KernelEmitter::storeLanes(unsigned result, Value linear,
   auto type = VectorType::get({static_cast<int64_t>(values.size())}, dtype);
   Value vector = vector::FromElementsOp::create(b, location, type, lanes);
   vector::StoreOp::create(b, location, vector, memref, ValueRange{linear},
-                          /*nontemporal=*/false, llvm::MaybeAlign(16));
+                          /*nontemporal=*/false, vectorAlignment(type));
 }
 
 void KernelEmitter::setElement(Value tensor, Value linear, Value value) {

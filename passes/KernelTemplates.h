@@ -41,6 +41,10 @@ mlir::LogicalResult emitColumns(KernelEmitter &e, RowSpace space);
 mlir::LogicalResult emitTiledTranspose(KernelEmitter &e,
                                        TransposeOp transpose);
 
+/// A bf16/f16 matmul on tensor cores, with the kernel's elementwise ops as
+/// its epilogue (MatmulKernel.cpp).
+mlir::LogicalResult emitTensorCoreMatmul(KernelEmitter &e, MatmulOp matmul);
+
 } // namespace kfuse::kf
 
 #endif // KFUSE_PASSES_KERNELTEMPLATES_H

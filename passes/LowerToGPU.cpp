@@ -12,8 +12,12 @@
 
 #include "ir/KFDialect.h"
 #include "passes/KernelTemplates.h"
+#include "passes/MatmulTiles.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
 namespace kfuse::kf {
 #define GEN_PASS_DEF_KFLOWERTOGPUPASS
@@ -222,9 +226,10 @@ LogicalResult emitSoftmax(KernelEmitter &e, int64_t items) {
   });
 }
 
-/// One thread per output element: a dot product over K in f32.
+/// One thread per output element: a dot product over K in f32, then the
+/// kernel's elementwise epilogue.
 LogicalResult emitMatmul(KernelEmitter &e, int64_t items) {
-  auto matmul = rootValue(e.kernel()).getDefiningOp<MatmulOp>();
+  MatmulOp matmul = matmulOf(e.kernel());
   ArrayRef<int64_t> aShape = shapeOf(matmul.getA()),
                     bShape = shapeOf(matmul.getB());
   bool ta = matmul.getTransposeA(), tb = matmul.getTransposeB();
@@ -253,7 +258,13 @@ LogicalResult emitMatmul(KernelEmitter &e, int64_t items) {
       }
       return SmallVector<Value>{math::FmaOp::create(b, l, *x, *y, c[0])};
     })[0];
-    e.storeResult(0, item, acc);
+    e.setElement(matmul.getResult(), item, acc);
+    FailureOr<Value> out = e.elementAt(
+        rootValue(e.kernel()),
+        ElementIndex::linear(shapeOf(rootValue(e.kernel())), item));
+    if (failed(out))
+      return failure();
+    e.storeResult(0, item, *out);
     return inner;
   });
 }
@@ -384,7 +395,9 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
     status = rows ? emitRows(emitter, *rows) : emitSoftmax(emitter, items);
     break;
   case KernelKind::matmul:
-    status = emitMatmul(emitter, items);
+    status = configValue(kernel, "mma")
+                 ? emitTensorCoreMatmul(emitter, matmulOf(kernel))
+                 : emitMatmul(emitter, items);
     break;
   case KernelKind::attention:
     status = emitAttention(emitter, items);

@@ -108,6 +108,26 @@ def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
   ];
 }
 
+def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
+  let summary = "Decide what tensor-core matmuls stage in shared memory";
+  let description = [{
+    For every matmul kernel that kf-tile gave a tensor-core tile (`mma`),
+    decides the shared-memory pipeline: both operands' block tiles are
+    staged, each row padded by 8 elements (16 bytes, so that the rows one
+    ldmatrix reads fall on distinct banks: `smem_pad`), in as many stages of
+    asynchronous copies (2 to 4: `stages`) as fit half a multiprocessor's
+    shared memory and the K steps there are. Records the dynamic shared
+    memory the launch needs (`shared_bytes`). Other kernels are untouched.
+
+    After:
+    ```mlir
+    kf.kernel matmul(...) attributes {config = {..., mma = 1 : i64,
+        shared_bytes = 111104 : i64, smem_pad = 8 : i64, stages = 4 : i64,
+        tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 256 : i64, ...}}
+    ```
+  }];
+}
+
 def KFLowerToGPUPass : Pass<"kf-lower-to-gpu", "mlir::ModuleOp"> {
   let summary = "Emit one gpu.func per kf.kernel";
   let description = [{
@@ -131,7 +151,26 @@ def KFLowerToGPUPass : Pass<"kf-lower-to-gpu", "mlir::ModuleOp"> {
     "mlir::gpu::GPUDialect", "mlir::scf::SCFDialect",
     "mlir::arith::ArithDialect", "mlir::math::MathDialect",
     "mlir::memref::MemRefDialect", "mlir::vector::VectorDialect",
+    "mlir::nvgpu::NVGPUDialect", "mlir::NVVM::NVVMDialect",
+    "mlir::LLVM::LLVMDialect",
   ];
+}
+
+def KFLowerNVGPUPass : Pass<"kf-lower-nvgpu", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Lower the nvgpu ops of tensor-core kernels to NVVM";
+  let description = [{
+    Rewrites nvgpu.device_async_copy (cp.async), nvgpu.ldmatrix and the
+    other nvgpu ops into NVVM ops, with the index width the rest of the
+    LLVM lowering uses (upstream's convert-nvgpu-to-nvvm assumes 64 bits,
+    whose memref descriptors then do not meet those of a 32-bit
+    convert-gpu-to-nvvm). Runs before convert-gpu-to-nvvm; other ops are
+    untouched.
+  }];
+  let options = [
+    Option<"indexBitwidth", "index-bitwidth", "unsigned", /*default=*/"64",
+           "bits of the index type">,
+  ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect"];
 }
 
 #endif // KF_PASSES

@@ -34,6 +34,7 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   tile.sms = options.multiprocessors;
   tile.aligned = options.aligned;
   pm.addPass(createKFTilePass(tile));
+  pm.addPass(createKFPromoteSharedPass());
 }
 
 void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {
@@ -43,6 +44,11 @@ void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {
 void kfuse::kf::buildLLVMLoweringPipeline(OpPassManager &pm,
                                           unsigned indexBits) {
   OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
+  // nvgpu's cp.async and ldmatrix (tensor-core matmuls) first: their
+  // lowering reads memref descriptors that the GPU-to-NVVM step erases.
+  KFLowerNVGPUPassOptions nvgpu;
+  nvgpu.indexBitwidth = indexBits;
+  gpu.addPass(createKFLowerNVGPUPass(nvgpu));
   gpu.addPass(createSCFToControlFlowPass());
   ConvertGpuOpsToNVVMOpsOptions nvvm;
   nvvm.indexBitwidth = indexBits;

@@ -7,12 +7,16 @@
 //  - row kernels (normalisations and last-axis reductions): one block per
 //    row with enough threads that each holds about 4 vectors, the row kept
 //    in registers when that is at most 32 values a thread (else looped);
+//  - matmuls of bf16/f16 on aligned buffers: a tensor-core block tile per
+//    thread block, the tile chosen per shape by chooseMatmulTile's count of
+//    waves on the SMs;
 //  - the rest: one thread per item.
 // Rewrite: record the choice in the kernel's config.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ir/KFDialect.h"
+#include "passes/MatmulTiles.h"
 #include "passes/Passes.h"
 
 namespace kfuse::kf {
@@ -215,6 +219,24 @@ void configurePointwise(Config &c, int64_t elements, int64_t vec,
   c.set("unroll", unroll);
 }
 
+/// One thread block per output tile (per batch), tile rows grouped by
+/// group_m for L2 reuse.
+void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms) {
+  MatmulProblem p = MatmulProblem::of(matmul);
+  MatmulTile t = chooseMatmulTile(p, sms);
+  int64_t tiles = p.batch * ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn);
+  c.set("block", t.threads());
+  c.set("grid", tiles);
+  c.set("items", tiles);
+  c.set("mma", 1);
+  c.set("tile_m", t.bm);
+  c.set("tile_n", t.bn);
+  c.set("tile_k", t.bk);
+  c.set("warps_m", t.warpsM);
+  c.set("warps_n", t.warpsN);
+  c.set("group_m", t.groupM);
+}
+
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
   using KFTilePassBase::KFTilePassBase;
 
@@ -246,6 +268,9 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       configureRows(c, *rows, vec);
     } else if (kernel.getKind() == KernelKind::pointwise) {
       configurePointwise(c, items, vec, blockSize);
+    } else if (kernel.getKind() == KernelKind::matmul &&
+               !tensorCoreRefusal(matmulOf(kernel), aligned)) {
+      configureTensorCoreMatmul(c, matmulOf(kernel), sms);
     } else {
       c.set("block", blockSize);
       c.set("grid", std::min((items + blockSize - 1) / blockSize, sms * 32));

@@ -42,6 +42,7 @@ namespace kfuse::runtime {
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
   X(cuFuncGetAttribute)                                                        \
+  X(cuFuncSetAttribute)                                                        \
   X(cuLinkCreate_v2)                                                           \
   X(cuLinkAddData_v2)                                                          \
   X(cuLinkComplete)                                                            \

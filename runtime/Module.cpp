@@ -66,6 +66,15 @@ Expected<LoadedModule> loadPlan(Driver &d, Plan &plan, bool &jitted) {
                            "cuModuleGetFunction");
         !s)
       return s.error();
+    // Above 48 KiB a kernel must opt in to its dynamic shared memory.
+    if (launch.sharedBytes > 48 * 1024)
+      if (Status s = d.check(
+              d.cuFuncSetAttribute(
+                  f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                  static_cast<int>(launch.sharedBytes)),
+              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+          !s)
+        return s.error();
     KernelResources r;
     d.cuFuncGetAttribute(&r.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
     d.cuFuncGetAttribute(&r.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);

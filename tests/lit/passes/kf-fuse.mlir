@@ -158,3 +158,43 @@ func.func @constant_output() -> tensor<f32> {
   %c = kf.constant dense<2.5> : tensor<f32>
   return %c : tensor<f32>
 }
+
+// -----
+
+// A matmul takes its elementwise consumers as an epilogue (bias add, GELU),
+// but not a prologue: the cast feeding it is a kernel of its own.
+// CHECK-LABEL: func.func @matmul_epilogue
+// CHECK: kf.kernel pointwise
+// CHECK: kf.cast
+// CHECK: kf.kernel matmul
+// CHECK: kf.matmul
+// CHECK: kf.add
+// CHECK: kf.gelu
+// CHECK-NOT: kf.kernel
+func.func @matmul_epilogue(%x: tensor<64x32xf32>, %w: tensor<32x48xbf16>,
+                           %bias: tensor<48xbf16>) -> tensor<64x48xbf16> {
+  %xb = kf.cast %x : tensor<64x32xf32> -> tensor<64x32xbf16>
+  %h = kf.matmul %xb, %w : tensor<64x32xbf16>, tensor<32x48xbf16> -> tensor<64x48xbf16>
+  %bb = kf.broadcast %bias : tensor<48xbf16> -> tensor<64x48xbf16>
+  %s = kf.add %h, %bb : tensor<64x48xbf16>
+  %y = kf.gelu %s : tensor<64x48xbf16>
+  return %y : tensor<64x48xbf16>
+}
+
+// -----
+
+// A consumer that reads the product out of place (a transpose) cannot be
+// computed from a thread's accumulators: the matmul stays alone.
+// CHECK-LABEL: func.func @matmul_then_transpose
+// CHECK: kf.kernel matmul
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: kf.matmul
+// CHECK-NEXT: kf.yield
+// CHECK: kf.kernel pointwise
+// CHECK: kf.transpose
+func.func @matmul_then_transpose(%a: tensor<16x32xbf16>, %b: tensor<32x16xbf16>) -> tensor<16x16xbf16> {
+  %h = kf.matmul %a, %b : tensor<16x32xbf16>, tensor<32x16xbf16> -> tensor<16x16xbf16>
+  %t = kf.transpose %h [1, 0] : tensor<16x16xbf16> -> tensor<16x16xbf16>
+  %y = kf.exp %t : tensor<16x16xbf16>
+  return %y : tensor<16x16xbf16>
+}

@@ -1,4 +1,4 @@
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" --kf-lower-to-gpu | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s
 
 // A pointwise kernel: flat memref arguments known to be 16-byte aligned,
 // vector loads and stores, f32 math on widened bf16.
@@ -38,4 +38,32 @@ func.func @rows(%x: tensor<16x2048xf32>) -> tensor<16x2048xf32> {
 func.func @named(%a: tensor<4x8xf32>, %b: tensor<8x2xf32>) -> tensor<4x2xf32> {
   %c = kf.matmul %a, %b : tensor<4x8xf32>, tensor<8x2xf32> -> tensor<4x2xf32>
   return %c : tensor<4x2xf32>
+}
+
+// -----
+
+// A tensor-core matmul with a bias epilogue: dynamic shared memory for the
+// stages, cp.async copies zero-filled at the edges, ldmatrix (transposed
+// for a K-major B), m16n8k16 bf16 products into f32, the epilogue on the
+// accumulators, and pairs of bf16 stored at a time.
+// CHECK-LABEL: gpu.func @k0_matmul
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: nvgpu.device_async_copy {{.*}}, 8, %{{.*}} {bypassL1}
+// CHECK: nvvm.cp.async.commit.group
+// CHECK: scf.for
+// CHECK: nvvm.cp.async.wait.group 2
+// CHECK: gpu.barrier
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = false}
+// CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
+// CHECK: nvvm.mma.sync
+// CHECK-SAME: multiplicandAPtxType = #nvvm.mma_type<bf16>
+// CHECK-SAME: shape = #nvvm.shape<m = 16, n = 8, k = 16>
+// CHECK: scf.if
+// CHECK: arith.addf
+// CHECK: vector.store %{{.*}} : memref<{{[0-9]+}}xbf16>, vector<2xbf16>
+func.func @matmul_bias(%a: tensor<256x128xbf16>, %b: tensor<128x256xbf16>, %bias: tensor<256xbf16>) -> tensor<256x256xbf16> {
+  %c = kf.matmul %a, %b : tensor<256x128xbf16>, tensor<128x256xbf16> -> tensor<256x256xbf16>
+  %bb = kf.broadcast %bias : tensor<256xbf16> -> tensor<256x256xbf16>
+  %y = kf.add %c, %bb : tensor<256x256xbf16>
+  return %y : tensor<256x256xbf16>
 }

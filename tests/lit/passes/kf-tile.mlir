@@ -34,3 +34,47 @@ func.func @bools(%x: tensor<1024xf32>) -> tensor<1024xi1> {
   %y = kf.compare lt, %x, %x : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xi1>
   return %y : tensor<1024xi1>
 }
+
+// -----
+
+// bf16 matmuls on aligned buffers get a tensor-core block tile, chosen by
+// counting waves: a 4096^2 output fills 132 SMs best with 128x256 tiles
+// (512 tiles, 4 waves of one block an SM) ...
+// CHECK-LABEL: func.func @matmul_large
+// CHECK: kf.kernel matmul
+// CHECK-SAME: block = 256 : i64, grid = 512 : i64, group_m = 8 : i64, items = 512 : i64, mma = 1 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 256 : i64, warps_m = 2 : i64, warps_n = 4 : i64
+// UNALIGNED-LABEL: func.func @matmul_large
+// UNALIGNED-NOT: mma
+func.func @matmul_large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
+  %c = kf.matmul %a, %b : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
+  return %c : tensor<4096x4096xbf16>
+}
+
+// -----
+
+// ... while a decode-sized one (M = 16) takes small tiles, to spread over
+// more SMs.
+// CHECK-LABEL: func.func @matmul_small_m
+// CHECK: grid = 64 : i64
+// CHECK-SAME: tile_m = 64 : i64, tile_n = 64 : i64
+func.func @matmul_small_m(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<16x4096xbf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
+  return %c : tensor<16x4096xbf16>
+}
+
+// -----
+
+// f32 operands (no tf32 unless allowed) and rows that are not whole 16-byte
+// chunks take the one-thread-per-output template.
+// CHECK-LABEL: func.func @matmul_f32
+// CHECK-NOT: mma
+func.func @matmul_f32(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %c = kf.matmul %a, %b : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  return %c : tensor<64x64xf32>
+}
+// CHECK-LABEL: func.func @matmul_odd_k
+// CHECK-NOT: mma
+func.func @matmul_odd_k(%a: tensor<64x27xbf16>, %b: tensor<27x64xbf16>) -> tensor<64x64xbf16> {
+  %c = kf.matmul %a, %b : tensor<64x27xbf16>, tensor<27x64xbf16> -> tensor<64x64xbf16>
+  return %c : tensor<64x64xbf16>
+}

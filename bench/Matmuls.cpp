@@ -1,0 +1,277 @@
+//===- Matmuls.cpp - kfuse-bench matmul: kfuse against cuBLAS -------------===//
+//
+// Each workload is timed in one run: kfuse fused (epilogue in the matmul
+// kernel), kfuse unfused (the epilogue as kernels of its own), and cuBLAS
+// (cublasGemmEx / cublasGemmStridedBatchedEx, f32 compute, opened from
+// libcublas.so.13 at run time) on the same device buffers; the floor is the
+// larger of FLOPs / the peak rate and bytes / the copy bandwidth. kfuse's
+// output is also compared with cuBLAS's (relative error), so a fast wrong
+// kernel shows.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bench.h"
+
+#include <cstdio>
+#include <dlfcn.h>
+
+namespace kfuse::bench {
+
+namespace {
+
+/// The cuBLAS entry points kfuse-bench uses, by their C ABI.
+struct CuBlas {
+  using Create = int (*)(void **);
+  using GemmEx = int (*)(void *, int, int, int, int, int, const void *,
+                         const void *, int, int, const void *, int, int,
+                         const void *, void *, int, int, int, int);
+  using GemmStridedBatchedEx = int (*)(void *, int, int, int, int, int,
+                                       const void *, const void *, int, int,
+                                       long long, const void *, int, int,
+                                       long long, const void *, void *, int,
+                                       int, long long, int, int, int);
+  void *handle = nullptr;
+  GemmEx gemm = nullptr;
+  GemmStridedBatchedEx batched = nullptr;
+
+  static constexpr int kOpN = 0, kOpT = 1, kBF16 = 14, kF16 = 2,
+                       kCompute32F = 68, kDefaultAlgo = -1;
+
+  static CuBlas *open() {
+    static CuBlas blas;
+    static bool tried = false;
+    if (tried)
+      return blas.handle ? &blas : nullptr;
+    tried = true;
+    void *lib = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      lib = dlopen("/usr/local/cuda/lib64/libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+      return nullptr;
+    auto create = reinterpret_cast<Create>(dlsym(lib, "cublasCreate_v2"));
+    blas.gemm = reinterpret_cast<GemmEx>(dlsym(lib, "cublasGemmEx"));
+    blas.batched = reinterpret_cast<GemmStridedBatchedEx>(
+        dlsym(lib, "cublasGemmStridedBatchedEx"));
+    if (!create || !blas.gemm || !blas.batched || create(&blas.handle) != 0)
+      blas.handle = nullptr;
+    return blas.handle ? &blas : nullptr;
+  }
+};
+
+struct MatmulWorkload {
+  std::string name;
+  int64_t batch, m, n, k;
+  bool transposeB, biasGelu;
+};
+
+std::vector<MatmulWorkload> matmulWorkloads() {
+  return {
+      {"mm_4096_bf16", 1, 4096, 4096, 4096, false, false},
+      {"mm_4096_bias_gelu", 1, 4096, 4096, 4096, false, true},
+      {"mm_8192_bf16", 1, 8192, 8192, 8192, false, false},
+      {"mm_8192_bias_gelu", 1, 8192, 8192, 8192, false, true},
+      {"lm_head_50257", 1, 8192, 50257, 768, true, false},
+      {"lm_head_50304", 1, 8192, 50304, 768, true, false},
+      {"batched_16x1024", 16, 1024, 1024, 1024, false, false},
+      {"m16_4096x4096", 1, 16, 4096, 4096, true, false},
+      {"mm_1792_bf16", 1, 1792, 1792, 1792, false, false},
+      {"mm_1794_tb_bf16", 1, 1794, 1794, 1792, true, false},
+  };
+}
+
+Shape batched(const MatmulWorkload &w, int64_t r, int64_t c) {
+  if (w.batch == 1)
+    return {r, c};
+  return {w.batch, r, c};
+}
+
+void buildGraph(Graph &g, const MatmulWorkload &w) {
+  Tensor a = g.input("a", DType::bf16, batched(w, w.m, w.k));
+  Tensor b = g.input("b", DType::bf16,
+                     batched(w, w.transposeB ? w.n : w.k,
+                             w.transposeB ? w.k : w.n));
+  MatmulOptions o;
+  o.transposeB = w.transposeB;
+  Tensor y = matmul(a, b, o);
+  if (w.biasGelu)
+    y = gelu(y + broadcastTo(g.input("bias", DType::bf16, {w.n}),
+                             batched(w, w.m, w.n)));
+  g.output("y", y);
+}
+
+/// Row-major C = A B is column-major C^T = B^T A^T: cuBLAS gets B first.
+Status runCuBlas(CuBlas &blas, const MatmulWorkload &w, const void *a,
+                 const void *b, void *c) {
+  float one = 1, zero = 0;
+  int opB = w.transposeB ? CuBlas::kOpT : CuBlas::kOpN;
+  int ldb = w.transposeB ? w.k : w.n;
+  int rc =
+      w.batch == 1
+          ? blas.gemm(blas.handle, opB, CuBlas::kOpN, w.n, w.m, w.k, &one, b,
+                      CuBlas::kBF16, ldb, a, CuBlas::kBF16, w.k, &zero, c,
+                      CuBlas::kBF16, w.n, CuBlas::kCompute32F,
+                      CuBlas::kDefaultAlgo)
+          : blas.batched(blas.handle, opB, CuBlas::kOpN, w.n, w.m, w.k, &one, b,
+                         CuBlas::kBF16, ldb, w.k * w.n, a, CuBlas::kBF16, w.k,
+                         w.m * w.k, &zero, c, CuBlas::kBF16, w.n, w.m * w.n,
+                         w.batch, CuBlas::kCompute32F, CuBlas::kDefaultAlgo);
+  if (rc != 0)
+    return Error(ErrorCode::DeviceError,
+                 "cuBLAS GEMM failed with status " + std::to_string(rc));
+  return Status::ok();
+}
+
+Expected<double> medianOf(const std::function<Status()> &once) {
+  constexpr int kBatch = 5;
+  Expected<std::vector<double>> times = timeOnDevice(
+      [&] {
+        for (int i = 0; i < kBatch; ++i)
+          if (Status s = once(); !s)
+            return s;
+        return Status::ok();
+      },
+      15);
+  if (!times)
+    return times.error();
+  return median(*times) / kBatch;
+}
+
+Expected<HostTensor> download(const DeviceBuffer &buffer, std::vector<int64_t> shape) {
+  HostTensor t(DType::bf16, std::move(shape));
+  if (Status s = buffer.copyToHost(t.data(), t.sizeInBytes()); !s)
+    return s.error();
+  return t;
+}
+
+struct MatmulRow {
+  std::string name;
+  double flops, fusedMs, unfusedMs, cublasMs = 0, floorMs, error = -1;
+  std::string tile;
+};
+
+Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
+                            double copyGBs) {
+  Graph g(w.name);
+  buildGraph(g, w);
+  if (!g.status())
+    return g.status().error();
+  std::vector<DeviceBuffer> buffers;
+  std::vector<DeviceTensor> inputs;
+  uint64_t seed = 7, bytes = 0;
+  for (const TensorInfo &info : g.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : info.shape)
+      shape.push_back(d.size());
+    HostTensor t = HostTensor::random(info.dtype, shape, seed++);
+    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
+    if (!b)
+      return b.error();
+    bytes += t.sizeInBytes();
+    inputs.push_back(b->tensor(info.dtype, Dims(shape)));
+    buffers.push_back(b.take());
+  }
+  std::vector<int64_t> outShape = {w.m, w.n};
+  if (w.batch > 1)
+    outShape.insert(outShape.begin(), w.batch);
+  uint64_t outBytes = 2 * w.batch * w.m * w.n;
+  bytes += outBytes;
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(outBytes);
+  Expected<DeviceBuffer> peer = DeviceBuffer::allocate(outBytes);
+  if (!out || !peer)
+    return (!out ? out : peer).error();
+  DeviceTensor result = out->tensor(DType::bf16, Dims(outShape));
+
+  MatmulRow row;
+  row.name = w.name;
+  row.flops = 2.0 * w.batch * w.m * w.n * w.k;
+  row.floorMs = std::max(row.flops / (peakTflops * 1e12),
+                         bytes / (copyGBs * 1e9)) * 1e3;
+  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
+    CompileOptions options;
+    options.fusion = fusion;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    if (!exe)
+      return exe.error();
+    Expected<double> ms = medianOf([&] {
+      return exe->run(inputs.data(), inputs.size(), &result, 1);
+    });
+    if (!ms)
+      return ms.error();
+    (fusion == Fusion::Fused ? row.fusedMs : row.unfusedMs) = *ms;
+    if (fusion == Fusion::Fused) {
+      Expected<std::string> fused = exe->dump(Stage::Fused);
+      size_t at = fused ? fused->find("tile_m = ") : std::string::npos;
+      if (at != std::string::npos) {
+        size_t n = fused->find("tile_n = ");
+        row.tile = fused->substr(at + 9, fused->find(' ', at + 9) - at - 9) +
+                   "x" + fused->substr(n + 9, fused->find(' ', n + 9) - n - 9);
+      } else {
+        row.tile = "simt";
+      }
+    }
+  }
+  // Unfused wrote `out` last; compare it with cuBLAS where cuBLAS computes
+  // the same (its time without the epilogue is the reference otherwise).
+  CuBlas *blas = CuBlas::open();
+  if (blas) {
+    Expected<double> ms = medianOf([&] {
+      return runCuBlas(*blas, w, buffers[0].data(), buffers[1].data(),
+                       peer->data());
+    });
+    if (!ms)
+      return ms.error();
+    row.cublasMs = *ms;
+    if (w.biasGelu)
+      return row;
+    Expected<HostTensor> mine = download(*out, outShape);
+    Expected<HostTensor> theirs = download(*peer, outShape);
+    if (mine && theirs)
+      row.error = relativeError(*mine, *theirs);
+  }
+  return row;
+}
+
+} // namespace
+
+int runMatmuls(const std::string &only, bool list, double copyGBs) {
+  std::vector<MatmulWorkload> all = matmulWorkloads();
+  if (list) {
+    for (const MatmulWorkload &w : all)
+      std::printf("%s\n", w.name.c_str());
+    return 0;
+  }
+  const double peakTflops = 679; // cuBLAS's 8192^3 on the H200, gpu-machine.md
+  if (!CuBlas::open())
+    std::printf("cuBLAS: libcublas.so.13 not found; no peer column\n");
+  std::printf("floor = max(FLOPs / %.0f TFLOP/s, bytes / %.0f GB/s)\n",
+              peakTflops, copyGBs);
+  std::printf("%-18s %-8s %9s %9s %9s %9s %7s %7s %8s %8s %9s\n", "workload",
+              "tile", "floor_ms", "fused_ms", "unfus_ms", "cublas_ms", "TFLOPs",
+              "cuTFLOPs", "fused/cu", "fused/fl", "err_vs_cu");
+  bool found = false;
+  for (const MatmulWorkload &w : all) {
+    if (!only.empty() && w.name != only)
+      continue;
+    found = true;
+    Expected<MatmulRow> r = measure(w, peakTflops, copyGBs);
+    if (!r) {
+      std::fprintf(stderr, "%s: %s\n", w.name.c_str(),
+                   r.error().message().c_str());
+      return 1;
+    }
+    std::printf("%-18s %-8s %9.4f %9.4f %9.4f %9.4f %7.0f %7.0f %8.3f %8.3f %9.2g\n",
+                r->name.c_str(), r->tile.c_str(), r->floorMs, r->fusedMs,
+                r->unfusedMs, r->cublasMs, r->flops / (r->fusedMs * 1e9),
+                r->cublasMs ? r->flops / (r->cublasMs * 1e9) : 0.0,
+                r->cublasMs ? r->fusedMs / r->cublasMs : 0.0,
+                r->fusedMs / r->floorMs, r->error);
+    std::fflush(stdout);
+  }
+  if (!found) {
+    std::fprintf(stderr, "no workload '%s' (see --list)\n", only.c_str());
+    return 2;
+  }
+  return 0;
+}
+
+} // namespace kfuse::bench

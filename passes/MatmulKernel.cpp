@@ -1,0 +1,378 @@
+//===- MatmulKernel.cpp - kf-lower-to-gpu's tensor-core matmul template ---===//
+//
+// A block computes one [bm, bn] tile of the output (kf-tile's `tile_m`,
+// `tile_n`), visiting tiles in groups of `group_m` tile rows so that
+// neighbouring blocks share operand tiles in L2. Each K step of `tile_k`
+// columns of A and rows of B is copied into shared memory with cp.async
+// (16 bytes a copy, zero-filled past the edges of M, N and K), `stages`
+// steps in flight (kf-promote-shared). Warps read their fragments with
+// ldmatrix (transposing where the operand's layout is not the one
+// mma.sync wants) and accumulate m16n8k16 bf16/f16 products in f32
+// registers. The epilogue computes the kernel's fused elementwise ops on
+// the accumulators in registers and stores the result, masked at the
+// edges: nothing but the final result reaches memory.
+//
+// Shared-memory rows are padded by kSharedRowPad elements, which puts the
+// eight 16-byte rows that one ldmatrix phase reads on distinct banks.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+#include "passes/KernelTemplates.h"
+#include "passes/MatmulTiles.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+/// One operand as the copies see it: a row-major [rows, cols] matrix per
+/// batch in global memory, staged as a SharedTile at `offset` of a stage.
+struct StagedOperand {
+  Value memref;
+  SharedTile tile;
+  int64_t offset, rows, cols, batchStride;
+};
+
+class TensorCoreMatmul {
+public:
+  TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul);
+  LogicalResult emit();
+
+private:
+  void locateTile();
+  /// Issues the copies of K step `kTile` into pipeline stage `stage`.
+  void loadStage(Value kTile, Value stage);
+  void copyTile(const StagedOperand &op, Value batchBase, Value row0,
+                Value col0, Value stageBase);
+  /// The products of one stage, added to `acc`.
+  SmallVector<Value> multiply(Value stage, ValueRange acc);
+  /// ldmatrix.x4 at element `offset` of the shared buffer, as four
+  /// 32-bit mma operands.
+  SmallVector<Value> loadFragments(Value offset, bool transpose);
+  /// d = a * b + c for one m16n8k16 tile; appends d's four values.
+  void mma(ArrayRef<Value> a, ArrayRef<Value> b, ArrayRef<Value> c,
+           SmallVectorImpl<Value> &out);
+  LogicalResult storeTile(ValueRange acc);
+  LogicalResult storePair(Value row, Value col, Value v0, Value v1);
+
+  Value idx(int64_t v) { return e.index(v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, l, x, y); }
+  Value mul(Value x, int64_t c) { return arith::MulIOp::create(b, l, x, idx(c)); }
+  Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, l, x, idx(c)); }
+  Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, l, x, idx(c)); }
+  Value less(Value x, Value y) {
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, x, y);
+  }
+
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location l;
+  MatmulOp matmul;
+  MatmulProblem p;
+  MatmulTile t;
+  int64_t stages, stageElements, mTiles, nTiles;
+  Type dtype;
+  StagedOperand a, bOp;
+  Value shared, tid, lane, m0, n0, warpRow, warpCol, batch;
+  /// Per-lane element offsets of the ldmatrix rows, inside a stage.
+  Value laneA, laneB;
+};
+
+TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
+    : e(e), b(e.builder()), l(e.loc()), matmul(matmul),
+      p(MatmulProblem::of(matmul)) {
+  KernelOp k = e.kernel();
+  t = {configValue(k, "tile_m"),  configValue(k, "tile_n"),
+       configValue(k, "tile_k"),  configValue(k, "warps_m"),
+       configValue(k, "warps_n"), configValue(k, "group_m", 1)};
+  stages = configValue(k, "stages");
+  dtype = mlir::cast<RankedTensorType>(matmul.getA().getType()).getElementType();
+  SharedTile ta = sharedTileA(t, p.transposeA), tb = sharedTileB(t, p.transposeB);
+  stageElements = ta.elements() + tb.elements();
+  mTiles = (p.m + t.bm - 1) / t.bm;
+  nTiles = (p.n + t.bn - 1) / t.bn;
+  auto arg = [&](Value v) {
+    return e.gpuFunc().getArgument(mlir::cast<BlockArgument>(v).getArgNumber());
+  };
+  a = {arg(matmul.getA()), ta, 0,
+       p.transposeA ? p.k : p.m, p.transposeA ? p.m : p.k, p.m * p.k};
+  bOp = {arg(matmul.getB()), tb, ta.elements(),
+         p.transposeB ? p.n : p.k, p.transposeB ? p.k : p.n,
+         p.sharedB ? 0 : p.k * p.n};
+}
+
+LogicalResult TensorCoreMatmul::emit() {
+  if (!t.bm || !t.bn || !t.bk || !stages)
+    return e.kernel().emitOpError(
+        "has no tensor-core tiling: run kf-tile and kf-promote-shared");
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  Value bytes = gpu::DynamicSharedMemoryOp::create(
+      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                            workgroup));
+  shared = memref::ViewOp::create(
+      b, l,
+      MemRefType::get({stages * stageElements}, dtype, AffineMap(), workgroup),
+      bytes, idx(0), ValueRange{});
+  locateTile();
+
+  int64_t kTiles = (p.k + t.bk - 1) / t.bk;
+  for (int64_t s = 0; s + 1 < stages; ++s) {
+    if (s < kTiles)
+      loadStage(idx(s), idx(s));
+    NVVM::CpAsyncCommitGroupOp::create(b, l);
+  }
+  int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
+  SmallVector<Value> zeros(tilesM * tilesN * 4, e.f32(0));
+  SmallVector<Value> acc = e.loop(kTiles, zeros, [&](Value kt, ValueRange c) {
+    // The copies of step kt have landed once at most stages - 2 groups are
+    // pending; the barrier also ends every warp's reads of the stage the
+    // next copies overwrite (the one step kt - 1 read).
+    NVVM::CpAsyncWaitGroupOp::create(b, l, stages - 2);
+    gpu::BarrierOp::create(b, l);
+    Value next = add(kt, idx(stages - 1));
+    auto load = scf::IfOp::create(b, l, less(next, idx(kTiles)), false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(load.thenBlock());
+      loadStage(next, rem(next, stages));
+    }
+    NVVM::CpAsyncCommitGroupOp::create(b, l);
+    return multiply(rem(kt, stages), c);
+  });
+  NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
+  return storeTile(acc);
+}
+
+/// The block's output tile, with tile rows grouped for L2 reuse; the
+/// warp's place in it and the per-lane ldmatrix offsets.
+void TensorCoreMatmul::locateTile() {
+  Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
+  batch = div(bid, mTiles * nTiles);
+  Value pid = rem(bid, mTiles * nTiles);
+  int64_t inGroup = t.groupM * nTiles;
+  Value firstM = mul(div(pid, inGroup), t.groupM);
+  Value groupRows = arith::MinUIOp::create(
+      b, l, arith::SubIOp::create(b, l, idx(mTiles), firstM), idx(t.groupM));
+  Value inner = rem(pid, inGroup);
+  m0 = mul(add(firstM, arith::RemUIOp::create(b, l, inner, groupRows)), t.bm);
+  n0 = mul(arith::DivUIOp::create(b, l, inner, groupRows), t.bn);
+
+  tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  lane = rem(tid, 32);
+  Value warp = div(tid, 32);
+  warpRow = mul(div(warp, t.warpsN), t.bm / t.warpsM);
+  warpCol = mul(rem(warp, t.warpsN), t.bn / t.warpsN);
+
+  // ldmatrix.x4: lanes 8i..8i+7 address the rows of 8x8 matrix i.
+  Value l8 = rem(lane, 8), l16 = rem(lane, 16), hi = div(lane, 16),
+        mid = rem(div(lane, 8), 2);
+  auto offset = [&](Value row, Value col, const SharedTile &tile) {
+    return add(mul(row, tile.stride()), col);
+  };
+  // A fragments: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15),
+  // (8-15, 8-15) of a 16x16 tile.
+  laneA = p.transposeA ? offset(add(l8, mul(hi, 8)), mul(mid, 8), a.tile)
+                       : offset(l16, mul(hi, 8), a.tile);
+  // B fragments of two n8 tiles: (k 0-7, n 0-7), (8-15, 0-7), (0-7, 8-15),
+  // (8-15, 8-15).
+  laneB = p.transposeB ? offset(add(l8, mul(hi, 8)), mul(mid, 8), bOp.tile)
+                       : offset(add(l8, mul(mid, 8)), mul(hi, 8), bOp.tile);
+}
+
+void TensorCoreMatmul::loadStage(Value kTile, Value stage) {
+  Value k0 = mul(kTile, t.bk), base = mul(stage, stageElements);
+  Value aBase = mul(batch, a.batchStride), bBase = mul(batch, bOp.batchStride);
+  if (p.transposeA)
+    copyTile(a, aBase, k0, m0, base);
+  else
+    copyTile(a, aBase, m0, k0, base);
+  if (p.transposeB)
+    copyTile(bOp, bBase, n0, k0, base);
+  else
+    copyTile(bOp, bBase, k0, n0, base);
+}
+
+/// Thread tid copies chunks tid, tid + threads, ... of 8 elements; those
+/// past the matrix are zero-filled (a zero adds nothing to the products).
+void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
+                                Value row0, Value col0, Value stageBase) {
+  int64_t perRow = op.tile.cols / 8;
+  int64_t chunks = op.tile.rows * perRow;
+  for (int64_t first = 0; first < chunks; first += t.threads()) {
+    Value c = add(tid, idx(first));
+    Value r = div(c, perRow), col = mul(rem(c, perRow), 8);
+    Value gr = add(row0, r), gc = add(col0, col);
+    Value valid = arith::AndIOp::create(b, l, less(gr, idx(op.rows)),
+                                        less(gc, idx(op.cols)));
+    Value src = add(batchBase, add(mul(gr, op.cols), gc));
+    src = arith::SelectOp::create(b, l, valid, src, idx(0));
+    Value count = arith::SelectOp::create(b, l, valid, idx(8), idx(0));
+    Value dst = add(stageBase, add(idx(op.offset),
+                                   add(mul(r, op.tile.stride()), col)));
+    OpBuilder::InsertionGuard g(b);
+    if (chunks % t.threads()) {
+      auto inRange = scf::IfOp::create(b, l, less(c, idx(chunks)), false);
+      b.setInsertionPointToStart(inRange.thenBlock());
+    }
+    nvgpu::DeviceAsyncCopyOp::create(b, l, shared, ValueRange{dst}, op.memref,
+                                     ValueRange{src}, b.getIndexAttr(8), count,
+                                     b.getUnitAttr());
+  }
+}
+
+SmallVector<Value> TensorCoreMatmul::loadFragments(Value offset,
+                                                   bool transpose) {
+  auto type = VectorType::get({4, 2}, dtype);
+  Value frag = nvgpu::LdMatrixOp::create(b, l, type, shared, ValueRange{offset},
+                                         transpose, 4);
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < 4; ++i) {
+    Value pair = vector::ExtractOp::create(b, l, frag, ArrayRef<int64_t>{i});
+    if (dtype.isBF16()) {
+      // NVVM takes bf16 pairs as 32-bit registers.
+      Value word = vector::BitCastOp::create(
+          b, l, VectorType::get({1}, b.getI32Type()), pair);
+      pair = vector::ExtractOp::create(b, l, word, ArrayRef<int64_t>{0});
+    }
+    regs.push_back(pair);
+  }
+  return regs;
+}
+
+void TensorCoreMatmul::mma(ArrayRef<Value> aRegs, ArrayRef<Value> bRegs,
+                            ArrayRef<Value> c, SmallVectorImpl<Value> &out) {
+  Type f32 = b.getF32Type();
+  auto result = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                 {f32, f32, f32, f32});
+  NVVM::MMATypes type =
+      dtype.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  Value d = NVVM::MmaOp::create(
+      b, l, result, aRegs, bRegs, c, ArrayRef<int64_t>{16, 8, 16},
+      std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  for (int64_t i = 0; i < 4; ++i)
+    out.push_back(LLVM::ExtractValueOp::create(b, l, d, ArrayRef<int64_t>{i}));
+}
+
+SmallVector<Value> TensorCoreMatmul::multiply(Value stage, ValueRange acc) {
+  int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
+  Value base = mul(stage, stageElements);
+  Value aWarp = add(base, add(laneA, p.transposeA ? warpRow
+                                                  : mul(warpRow, a.tile.stride())));
+  Value bWarp = add(base, add(idx(bOp.offset),
+                              add(laneB, p.transposeB
+                                             ? mul(warpCol, bOp.tile.stride())
+                                             : warpCol)));
+  SmallVector<Value> sums(acc.begin(), acc.end());
+  for (int64_t kk = 0; kk < t.bk; kk += 16) {
+    SmallVector<SmallVector<Value>> aFrags, bFrags;
+    for (int64_t mi = 0; mi < tilesM; ++mi) {
+      int64_t at = p.transposeA ? kk * a.tile.stride() + mi * 16
+                                : mi * 16 * a.tile.stride() + kk;
+      aFrags.push_back(loadFragments(add(aWarp, idx(at)), p.transposeA));
+    }
+    for (int64_t nj = 0; nj < tilesN; nj += 2) {
+      int64_t at = p.transposeB ? nj * 8 * bOp.tile.stride() + kk
+                                : kk * bOp.tile.stride() + nj * 8;
+      SmallVector<Value> regs = loadFragments(add(bWarp, idx(at)),
+                                              !p.transposeB);
+      bFrags.push_back({regs[0], regs[1]});
+      bFrags.push_back({regs[2], regs[3]});
+    }
+    SmallVector<Value> next;
+    for (int64_t mi = 0; mi < tilesM; ++mi)
+      for (int64_t ni = 0; ni < tilesN; ++ni) {
+        ArrayRef<Value> c = ArrayRef<Value>(sums).slice((mi * tilesN + ni) * 4, 4);
+        mma(aFrags[mi], bFrags[ni], c, next);
+      }
+    sums = std::move(next);
+  }
+  return sums;
+}
+
+/// Accumulator (mi, ni) holds rows lane/4 and lane/4 + 8 of its 16x8 tile,
+/// two adjacent columns each.
+LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
+  int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
+  Value rowInTile = add(add(m0, warpRow), div(lane, 4));
+  Value colInTile = add(add(n0, warpCol), mul(rem(lane, 4), 2));
+  for (int64_t mi = 0; mi < tilesM; ++mi)
+    for (int64_t ni = 0; ni < tilesN; ++ni)
+      for (int64_t h = 0; h < 2; ++h) {
+        Value row = add(rowInTile, idx(mi * 16 + h * 8));
+        Value col = add(colInTile, idx(ni * 8));
+        int64_t at = (mi * tilesN + ni) * 4 + h * 2;
+        if (failed(storePair(row, col, acc[at], acc[at + 1])))
+          return failure();
+      }
+  return success();
+}
+
+/// Stores output elements (row, col) and (row, col + 1) of the batch, as
+/// far as they exist, after the kernel's epilogue.
+LogicalResult TensorCoreMatmul::storePair(Value row, Value col, Value v0,
+                                          Value v1) {
+  Value inside = arith::AndIOp::create(b, l, less(row, idx(p.m)),
+                                       less(col, idx(p.n)));
+  auto ifOp = scf::IfOp::create(b, l, inside, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value outRow = add(mul(batch, p.m), row);
+  Value linear = add(mul(outRow, p.n), col);
+  Value linear1 = add(linear, idx(1));
+  Value col1 = add(col, idx(1));
+  e.setElement(matmul.getResult(), linear, v0);
+  e.setElement(matmul.getResult(), linear1, v1);
+  auto yield = mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
+  for (auto [r, value] : llvm::enumerate(yield.getValues())) {
+    ArrayRef<int64_t> shape = shapeOf(value);
+    auto at = [&](Value lin, Value c) {
+      return shape.back() == p.n ? ElementIndex::rowElement(shape, lin, outRow, c)
+                                 : ElementIndex::linear(shape, lin);
+    };
+    FailureOr<Value> x0 = e.elementAt(value, at(linear, col));
+    if (failed(x0))
+      return failure();
+    bool pairs = p.n % 2 == 0 &&
+                 !mlir::cast<RankedTensorType>(value.getType())
+                      .getElementType()
+                      .isInteger(1);
+    auto second = [&]() -> LogicalResult {
+      FailureOr<Value> x1 = e.elementAt(value, at(linear1, col1));
+      if (failed(x1))
+        return failure();
+      if (pairs)
+        e.storeLanes(r, linear, {*x0, *x1});
+      else
+        e.storeResult(r, linear1, *x1);
+      return success();
+    };
+    if (pairs) {
+      if (failed(second()))
+        return failure();
+      continue;
+    }
+    e.storeResult(r, linear, *x0);
+    // An odd N: the pair may straddle the row's end.
+    auto has = scf::IfOp::create(b, l, less(col1, idx(p.n)), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(has.thenBlock());
+    if (failed(second()))
+      return failure();
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult kfuse::kf::emitTensorCoreMatmul(KernelEmitter &e,
+                                              MatmulOp matmul) {
+  return TensorCoreMatmul(e, matmul).emit();
+}

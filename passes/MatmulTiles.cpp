@@ -1,0 +1,125 @@
+//===- MatmulTiles.cpp - tensor-core tiles for matmul kernels -------------===//
+
+#include "passes/MatmulTiles.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+MatmulOp kfuse::kf::matmulOf(KernelOp kernel) {
+  MatmulOp found;
+  kernel.getBody().walk([&](MatmulOp op) { found = op; });
+  return found;
+}
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return mlir::cast<RankedTensorType>(v.getType()).getShape();
+}
+
+MatmulProblem MatmulProblem::of(MatmulOp op) {
+  MatmulProblem p;
+  ArrayRef<int64_t> out = shapeOf(op.getResult()), a = shapeOf(op.getA());
+  size_t rank = out.size();
+  for (size_t d = 0; d + 2 < rank; ++d)
+    p.batch *= out[d];
+  p.m = out[rank - 2];
+  p.n = out[rank - 1];
+  p.k = op.getTransposeA() ? a[rank - 2] : a[rank - 1];
+  p.transposeA = op.getTransposeA();
+  p.transposeB = op.getTransposeB();
+  p.sharedB = shapeOf(op.getB()).size() == 2 && rank > 2;
+  return p;
+}
+
+std::optional<std::string> kfuse::kf::tensorCoreRefusal(MatmulOp op,
+                                                        bool aligned) {
+  Type dtype = mlir::cast<RankedTensorType>(op.getA().getType()).getElementType();
+  if (!dtype.isBF16() && !dtype.isF16())
+    return "its operands are " +
+           std::string(dtype.isF32() ? "f32 (exact: no tf32)" : "not bf16/f16");
+  if (!aligned)
+    return std::string("its buffers are not known to be 16-byte aligned");
+  MatmulProblem p = MatmulProblem::of(op);
+  if (p.m == 0 || p.n == 0 || p.k == 0)
+    return std::string("it is empty");
+  // cp.async copies 8 elements: each operand's contiguous rows must be
+  // made of whole, aligned 8-element chunks.
+  int64_t aRow = p.transposeA ? p.m : p.k, bRow = p.transposeB ? p.k : p.n;
+  if (aRow % 8 || bRow % 8)
+    return "a contiguous operand dim (" + std::to_string(aRow % 8 ? aRow : bRow) +
+           ") is not a multiple of 8";
+  return std::nullopt;
+}
+
+namespace {
+
+/// The tiles the template offers, largest first.
+constexpr MatmulTile kTiles[] = {
+    {128, 256, 32, 2, 4, 8}, {256, 128, 32, 4, 2, 8}, {128, 128, 32, 2, 2, 8},
+    {128, 64, 32, 2, 2, 8},  {64, 128, 32, 2, 2, 8},  {64, 64, 32, 2, 2, 8},
+};
+
+constexpr int64_t kRegistersPerSM = 65536;
+constexpr int64_t kSharedPerSM = 227 * 1024;
+
+/// Blocks of `t` one multiprocessor holds: accumulators plus about 72
+/// registers of fragments and addresses a thread; the pipeline's stages.
+int64_t blocksPerSM(const MatmulTile &t, const MatmulProblem &p) {
+  int64_t accumulators = t.bm * t.bn / t.threads();
+  int64_t registers = std::min<int64_t>(255, (accumulators + 72 + 7) / 8 * 8);
+  int64_t byRegisters = kRegistersPerSM / (registers * t.threads());
+  int64_t bySmem = kSharedPerSM / (stageBytes(t, p) * pipelineStages(t, p));
+  return std::max<int64_t>(1, std::min(byRegisters, bySmem));
+}
+
+/// Fraction of the tensor cores' rate a tile sustains: each k step loads
+/// bm + bn rows for bm * bn products, so larger tiles wait less on shared
+/// memory.
+double tileEfficiency(const MatmulTile &t) {
+  double intensity = double(t.bm * t.bn) / double(t.bm + t.bn);
+  return intensity / (intensity + 24.0);
+}
+
+double estimatedTime(const MatmulTile &t, const MatmulProblem &p, int64_t sms) {
+  int64_t tiles = p.batch * ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn);
+  int64_t perSM = blocksPerSM(t, p);
+  int64_t waves = (tiles + sms * perSM - 1) / (sms * perSM);
+  int64_t resident = std::min(perSM, (tiles + sms - 1) / sms);
+  return double(waves * resident) * double(t.bm * t.bn) / tileEfficiency(t);
+}
+
+} // namespace
+
+int64_t kfuse::kf::stageBytes(const MatmulTile &t, const MatmulProblem &p) {
+  return (sharedTileA(t, p.transposeA).elements() +
+          sharedTileB(t, p.transposeB).elements()) *
+         2;
+}
+
+int64_t kfuse::kf::pipelineStages(const MatmulTile &t, const MatmulProblem &p) {
+  int64_t kTiles = (p.k + t.bk - 1) / t.bk;
+  int64_t fit = kMaxPipelineBytes / stageBytes(t, p);
+  return std::clamp<int64_t>(std::min(fit, kTiles + 1), 2, 4);
+}
+
+MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms) {
+  const MatmulTile *best = &kTiles[0];
+  double bestTime = estimatedTime(*best, p, sms);
+  for (const MatmulTile &t : ArrayRef(kTiles).drop_front()) {
+    double time = estimatedTime(t, p, sms);
+    if (time < bestTime) {
+      best = &t;
+      bestTime = time;
+    }
+  }
+  return *best;
+}
+
+SharedTile kfuse::kf::sharedTileA(const MatmulTile &t, bool transposeA) {
+  return transposeA ? SharedTile{t.bk, t.bm} : SharedTile{t.bm, t.bk};
+}
+
+SharedTile kfuse::kf::sharedTileB(const MatmulTile &t, bool transposeB) {
+  return transposeB ? SharedTile{t.bn, t.bk} : SharedTile{t.bk, t.bn};
+}

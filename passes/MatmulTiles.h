@@ -1,0 +1,79 @@
+//===- MatmulTiles.h - tensor-core tiles for matmul kernels ------*- C++ -*-===//
+//
+// What kf-tile, kf-promote-shared and kf-lower-to-gpu share about the
+// tensor-core matmul template: which matmuls it takes, the block tiles it
+// offers, the cost model that picks one per shape, and the shared-memory
+// layout of a pipeline stage.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_PASSES_MATMULTILES_H
+#define KFUSE_PASSES_MATMULTILES_H
+
+#include "ir/KFDialect.h"
+
+#include <optional>
+#include <string>
+
+namespace kfuse::kf {
+
+/// The matmul a kernel of kind matmul computes (its only one).
+MatmulOp matmulOf(KernelOp kernel);
+
+/// A matmul as the tiling sees it: `batch` products of [m, k] by [k, n].
+struct MatmulProblem {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool transposeA = false, transposeB = false;
+  /// b is rank 2 and shared by every batch.
+  bool sharedB = false;
+  static MatmulProblem of(MatmulOp op);
+};
+
+/// A block tile of the tensor-core template: the block computes
+/// [bm, bn] of the output in warpsM x warpsN warps (each a
+/// [bm / warpsM, bn / warpsN] tile of m16n8k16 products), stepping K by
+/// bk; `groupM` tile rows are visited together for L2 reuse.
+struct MatmulTile {
+  int64_t bm, bn, bk, warpsM, warpsN, groupM;
+  int64_t threads() const { return 32 * warpsM * warpsN; }
+};
+
+/// Why the tensor-core template cannot compute `op` (bf16/f16 operands,
+/// 16-byte aligned buffers and rows of a multiple of 8 elements along each
+/// operand's contiguous dim), or nothing when it can.
+std::optional<std::string> tensorCoreRefusal(MatmulOp op, bool aligned);
+
+/// The tile with the least estimated time for `p` on `sms` multiprocessors:
+/// waves of resident blocks times the time of one wave, where larger tiles
+/// reuse each loaded byte more (tile and wave quantisation both count).
+MatmulTile chooseMatmulTile(const MatmulProblem &p, int64_t sms);
+
+/// Elements of padding at the end of every shared-memory row: 16 bytes
+/// shift the rows that one ldmatrix reads onto distinct banks.
+constexpr int64_t kSharedRowPad = 8;
+
+/// The shared-memory tile of one operand in one pipeline stage: `rows`
+/// rows of `cols` elements (plus kSharedRowPad), as the operand is laid
+/// out in global memory (K-contiguous or not).
+struct SharedTile {
+  int64_t rows, cols;
+  int64_t stride() const { return cols + kSharedRowPad; }
+  int64_t elements() const { return rows * stride(); }
+};
+SharedTile sharedTileA(const MatmulTile &t, bool transposeA);
+SharedTile sharedTileB(const MatmulTile &t, bool transposeB);
+
+/// Bytes of shared memory of one pipeline stage (both operands).
+int64_t stageBytes(const MatmulTile &t, const MatmulProblem &p);
+
+/// Shared memory a block's pipeline may take: half of what a Hopper SM
+/// has, so that two blocks of a small tile stay resident.
+constexpr int64_t kMaxPipelineBytes = 113 * 1024;
+
+/// kf-promote-shared's decision: as many stages (2 to 4) of copies in
+/// flight as fit kMaxPipelineBytes, and no more than there are K steps.
+int64_t pipelineStages(const MatmulTile &t, const MatmulProblem &p);
+
+} // namespace kfuse::kf
+
+#endif // KFUSE_PASSES_MATMULTILES_H

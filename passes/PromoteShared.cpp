@@ -1,0 +1,55 @@
+//===- PromoteShared.cpp - kf-promote-shared: stage matmul tiles ----------===//
+//
+// Analyse: the tensor-core matmul kernels (config `mma`) and their block
+// tiles. Decide: both operand tiles go through shared memory, rows padded
+// by kSharedRowPad, in pipelineStages() stages of asynchronous copies.
+// Rewrite: record `stages`, `smem_pad` and `shared_bytes` in the config,
+// which kf-lower-to-gpu and the launch read.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+#include "passes/MatmulTiles.h"
+#include "passes/Passes.h"
+
+namespace kfuse::kf {
+#define GEN_PASS_DEF_KFPROMOTESHAREDPASS
+#include "passes/Passes.h.inc"
+} // namespace kfuse::kf
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+int64_t configInt(DictionaryAttr config, StringRef name) {
+  auto value = config.getAs<IntegerAttr>(name);
+  return value ? value.getInt() : 0;
+}
+
+struct KFPromoteSharedPass
+    : public kfuse::kf::impl::KFPromoteSharedPassBase<KFPromoteSharedPass> {
+  using KFPromoteSharedPassBase::KFPromoteSharedPassBase;
+
+  void runOnOperation() override {
+    getOperation().walk([&](KernelOp kernel) {
+      DictionaryAttr config = kernel.getConfigAttr();
+      if (!config || !configInt(config, "mma"))
+        return;
+      MatmulTile tile{configInt(config, "tile_m"),  configInt(config, "tile_n"),
+                      configInt(config, "tile_k"),  configInt(config, "warps_m"),
+                      configInt(config, "warps_n"), configInt(config, "group_m")};
+      MatmulProblem problem = MatmulProblem::of(matmulOf(kernel));
+      int64_t stages = pipelineStages(tile, problem);
+      Builder b(kernel);
+      NamedAttrList entries(config);
+      entries.set("stages", b.getI64IntegerAttr(stages));
+      entries.set("smem_pad", b.getI64IntegerAttr(kSharedRowPad));
+      entries.set("shared_bytes",
+                  b.getI64IntegerAttr(stages * stageBytes(tile, problem)));
+      kernel.setConfigAttr(entries.getDictionary(b.getContext()));
+    });
+  }
+};
+
+} // namespace

@@ -1,0 +1,155 @@
+//===- MatmulTest.cpp - matmuls of every layout against the evaluator -----===//
+//
+// Shapes with sizes 1 and primes, partial tiles in M, N and K, every
+// transpose, batches (B per batch or shared), bf16/f16/f32, f32 results and
+// fused epilogues, each on fresh random inputs with poisoned outputs,
+// compared with the float64 evaluator at the dtype's tolerance for a
+// reduction of length K. Cases meant for the tensor-core template also
+// check that kf-tile chose it (so a silent fallback fails); the rest check
+// that the fallback is right. Skips, saying so, without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kfuse/kfuse.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+using namespace kfuse;
+
+namespace {
+
+enum class Epilogue { None, BiasGelu, ResidualScale, CastF32 };
+
+struct MatmulCase {
+  std::string name;
+  std::vector<int64_t> batch; ///< of A (and of B unless sharedB)
+  int64_t m, n, k;
+  bool transposeA, transposeB;
+  DType dtype;
+  bool sharedB = false;
+  Epilogue epilogue = Epilogue::None;
+  bool resultF32 = false;
+  bool tensorCores = true; ///< the tensor-core template must compute it
+};
+
+void PrintTo(const MatmulCase &c, std::ostream *os) { *os << c.name; }
+
+Shape withBatch(const std::vector<int64_t> &batch, int64_t r, int64_t c) {
+  Shape shape(batch.begin(), batch.end());
+  shape.push_back(r);
+  shape.push_back(c);
+  return shape;
+}
+
+void build(Graph &g, const MatmulCase &c) {
+  Tensor a = g.input("a", c.dtype,
+                     withBatch(c.batch, c.transposeA ? c.k : c.m,
+                               c.transposeA ? c.m : c.k));
+  Tensor b = g.input("b", c.dtype,
+                     withBatch(c.sharedB ? std::vector<int64_t>{} : c.batch,
+                               c.transposeB ? c.n : c.k,
+                               c.transposeB ? c.k : c.n));
+  MatmulOptions o;
+  o.transposeA = c.transposeA;
+  o.transposeB = c.transposeB;
+  if (c.resultF32)
+    o.resultType = DType::f32;
+  Tensor y = matmul(a, b, o);
+  Shape out = withBatch(c.batch, c.m, c.n);
+  switch (c.epilogue) {
+  case Epilogue::None:
+    break;
+  case Epilogue::BiasGelu: {
+    Tensor bias = g.input("bias", c.dtype, {c.n});
+    y = gelu(y + broadcastTo(bias, out));
+    break;
+  }
+  case Epilogue::ResidualScale: {
+    Tensor residual = g.input("residual", c.dtype, out);
+    y = y * 0.5 + residual;
+    break;
+  }
+  case Epilogue::CastF32:
+    y = cast(relu(y), DType::f32);
+    break;
+  }
+  g.output("y", y);
+}
+
+class Matmul : public ::testing::TestWithParam<MatmulCase> {};
+
+TEST_P(Matmul, MatchesEvaluator) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  const MatmulCase &c = GetParam();
+  Graph g(c.name);
+  build(g, c);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  std::random_device seeds;
+  uint64_t seed = (uint64_t(seeds()) << 32) | seeds();
+  std::vector<HostTensor> inputs;
+  std::vector<TensorInfo> infos = g.inputs();
+  for (size_t i = 0; i < infos.size(); ++i) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : infos[i].shape)
+      shape.push_back(d.size());
+    inputs.push_back(HostTensor::random(infos[i].dtype, shape, seed + i));
+  }
+  Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
+  ASSERT_TRUE(reference) << reference.error().message();
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  Expected<std::string> fused = exe->dump(Stage::Fused);
+  ASSERT_TRUE(fused) << fused.error().message();
+  EXPECT_EQ(fused->find("mma = 1") != std::string::npos, c.tensorCores)
+      << "kf-tile chose the wrong template:\n" << *fused;
+  Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
+  ASSERT_TRUE(out) << out.error().message();
+  double error = relativeError((*out)[0], (*reference)[0]);
+  double tol = kfuse::testing::tolerance(c.dtype, c.k);
+  EXPECT_LE(error, tol) << "relative error (seed " << seed << ")";
+}
+
+std::vector<MatmulCase> cases() {
+  const DType bf16 = DType::bf16, f16 = DType::f16;
+  std::vector<MatmulCase> v = {
+      {"exact_tiles_bf16", {}, 256, 256, 64, false, false, bf16},
+      {"one_row_bf16", {}, 1, 64, 64, false, false, bf16},
+      {"one_by_eight_bf16", {}, 1, 8, 8, false, false, bf16},
+      {"prime_m_bf16", {}, 131, 64, 96, false, false, bf16},
+      {"prime_m_n_tb_bf16", {}, 131, 257, 72, false, true, bf16},
+      {"prime_n_tb_f16", {}, 64, 97, 40, false, true, f16},
+      {"ta_bf16", {}, 136, 80, 24, true, false, bf16},
+      {"ta_tb_f16", {}, 72, 53, 48, true, true, f16},
+      {"k8_bf16", {}, 100, 200, 8, false, false, bf16},
+      {"k_tail_bf16", {}, 300, 136, 200, false, false, bf16},
+      {"large_bf16", {}, 520, 1000, 512, false, false, bf16},
+      {"large_tb_f16", {}, 1000, 520, 264, false, true, f16},
+      {"batched_bf16", {3}, 67, 80, 48, false, false, bf16},
+      {"batched_shared_b_f16", {2, 3}, 33, 24, 64, false, false, f16, true},
+      {"f32_result_bf16", {}, 130, 136, 128, false, false, bf16, false,
+       Epilogue::None, true},
+      {"bias_gelu_bf16", {}, 257, 512, 128, false, false, bf16, false,
+       Epilogue::BiasGelu},
+      {"residual_odd_n_tb_bf16", {}, 64, 101, 64, false, true, bf16, false,
+       Epilogue::ResidualScale},
+      {"relu_cast_f16", {2}, 96, 128, 32, true, false, f16, false,
+       Epilogue::CastF32},
+      // The one-thread-per-output fallback.
+      {"fallback_f32", {}, 37, 41, 29, false, false, DType::f32, false,
+       Epilogue::BiasGelu, false, false},
+      {"fallback_odd_k_bf16", {}, 33, 40, 27, false, false, bf16, false,
+       Epilogue::None, false, false},
+  };
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Matmul, ::testing::ValuesIn(cases()),
+                         [](const auto &info) { return info.param.name; });
+
+} // namespace

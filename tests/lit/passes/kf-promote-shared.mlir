@@ -1,0 +1,31 @@
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" --kf-promote-shared | FileCheck %s
+
+// A 128x256 tile, K step 32: A as [128][32+8], B as [32][256+8] bf16 is
+// 27,136 bytes a stage; four stages fit the 113 KiB budget.
+// CHECK-LABEL: func.func @large
+// CHECK: shared_bytes = 108544 : i64, smem_pad = 8 : i64, stages = 4 : i64
+func.func @large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
+  %c = kf.matmul %a, %b : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
+  return %c : tensor<4096x4096xbf16>
+}
+
+// -----
+
+// One K step: two stages (the one in use and the one being filled) are
+// all a pipeline of one step can use.
+// CHECK-LABEL: func.func @one_step
+// CHECK: stages = 2 : i64
+func.func @one_step(%a: tensor<256x16xbf16>, %b: tensor<16x256xbf16>) -> tensor<256x256xbf16> {
+  %c = kf.matmul %a, %b : tensor<256x16xbf16>, tensor<16x256xbf16> -> tensor<256x256xbf16>
+  return %c : tensor<256x256xbf16>
+}
+
+// -----
+
+// Kernels without a tensor-core tile are left alone.
+// CHECK-LABEL: func.func @pointwise
+// CHECK-NOT: stages
+func.func @pointwise(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %y = kf.exp %x : tensor<64xf32>
+  return %y : tensor<64xf32>
+}
