@@ -64,9 +64,8 @@ int childLoad(const std::string &cacheDir, int64_t n) {
 int runCosts(const std::string &self, Table &table) {
   const int64_t n = 1 << 20;
   auto x = DeviceBuffer::allocate(n * 4), y = DeviceBuffer::allocate(n * 4);
-  if (!x || !y)
+  if (!x || !y || !x->fill(0x3F))
     return 1;
-  x->fill(0x3F);
   // Warm the process: driver, LLVM target registration, first context.
   CompileOptions cold;
   cold.diskCache = false;
@@ -117,10 +116,12 @@ int runCosts(const std::string &self, Table &table) {
     hostUs.push_back(msSince(start) * 1000);
     if (!s)
       return 1;
-    if (i % 256 == 255)
-      synchronize(); // keep the launch queue short; not timed
+    // Keep the launch queue short; not timed.
+    if (i % 256 == 255 && !synchronize())
+      return 1;
   }
-  synchronize();
+  if (!synchronize())
+    return 1;
   table.add({"host time of run() on a cached one-kernel graph (10,000 calls)",
              median(hostUs), "us", "<= 5 us"});
   return 0;

@@ -132,6 +132,9 @@ static void declareDynamicShared(llvm::Module &module) {
       continue;
     g.setInitializer(nullptr);
     g.setLinkage(llvm::GlobalValue::ExternalLinkage);
+    // wgmma's 128-byte swizzle repeats every 1024 bytes: stages start on
+    // such a boundary.
+    g.setAlignment(llvm::Align(1024));
   }
 }
 

@@ -227,6 +227,15 @@ runtime::Plan extractPlan(func::FuncOp func) {
   return plan;
 }
 
+bool usesWgmma(func::FuncOp func) {
+  bool found = false;
+  func.walk([&](kf::KernelOp kernel) {
+    DictionaryAttr config = kernel.getConfigAttr();
+    found |= config && config.get("wgmma");
+  });
+  return found;
+}
+
 std::vector<std::string> shapeStrings(
     const std::vector<std::vector<int64_t>> &shapes) {
   std::vector<std::string> out;
@@ -306,7 +315,8 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
     return plan;
 
   kf::KernelPipelineOptions kernelOptions{
-      request.fused, request.multiprocessors, request.aligned};
+      request.fused, request.multiprocessors, request.aligned,
+      /*wgmma=*/request.arch == "sm_90" || request.arch == "sm_90a"};
   if (failed(run([&](PassManager &pm) {
         kf::buildKernelPipeline(pm, kernelOptions);
       })))
@@ -335,6 +345,10 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   timer.mark("lower to llvm dialect");
   codegen::Target target;
   target.arch = request.arch;
+  // wgmma exists only in sm_90a, the arch-specific Hopper target (its code
+  // runs on compute capability 9.0 exactly).
+  if (target.arch == "sm_90" && usesWgmma(func))
+    target.arch = "sm_90a";
   llvm::Expected<codegen::BackendOutput> backend =
       codegen::emitPTX(*module, target);
   if (!backend)

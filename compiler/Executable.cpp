@@ -716,4 +716,13 @@ Expected<Executable> Compiler::compile(const Graph &graph) {
   return exe;
 }
 
+std::string ptxTarget(const std::string &ptx) {
+  size_t at = ptx.find("\n.target ");
+  if (at == std::string::npos)
+    return "";
+  at += 9;
+  size_t end = ptx.find_first_of(", \n", at);
+  return ptx.substr(at, end == std::string::npos ? end : end - at);
+}
+
 } // namespace kfuse

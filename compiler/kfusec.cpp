@@ -205,7 +205,8 @@ int printSASS(const std::string &ptx) {
     llvm::raw_fd_ostream os(ptxPath, ec);
     os << ptx;
   }
-  std::string archFlag = "-arch=" + arch;
+  // wgmma kernels are written for sm_90a, whatever --arch said.
+  std::string archFlag = "-arch=" + kfuse::ptxTarget(ptx);
   llvm::StringRef ptxasArgs[] = {*ptxas, archFlag, ptxPath, "-o", cubinPath};
   llvm::StringRef dumpArgs[] = {*cuobjdump, "-sass", cubinPath};
   int rc = llvm::sys::ExecuteAndWait(*ptxas, ptxasArgs);

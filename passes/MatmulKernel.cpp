@@ -15,6 +15,14 @@
 // Shared-memory rows are padded by kSharedRowPad elements, which puts the
 // eight 16-byte rows that one ldmatrix phase reads on distinct banks.
 //
+// With `wgmma` (sm_90a) the block is two warpgroups; each multiplies its
+// 64 rows of A by the whole B tile with m64nNk16 wgmma instructions that
+// read both operands from shared memory through matrix descriptors. The
+// tiles are then stored in the 128-byte swizzled layouts those
+// descriptors describe: K-major operands as rows of 64 elements, 16-byte
+// chunk c of row r at chunk c ^ (r % 8); M/N-major ones as atoms of 8 K
+// rows by 64 M/N elements, swizzled the same way.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/KFDialect.h"
@@ -36,7 +44,21 @@ struct StagedOperand {
   Value memref;
   SharedTile tile;
   int64_t offset, rows, cols, batchStride;
+  /// Rows run along M/N and columns along K (as mma wants them).
+  bool kContiguous;
 };
+
+/// wgmma's matrix descriptor fields for the 128-byte swizzle (PTX ISA,
+/// "Matrix Descriptor Format"), in units of 16 bytes.
+constexpr int64_t kSwizzle128B = int64_t(1) << 62;
+/// K-major: 8-row groups 1024 bytes apart (the leading offset is unused).
+constexpr int64_t kKMajorDescriptor = kSwizzle128B | (int64_t(1024 / 16) << 32) |
+                                      (int64_t(16 / 16) << 16);
+/// Bytes between the M/N atoms of an M/N-major tile of 64 K rows.
+constexpr int64_t kAtomColumnBytes = 64 * 64 * 2;
+constexpr int64_t kMNMajorDescriptor = kSwizzle128B |
+                                       (int64_t(1024 / 16) << 32) |
+                                       (int64_t(kAtomColumnBytes / 16) << 16);
 
 class TensorCoreMatmul {
 public:
@@ -45,12 +67,22 @@ public:
 
 private:
   void locateTile();
+  /// The K loop; the accumulators (one struct with wgmma).
+  SmallVector<Value> mainLoop();
+  int64_t accumulators() const {
+    return (t.bm / t.warpsM / 16) * (t.bn / t.warpsN / 8) * 4;
+  }
   /// Issues the copies of K step `kTile` into pipeline stage `stage`.
   void loadStage(Value kTile, Value stage);
   void copyTile(const StagedOperand &op, Value batchBase, Value row0,
                 Value col0, Value stageBase);
+  /// Element offset in a stage of element (r, col) of `op`'s tile.
+  Value sharedOffset(const StagedOperand &op, Value r, Value col);
   /// The products of one stage, added to `acc`.
   SmallVector<Value> multiply(Value stage, ValueRange acc);
+  /// The same with wgmma: `acc` is the warpgroup's accumulator struct.
+  Value multiplyWgmma(Value stage, Value acc);
+  Value descriptor(Value byteAddress, bool kContiguous);
   /// ldmatrix.x4 at element `offset` of the shared buffer, as four
   /// 32-bit mma operands.
   SmallVector<Value> loadFragments(Value offset, bool transpose);
@@ -78,7 +110,7 @@ private:
   int64_t stages, stageElements, mTiles, nTiles;
   Type dtype;
   StagedOperand a, bOp;
-  Value shared, tid, lane, m0, n0, warpRow, warpCol, batch;
+  Value shared, sharedBase, tid, lane, m0, n0, warpRow, warpCol, batch;
   /// Per-lane element offsets of the ldmatrix rows, inside a stage.
   Value laneA, laneB;
 };
@@ -89,7 +121,8 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
   KernelOp k = e.kernel();
   t = {configValue(k, "tile_m"),  configValue(k, "tile_n"),
        configValue(k, "tile_k"),  configValue(k, "warps_m"),
-       configValue(k, "warps_n"), configValue(k, "group_m", 1)};
+       configValue(k, "warps_n"), configValue(k, "group_m", 1),
+       configValue(k, "wgmma") != 0};
   stages = configValue(k, "stages");
   dtype = mlir::cast<RankedTensorType>(matmul.getA().getType()).getElementType();
   SharedTile ta = sharedTileA(t, p.transposeA), tb = sharedTileB(t, p.transposeB);
@@ -100,10 +133,11 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
     return e.gpuFunc().getArgument(mlir::cast<BlockArgument>(v).getArgNumber());
   };
   a = {arg(matmul.getA()), ta, 0,
-       p.transposeA ? p.k : p.m, p.transposeA ? p.m : p.k, p.m * p.k};
+       p.transposeA ? p.k : p.m, p.transposeA ? p.m : p.k, p.m * p.k,
+       !p.transposeA};
   bOp = {arg(matmul.getB()), tb, ta.elements(),
          p.transposeB ? p.n : p.k, p.transposeB ? p.k : p.n,
-         p.sharedB ? 0 : p.k * p.n};
+         p.sharedB ? 0 : p.k * p.n, p.transposeB};
 }
 
 LogicalResult TensorCoreMatmul::emit() {
@@ -119,23 +153,57 @@ LogicalResult TensorCoreMatmul::emit() {
       b, l,
       MemRefType::get({stages * stageElements}, dtype, AffineMap(), workgroup),
       bytes, idx(0), ValueRange{});
+  if (t.wgmma)
+    sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
   locateTile();
 
+  SmallVector<Value> acc = mainLoop();
+  if (t.wgmma) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+    Value all = acc[0];
+    acc.clear();
+    for (int64_t i = 0; i < accumulators(); ++i)
+      acc.push_back(LLVM::ExtractValueOp::create(b, l, all, i));
+  }
+  return storeTile(acc);
+}
+
+/// Copies run `ahead` K steps before the products that read them: stages
+/// - 1 with mma.sync (the barrier of step kt frees the stage step kt - 1
+/// read), stages - 2 with wgmma, whose products of step kt - 1 may still
+/// be in flight during step kt.
+SmallVector<Value> TensorCoreMatmul::mainLoop() {
   int64_t kTiles = (p.k + t.bk - 1) / t.bk;
-  for (int64_t s = 0; s + 1 < stages; ++s) {
+  int64_t ahead = t.wgmma ? stages - 2 : stages - 1;
+  for (int64_t s = 0; s < ahead; ++s) {
     if (s < kTiles)
       loadStage(idx(s), idx(s));
     NVVM::CpAsyncCommitGroupOp::create(b, l);
   }
-  int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
-  SmallVector<Value> zeros(tilesM * tilesN * 4, e.f32(0));
-  SmallVector<Value> acc = e.loop(kTiles, zeros, [&](Value kt, ValueRange c) {
-    // The copies of step kt have landed once at most stages - 2 groups are
-    // pending; the barrier also ends every warp's reads of the stage the
-    // next copies overwrite (the one step kt - 1 read).
-    NVVM::CpAsyncWaitGroupOp::create(b, l, stages - 2);
+  SmallVector<Value> init(accumulators(), e.f32(0));
+  if (t.wgmma) {
+    Type accType = LLVM::LLVMStructType::getLiteral(
+        b.getContext(), SmallVector<Type>(accumulators(), b.getF32Type()));
+    Value zeros = LLVM::UndefOp::create(b, l, accType);
+    for (int64_t i = 0; i < accumulators(); ++i)
+      zeros = LLVM::InsertValueOp::create(b, l, zeros, init[i], i);
+    init = {zeros};
+  }
+  return e.loop(kTiles, init, [&](Value kt, ValueRange c) {
+    // The copies of step kt have landed once at most ahead - 1 groups are
+    // pending; the barrier also ends every warp's use of the stage the
+    // next copies overwrite. wgmma reads shared memory through the async
+    // proxy: the copies must be made visible to it first.
+    NVVM::CpAsyncWaitGroupOp::create(b, l, ahead - 1);
+    if (t.wgmma)
+      NVVM::FenceProxyOp::create(
+          b, l,
+          NVVM::ProxyKindAttr::get(b.getContext(),
+                                   NVVM::ProxyKind::async_shared),
+          NVVM::SharedSpaceAttr::get(b.getContext(),
+                                     NVVM::SharedSpace::shared_cta));
     gpu::BarrierOp::create(b, l);
-    Value next = add(kt, idx(stages - 1));
+    Value next = add(kt, idx(ahead));
     auto load = scf::IfOp::create(b, l, less(next, idx(kTiles)), false);
     {
       OpBuilder::InsertionGuard guard(b);
@@ -143,10 +211,10 @@ LogicalResult TensorCoreMatmul::emit() {
       loadStage(next, rem(next, stages));
     }
     NVVM::CpAsyncCommitGroupOp::create(b, l);
+    if (t.wgmma)
+      return SmallVector<Value>{multiplyWgmma(rem(kt, stages), c[0])};
     return multiply(rem(kt, stages), c);
   });
-  NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
-  return storeTile(acc);
 }
 
 /// The block's output tile, with tile rows grouped for L2 reuse; the
@@ -213,8 +281,7 @@ void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
     Value src = add(batchBase, add(mul(gr, op.cols), gc));
     src = arith::SelectOp::create(b, l, valid, src, idx(0));
     Value count = arith::SelectOp::create(b, l, valid, idx(8), idx(0));
-    Value dst = add(stageBase, add(idx(op.offset),
-                                   add(mul(r, op.tile.stride()), col)));
+    Value dst = add(stageBase, add(idx(op.offset), sharedOffset(op, r, col)));
     OpBuilder::InsertionGuard g(b);
     if (chunks % t.threads()) {
       auto inRange = scf::IfOp::create(b, l, less(c, idx(chunks)), false);
@@ -224,6 +291,67 @@ void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
                                      ValueRange{src}, b.getIndexAttr(8), count,
                                      b.getUnitAttr());
   }
+}
+
+Value TensorCoreMatmul::sharedOffset(const StagedOperand &op, Value r,
+                                     Value col) {
+  if (!t.wgmma)
+    return add(mul(r, op.tile.stride()), col);
+  Value chunk = arith::XOrIOp::create(b, l, rem(div(col, 8), 8), rem(r, 8));
+  if (op.kContiguous) // rows of 64 elements
+    return add(mul(r, 64), mul(chunk, 8));
+  // Atoms of 8 K rows by 64 M/N elements, the K groups of an atom column
+  // contiguous.
+  return add(add(mul(div(col, 64), kAtomColumnBytes / 2), mul(div(r, 8), 512)),
+             add(mul(rem(r, 8), 64), mul(chunk, 8)));
+}
+
+Value TensorCoreMatmul::descriptor(Value byteAddress, bool kContiguous) {
+  Value address = arith::IndexCastOp::create(b, l, b.getI64Type(), byteAddress);
+  Value field = arith::AndIOp::create(
+      b, l,
+      arith::ShRUIOp::create(
+          b, l, address,
+          arith::ConstantOp::create(b, l, b.getI64IntegerAttr(4))),
+      arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0x3FFF)));
+  int64_t fixed = kContiguous ? kKMajorDescriptor : kMNMajorDescriptor;
+  return arith::OrIOp::create(
+      b, l, field, arith::ConstantOp::create(b, l, b.getI64IntegerAttr(fixed)));
+}
+
+/// Four k16 steps of m64nNk16 for the warpgroup's 64 rows, left in flight
+/// while the next stage's copies land: waits for those of the step before.
+Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc) {
+  Value stageBytes = add(sharedBase, mul(stage, stageElements * 2));
+  // Warpgroup g's 64 rows of A: 64 rows of 128 bytes (K-major) or the g-th
+  // atom column (M-major): 8192 bytes either way.
+  Value warpgroup = div(tid, 128);
+  Value aBytes = add(stageBytes, mul(warpgroup, 8192));
+  Value bBytes = add(stageBytes, idx(bOp.offset * 2));
+  auto layout = [&](bool kContiguous, bool isA) {
+    // A is "row" when K-major, B is "col" when K-major.
+    return kContiguous == isA ? NVVM::MMALayout::row : NVVM::MMALayout::col;
+  };
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, t.bn, 16);
+  NVVM::WGMMATypes type =
+      dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  for (int64_t s = 0; s < t.bk / 16; ++s) {
+    // A k16 step is 32 bytes into a K-major row, two 8-row groups down an
+    // M/N-major atom.
+    auto step = [&](bool kContiguous) { return idx(kContiguous ? 32 * s : 2048 * s); };
+    Value da = descriptor(add(aBytes, step(a.kContiguous)), a.kContiguous);
+    Value db = descriptor(add(bBytes, step(bOp.kContiguous)), bOp.kContiguous);
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        b, l, acc.getType(), acc, da, db, shape, type, type,
+        NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+        layout(a.kContiguous, true), layout(bOp.kContiguous, false),
+        /*satfinite=*/nullptr);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 1);
+  return acc;
 }
 
 SmallVector<Value> TensorCoreMatmul::loadFragments(Value offset,

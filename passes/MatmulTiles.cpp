@@ -54,10 +54,20 @@ std::optional<std::string> kfuse::kf::tensorCoreRefusal(MatmulOp op,
 
 namespace {
 
-/// The tiles the template offers, largest first.
-constexpr MatmulTile kTiles[] = {
-    {128, 256, 32, 2, 4, 8}, {256, 128, 32, 4, 2, 8}, {128, 128, 32, 2, 2, 8},
-    {128, 64, 32, 2, 2, 8},  {64, 128, 32, 2, 2, 8},  {64, 64, 32, 2, 2, 8},
+/// The tiles the template offers, largest first: with mma.sync (measured
+/// on the H200: 128x128 tiles of 64x64 a warp beat 128x256 and 256x128),
+/// and with wgmma, two warpgroups of m64nN.
+constexpr MatmulTile kMmaTiles[] = {
+    {128, 128, 32, 2, 2, 8}, {128, 64, 32, 2, 2, 8},
+    {64, 128, 32, 2, 2, 8},  {64, 64, 32, 2, 2, 8},
+};
+constexpr MatmulTile kWgmmaTiles[] = {
+    {128, 256, 64, 8, 1, 8, true},
+    {128, 128, 64, 8, 1, 8, true},
+    {128, 64, 64, 8, 1, 8, true},
+    // Narrow: more blocks for decode-sized M (K-major B only: N-major
+    // tiles are whole 64-column swizzle atoms).
+    {128, 32, 64, 8, 1, 8, true},
 };
 
 constexpr int64_t kRegistersPerSM = 65536;
@@ -99,14 +109,20 @@ int64_t kfuse::kf::stageBytes(const MatmulTile &t, const MatmulProblem &p) {
 
 int64_t kfuse::kf::pipelineStages(const MatmulTile &t, const MatmulProblem &p) {
   int64_t kTiles = (p.k + t.bk - 1) / t.bk;
-  int64_t fit = kMaxPipelineBytes / stageBytes(t, p);
-  return std::clamp<int64_t>(std::min(fit, kTiles + 1), 2, 4);
+  int64_t budget = t.wgmma ? kMaxWgmmaPipelineBytes : kMaxPipelineBytes;
+  int64_t fit = budget / stageBytes(t, p);
+  // wgmma keeps one step's products in flight: a third stage at least.
+  return std::clamp<int64_t>(std::min(fit, kTiles + 1), t.wgmma ? 3 : 2, 4);
 }
 
-MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms) {
-  const MatmulTile *best = &kTiles[0];
+MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms,
+                                        bool wgmma) {
+  ArrayRef<MatmulTile> tiles = wgmma ? ArrayRef(kWgmmaTiles) : ArrayRef(kMmaTiles);
+  const MatmulTile *best = &tiles[0];
   double bestTime = estimatedTime(*best, p, sms);
-  for (const MatmulTile &t : ArrayRef(kTiles).drop_front()) {
+  for (const MatmulTile &t : tiles.drop_front()) {
+    if (t.wgmma && t.bn < 64 && !p.transposeB)
+      continue;
     double time = estimatedTime(t, p, sms);
     if (time < bestTime) {
       best = &t;
@@ -117,9 +133,11 @@ MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms) {
 }
 
 SharedTile kfuse::kf::sharedTileA(const MatmulTile &t, bool transposeA) {
-  return transposeA ? SharedTile{t.bk, t.bm} : SharedTile{t.bm, t.bk};
+  int64_t pad = t.wgmma ? 0 : kSharedRowPad;
+  return transposeA ? SharedTile{t.bk, t.bm, pad} : SharedTile{t.bm, t.bk, pad};
 }
 
 SharedTile kfuse::kf::sharedTileB(const MatmulTile &t, bool transposeB) {
-  return transposeB ? SharedTile{t.bn, t.bk} : SharedTile{t.bk, t.bn};
+  int64_t pad = t.wgmma ? 0 : kSharedRowPad;
+  return transposeB ? SharedTile{t.bn, t.bk, pad} : SharedTile{t.bk, t.bn, pad};
 }

@@ -33,8 +33,14 @@ struct MatmulProblem {
 /// [bm, bn] of the output in warpsM x warpsN warps (each a
 /// [bm / warpsM, bn / warpsN] tile of m16n8k16 products), stepping K by
 /// bk; `groupM` tile rows are visited together for L2 reuse.
+///
+/// With `wgmma` (sm_90a) the block's 8 warps are two warpgroups, each
+/// computing 64 rows of the tile with m64nNk16 products from shared
+/// memory; warpsM = 8 and warpsN = 1 then give the same warp-to-rows map
+/// as mma.sync tiles of 16 rows a warp.
 struct MatmulTile {
   int64_t bm, bn, bk, warpsM, warpsN, groupM;
+  bool wgmma = false;
   int64_t threads() const { return 32 * warpsM * warpsN; }
 };
 
@@ -46,18 +52,19 @@ std::optional<std::string> tensorCoreRefusal(MatmulOp op, bool aligned);
 /// The tile with the least estimated time for `p` on `sms` multiprocessors:
 /// waves of resident blocks times the time of one wave, where larger tiles
 /// reuse each loaded byte more (tile and wave quantisation both count).
-MatmulTile chooseMatmulTile(const MatmulProblem &p, int64_t sms);
+MatmulTile chooseMatmulTile(const MatmulProblem &p, int64_t sms, bool wgmma);
 
-/// Elements of padding at the end of every shared-memory row: 16 bytes
-/// shift the rows that one ldmatrix reads onto distinct banks.
+/// Elements of padding at the end of every shared-memory row of an
+/// mma.sync tile: 16 bytes shift the rows that one ldmatrix reads onto
+/// distinct banks. wgmma tiles are swizzled instead (128-byte pattern).
 constexpr int64_t kSharedRowPad = 8;
 
 /// The shared-memory tile of one operand in one pipeline stage: `rows`
-/// rows of `cols` elements (plus kSharedRowPad), as the operand is laid
-/// out in global memory (K-contiguous or not).
+/// rows of `cols` elements (plus `pad`), as the operand is laid out in
+/// global memory (K-contiguous or not).
 struct SharedTile {
-  int64_t rows, cols;
-  int64_t stride() const { return cols + kSharedRowPad; }
+  int64_t rows, cols, pad;
+  int64_t stride() const { return cols + pad; }
   int64_t elements() const { return rows * stride(); }
 };
 SharedTile sharedTileA(const MatmulTile &t, bool transposeA);
@@ -66,9 +73,11 @@ SharedTile sharedTileB(const MatmulTile &t, bool transposeB);
 /// Bytes of shared memory of one pipeline stage (both operands).
 int64_t stageBytes(const MatmulTile &t, const MatmulProblem &p);
 
-/// Shared memory a block's pipeline may take: half of what a Hopper SM
-/// has, so that two blocks of a small tile stay resident.
+/// Shared memory a block's pipeline may take: for mma.sync tiles half of
+/// what a Hopper SM has, so that two blocks of a small tile stay resident;
+/// wgmma tiles need deeper pipelines more than a second block.
 constexpr int64_t kMaxPipelineBytes = 113 * 1024;
+constexpr int64_t kMaxWgmmaPipelineBytes = 200 * 1024;
 
 /// kf-promote-shared's decision: as many stages (2 to 4) of copies in
 /// flight as fit kMaxPipelineBytes, and no more than there are K steps.

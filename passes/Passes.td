@@ -105,6 +105,8 @@ def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
            "threads per block">,
     Option<"aligned", "aligned", "bool", /*default=*/"false",
            "every buffer starts on a 16-byte boundary (allows vectors)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "the target has Hopper's warpgroup MMA (sm_90a)">,
   ];
 }
 

@@ -33,6 +33,7 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   KFTilePassOptions tile;
   tile.sms = options.multiprocessors;
   tile.aligned = options.aligned;
+  tile.wgmma = options.wgmma;
   pm.addPass(createKFTilePass(tile));
   pm.addPass(createKFPromoteSharedPass());
 }
@@ -54,6 +55,8 @@ void kfuse::kf::buildLLVMLoweringPipeline(OpPassManager &pm,
   nvvm.indexBitwidth = indexBits;
   nvvm.useBarePtrCallConv = true;
   gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  // NVVM ops written as PTX (wgmma) become inline assembly.
+  gpu.addPass(createConvertNVVMToLLVMPass());
   gpu.addPass(createReconcileUnrealizedCastsPass());
   gpu.addPass(createCanonicalizerPass());
 }

@@ -26,6 +26,8 @@ struct KernelPipelineOptions {
   int64_t multiprocessors = 132;
   /// Every buffer starts on a 16-byte boundary (the runtime checks).
   bool aligned = true;
+  /// The target has wgmma (sm_90: kfuse then emits for sm_90a).
+  bool wgmma = false;
 };
 
 /// Partitioning and launch shapes: kf-fuse, then kf-tile.

@@ -38,13 +38,15 @@ struct KFPromoteSharedPass
         return;
       MatmulTile tile{configInt(config, "tile_m"),  configInt(config, "tile_n"),
                       configInt(config, "tile_k"),  configInt(config, "warps_m"),
-                      configInt(config, "warps_n"), configInt(config, "group_m")};
+                      configInt(config, "warps_n"), configInt(config, "group_m"),
+                      configInt(config, "wgmma") != 0};
       MatmulProblem problem = MatmulProblem::of(matmulOf(kernel));
       int64_t stages = pipelineStages(tile, problem);
       Builder b(kernel);
       NamedAttrList entries(config);
       entries.set("stages", b.getI64IntegerAttr(stages));
-      entries.set("smem_pad", b.getI64IntegerAttr(kSharedRowPad));
+      entries.set("smem_pad",
+                  b.getI64IntegerAttr(tile.wgmma ? 0 : kSharedRowPad));
       entries.set("shared_bytes",
                   b.getI64IntegerAttr(stages * stageBytes(tile, problem)));
       kernel.setConfigAttr(entries.getDictionary(b.getContext()));

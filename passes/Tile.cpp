@@ -221,9 +221,10 @@ void configurePointwise(Config &c, int64_t elements, int64_t vec,
 
 /// One thread block per output tile (per batch), tile rows grouped by
 /// group_m for L2 reuse.
-void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms) {
+void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms,
+                               bool wgmma) {
   MatmulProblem p = MatmulProblem::of(matmul);
-  MatmulTile t = chooseMatmulTile(p, sms);
+  MatmulTile t = chooseMatmulTile(p, sms, wgmma);
   int64_t tiles = p.batch * ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn);
   c.set("block", t.threads());
   c.set("grid", tiles);
@@ -235,6 +236,8 @@ void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms) {
   c.set("warps_m", t.warpsM);
   c.set("warps_n", t.warpsN);
   c.set("group_m", t.groupM);
+  if (t.wgmma)
+    c.set("wgmma", 1);
 }
 
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
@@ -270,7 +273,7 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       configurePointwise(c, items, vec, blockSize);
     } else if (kernel.getKind() == KernelKind::matmul &&
                !tensorCoreRefusal(matmulOf(kernel), aligned)) {
-      configureTensorCoreMatmul(c, matmulOf(kernel), sms);
+      configureTensorCoreMatmul(c, matmulOf(kernel), sms, wgmma);
     } else {
       c.set("block", blockSize);
       c.set("grid", std::min((items + blockSize - 1) / blockSize, sms * 32));

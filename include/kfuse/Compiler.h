@@ -122,6 +122,10 @@ struct DeviceInfo {
   int computeMajor, computeMinor;
 };
 Expected<DeviceInfo> device();
+
+/// The target PTX text was written for (its `.target` line): "sm_90a"
+/// where kfuse used Hopper's wgmma for an "sm_90" compile. Empty if none.
+std::string ptxTarget(const std::string &ptx);
 /// Waits for all work on the device.
 Status synchronize();
 

@@ -34,7 +34,8 @@ std::string assemble(const std::string &ptxas, const std::string &arch,
     return "cannot create a temporary file";
   close(fd);
   std::ofstream(path, std::ios::binary) << ptx;
-  std::string command = ptxas + " -arch=" + arch + " -o /dev/null " + path +
+  std::string command = ptxas + " -arch=" + kfuse::ptxTarget(ptx) +
+                        " -o /dev/null " + path +
                         " 2>&1";
   std::string output;
   int rc = -1;

@@ -35,6 +35,9 @@ struct MatmulCase {
 };
 
 void PrintTo(const MatmulCase &c, std::ostream *os) { *os << c.name; }
+void PrintTo(const std::tuple<MatmulCase, std::string> &p, std::ostream *os) {
+  *os << std::get<0>(p).name << " on " << std::get<1>(p);
+}
 
 Shape withBatch(const std::vector<int64_t> &batch, int64_t r, int64_t c) {
   Shape shape(batch.begin(), batch.end());
@@ -78,13 +81,17 @@ void build(Graph &g, const MatmulCase &c) {
   g.output("y", y);
 }
 
-class Matmul : public ::testing::TestWithParam<MatmulCase> {};
+/// sm_90 compiles for sm_90a with wgmma; sm_80 for mma.sync (its PTX is
+/// compiled for the Hopper GPU by the driver).
+class Matmul
+    : public ::testing::TestWithParam<std::tuple<MatmulCase, std::string>> {};
 
 TEST_P(Matmul, MatchesEvaluator) {
   Expected<DeviceInfo> gpu = device();
   if (!gpu)
     GTEST_SKIP() << "no GPU: " << gpu.error().message();
-  const MatmulCase &c = GetParam();
+  const MatmulCase &c = std::get<0>(GetParam());
+  const std::string &arch = std::get<1>(GetParam());
   Graph g(c.name);
   build(g, c);
   ASSERT_TRUE(g.status()) << g.status().message();
@@ -102,12 +109,16 @@ TEST_P(Matmul, MatchesEvaluator) {
   ASSERT_TRUE(reference) << reference.error().message();
   CompileOptions options;
   options.diskCache = false;
+  options.arch = arch;
   Expected<Executable> exe = Compiler(options).compile(g);
   ASSERT_TRUE(exe) << exe.error().message();
   Expected<std::string> fused = exe->dump(Stage::Fused);
   ASSERT_TRUE(fused) << fused.error().message();
   EXPECT_EQ(fused->find("mma = 1") != std::string::npos, c.tensorCores)
       << "kf-tile chose the wrong template:\n" << *fused;
+  EXPECT_EQ(fused->find("wgmma = 1") != std::string::npos,
+            c.tensorCores && arch == "sm_90")
+      << *fused;
   Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
   ASSERT_TRUE(out) << out.error().message();
   double error = relativeError((*out)[0], (*reference)[0]);
@@ -149,7 +160,12 @@ std::vector<MatmulCase> cases() {
   return v;
 }
 
-INSTANTIATE_TEST_SUITE_P(Shapes, Matmul, ::testing::ValuesIn(cases()),
-                         [](const auto &info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Matmul,
+    ::testing::Combine(::testing::ValuesIn(cases()),
+                       ::testing::Values("sm_90", "sm_80")),
+    [](const auto &info) {
+      return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
+    });
 
 } // namespace

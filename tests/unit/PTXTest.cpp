@@ -28,7 +28,7 @@ std::string assemble(const std::string &ptx, const std::string &arch) {
   std::string in = std::string(dir) + "/k.ptx", out = std::string(dir) + "/k.cubin",
               log = std::string(dir) + "/log";
   std::ofstream(in) << ptx;
-  std::string command = std::string(KFUSE_PTXAS) + " -arch=" + arch + " " +
+  std::string command = std::string(KFUSE_PTXAS) + " -arch=" + kfuse::ptxTarget(ptx) + " " +
                         in + " -o " + out + " > " + log + " 2>&1";
   int rc = std::system(command.c_str());
   std::string output;

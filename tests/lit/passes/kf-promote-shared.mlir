@@ -1,9 +1,14 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" --kf-promote-shared | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" --kf-promote-shared | FileCheck %s --check-prefix=WGMMA
 
-// A 128x256 tile, K step 32: A as [128][32+8], B as [32][256+8] bf16 is
-// 27,136 bytes a stage; four stages fit the 113 KiB budget.
+// A 128x128 mma.sync tile, K step 32: A as [128][32+8], B as [32][128+8]
+// bf16 is 18,944 bytes a stage; four stages fit the 113 KiB budget.
 // CHECK-LABEL: func.func @large
-// CHECK: shared_bytes = 108544 : i64, smem_pad = 8 : i64, stages = 4 : i64
+// CHECK: shared_bytes = 75776 : i64, smem_pad = 8 : i64, stages = 4 : i64
+// A 128x256 wgmma tile, K step 64, swizzled without padding: 48 KiB a
+// stage, four in the 200 KiB budget.
+// WGMMA-LABEL: func.func @large
+// WGMMA: shared_bytes = 196608 : i64, smem_pad = 0 : i64, stages = 4 : i64
 func.func @large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
   %c = kf.matmul %a, %b : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
   return %c : tensor<4096x4096xbf16>

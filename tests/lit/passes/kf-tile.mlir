@@ -1,5 +1,6 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile | FileCheck %s --check-prefix=UNALIGNED
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" | FileCheck %s --check-prefix=WGMMA
 
 // Pointwise: 16-byte vectors of f32 (4), one a thread step (two for
 // large 16-bit tensors), 256 threads, the grid covering the work once.
@@ -38,11 +39,14 @@ func.func @bools(%x: tensor<1024xf32>) -> tensor<1024xi1> {
 // -----
 
 // bf16 matmuls on aligned buffers get a tensor-core block tile, chosen by
-// counting waves: a 4096^2 output fills 132 SMs best with 128x256 tiles
-// (512 tiles, 4 waves of one block an SM) ...
+// counting waves. With mma.sync, 128x128 tiles of four warps (two blocks
+// an SM); with wgmma (sm_90a), 128x256 tiles of two warpgroups fill 132
+// SMs with a 4096^2 output in 4 waves ...
 // CHECK-LABEL: func.func @matmul_large
 // CHECK: kf.kernel matmul
-// CHECK-SAME: block = 256 : i64, grid = 512 : i64, group_m = 8 : i64, items = 512 : i64, mma = 1 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 256 : i64, warps_m = 2 : i64, warps_n = 4 : i64
+// CHECK-SAME: block = 128 : i64, grid = 1024 : i64, group_m = 8 : i64, items = 1024 : i64, mma = 1 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64, warps_m = 2 : i64, warps_n = 2 : i64
+// WGMMA-LABEL: func.func @matmul_large
+// WGMMA: block = 256 : i64, grid = 512 : i64, group_m = 8 : i64, items = 512 : i64, mma = 1 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 256 : i64, warps_m = 8 : i64, warps_n = 1 : i64, wgmma = 1 : i64
 // UNALIGNED-LABEL: func.func @matmul_large
 // UNALIGNED-NOT: mma
 func.func @matmul_large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
@@ -57,6 +61,9 @@ func.func @matmul_large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) 
 // CHECK-LABEL: func.func @matmul_small_m
 // CHECK: grid = 64 : i64
 // CHECK-SAME: tile_m = 64 : i64, tile_n = 64 : i64
+// WGMMA-LABEL: func.func @matmul_small_m
+// WGMMA: grid = 128 : i64
+// WGMMA-SAME: tile_m = 128 : i64, tile_n = 32 : i64
 func.func @matmul_small_m(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<16x4096xbf16> {
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
   return %c : tensor<16x4096xbf16>
