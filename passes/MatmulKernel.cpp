@@ -90,7 +90,9 @@ private:
   void mma(ArrayRef<Value> a, ArrayRef<Value> b, ArrayRef<Value> c,
            SmallVectorImpl<Value> &out);
   LogicalResult storeTile(ValueRange acc);
-  LogicalResult storePair(Value row, Value col, Value v0, Value v1);
+  LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged);
+  Value outputTile();
+  void copyOutput();
 
   Value idx(int64_t v) { return e.index(v); }
   Value add(Value x, Value y) { return arith::AddIOp::create(b, l, x, y); }
@@ -110,7 +112,7 @@ private:
   int64_t stages, stageElements, mTiles, nTiles;
   Type dtype;
   StagedOperand a, bOp;
-  Value shared, sharedBase, tid, lane, m0, n0, warpRow, warpCol, batch;
+  Value sharedBytes, shared, sharedBase, tid, lane, m0, n0, warpRow, warpCol, batch;
   /// Per-lane element offsets of the ldmatrix rows, inside a stage.
   Value laneA, laneB;
 };
@@ -146,13 +148,13 @@ LogicalResult TensorCoreMatmul::emit() {
         "has no tensor-core tiling: run kf-tile and kf-promote-shared");
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
-  Value bytes = gpu::DynamicSharedMemoryOp::create(
+  sharedBytes = gpu::DynamicSharedMemoryOp::create(
       b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
                             workgroup));
   shared = memref::ViewOp::create(
       b, l,
       MemRefType::get({stages * stageElements}, dtype, AffineMap(), workgroup),
-      bytes, idx(0), ValueRange{});
+      sharedBytes, idx(0), ValueRange{});
   if (t.wgmma)
     sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
   locateTile();
@@ -276,11 +278,21 @@ void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
     Value c = add(tid, idx(first));
     Value r = div(c, perRow), col = mul(rem(c, perRow), 8);
     Value gr = add(row0, r), gc = add(col0, col);
-    Value valid = arith::AndIOp::create(b, l, less(gr, idx(op.rows)),
-                                        less(gc, idx(op.cols)));
     Value src = add(batchBase, add(mul(gr, op.cols), gc));
-    src = arith::SelectOp::create(b, l, valid, src, idx(0));
-    Value count = arith::SelectOp::create(b, l, valid, idx(8), idx(0));
+    // Tiles start at multiples of their size: only a dim the tile does not
+    // divide has edges to test.
+    Value valid;
+    if (op.rows % op.tile.rows)
+      valid = less(gr, idx(op.rows));
+    if (op.cols % op.tile.cols) {
+      Value inside = less(gc, idx(op.cols));
+      valid = valid ? arith::AndIOp::create(b, l, valid, inside) : inside;
+    }
+    Value count;
+    if (valid) {
+      src = arith::SelectOp::create(b, l, valid, src, idx(0));
+      count = arith::SelectOp::create(b, l, valid, idx(8), idx(0));
+    }
     Value dst = add(stageBase, add(idx(op.offset), sharedOffset(op, r, col)));
     OpBuilder::InsertionGuard g(b);
     if (chunks % t.threads()) {
@@ -426,27 +438,72 @@ SmallVector<Value> TensorCoreMatmul::multiply(Value stage, ValueRange acc) {
 }
 
 /// Accumulator (mi, ni) holds rows lane/4 and lane/4 + 8 of its 16x8 tile,
-/// two adjacent columns each.
+/// two adjacent columns each. With `stage_output` the results go through
+/// shared memory (the pipeline's, once every warp is done with it) and
+/// leave it in whole rows, so that stores to unaligned rows coalesce.
 LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
+  bool staged = configValue(e.kernel(), "stage_output");
+  if (staged)
+    gpu::BarrierOp::create(b, l);
   int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
-  Value rowInTile = add(add(m0, warpRow), div(lane, 4));
-  Value colInTile = add(add(n0, warpCol), mul(rem(lane, 4), 2));
+  Value localRow = add(warpRow, div(lane, 4));
+  Value localCol = add(warpCol, mul(rem(lane, 4), 2));
   for (int64_t mi = 0; mi < tilesM; ++mi)
     for (int64_t ni = 0; ni < tilesN; ++ni)
       for (int64_t h = 0; h < 2; ++h) {
-        Value row = add(rowInTile, idx(mi * 16 + h * 8));
-        Value col = add(colInTile, idx(ni * 8));
+        Value r = add(localRow, idx(mi * 16 + h * 8));
+        Value c = add(localCol, idx(ni * 8));
         int64_t at = (mi * tilesN + ni) * 4 + h * 2;
-        if (failed(storePair(row, col, acc[at], acc[at + 1])))
+        if (failed(storePair(r, c, acc[at], acc[at + 1], staged)))
           return failure();
       }
+  if (!staged)
+    return success();
+  gpu::BarrierOp::create(b, l);
+  copyOutput();
   return success();
 }
 
-/// Stores output elements (row, col) and (row, col + 1) of the batch, as
-/// far as they exist, after the kernel's epilogue.
-LogicalResult TensorCoreMatmul::storePair(Value row, Value col, Value v0,
-                                          Value v1) {
+/// The output tile as staged in shared memory: [bm, bn + 8] elements of the
+/// result's dtype (the padding spreads the rows a warp writes over banks).
+Value TensorCoreMatmul::outputTile() {
+  Type type = mlir::cast<RankedTensorType>(e.kernel().getResult(0).getType())
+                  .getElementType();
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  return memref::ViewOp::create(
+      b, l, MemRefType::get({t.bm * (t.bn + 8)}, type, AffineMap(), workgroup),
+      sharedBytes, idx(0), ValueRange{});
+}
+
+/// Thread tid stores elements tid, tid + threads, ... of the staged tile:
+/// a warp writes 32 consecutive elements of a row.
+void TensorCoreMatmul::copyOutput() {
+  Value tile = outputTile();
+  Value out = e.gpuFunc().getArgument(e.kernel().getInputs().size());
+  e.loop(t.bm * t.bn / t.threads(), {}, [&](Value i, ValueRange) {
+    Value at = add(tid, mul(i, t.threads()));
+    Value r = div(at, t.bn), c = rem(at, t.bn);
+    Value row = add(m0, r), col = add(n0, c);
+    Value inside = arith::AndIOp::create(b, l, less(row, idx(p.m)),
+                                         less(col, idx(p.n)));
+    auto ifOp = scf::IfOp::create(b, l, inside, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    Value v = memref::LoadOp::create(b, l, tile,
+                                     ValueRange{add(mul(r, t.bn + 8), c)});
+    Value linear = add(mul(add(mul(batch, p.m), row), p.n), col);
+    memref::StoreOp::create(b, l, v, out, ValueRange{linear});
+    return SmallVector<Value>{};
+  });
+}
+
+/// Output elements (row, col) and (row, col + 1) of the tile (local
+/// coordinates), as far as they exist, after the kernel's epilogue: stored,
+/// or written to the staged tile.
+LogicalResult TensorCoreMatmul::storePair(Value r, Value c, Value v0, Value v1,
+                                          bool staged) {
+  Value row = add(m0, r), col = add(n0, c);
   Value inside = arith::AndIOp::create(b, l, less(row, idx(p.m)),
                                        less(col, idx(p.n)));
   auto ifOp = scf::IfOp::create(b, l, inside, false);
@@ -458,28 +515,37 @@ LogicalResult TensorCoreMatmul::storePair(Value row, Value col, Value v0,
   Value col1 = add(col, idx(1));
   e.setElement(matmul.getResult(), linear, v0);
   e.setElement(matmul.getResult(), linear1, v1);
+  Value tile = staged ? outputTile() : Value();
   auto yield = mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
-  for (auto [r, value] : llvm::enumerate(yield.getValues())) {
+  for (auto [result, value] : llvm::enumerate(yield.getValues())) {
     ArrayRef<int64_t> shape = shapeOf(value);
-    auto at = [&](Value lin, Value c) {
-      return shape.back() == p.n ? ElementIndex::rowElement(shape, lin, outRow, c)
+    Type dtype = mlir::cast<RankedTensorType>(value.getType()).getElementType();
+    auto at = [&](Value lin, Value cc) {
+      return shape.back() == p.n ? ElementIndex::rowElement(shape, lin, outRow, cc)
                                  : ElementIndex::linear(shape, lin);
+    };
+    auto toShared = [&](Value x, Value cc) {
+      if (dtype != x.getType())
+        x = arith::TruncFOp::create(b, l, dtype, x);
+      memref::StoreOp::create(b, l, x, tile,
+                              ValueRange{add(mul(r, t.bn + 8), cc)});
     };
     FailureOr<Value> x0 = e.elementAt(value, at(linear, col));
     if (failed(x0))
       return failure();
-    bool pairs = p.n % 2 == 0 &&
-                 !mlir::cast<RankedTensorType>(value.getType())
-                      .getElementType()
-                      .isInteger(1);
+    bool pairs = p.n % 2 == 0 && !dtype.isInteger(1);
     auto second = [&]() -> LogicalResult {
       FailureOr<Value> x1 = e.elementAt(value, at(linear1, col1));
       if (failed(x1))
         return failure();
-      if (pairs)
-        e.storeLanes(r, linear, {*x0, *x1});
-      else
-        e.storeResult(r, linear1, *x1);
+      if (staged) {
+        toShared(*x0, c);
+        toShared(*x1, add(c, idx(1)));
+      } else if (pairs) {
+        e.storeLanes(result, linear, {*x0, *x1});
+      } else {
+        e.storeResult(result, linear1, *x1);
+      }
       return success();
     };
     if (pairs) {
@@ -487,7 +553,10 @@ LogicalResult TensorCoreMatmul::storePair(Value row, Value col, Value v0,
         return failure();
       continue;
     }
-    e.storeResult(r, linear, *x0);
+    if (staged)
+      toShared(*x0, c);
+    else
+      e.storeResult(result, linear, *x0);
     // An odd N: the pair may straddle the row's end.
     auto has = scf::IfOp::create(b, l, less(col1, idx(p.n)), false);
     OpBuilder::InsertionGuard g(b);

@@ -118,8 +118,11 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
     staged, each row padded by 8 elements (16 bytes, so that the rows one
     ldmatrix reads fall on distinct banks: `smem_pad`), in as many stages of
     asynchronous copies (2 to 4: `stages`) as fit half a multiprocessor's
-    shared memory and the K steps there are. Records the dynamic shared
-    memory the launch needs (`shared_bytes`). Other kernels are untouched.
+    shared memory and the K steps there are. When output rows have an odd
+    length (so pairs of 16-bit results cannot be stored from registers),
+    the output tile is staged there too, to leave in coalesced rows
+    (`stage_output`). Records the dynamic shared memory the launch needs
+    (`shared_bytes`). Other kernels are untouched.
 
     After:
     ```mlir

@@ -47,8 +47,19 @@ struct KFPromoteSharedPass
       entries.set("stages", b.getI64IntegerAttr(stages));
       entries.set("smem_pad",
                   b.getI64IntegerAttr(tile.wgmma ? 0 : kSharedRowPad));
-      entries.set("shared_bytes",
-                  b.getI64IntegerAttr(stages * stageBytes(tile, problem)));
+      int64_t bytes = stages * stageBytes(tile, problem);
+      // Rows of an odd length start at odd elements: pairs cannot be
+      // stored from registers. The tile then leaves through shared memory
+      // in whole rows (float results: one kernel result, as kf-fuse makes
+      // matmul kernels).
+      auto result = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
+      if (problem.n % 2 && isa<FloatType>(result.getElementType()) &&
+          kernel.getNumResults() == 1) {
+        entries.set("stage_output", b.getI64IntegerAttr(1));
+        int64_t width = result.getElementType().getIntOrFloatBitWidth() / 8;
+        bytes = std::max(bytes, tile.bm * (tile.bn + 8) * width);
+      }
+      entries.set("shared_bytes", b.getI64IntegerAttr(bytes));
       kernel.setConfigAttr(entries.getDictionary(b.getContext()));
     });
   }

@@ -34,3 +34,17 @@ func.func @pointwise(%x: tensor<64xf32>) -> tensor<64xf32> {
   %y = kf.exp %x : tensor<64xf32>
   return %y : tensor<64xf32>
 }
+
+// -----
+
+// Rows of an odd length (N = 50257, the GPT-2 vocabulary): the output tile
+// leaves through shared memory, which must hold it ([128][256+8] bf16 fits
+// in the pipeline's 192 KiB).
+// WGMMA-LABEL: func.func @odd_rows
+// WGMMA: shared_bytes = 196608 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
+// CHECK-LABEL: func.func @odd_rows
+// CHECK: shared_bytes = 81920 : i64, smem_pad = 8 : i64, stage_output = 1 : i64, stages = 4 : i64
+func.func @odd_rows(%a: tensor<256x768xbf16>, %b: tensor<50257x768xbf16>) -> tensor<256x50257xbf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<256x768xbf16>, tensor<50257x768xbf16> -> tensor<256x50257xbf16>
+  return %c : tensor<256x50257xbf16>
+}
