@@ -476,13 +476,19 @@ Value TensorCoreMatmul::outputTile() {
       sharedBytes, idx(0), ValueRange{});
 }
 
-/// Thread tid stores elements tid, tid + threads, ... of the staged tile:
-/// a warp writes 32 consecutive elements of a row.
+/// Thread tid stores vectors tid, tid + threads, ... of the staged tile, of
+/// `vec` elements (16 bytes where the rows are whole 16-byte vectors, else
+/// one): a warp writes consecutive elements of a row.
 void TensorCoreMatmul::copyOutput() {
   Value tile = outputTile();
   Value out = e.gpuFunc().getArgument(e.kernel().getInputs().size());
-  e.loop(t.bm * t.bn / t.threads(), {}, [&](Value i, ValueRange) {
-    Value at = add(tid, mul(i, t.threads()));
+  Type type = mlir::cast<MemRefType>(out.getType()).getElementType();
+  int64_t vec = 16 / (type.getIntOrFloatBitWidth() / 8);
+  if (p.n % vec)
+    vec = 1;
+  auto vectorType = VectorType::get({vec}, type);
+  e.loop(t.bm * t.bn / vec / t.threads(), {}, [&](Value i, ValueRange) {
+    Value at = mul(add(tid, mul(i, t.threads())), vec);
     Value r = div(at, t.bn), c = rem(at, t.bn);
     Value row = add(m0, r), col = add(n0, c);
     Value inside = arith::AndIOp::create(b, l, less(row, idx(p.m)),
@@ -490,10 +496,17 @@ void TensorCoreMatmul::copyOutput() {
     auto ifOp = scf::IfOp::create(b, l, inside, false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    Value v = memref::LoadOp::create(b, l, tile,
-                                     ValueRange{add(mul(r, t.bn + 8), c)});
+    Value from = add(mul(r, t.bn + 8), c);
     Value linear = add(mul(add(mul(batch, p.m), row), p.n), col);
-    memref::StoreOp::create(b, l, v, out, ValueRange{linear});
+    if (vec == 1) {
+      Value v = memref::LoadOp::create(b, l, tile, ValueRange{from});
+      memref::StoreOp::create(b, l, v, out, ValueRange{linear});
+    } else {
+      Value v = vector::LoadOp::create(b, l, vectorType, tile, ValueRange{from},
+                                       false, llvm::MaybeAlign(16));
+      vector::StoreOp::create(b, l, v, out, ValueRange{linear}, false,
+                              llvm::MaybeAlign(16));
+    }
     return SmallVector<Value>{};
   });
 }

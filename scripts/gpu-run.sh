@@ -25,7 +25,9 @@ run gpu-tests "$bin/kfuse-gpu-tests" "$@"
 run unit-tests "$bin/kfuse-unit-tests"
 "$bin/kfuse-fuzz" --gpu --replay "$dest"/kfuse/fuzz-regressions/*.mlir \
   > "$out/fuzz-replay.log" 2>&1
-"$bin/kfuse-cache-stress" --processes 16 --rounds 50 > "$out/cache-stress.log" 2>&1
+# KFUSE_STRESS_ROUNDS: fewer rounds when device time is short (50: ~3 min).
+"$bin/kfuse-cache-stress" --processes 16 --rounds "${KFUSE_STRESS_ROUNDS:-50}" \
+  > "$out/cache-stress.log" 2>&1
 echo "cache stress: exit $?" >> "$out/cache-stress.log"
 for example in "$dest"/kfuse/examples/*.mlir; do
   echo "$(basename "$example"): $("$bin/kfusec" "$example" --run --bind M=512 --seed 3 | tr '\n' ';')"
@@ -36,6 +38,8 @@ done > "$out/examples.log" 2>&1
 echo "bench costs: exit $?" >> "$out/bench.log"
 "$bin/kfuse-bench" memory --json "$out/memory.json" >> "$out/bench.log" 2>&1
 echo "bench memory: exit $?" >> "$out/bench.log"
+"$bin/kfuse-bench" matmul >> "$out/bench.log" 2>&1
+echo "bench matmul: exit $?" >> "$out/bench.log"
 # The peers on the same GPU in the same run: PyTorch eager and torch.compile.
 PYTHONUNBUFFERED=1 python3 "$bin/peers.py" --json "$out/peers.json" >> "$out/bench.log" 2>&1
 echo "peers: exit $?" >> "$out/bench.log"

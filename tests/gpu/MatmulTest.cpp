@@ -14,6 +14,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <random>
 
 using namespace kfuse;
@@ -167,5 +169,56 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto &info) {
       return std::get<0>(info.param).name + "_" + std::get<1>(info.param);
     });
+
+} // namespace
+
+namespace {
+
+/// The SASS of `ptx`, through the CUDA toolkit's ptxas and cuobjdump.
+std::string sassOf(const std::string &ptx) {
+  const char *home = std::getenv("CUDA_HOME");
+  std::string bin = std::string(home ? home : "/usr/local/cuda") + "/bin/";
+  char dir[] = "/tmp/kfuse-sass-XXXXXX";
+  if (!mkdtemp(dir))
+    return "";
+  std::string d = dir;
+  std::ofstream(d + "/k.ptx") << ptx;
+  std::string command = bin + "ptxas -arch=" + ptxTarget(ptx) + " " + d +
+                        "/k.ptx -o " + d + "/k.cubin && " + bin +
+                        "cuobjdump -sass " + d + "/k.cubin > " + d +
+                        "/k.sass 2>&1";
+  std::string sass;
+  if (std::system(command.c_str()) == 0) {
+    std::ifstream in(d + "/k.sass");
+    sass.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  std::system(("rm -rf " + d).c_str());
+  return sass;
+}
+
+/// A bf16 matmul runs on tensor cores: HGMMA (wgmma) on sm_90, HMMA
+/// (mma.sync) where kfuse compiles for an older target.
+TEST(MatmulSass, Bf16UsesTensorCores) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  Graph g("sass");
+  g.output("y", matmul(g.input("a", DType::bf16, {256, 512}),
+                       g.input("b", DType::bf16, {512, 256})));
+  for (const char *arch : {"sm_90", "sm_80"}) {
+    CompileOptions options;
+    options.diskCache = false;
+    options.arch = arch;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    Expected<std::string> ptx = exe->dump(Stage::PTX);
+    ASSERT_TRUE(ptx) << ptx.error().message();
+    std::string sass = sassOf(*ptx);
+    ASSERT_FALSE(sass.empty()) << "ptxas or cuobjdump failed for " << arch;
+    const char *expected = std::string(arch) == "sm_90" ? "HGMMA" : "HMMA";
+    EXPECT_NE(sass.find(expected), std::string::npos)
+        << arch << ": no " << expected << " in the SASS";
+  }
+}
 
 } // namespace
