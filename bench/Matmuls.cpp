@@ -149,15 +149,10 @@ struct MatmulRow {
   std::string tile;
 };
 
-Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
-                            double copyGBs) {
-  Graph g(w.name);
-  buildGraph(g, w);
-  if (!g.status())
-    return g.status().error();
-  std::vector<DeviceBuffer> buffers;
-  std::vector<DeviceTensor> inputs;
-  uint64_t seed = 7, bytes = 0;
+/// Random inputs on the device; `bytes` counts them.
+Status upload(const Graph &g, std::vector<DeviceBuffer> &buffers,
+              std::vector<DeviceTensor> &inputs, uint64_t &bytes) {
+  uint64_t seed = 7;
   for (const TensorInfo &info : g.inputs()) {
     std::vector<int64_t> shape;
     for (const Dim &d : info.shape)
@@ -170,22 +165,22 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
     inputs.push_back(b->tensor(info.dtype, Dims(shape)));
     buffers.push_back(b.take());
   }
-  std::vector<int64_t> outShape = {w.m, w.n};
-  if (w.batch > 1)
-    outShape.insert(outShape.begin(), w.batch);
-  uint64_t outBytes = 2 * w.batch * w.m * w.n;
-  bytes += outBytes;
-  Expected<DeviceBuffer> out = DeviceBuffer::allocate(outBytes);
-  Expected<DeviceBuffer> peer = DeviceBuffer::allocate(outBytes);
-  if (!out || !peer)
-    return (!out ? out : peer).error();
-  DeviceTensor result = out->tensor(DType::bf16, Dims(outShape));
+  return Status::ok();
+}
 
-  MatmulRow row;
-  row.name = w.name;
-  row.flops = 2.0 * w.batch * w.m * w.n * w.k;
-  row.floorMs = std::max(row.flops / (peakTflops * 1e12),
-                         bytes / (copyGBs * 1e9)) * 1e3;
+/// The block tile kf-tile chose ("simt" for the fallback).
+std::string tileOf(Executable &exe) {
+  Expected<std::string> fused = exe.dump(Stage::Fused);
+  size_t m = fused ? fused->find("tile_m = ") : std::string::npos;
+  if (m == std::string::npos)
+    return "simt";
+  size_t n = fused->find("tile_n = ");
+  return fused->substr(m + 9, fused->find(' ', m + 9) - m - 9) + "x" +
+         fused->substr(n + 9, fused->find(' ', n + 9) - n - 9);
+}
+
+Status timeKfuse(const Graph &g, const std::vector<DeviceTensor> &inputs,
+                 const DeviceTensor &result, MatmulRow &row) {
   for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
     CompileOptions options;
     options.fusion = fusion;
@@ -198,36 +193,63 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
     if (!ms)
       return ms.error();
     (fusion == Fusion::Fused ? row.fusedMs : row.unfusedMs) = *ms;
-    if (fusion == Fusion::Fused) {
-      Expected<std::string> fused = exe->dump(Stage::Fused);
-      size_t at = fused ? fused->find("tile_m = ") : std::string::npos;
-      if (at != std::string::npos) {
-        size_t n = fused->find("tile_n = ");
-        row.tile = fused->substr(at + 9, fused->find(' ', at + 9) - at - 9) +
-                   "x" + fused->substr(n + 9, fused->find(' ', n + 9) - n - 9);
-      } else {
-        row.tile = "simt";
-      }
-    }
+    if (fusion == Fusion::Fused)
+      row.tile = tileOf(*exe);
   }
-  // Unfused wrote `out` last; compare it with cuBLAS where cuBLAS computes
-  // the same (its time without the epilogue is the reference otherwise).
+  return Status::ok();
+}
+
+Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
+                            double copyGBs) {
+  Graph g(w.name);
+  buildGraph(g, w);
+  if (!g.status())
+    return g.status().error();
+  std::vector<DeviceBuffer> buffers;
+  std::vector<DeviceTensor> inputs;
+  uint64_t bytes = 0;
+  if (Status s = upload(g, buffers, inputs, bytes); !s)
+    return s.error();
+  std::vector<int64_t> outShape = {w.m, w.n};
+  if (w.batch > 1)
+    outShape.insert(outShape.begin(), w.batch);
+  uint64_t outBytes = 2 * w.batch * w.m * w.n;
+  bytes += outBytes;
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(outBytes);
+  Expected<DeviceBuffer> peer = DeviceBuffer::allocate(outBytes);
+  if (!out || !peer)
+    return (!out ? out : peer).error();
+  // NaN bytes: an element kfuse does not write shows in the comparison.
+  if (Status s = out->fill(0xFF); !s)
+    return s.error();
+
+  MatmulRow row;
+  row.name = w.name;
+  row.flops = 2.0 * w.batch * w.m * w.n * w.k;
+  row.floorMs = std::max(row.flops / (peakTflops * 1e12),
+                         bytes / (copyGBs * 1e9)) * 1e3;
+  if (Status s = timeKfuse(g, inputs, out->tensor(DType::bf16, Dims(outShape)),
+                           row);
+      !s)
+    return s.error();
+  // Compare with cuBLAS where it computes the same (its time without the
+  // epilogue is the reference otherwise).
   CuBlas *blas = CuBlas::open();
-  if (blas) {
-    Expected<double> ms = medianOf([&] {
-      return runCuBlas(*blas, w, buffers[0].data(), buffers[1].data(),
-                       peer->data());
-    });
-    if (!ms)
-      return ms.error();
-    row.cublasMs = *ms;
-    if (w.biasGelu)
-      return row;
-    Expected<HostTensor> mine = download(*out, outShape);
-    Expected<HostTensor> theirs = download(*peer, outShape);
-    if (mine && theirs)
-      row.error = relativeError(*mine, *theirs);
-  }
+  if (!blas)
+    return row;
+  Expected<double> ms = medianOf([&] {
+    return runCuBlas(*blas, w, buffers[0].data(), buffers[1].data(),
+                     peer->data());
+  });
+  if (!ms)
+    return ms.error();
+  row.cublasMs = *ms;
+  if (w.biasGelu)
+    return row;
+  Expected<HostTensor> mine = download(*out, outShape);
+  Expected<HostTensor> theirs = download(*peer, outShape);
+  if (mine && theirs)
+    row.error = relativeError(*mine, *theirs);
   return row;
 }
 

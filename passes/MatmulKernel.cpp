@@ -90,7 +90,16 @@ private:
   void mma(ArrayRef<Value> a, ArrayRef<Value> b, ArrayRef<Value> c,
            SmallVectorImpl<Value> &out);
   LogicalResult storeTile(ValueRange acc);
+  /// Where an output pair goes: tile-local (r, c), the column, the row of
+  /// the [batch * M, N] output and the linear index of (row, col).
+  /// (The element after it has linear1, col1: the same SSA values the
+  /// accumulators were recorded under.)
+  struct OutputPair {
+    Value r, c, col, col1, outRow, linear, linear1;
+  };
   LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged);
+  LogicalResult storeResultPair(unsigned result, Value value,
+                                const OutputPair &at, Value tile);
   Value outputTile();
   void copyOutput();
 
@@ -516,68 +525,79 @@ void TensorCoreMatmul::copyOutput() {
 /// or written to the staged tile.
 LogicalResult TensorCoreMatmul::storePair(Value r, Value c, Value v0, Value v1,
                                           bool staged) {
-  Value row = add(m0, r), col = add(n0, c);
+  OutputPair at;
+  at.r = r;
+  at.c = c;
+  at.col = add(n0, c);
+  Value row = add(m0, r);
   Value inside = arith::AndIOp::create(b, l, less(row, idx(p.m)),
-                                       less(col, idx(p.n)));
+                                       less(at.col, idx(p.n)));
   auto ifOp = scf::IfOp::create(b, l, inside, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  Value outRow = add(mul(batch, p.m), row);
-  Value linear = add(mul(outRow, p.n), col);
-  Value linear1 = add(linear, idx(1));
-  Value col1 = add(col, idx(1));
-  e.setElement(matmul.getResult(), linear, v0);
-  e.setElement(matmul.getResult(), linear1, v1);
+  at.outRow = add(mul(batch, p.m), row);
+  at.linear = add(mul(at.outRow, p.n), at.col);
+  at.linear1 = add(at.linear, idx(1));
+  at.col1 = add(at.col, idx(1));
+  e.setElement(matmul.getResult(), at.linear, v0);
+  e.setElement(matmul.getResult(), at.linear1, v1);
   Value tile = staged ? outputTile() : Value();
   auto yield = mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
-  for (auto [result, value] : llvm::enumerate(yield.getValues())) {
-    ArrayRef<int64_t> shape = shapeOf(value);
-    Type dtype = mlir::cast<RankedTensorType>(value.getType()).getElementType();
-    auto at = [&](Value lin, Value cc) {
-      return shape.back() == p.n ? ElementIndex::rowElement(shape, lin, outRow, cc)
-                                 : ElementIndex::linear(shape, lin);
-    };
-    auto toShared = [&](Value x, Value cc) {
-      if (dtype != x.getType())
-        x = arith::TruncFOp::create(b, l, dtype, x);
-      memref::StoreOp::create(b, l, x, tile,
-                              ValueRange{add(mul(r, t.bn + 8), cc)});
-    };
-    FailureOr<Value> x0 = e.elementAt(value, at(linear, col));
-    if (failed(x0))
+  for (auto [result, value] : llvm::enumerate(yield.getValues()))
+    if (failed(storeResultPair(result, value, at, tile)))
       return failure();
-    bool pairs = p.n % 2 == 0 && !dtype.isInteger(1);
-    auto second = [&]() -> LogicalResult {
-      FailureOr<Value> x1 = e.elementAt(value, at(linear1, col1));
-      if (failed(x1))
-        return failure();
-      if (staged) {
-        toShared(*x0, c);
-        toShared(*x1, add(c, idx(1)));
-      } else if (pairs) {
-        e.storeLanes(result, linear, {*x0, *x1});
-      } else {
-        e.storeResult(result, linear1, *x1);
-      }
-      return success();
-    };
-    if (pairs) {
-      if (failed(second()))
-        return failure();
-      continue;
-    }
-    if (staged)
-      toShared(*x0, c);
-    else
-      e.storeResult(result, linear, *x0);
-    // An odd N: the pair may straddle the row's end.
-    auto has = scf::IfOp::create(b, l, less(col1, idx(p.n)), false);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(has.thenBlock());
-    if (failed(second()))
-      return failure();
-  }
   return success();
+}
+
+/// One result's pair at `at`: from registers as a 2-vector when rows have
+/// an even length, else an element at a time (the second only when the row
+/// has it); into `tile` when the output is staged.
+LogicalResult TensorCoreMatmul::storeResultPair(unsigned result, Value value,
+                                                const OutputPair &at,
+                                                Value tile) {
+  ArrayRef<int64_t> shape = shapeOf(value);
+  Type dtype = mlir::cast<RankedTensorType>(value.getType()).getElementType();
+  Value linear1 = at.linear1, col1 = at.col1;
+  auto index = [&](Value lin, Value cc) {
+    return shape.back() == p.n
+               ? ElementIndex::rowElement(shape, lin, at.outRow, cc)
+               : ElementIndex::linear(shape, lin);
+  };
+  auto toShared = [&](Value x, Value cc) {
+    if (dtype != x.getType())
+      x = arith::TruncFOp::create(b, l, dtype, x);
+    memref::StoreOp::create(b, l, x, tile,
+                            ValueRange{add(mul(at.r, t.bn + 8), cc)});
+  };
+  FailureOr<Value> x0 = e.elementAt(value, index(at.linear, at.col));
+  if (failed(x0))
+    return failure();
+  bool pairs = p.n % 2 == 0 && !dtype.isInteger(1);
+  auto second = [&]() -> LogicalResult {
+    FailureOr<Value> x1 = e.elementAt(value, index(linear1, col1));
+    if (failed(x1))
+      return failure();
+    if (tile) {
+      toShared(*x0, at.c);
+      toShared(*x1, add(at.c, idx(1)));
+    } else if (pairs) {
+      e.storeLanes(result, at.linear, {*x0, *x1});
+    } else {
+      e.storeResult(result, linear1, *x1);
+    }
+    return success();
+  };
+  if (pairs)
+    return second();
+  if (tile)
+    toShared(*x0, at.c);
+  else
+    e.storeResult(result, at.linear, *x0);
+  // An odd N: the pair may straddle the row's end.
+  auto has = scf::IfOp::create(b, l, less(col1, idx(p.n)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(has.thenBlock());
+  return second();
 }
 
 } // namespace

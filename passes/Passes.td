@@ -90,7 +90,11 @@ def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
     Pointwise kernels step `vec` elements a thread; kernels whose
     reductions and softmaxes run along the last axis get one block per row
     (`chunks` vectors a thread, `in_registers` when the row stays in
-    registers). kf-lower-to-gpu reads the config and decides nothing.
+    registers). A bf16/f16 matmul on aligned buffers gets a tensor-core
+    block tile (`mma`, `tile_m`, `tile_n`, `tile_k`, `warps_m`, `warps_n`,
+    `group_m`; `wgmma` with the `wgmma` option), the one whose waves of
+    resident blocks on the SMs take the least estimated time.
+    kf-lower-to-gpu reads the config and decides nothing.
 
     After:
     ```mlir
