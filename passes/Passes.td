@@ -93,8 +93,9 @@ def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
     registers). A bf16/f16 matmul on aligned buffers gets a tensor-core
     block tile (`mma`, `tile_m`, `tile_n`, `tile_k`, `warps_m`, `warps_n`,
     `group_m`; `wgmma` with the `wgmma` option), the one whose waves of
-    resident blocks on the SMs take the least estimated time.
-    kf-lower-to-gpu reads the config and decides nothing.
+    resident blocks on the SMs take the least estimated time; any other
+    matmul says why in `no_tensor_cores`. kf-lower-to-gpu reads the config
+    and decides nothing.
 
     After:
     ```mlir

@@ -252,6 +252,11 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
     getOperation().walk([&](KernelOp kernel) {
       Builder b(kernel);
       kernel.setConfigAttr(configure(b, kernel));
+      // Say why a matmul runs without tensor cores (--emit=fused shows it).
+      if (kernel.getKind() == KernelKind::matmul)
+        if (std::optional<std::string> why =
+                tensorCoreRefusal(matmulOf(kernel), aligned))
+          kernel->setAttr("no_tensor_cores", b.getStringAttr(*why));
     });
   }
 

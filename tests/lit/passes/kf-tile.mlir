@@ -49,6 +49,7 @@ func.func @bools(%x: tensor<1024xf32>) -> tensor<1024xi1> {
 // WGMMA: block = 256 : i64, grid = 512 : i64, group_m = 8 : i64, items = 512 : i64, mma = 1 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 256 : i64, warps_m = 8 : i64, warps_n = 1 : i64, wgmma = 1 : i64
 // UNALIGNED-LABEL: func.func @matmul_large
 // UNALIGNED-NOT: mma
+// UNALIGNED: no_tensor_cores = "its buffers are not known to be 16-byte aligned"
 func.func @matmul_large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
   %c = kf.matmul %a, %b : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
   return %c : tensor<4096x4096xbf16>
@@ -75,12 +76,14 @@ func.func @matmul_small_m(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>) 
 // chunks take the one-thread-per-output template.
 // CHECK-LABEL: func.func @matmul_f32
 // CHECK-NOT: mma
+// CHECK: no_tensor_cores = "its operands are f32 (exact: no tf32)"
 func.func @matmul_f32(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
   %c = kf.matmul %a, %b : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
   return %c : tensor<64x64xf32>
 }
 // CHECK-LABEL: func.func @matmul_odd_k
 // CHECK-NOT: mma
+// CHECK: no_tensor_cores = "a contiguous operand dim (27) is not a multiple of 8"
 func.func @matmul_odd_k(%a: tensor<64x27xbf16>, %b: tensor<27x64xbf16>) -> tensor<64x64xbf16> {
   %c = kf.matmul %a, %b : tensor<64x27xbf16>, tensor<27x64xbf16> -> tensor<64x64xbf16>
   return %c : tensor<64x64xbf16>
