@@ -66,9 +66,14 @@ public:
   LogicalResult emit();
 
 private:
-  void locateTile();
+  void locate(Value tile);
+  void locateWarp();
+  /// K steps of copies in flight before the products that read them.
+  int64_t ahead() const;
+  void prologue();
   /// The K loop; the accumulators (one struct with wgmma).
-  SmallVector<Value> mainLoop();
+  SmallVector<Value> steps();
+  LogicalResult finish(SmallVector<Value> acc);
   int64_t accumulators() const {
     return (t.bm / t.warpsM / 16) * (t.bn / t.warpsN / 8) * 4;
   }
@@ -166,9 +171,37 @@ LogicalResult TensorCoreMatmul::emit() {
       sharedBytes, idx(0), ValueRange{});
   if (t.wgmma)
     sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
-  locateTile();
+  locateWarp();
+  Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
+  locate(bid);
+  prologue();
+  if (!configValue(e.kernel(), "persistent"))
+    return finish(steps());
+  // Persistent: this block's tiles in turn. The first copies of the next
+  // tile are in flight while this tile's epilogue runs (the staged output
+  // lies past the two stages they fill).
+  int64_t tiles = p.batch * mTiles * nTiles;
+  return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
+    locate(tile);
+    SmallVector<Value> acc = steps();
+    NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+    gpu::BarrierOp::create(b, l);
+    Value next = add(tile, gpu::GridDimOp::create(b, l, gpu::Dimension::x));
+    auto more = scf::IfOp::create(b, l, less(next, idx(tiles)), false);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(more.thenBlock());
+      Value here[] = {batch, m0, n0};
+      locate(next);
+      prologue();
+      std::tie(batch, m0, n0) = std::tuple(here[0], here[1], here[2]);
+    }
+    return finish(acc);
+  });
+}
 
-  SmallVector<Value> acc = mainLoop();
+/// The accumulators out of their struct (wgmma), then the epilogue.
+LogicalResult TensorCoreMatmul::finish(SmallVector<Value> acc) {
   if (t.wgmma) {
     NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
     Value all = acc[0];
@@ -183,14 +216,23 @@ LogicalResult TensorCoreMatmul::emit() {
 /// - 1 with mma.sync (the barrier of step kt frees the stage step kt - 1
 /// read), stages - 2 with wgmma, whose products of step kt - 1 may still
 /// be in flight during step kt.
-SmallVector<Value> TensorCoreMatmul::mainLoop() {
+int64_t TensorCoreMatmul::ahead() const {
+  return t.wgmma ? stages - 2 : stages - 1;
+}
+
+/// The copies of the first K steps of the current tile, into stages 0, 1..
+void TensorCoreMatmul::prologue() {
   int64_t kTiles = (p.k + t.bk - 1) / t.bk;
-  int64_t ahead = t.wgmma ? stages - 2 : stages - 1;
-  for (int64_t s = 0; s < ahead; ++s) {
+  for (int64_t s = 0; s < ahead(); ++s) {
     if (s < kTiles)
       loadStage(idx(s), idx(s));
     NVVM::CpAsyncCommitGroupOp::create(b, l);
   }
+}
+
+SmallVector<Value> TensorCoreMatmul::steps() {
+  int64_t kTiles = (p.k + t.bk - 1) / t.bk;
+  int64_t ahead = this->ahead();
   SmallVector<Value> init(accumulators(), e.f32(0));
   if (t.wgmma) {
     Type accType = LLVM::LLVMStructType::getLiteral(
@@ -228,12 +270,11 @@ SmallVector<Value> TensorCoreMatmul::mainLoop() {
   });
 }
 
-/// The block's output tile, with tile rows grouped for L2 reuse; the
-/// warp's place in it and the per-lane ldmatrix offsets.
-void TensorCoreMatmul::locateTile() {
-  Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
-  batch = div(bid, mTiles * nTiles);
-  Value pid = rem(bid, mTiles * nTiles);
+/// Output tile `tile` (of the batch's tiles), with tile rows grouped for
+/// L2 reuse.
+void TensorCoreMatmul::locate(Value tile) {
+  batch = div(tile, mTiles * nTiles);
+  Value pid = rem(tile, mTiles * nTiles);
   int64_t inGroup = t.groupM * nTiles;
   Value firstM = mul(div(pid, inGroup), t.groupM);
   Value groupRows = arith::MinUIOp::create(
@@ -241,7 +282,10 @@ void TensorCoreMatmul::locateTile() {
   Value inner = rem(pid, inGroup);
   m0 = mul(add(firstM, arith::RemUIOp::create(b, l, inner, groupRows)), t.bm);
   n0 = mul(arith::DivUIOp::create(b, l, inner, groupRows), t.bn);
+}
 
+/// The warp's place in a tile and the per-lane ldmatrix offsets.
+void TensorCoreMatmul::locateWarp() {
   tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   lane = rem(tid, 32);
   Value warp = div(tid, 32);
@@ -480,9 +524,13 @@ Value TensorCoreMatmul::outputTile() {
                   .getElementType();
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
+  // Persistent kernels stage past the two stages the next tile's first
+  // copies fill.
+  int64_t offset =
+      configValue(e.kernel(), "persistent") ? 2 * stageElements * 2 : 0;
   return memref::ViewOp::create(
       b, l, MemRefType::get({t.bm * (t.bn + 8)}, type, AffineMap(), workgroup),
-      sharedBytes, idx(0), ValueRange{});
+      sharedBytes, idx(offset), ValueRange{});
 }
 
 /// Thread tid stores vectors tid, tid + threads, ... of the staged tile, of

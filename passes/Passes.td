@@ -126,8 +126,11 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
     shared memory and the K steps there are. When output rows have an odd
     length (so pairs of 16-bit results cannot be stored from registers),
     the output tile is staged there too, to leave in coalesced rows
-    (`stage_output`). Records the dynamic shared memory the launch needs
-    (`shared_bytes`). Other kernels are untouched.
+    (`stage_output`). A wgmma matmul with more tiles than SMs, four
+    stages and room for the staged output in the last two becomes
+    persistent (`persistent`, `grid` = SMs): the next tile's first copies
+    overlap this tile's epilogue. Records the dynamic shared memory the
+    launch needs (`shared_bytes`). Other kernels are untouched.
 
     After:
     ```mlir
@@ -136,6 +139,10 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
         tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 256 : i64, ...}}
     ```
   }];
+  let options = [
+    Option<"sms", "sms", "int64_t", /*default=*/"132",
+           "streaming multiprocessors on the target GPU">,
+  ];
 }
 
 def KFLowerToGPUPass : Pass<"kf-lower-to-gpu", "mlir::ModuleOp"> {

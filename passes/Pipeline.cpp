@@ -35,7 +35,9 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   tile.aligned = options.aligned;
   tile.wgmma = options.wgmma;
   pm.addPass(createKFTilePass(tile));
-  pm.addPass(createKFPromoteSharedPass());
+  KFPromoteSharedPassOptions promote;
+  promote.sms = options.multiprocessors;
+  pm.addPass(createKFPromoteSharedPass(promote));
 }
 
 void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {

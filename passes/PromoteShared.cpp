@@ -60,7 +60,17 @@ struct KFPromoteSharedPass
           kernel.getNumResults() == 1) {
         entries.set("stage_output", b.getI64IntegerAttr(1));
         int64_t width = result.getElementType().getIntOrFloatBitWidth() / 8;
-        bytes = std::max(bytes, tile.bm * (tile.bn + 8) * width);
+        int64_t staged = tile.bm * (tile.bn + 8) * width;
+        bytes = std::max(bytes, staged);
+        // More tiles than SMs: one block an SM loops over tiles, the next
+        // tile's first two stages filling while this one's output, staged
+        // in the stages past them, is stored.
+        int64_t tiles = configInt(config, "items");
+        if (tile.wgmma && stages == 4 &&
+            2 * stageBytes(tile, problem) >= staged && tiles > sms) {
+          entries.set("persistent", b.getI64IntegerAttr(1));
+          entries.set("grid", b.getI64IntegerAttr(sms));
+        }
       }
       entries.set("shared_bytes", b.getI64IntegerAttr(bytes));
       kernel.setConfigAttr(entries.getDictionary(b.getContext()));

@@ -144,6 +144,10 @@ std::vector<MatmulCase> cases() {
       {"large_bf16", {}, 520, 1000, 512, false, false, bf16},
       {"large_tb_f16", {}, 1000, 520, 264, false, true, f16},
       {"batched_bf16", {3}, 67, 80, 48, false, false, bf16},
+      // More tiles than SMs: persistent blocks (wgmma), partial edge tiles.
+      {"persistent_bf16", {}, 2100, 2000, 192, false, false, bf16},
+      {"persistent_batched_tb_f16", {6}, 700, 1100, 192, false, true, f16,
+       false, Epilogue::BiasGelu},
       {"batched_shared_b_f16", {2, 3}, 33, 24, 64, false, false, f16, true},
       {"f32_result_bf16", {}, 130, 136, 128, false, false, bf16, false,
        Epilogue::None, true},

@@ -7,8 +7,11 @@
 // CHECK: shared_bytes = 75776 : i64, smem_pad = 8 : i64, stages = 4 : i64
 // A 128x256 wgmma tile, K step 64, swizzled without padding: 48 KiB a
 // stage, four in the 200 KiB budget; the output tile leaves through them.
+// 512 tiles on 132 SMs: persistent, the staged output (66 KiB) in the last
+// two stages.
 // WGMMA-LABEL: func.func @large
-// WGMMA: shared_bytes = 196608 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
+// WGMMA: grid = 132 : i64
+// WGMMA-SAME: persistent = 1 : i64, shared_bytes = 196608 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
 func.func @large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
   %c = kf.matmul %a, %b : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
   return %c : tensor<4096x4096xbf16>
