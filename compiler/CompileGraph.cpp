@@ -383,6 +383,15 @@ Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
   if (failed(pm.run(*module)))
     return compileError("specialising the graph", diagnostics);
   auto func = *module->getOps<func::FuncOp>().begin();
+  // What kf-online-softmax rewrote, and the near-matches it did not.
+  llvm::DenseSet<Operation *> attentionBefore;
+  func.walk([&](kf::AttentionOp op) { attentionBefore.insert(op); });
+  if (request.fused) {
+    PassManager rewrite(parsed.context.get());
+    rewrite.addPass(kf::createKFOnlineSoftmaxPass());
+    if (failed(rewrite.run(*module)))
+      return compileError("rewriting attention", diagnostics);
+  }
   kf::Partition partition =
       kf::partitionForFusion(func.getBody().front(), request.fused);
   AsmState state(func);
@@ -392,18 +401,35 @@ Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
     op->getResult(0).printAsOperand(os, state);
     return text + " (" + op->getName().getStringRef().str() + ")";
   };
+  std::vector<std::string> entries;
+  func.walk([&](Operation *op) {
+    auto refusal = op->getAttrOfType<StringAttr>(kf::kOnlineSoftmaxRefusal);
+    bool rewritten = isa<kf::AttentionOp>(op) && !attentionBefore.contains(op);
+    if (!refusal && !rewritten)
+      return;
+    std::string reason = rewritten ? "softmax(scale Q K^T) V rewritten into "
+                                     "one attention kernel"
+                                   : refusal.getValue().str();
+    entries.push_back(
+        json ? "{\"rewrite\": \"kf-online-softmax\", \"op\": " +
+                   jsonString(name(op)) + ", \"applied\": " +
+                   (rewritten ? "true" : "false") +
+                   ", \"reason\": " + jsonString(reason) + "}"
+             : name(op) + ": kf-online-softmax " +
+                   (rewritten ? "applied, " : "") + reason);
+  });
+  for (const kf::FusionDecision &d : partition.decisions)
+    entries.push_back(
+        json ? "{\"producer\": " + jsonString(name(d.producer)) +
+                   ", \"consumer\": " + jsonString(name(d.consumer)) +
+                   ", \"fused\": " + (d.fused ? "true" : "false") +
+                   ", \"reason\": " + jsonString(d.reason) + "}"
+             : name(d.producer) + " -> " + name(d.consumer) + ": " +
+                   (d.fused ? "fused" : "not fused") + ", " + d.reason);
   std::string out = json ? "[\n" : "";
-  for (auto [i, d] : llvm::enumerate(partition.decisions)) {
-    if (json)
-      out += "  {\"producer\": " + jsonString(name(d.producer)) +
-             ", \"consumer\": " + jsonString(name(d.consumer)) +
-             ", \"fused\": " + (d.fused ? "true" : "false") +
-             ", \"reason\": " + jsonString(d.reason) + "}" +
-             (i + 1 < partition.decisions.size() ? ",\n" : "\n");
-    else
-      out += name(d.producer) + " -> " + name(d.consumer) + ": " +
-             (d.fused ? "fused" : "not fused") + ", " + d.reason + "\n";
-  }
+  for (auto [i, entry] : llvm::enumerate(entries))
+    out += (json ? "  " : "") + entry +
+           (json && i + 1 < entries.size() ? ",\n" : "\n");
   return json ? out + "]\n" : out;
 }
 

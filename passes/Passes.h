@@ -34,6 +34,11 @@ specializeShapes(mlir::func::FuncOp func,
                  llvm::ArrayRef<llvm::SmallVector<int64_t, 4>> argShapes,
                  const llvm::StringMap<int64_t> &bindings = {});
 
+/// The attribute kf-online-softmax leaves on a product that looks like
+/// attention but was not rewritten: the reason, for --explain-fusion.
+inline constexpr llvm::StringLiteral kOnlineSoftmaxRefusal =
+    "kf.online_softmax";
+
 /// The kernel template that computes `op` on its own.
 KernelKind kernelKindOf(mlir::Operation *op);
 

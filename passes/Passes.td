@@ -49,6 +49,39 @@ def KFSpecializePass
   ];
 }
 
+def KFOnlineSoftmaxPass : Pass<"kf-online-softmax", "mlir::ModuleOp"> {
+  let summary = "Rewrite attention written from primitives into kf.attention";
+  let description = [{
+    Finds matmul(softmax(scale * Q K^T [+ bias] [masked]), V) in its usual
+    spellings: the scale on Q, on K or on the scores (a multiply or a
+    divide by a positive constant); K^T by the matmul's flag or a
+    transpose; softmax as kf.softmax or as exp(s - max s) / sum exp(s -
+    max s) along the keys; a causal mask as a select to -inf on
+    compare(iota rows, iota columns); K and V heads repeated for
+    grouped-query attention; float casts between the stages. It becomes one
+    kf.attention, so the S x S scores never reach memory.
+
+    Before:
+    ```mlir
+    %s = kf.matmul %q, %k {transpose_b = true} : ... -> tensor<4x16x2048x2048xf32>
+    %t = kf.mul %s, %c : tensor<4x16x2048x2048xf32>
+    %p = kf.softmax %t {axis = 3} : tensor<4x16x2048x2048xf32>
+    %pb = kf.cast %p : tensor<4x16x2048x2048xf32> -> tensor<4x16x2048x2048xbf16>
+    %o = kf.matmul %pb, %v : ... -> tensor<4x16x2048x64xbf16>
+    ```
+    After:
+    ```mlir
+    %o = kf.attention %q, %k, %v {scale = 1.250000e-01 : f64} : ...
+    ```
+    It does not fire where the meaning would change: a negative scale, a
+    scale applied to the bias too, a mask that is not causal with the
+    exp/max/sum/div softmax (whose fully masked rows are NaN, not 0), or
+    scores and probabilities that are also used elsewhere. Such a
+    near-match keeps the reason as `kf.online_softmax` on the product.
+    Unfused compiles skip this pass: they are the materialised baseline.
+  }];
+}
+
 def KFFusePass : Pass<"kf-fuse", "mlir::ModuleOp"> {
   let summary = "Partition the graph into kf.kernel regions";
   let description = [{

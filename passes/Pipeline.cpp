@@ -27,6 +27,9 @@ void kfuse::kf::buildGraphPipeline(OpPassManager &pm,
 
 void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
                                     const KernelPipelineOptions &options) {
+  // The unfused baseline materialises the scores of attention too.
+  if (options.fused)
+    pm.addPass(createKFOnlineSoftmaxPass());
   KFFusePassOptions fuse;
   fuse.mode = options.fused ? "fused" : "unfused";
   pm.addPass(createKFFusePass(fuse));
