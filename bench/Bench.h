@@ -55,6 +55,10 @@ int runCosts(const std::string &self, Table &table);
 int runMemoryBound(const std::string &only, bool list, MemoryTable &table);
 /// The tensor-core matmuls against cuBLAS (all, or `only`).
 int runMatmuls(const std::string &only, bool list, double copyGBs);
+/// Attention from primitives, fused and unfused, against SDPA run by the
+/// python script `peers` (all, or `only`).
+int runAttention(const std::string &only, bool list, double copyGBs,
+                 const std::string &peers);
 /// GB/s of a device-to-device copy, counting bytes read plus written.
 Expected<double> copyBandwidth();
 int childLoad(const std::string &cacheDir, int64_t n);

@@ -5,6 +5,8 @@
 //                                        memory-bound workloads vs floor
 //   kfuse-bench matmul [--list] [--workload NAME]
 //                                        tensor-core matmuls vs cuBLAS
+//   kfuse-bench attention [--list] [--workload NAME] [--peers PEERS.PY]
+//                                        FlashAttention vs unfused and SDPA
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,7 +42,9 @@ static int usage() {
                "usage: kfuse-bench costs [--json FILE]\n"
                "       kfuse-bench memory [--list] [--workload NAME] "
                "[--json FILE]\n"
-               "       kfuse-bench matmul [--list] [--workload NAME]\n");
+               "       kfuse-bench matmul [--list] [--workload NAME]\n"
+               "       kfuse-bench attention [--list] [--workload NAME] "
+               "[--peers PEERS.PY]\n");
   return 2;
 }
 
@@ -50,7 +54,7 @@ int main(int argc, char **argv) {
     return childLoad(argv[2], std::atoll(argv[3]));
   if (argc < 2)
     return usage();
-  std::string command = argv[1], json, only;
+  std::string command = argv[1], json, only, peers = "bench/peers.py";
   bool list = false;
   for (int i = 2; i < argc; ++i) {
     std::string arg = argv[i];
@@ -58,6 +62,8 @@ int main(int argc, char **argv) {
       json = argv[++i];
     else if (arg == "--workload" && i + 1 < argc)
       only = argv[++i];
+    else if (arg == "--peers" && i + 1 < argc)
+      peers = argv[++i];
     else if (arg == "--list")
       list = true;
     else
@@ -69,6 +75,8 @@ int main(int argc, char **argv) {
   }
   if (command == "matmul" && list)
     return runMatmuls("", true, 0);
+  if (command == "attention" && list)
+    return runAttention("", true, 0, peers);
   kfuse::Expected<kfuse::DeviceInfo> gpu = kfuse::device();
   if (!gpu) {
     std::fprintf(stderr, "kfuse-bench: %s\n", gpu.error().message().c_str());
@@ -85,13 +93,15 @@ int main(int argc, char **argv) {
       std::ofstream(json) << table.json();
     return 0;
   }
-  if (command == "matmul") {
+  if (command == "matmul" || command == "attention") {
     kfuse::Expected<double> bandwidth = copyBandwidth();
     if (!bandwidth) {
       std::fprintf(stderr, "%s\n", bandwidth.error().message().c_str());
       return 1;
     }
-    return runMatmuls(only, false, *bandwidth);
+    return command == "matmul"
+               ? runMatmuls(only, false, *bandwidth)
+               : runAttention(only, false, *bandwidth, peers);
   }
   if (command != "costs")
     return usage();

@@ -2,6 +2,8 @@
 
 #include "WorkloadGraphs.h"
 
+#include <cmath>
+
 namespace kfuse::bench {
 
 namespace {
@@ -103,5 +105,45 @@ std::vector<Workload> memoryBoundWorkloads(bool small) {
   return w;
 }
 
+
+} // namespace kfuse::bench
+
+namespace kfuse::bench {
+
+namespace {
+
+/// [B, Hkv, S, D] with each head repeated `group` times: [B, Hkv * group,
+/// S, D].
+Tensor repeatHeads(Tensor x, const AttentionShape &s) {
+  int64_t group = s.heads / s.kvHeads;
+  if (group == 1)
+    return x;
+  Tensor one = reshape(x, {s.batch, s.kvHeads, 1, s.seq, s.headDim});
+  Tensor wide =
+      broadcastTo(one, {s.batch, s.kvHeads, group, s.seq, s.headDim});
+  return reshape(wide, {s.batch, s.heads, s.seq, s.headDim});
+}
+
+} // namespace
+
+Graph attentionFromPrimitives(const std::string &name,
+                              const AttentionShape &s) {
+  Graph g(name);
+  Tensor q = g.input("q", DType::bf16, {s.batch, s.heads, s.seq, s.headDim});
+  Tensor k = g.input("k", DType::bf16, {s.batch, s.kvHeads, s.seq, s.headDim});
+  Tensor v = g.input("v", DType::bf16, {s.batch, s.kvHeads, s.seq, s.headDim});
+  MatmulOptions qk;
+  qk.transposeB = true;
+  qk.resultType = DType::f32;
+  Tensor scores = matmul(q, repeatHeads(k, s), qk) *
+                  (1.0 / std::sqrt(double(s.headDim)));
+  if (s.causal) {
+    Tensor rows = iota(g, {s.seq, s.seq}, 0), cols = iota(g, {s.seq, s.seq}, 1);
+    scores = where(rows >= cols, scores, scalarLike(scores, -INFINITY));
+  }
+  Tensor p = cast(softmax(scores, -1), DType::bf16);
+  g.output("out", matmul(p, repeatHeads(v, s)));
+  return g;
+}
 
 } // namespace kfuse::bench

@@ -25,6 +25,17 @@ struct Workload {
 
 std::vector<Workload> memoryBoundWorkloads(bool small);
 
+/// Attention as a model writes it from primitives: q [B, H, S, D], k and v
+/// [B, Hkv, S, D] in bf16, their heads repeated H / Hkv times, scores
+/// Q K^T / sqrt(D) in f32 (masked causally to -inf), softmax, P cast to
+/// bf16, times V. kf-online-softmax makes it one kernel; unfused it
+/// materialises the S x S scores.
+struct AttentionShape {
+  int64_t batch, heads, kvHeads, seq, headDim;
+  bool causal;
+};
+Graph attentionFromPrimitives(const std::string &name, const AttentionShape &s);
+
 } // namespace kfuse::bench
 
 #endif // KFUSE_BENCH_WORKLOADGRAPHS_H

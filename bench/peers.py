@@ -81,10 +81,26 @@ def workloads():
     ]
 
 
+def sdpa_ms(spec):
+    """scaled_dot_product_attention on bf16 [B, H, S, D] (K/V heads
+    repeated for grouped-query attention), spec "B,H,HKV,S,D,CAUSAL"."""
+    b, h, hkv, s, d, causal = (int(x) for x in spec.split(","))
+    q = rand(b, h, s, d, dtype=torch.bfloat16)
+    k = rand(b, hkv, s, d, dtype=torch.bfloat16)
+    v = rand(b, hkv, s, d, dtype=torch.bfloat16)
+    gqa = {"enable_gqa": True} if hkv != h else {}
+    return timed_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), **gqa),
+                    reps=15, batch=5)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
+    parser.add_argument("--sdpa", help="time SDPA for B,H,HKV,S,D,CAUSAL and print ms")
     args = parser.parse_args()
+    if args.sdpa:
+        print(f"{sdpa_ms(args.sdpa):.5f}")
+        return
     bandwidth = copy_gbs()
     print(f"copy ceiling: {bandwidth:.0f} GB/s (read + write), {torch.cuda.get_device_name()}")
     print(f"{'workload':18} {'floor_ms':>9} {'eager_ms':>9} {'compiled_ms':>11} {'eager/fl':>9} {'compiled/fl':>11}")

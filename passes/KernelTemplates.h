@@ -45,6 +45,10 @@ mlir::LogicalResult emitTiledTranspose(KernelEmitter &e,
 /// its epilogue (MatmulKernel.cpp).
 mlir::LogicalResult emitTensorCoreMatmul(KernelEmitter &e, MatmulOp matmul);
 
+/// bf16/f16 attention on sm_90a: FlashAttention with wgmma, the scores in
+/// registers (AttentionKernel.cpp).
+mlir::LogicalResult emitFlashAttention(KernelEmitter &e, AttentionOp op);
+
 } // namespace kfuse::kf
 
 #endif // KFUSE_PASSES_KERNELTEMPLATES_H

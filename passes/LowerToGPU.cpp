@@ -400,7 +400,9 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
                  : emitMatmul(emitter, items);
     break;
   case KernelKind::attention:
-    status = emitAttention(emitter, items);
+    status = configValue(kernel, "flash")
+                 ? emitFlashAttention(emitter, attentionOf(kernel))
+                 : emitAttention(emitter, items);
     break;
   }
   gpu::ReturnOp::create(emitter.builder(), kernel.getLoc());

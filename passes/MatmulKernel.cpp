@@ -28,6 +28,7 @@
 #include "ir/KFDialect.h"
 #include "passes/KernelTemplates.h"
 #include "passes/MatmulTiles.h"
+#include "passes/Wgmma.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -47,18 +48,6 @@ struct StagedOperand {
   /// Rows run along M/N and columns along K (as mma wants them).
   bool kContiguous;
 };
-
-/// wgmma's matrix descriptor fields for the 128-byte swizzle (PTX ISA,
-/// "Matrix Descriptor Format"), in units of 16 bytes.
-constexpr int64_t kSwizzle128B = int64_t(1) << 62;
-/// K-major: 8-row groups 1024 bytes apart (the leading offset is unused).
-constexpr int64_t kKMajorDescriptor = kSwizzle128B | (int64_t(1024 / 16) << 32) |
-                                      (int64_t(16 / 16) << 16);
-/// Bytes between the M/N atoms of an M/N-major tile of 64 K rows.
-constexpr int64_t kAtomColumnBytes = 64 * 64 * 2;
-constexpr int64_t kMNMajorDescriptor = kSwizzle128B |
-                                       (int64_t(1024 / 16) << 32) |
-                                       (int64_t(kAtomColumnBytes / 16) << 16);
 
 class TensorCoreMatmul {
 public:
@@ -87,7 +76,6 @@ private:
   SmallVector<Value> multiply(Value stage, ValueRange acc);
   /// The same with wgmma: `acc` is the warpgroup's accumulator struct.
   Value multiplyWgmma(Value stage, Value acc);
-  Value descriptor(Value byteAddress, bool kContiguous);
   /// ldmatrix.x4 at element `offset` of the shared buffer, as four
   /// 32-bit mma operands.
   SmallVector<Value> loadFragments(Value offset, bool transpose);
@@ -249,12 +237,7 @@ SmallVector<Value> TensorCoreMatmul::steps() {
     // proxy: the copies must be made visible to it first.
     NVVM::CpAsyncWaitGroupOp::create(b, l, ahead - 1);
     if (t.wgmma)
-      NVVM::FenceProxyOp::create(
-          b, l,
-          NVVM::ProxyKindAttr::get(b.getContext(),
-                                   NVVM::ProxyKind::async_shared),
-          NVVM::SharedSpaceAttr::get(b.getContext(),
-                                     NVVM::SharedSpace::shared_cta));
+      wgmma::fenceSharedForAsyncProxy(b, l);
     gpu::BarrierOp::create(b, l);
     Value next = add(kt, idx(ahead));
     auto load = scf::IfOp::create(b, l, less(next, idx(kTiles)), false);
@@ -362,26 +345,7 @@ Value TensorCoreMatmul::sharedOffset(const StagedOperand &op, Value r,
                                      Value col) {
   if (!t.wgmma)
     return add(mul(r, op.tile.stride()), col);
-  Value chunk = arith::XOrIOp::create(b, l, rem(div(col, 8), 8), rem(r, 8));
-  if (op.kContiguous) // rows of 64 elements
-    return add(mul(r, 64), mul(chunk, 8));
-  // Atoms of 8 K rows by 64 M/N elements, the K groups of an atom column
-  // contiguous.
-  return add(add(mul(div(col, 64), kAtomColumnBytes / 2), mul(div(r, 8), 512)),
-             add(mul(rem(r, 8), 64), mul(chunk, 8)));
-}
-
-Value TensorCoreMatmul::descriptor(Value byteAddress, bool kContiguous) {
-  Value address = arith::IndexCastOp::create(b, l, b.getI64Type(), byteAddress);
-  Value field = arith::AndIOp::create(
-      b, l,
-      arith::ShRUIOp::create(
-          b, l, address,
-          arith::ConstantOp::create(b, l, b.getI64IntegerAttr(4))),
-      arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0x3FFF)));
-  int64_t fixed = kContiguous ? kKMajorDescriptor : kMNMajorDescriptor;
-  return arith::OrIOp::create(
-      b, l, field, arith::ConstantOp::create(b, l, b.getI64IntegerAttr(fixed)));
+  return wgmma::swizzledOffset(b, l, r, col, op.kContiguous);
 }
 
 /// Four k16 steps of m64nNk16 for the warpgroup's 64 rows, left in flight
@@ -405,8 +369,10 @@ Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc) {
     // A k16 step is 32 bytes into a K-major row, two 8-row groups down an
     // M/N-major atom.
     auto step = [&](bool kContiguous) { return idx(kContiguous ? 32 * s : 2048 * s); };
-    Value da = descriptor(add(aBytes, step(a.kContiguous)), a.kContiguous);
-    Value db = descriptor(add(bBytes, step(bOp.kContiguous)), bOp.kContiguous);
+    Value da = wgmma::descriptor(b, l, add(aBytes, step(a.kContiguous)),
+                                 a.kContiguous);
+    Value db = wgmma::descriptor(b, l, add(bBytes, step(bOp.kContiguous)),
+                                 bOp.kContiguous);
     acc = NVVM::WgmmaMmaAsyncOp::create(
         b, l, acc.getType(), acc, da, db, shape, type, type,
         NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,

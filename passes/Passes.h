@@ -76,6 +76,15 @@ std::optional<RowSpace> columnSpaceOf(KernelOp kernel);
 /// kernel over the transposed shape: staged through shared-memory tiles.
 TransposeOp tiledTransposeOf(KernelOp kernel);
 
+/// The attention op of an attention kernel.
+AttentionOp attentionOf(KernelOp kernel);
+
+/// Why an attention kernel cannot run the FlashAttention template
+/// (bf16/f16, aligned, wgmma, head dims multiples of 8 up to 256, no mask
+/// or bias operand), or nothing.
+std::optional<std::string> flashAttentionRefusal(KernelOp kernel, bool aligned,
+                                                 bool wgmma);
+
 /// Work items of a kernel (elements, rows or outputs, by kind): what
 /// kf-tile sizes the grid for and kf-lower-to-gpu loops over.
 int64_t kernelWorkItems(KernelOp kernel);

@@ -27,6 +27,21 @@ int64_t configInt(DictionaryAttr config, StringRef name) {
   return value ? value.getInt() : 0;
 }
 
+/// FlashAttention keeps the block's Q tile and two stages of K and V
+/// tiles (copies of the next while this one is multiplied).
+void promoteAttention(KernelOp kernel, DictionaryAttr config) {
+  int64_t blockQ = configInt(config, "block_q"),
+          blockK = configInt(config, "block_k"),
+          headDim = configInt(config, "head_dim"),
+          valueDim = configInt(config, "value_dim"), stages = 2;
+  int64_t bytes = 2 * (blockQ * headDim + stages * blockK * (headDim + valueDim));
+  Builder b(kernel);
+  NamedAttrList entries(config);
+  entries.set("stages", b.getI64IntegerAttr(stages));
+  entries.set("shared_bytes", b.getI64IntegerAttr(bytes));
+  kernel.setConfigAttr(entries.getDictionary(b.getContext()));
+}
+
 struct KFPromoteSharedPass
     : public kfuse::kf::impl::KFPromoteSharedPassBase<KFPromoteSharedPass> {
   using KFPromoteSharedPassBase::KFPromoteSharedPassBase;
@@ -34,6 +49,8 @@ struct KFPromoteSharedPass
   void runOnOperation() override {
     getOperation().walk([&](KernelOp kernel) {
       DictionaryAttr config = kernel.getConfigAttr();
+      if (config && configInt(config, "flash"))
+        return promoteAttention(kernel, config);
       if (!config || !configInt(config, "mma"))
         return;
       MatmulTile tile{configInt(config, "tile_m"),  configInt(config, "tile_n"),

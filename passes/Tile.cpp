@@ -240,6 +240,22 @@ void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms,
     c.set("wgmma", 1);
 }
 
+/// A block per 128 query rows of a head, two warpgroups; head dims padded
+/// to multiples of 64 (the swizzled tiles' width).
+void configureFlashAttention(Config &c, AttentionOp op) {
+  ArrayRef<int64_t> q = shapeOf(op.getQ());
+  int64_t blocks = q[0] * q[1] * ((q[2] + 127) / 128);
+  c.set("block", 256);
+  c.set("grid", blocks);
+  c.set("items", blocks);
+  c.set("flash", 1);
+  c.set("wgmma", 1);
+  c.set("block_q", 128);
+  c.set("block_k", 64);
+  c.set("head_dim", (q[3] + 63) / 64 * 64);
+  c.set("value_dim", (shapeOf(op.getV())[3] + 63) / 64 * 64);
+}
+
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
   using KFTilePassBase::KFTilePassBase;
 
@@ -252,11 +268,15 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
     getOperation().walk([&](KernelOp kernel) {
       Builder b(kernel);
       kernel.setConfigAttr(configure(b, kernel));
-      // Say why a matmul runs without tensor cores (--emit=fused shows it).
+      // Say why a matmul or attention runs without tensor cores
+      // (--emit=fused shows it).
+      std::optional<std::string> why;
       if (kernel.getKind() == KernelKind::matmul)
-        if (std::optional<std::string> why =
-                tensorCoreRefusal(matmulOf(kernel), aligned))
-          kernel->setAttr("no_tensor_cores", b.getStringAttr(*why));
+        why = tensorCoreRefusal(matmulOf(kernel), aligned);
+      else if (kernel.getKind() == KernelKind::attention)
+        why = flashAttentionRefusal(kernel, aligned, wgmma);
+      if (why)
+        kernel->setAttr("no_tensor_cores", b.getStringAttr(*why));
     });
   }
 
@@ -279,6 +299,9 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
     } else if (kernel.getKind() == KernelKind::matmul &&
                !tensorCoreRefusal(matmulOf(kernel), aligned)) {
       configureTensorCoreMatmul(c, matmulOf(kernel), sms, wgmma);
+    } else if (kernel.getKind() == KernelKind::attention &&
+               !flashAttentionRefusal(kernel, aligned, wgmma)) {
+      configureFlashAttention(c, attentionOf(kernel));
     } else {
       c.set("block", blockSize);
       c.set("grid", std::min((items + blockSize - 1) / blockSize, sms * 32));
@@ -290,3 +313,33 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
 };
 
 } // namespace
+
+AttentionOp kfuse::kf::attentionOf(KernelOp kernel) {
+  auto ops = kernel.getBody().getOps<AttentionOp>();
+  return ops.empty() ? AttentionOp() : *ops.begin();
+}
+
+std::optional<std::string>
+kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma) {
+  AttentionOp op = attentionOf(kernel);
+  Type dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  if (!dtype.isBF16() && !dtype.isF16())
+    return std::string("its operands are not bf16/f16");
+  if (!wgmma)
+    return std::string("the FlashAttention template needs sm_90 (wgmma)");
+  if (!aligned)
+    return std::string("its buffers are not known to be 16-byte aligned");
+  if (op.getMask() || op.getBias())
+    return std::string("a mask or bias operand (causal masks are built in)");
+  for (Value operand : {op.getQ(), op.getK(), op.getV()})
+    if (!isa<BlockArgument>(operand))
+      return std::string("an operand is computed in the kernel");
+  int64_t d = shapeOf(op.getQ())[3], dv = shapeOf(op.getV())[3];
+  if (d % 8 || dv % 8 || d > 256 || dv > 256 || d == 0 || dv == 0)
+    return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +
+           " are not multiples of 8 in 8..256";
+  for (int64_t dim : shapeOf(op.getQ()))
+    if (dim == 0)
+      return std::string("it is empty");
+  return std::nullopt;
+}

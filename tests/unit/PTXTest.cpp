@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/OpCases.h"
+#include "../../bench/WorkloadGraphs.h"
 
 #include <gtest/gtest.h>
 
@@ -85,6 +86,52 @@ TEST(PTX, OtherArchitectures) {
     ASSERT_TRUE(ptx);
     EXPECT_NE(ptx->find(std::string(".target ") + arch), std::string::npos);
     EXPECT_EQ(assemble(*ptx, arch), "") << arch;
+  }
+}
+
+} // namespace
+
+namespace {
+
+size_t count(const std::string &text, const std::string &what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+/// Attention from primitives (the benchmark's graphs, smaller): fused, one
+/// FlashAttention kernel that ptxas accepts, with HGMMA-bound wgmma in its
+/// PTX; unfused, the scores in memory and no kf.attention.
+TEST(PTX, AttentionFromPrimitivesIsOneFlashKernel) {
+  if (!havePtxas())
+    GTEST_SKIP() << "no ptxas at " << KFUSE_PTXAS;
+  for (bench::AttentionShape s :
+       {bench::AttentionShape{1, 4, 4, 256, 64, false},
+        bench::AttentionShape{2, 4, 2, 320, 128, true}}) {
+    Graph g = bench::attentionFromPrimitives("attention", s);
+    ASSERT_TRUE(g.status()) << g.status().message();
+    for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
+      CompileOptions options;
+      options.fusion = fusion;
+      options.diskCache = false;
+      Expected<Executable> exe = Compiler(options).compile(g);
+      ASSERT_TRUE(exe) << exe.error().message();
+      Expected<std::string> fused = exe->dump(Stage::Fused);
+      ASSERT_TRUE(fused) << fused.error().message();
+      if (fusion == Fusion::Unfused) {
+        EXPECT_EQ(count(*fused, "kf.attention"), 0u) << *fused;
+        continue;
+      }
+      EXPECT_EQ(count(*fused, "kf.kernel "), 1u) << *fused;
+      EXPECT_EQ(count(*fused, "kf.kernel attention"), 1u) << *fused;
+      EXPECT_NE(fused->find("flash = 1"), std::string::npos) << *fused;
+      Expected<std::string> ptx = exe->dump(Stage::PTX);
+      ASSERT_TRUE(ptx) << ptx.error().message();
+      EXPECT_NE(ptx->find("wgmma.mma_async"), std::string::npos);
+      EXPECT_EQ(assemble(*ptx, "sm_90a"), "");
+    }
   }
 }
 

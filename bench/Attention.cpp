@@ -1,0 +1,165 @@
+//===- Attention.cpp - kfuse-bench attention: FlashAttention vs SDPA ------===//
+//
+// Attention written from primitives (bench/WorkloadGraphs.cpp), timed in
+// one run: kfuse fused (kf-online-softmax makes it one FlashAttention
+// kernel), kfuse unfused (the S x S scores materialised), the floor
+// (FLOPs / the peak rate, or bytes / the copy bandwidth) and PyTorch's
+// scaled_dot_product_attention on the same shapes (bench/peers.py
+// --sdpa, a child process, when python3 with torch is there). FLOPs count
+// 4 B H S^2 D, halved for causal (the masked half is skipped), as
+// FlashAttention reports them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bench.h"
+#include "WorkloadGraphs.h"
+
+#include <cstdio>
+#include <memory>
+
+namespace kfuse::bench {
+
+namespace {
+
+struct AttentionWorkload {
+  std::string name;
+  AttentionShape shape;
+};
+
+std::vector<AttentionWorkload> attentionWorkloads() {
+  return {
+      {"attn_b4h16_s2048_d64", {4, 16, 16, 2048, 64, false}},
+      {"attn_b4h16_s4096_d128", {4, 16, 16, 4096, 128, false}},
+      {"attn_b4h16_s4096_d128_causal", {4, 16, 16, 4096, 128, true}},
+      {"attn_gqa_h32kv8_s4096_d128", {2, 32, 8, 4096, 128, true}},
+  };
+}
+
+struct AttentionRow {
+  double flops = 0, floorMs = 0, fusedMs = 0, unfusedMs = 0, sdpaMs = 0;
+};
+
+Expected<double> medianMs(Executable &exe, const std::vector<DeviceTensor> &in,
+                          const DeviceTensor &out, int batch) {
+  Expected<std::vector<double>> times = timeOnDevice(
+      [&] {
+        for (int i = 0; i < batch; ++i)
+          if (Status s = exe.run(in.data(), in.size(), &out, 1); !s)
+            return s;
+        return Status::ok();
+      },
+      11);
+  if (!times)
+    return times.error();
+  return median(*times) / batch;
+}
+
+/// SDPA's median ms from `peers.py --sdpa`, or 0 when it cannot run.
+double sdpaMs(const std::string &peers, const AttentionShape &s) {
+  std::string command = "python3 " + peers + " --sdpa " +
+                        std::to_string(s.batch) + "," + std::to_string(s.heads) +
+                        "," + std::to_string(s.kvHeads) + "," +
+                        std::to_string(s.seq) + "," +
+                        std::to_string(s.headDim) + "," +
+                        (s.causal ? "1" : "0") + " 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE *)> pipe(popen(command.c_str(), "r"),
+                                              pclose);
+  double ms = 0;
+  if (!pipe || std::fscanf(pipe.get(), "%lf", &ms) != 1)
+    return 0;
+  return ms;
+}
+
+Expected<AttentionRow> measure(const AttentionWorkload &w, double peakTflops,
+                               double copyGBs, const std::string &peers) {
+  Graph g = attentionFromPrimitives(w.name, w.shape);
+  if (!g.status())
+    return g.status().error();
+  const AttentionShape &s = w.shape;
+  std::vector<DeviceBuffer> buffers;
+  std::vector<DeviceTensor> inputs;
+  uint64_t bytes = 0, seed = 11;
+  for (const TensorInfo &info : g.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : info.shape)
+      shape.push_back(d.size());
+    HostTensor t = HostTensor::random(info.dtype, shape, seed++);
+    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
+    if (!b)
+      return b.error();
+    bytes += 2 * t.sizeInBytes(); // read, and the output of the same size
+    inputs.push_back(b->tensor(info.dtype, Dims(shape)));
+    buffers.push_back(b.take());
+  }
+  Dims outShape({s.batch, s.heads, s.seq, s.headDim});
+  Expected<DeviceBuffer> out =
+      DeviceBuffer::allocate(2 * s.batch * s.heads * s.seq * s.headDim);
+  if (!out)
+    return out.error();
+  AttentionRow row;
+  row.flops = 4.0 * s.batch * s.heads * s.seq * s.seq * s.headDim /
+              (s.causal ? 2 : 1);
+  row.floorMs = std::max(row.flops / (peakTflops * 1e12),
+                         bytes / (copyGBs * 1e9)) * 1e3;
+  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
+    CompileOptions options;
+    options.fusion = fusion;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    if (!exe)
+      return exe.error();
+    Expected<double> ms = medianMs(*exe, inputs,
+                                   out->tensor(DType::bf16, outShape),
+                                   fusion == Fusion::Fused ? 5 : 1);
+    if (!ms)
+      return ms.error();
+    (fusion == Fusion::Fused ? row.fusedMs : row.unfusedMs) = *ms;
+  }
+  row.sdpaMs = sdpaMs(peers, s);
+  return row;
+}
+
+} // namespace
+
+int runAttention(const std::string &only, bool list, double copyGBs,
+                 const std::string &peers) {
+  std::vector<AttentionWorkload> all = attentionWorkloads();
+  if (list) {
+    for (const AttentionWorkload &w : all)
+      std::printf("%s\n", w.name.c_str());
+    return 0;
+  }
+  const double peakTflops = 679; // cuBLAS's 8192^3 on the H200, gpu-machine.md
+  std::printf("floor = max(FLOPs / %.0f TFLOP/s, bytes / %.0f GB/s); sdpa "
+              "from %s (0: not run)\n",
+              peakTflops, copyGBs, peers.c_str());
+  std::printf("%-30s %9s %9s %9s %9s %7s %7s %8s %8s %9s\n", "workload",
+              "floor_ms", "fused_ms", "unfus_ms", "sdpa_ms", "TFLOPs",
+              "sdpaTF", "fused/fl", "sdpa/fus", "unfus/fus");
+  bool found = false;
+  for (const AttentionWorkload &w : all) {
+    if (!only.empty() && w.name != only)
+      continue;
+    found = true;
+    Expected<AttentionRow> r = measure(w, peakTflops, copyGBs, peers);
+    if (!r) {
+      std::fprintf(stderr, "%s: %s\n", w.name.c_str(),
+                   r.error().message().c_str());
+      return 1;
+    }
+    std::printf("%-30s %9.4f %9.4f %9.4f %9.4f %7.0f %7.0f %8.3f %8.3f %9.1f\n",
+                w.name.c_str(), r->floorMs, r->fusedMs, r->unfusedMs,
+                r->sdpaMs, r->flops / (r->fusedMs * 1e9),
+                r->sdpaMs ? r->flops / (r->sdpaMs * 1e9) : 0.0,
+                r->fusedMs / r->floorMs,
+                r->sdpaMs ? r->sdpaMs / r->fusedMs : 0.0,
+                r->unfusedMs / r->fusedMs);
+    std::fflush(stdout);
+  }
+  if (!found) {
+    std::fprintf(stderr, "no workload '%s' (see --list)\n", only.c_str());
+    return 2;
+  }
+  return 0;
+}
+
+} // namespace kfuse::bench

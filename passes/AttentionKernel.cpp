@@ -1,0 +1,448 @@
+//===- AttentionKernel.cpp - kf-lower-to-gpu's FlashAttention template ----===//
+//
+// A block of two warpgroups takes `block_q` (128) query rows of one head,
+// 64 a warpgroup, and streams the head's keys and values through shared
+// memory `block_k` (64) at a time, double-buffered: the copies of the next
+// tile (cp.async, zero-filled past the sequence and the head dim) fly
+// while this tile is multiplied. Per tile a warpgroup computes
+//   S = Q K^T        wgmma m64n64k16, Q and K from shared memory,
+//   online softmax   running row max m and sum l in registers: the
+//                    accumulator is rescaled by exp(m_old - m_new),
+//   O += P V         wgmma m64nDk16, P from registers (the accumulator
+//                    layout of S is the A-fragment layout of P), V from
+//                    shared memory (M/N-major: V stays row-major),
+// so the scores and probabilities never leave registers. fp32 throughout,
+// exp2 with the scale folded in. The epilogue divides by l (0 for a row
+// with nothing to attend) and stores through the kernel's epilogue.
+//
+// Causal blocks stop at the diagonal; only tiles that cross it (and the
+// last, partial tile of the keys) pay for masking. Grouped-query attention
+// reads K/V head h / (H / Hkv). Head dims are padded to multiples of 64 by
+// the zero-fill of the copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+#include "passes/KernelTemplates.h"
+#include "passes/Wgmma.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+constexpr int64_t kBlockQ = 128, kBlockK = 64, kThreads = 256;
+
+/// The running softmax state of the thread's two rows (lane / 4 and
+/// lane / 4 + 8 of its warp's 16) and its accumulators.
+struct RowState {
+  SmallVector<Value, 2> max, sum;
+  SmallVector<Value> acc;
+
+  SmallVector<Value> flat() const {
+    SmallVector<Value> all(max.begin(), max.end());
+    all.append(sum.begin(), sum.end());
+    all.append(acc.begin(), acc.end());
+    return all;
+  }
+  static RowState unflat(ValueRange all) {
+    RowState s;
+    s.max = {all[0], all[1]};
+    s.sum = {all[2], all[3]};
+    s.acc.assign(all.begin() + 4, all.end());
+    return s;
+  }
+};
+
+class FlashAttention {
+public:
+  FlashAttention(KernelEmitter &e, AttentionOp op);
+  LogicalResult emit();
+
+private:
+  void locate(Value block);
+  /// Copies `rows` rows of `cols` (padded) elements from global element
+  /// `base` on (rows `stride` apart, `validRows` and `validCols` real) into
+  /// shared memory at element `sharedAt`, placed by `place(r, c)`.
+  void copyTile(Value memref, Value base, int64_t stride, int64_t rows,
+                Value validRows, int64_t cols, int64_t validCols,
+                Value sharedAt, function_ref<Value(Value, Value)> place);
+  void loadQ();
+  void loadKV(Value tile);
+  /// The key tiles [first, last) with or without masking.
+  RowState runTiles(Value first, Value last, RowState state, bool masked);
+  RowState step(Value tile, RowState state, bool masked);
+  SmallVector<Value> scores(Value stage);
+  /// Masks `s` (causal, and keys past the end), updates max and sum, and
+  /// rescales the accumulators; returns P packed as 16-bit pairs.
+  SmallVector<Value> softmax(Value tile, SmallVector<Value> &s,
+                             RowState &state, bool masked);
+  Value quadReduce(Value v, bool max);
+  LogicalResult store(const RowState &state);
+
+  Value idx(int64_t v) { return e.index(v); }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, l, x, y); }
+  Value mul(Value x, int64_t c) { return arith::MulIOp::create(b, l, x, idx(c)); }
+  Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, l, x, idx(c)); }
+  Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, l, x, idx(c)); }
+  Value less(Value x, Value y) {
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, x, y);
+  }
+  Value minIndex(Value x, Value y) { return arith::MinUIOp::create(b, l, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, l, x, y); }
+
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location l;
+  AttentionOp op;
+  int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, stageElements;
+  double scaleLog2;
+  Type dtype;
+  Value q, k, v, shared, sharedBase, tid, lane, warpgroup, warpRow;
+  /// This block's batch, head, first query row, and the element offsets of
+  /// its head in q/out and in k/v.
+  Value batch, head, q0, qBase, kBase, vBase;
+};
+
+FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
+    : e(e), b(e.builder()), l(e.loc()), op(op) {
+  ArrayRef<int64_t> qs = shapeOf(op.getQ()), ks = shapeOf(op.getK());
+  heads = qs[1];
+  kvHeads = ks[1];
+  sq = qs[2];
+  sk = ks[2];
+  d = qs[3];
+  dv = shapeOf(op.getV())[3];
+  dp = configValue(e.kernel(), "head_dim");
+  dvp = configValue(e.kernel(), "value_dim");
+  qTiles = (sq + kBlockQ - 1) / kBlockQ;
+  stageElements = kBlockK * (dp + dvp);
+  scaleLog2 = op.getScale().convertToDouble() * M_LOG2E;
+  dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  auto arg = [&](Value x) {
+    return e.gpuFunc().getArgument(mlir::cast<BlockArgument>(x).getArgNumber());
+  };
+  q = arg(op.getQ());
+  k = arg(op.getK());
+  v = arg(op.getV());
+}
+
+LogicalResult FlashAttention::emit() {
+  if (!dp || !dvp)
+    return e.kernel().emitOpError("has no attention tiling: run kf-tile");
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  Value bytes = gpu::DynamicSharedMemoryOp::create(
+      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                            workgroup));
+  shared = memref::ViewOp::create(
+      b, l,
+      MemRefType::get({kBlockQ * dp + 2 * stageElements}, dtype, AffineMap(),
+                      workgroup),
+      bytes, idx(0), ValueRange{});
+  sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
+  tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  lane = rem(tid, 32);
+  warpgroup = div(tid, 128);
+  warpRow = add(mul(warpgroup, 64), mul(div(rem(tid, 128), 32), 16));
+  locate(gpu::BlockIdOp::create(b, l, gpu::Dimension::x));
+
+  loadQ();
+  loadKV(idx(0));
+  NVVM::CpAsyncCommitGroupOp::create(b, l);
+
+  // Key tiles: those wholly below the diagonal and inside the keys need no
+  // mask; the rest (the diagonal, the partial last tile) do.
+  int64_t keyTiles = (sk + kBlockK - 1) / kBlockK, fullTiles = sk / kBlockK;
+  Value last = idx(keyTiles), unmasked = idx(fullTiles);
+  if (op.getCausal()) {
+    Value rowsEnd = minIndex(add(q0, idx(kBlockQ)), idx(sq));
+    last = minIndex(last, div(add(rowsEnd, idx(kBlockK - 1)), kBlockK));
+    unmasked = minIndex(unmasked, div(q0, kBlockK));
+  }
+  RowState state;
+  state.max.assign(2, e.f32(-INFINITY));
+  state.sum.assign(2, e.f32(0));
+  state.acc.assign(dvp / 2, e.f32(0));
+  state = runTiles(idx(0), unmasked, state, false);
+  state = runTiles(unmasked, last, state, true);
+  return store(state);
+}
+
+/// Blocks take the query tiles of a head in turn, the last (for causal,
+/// the longest) first: neighbouring blocks share the head's K and V in L2.
+void FlashAttention::locate(Value block) {
+  Value qTile = arith::SubIOp::create(b, l, idx(qTiles - 1), rem(block, qTiles));
+  Value bh = div(block, qTiles);
+  batch = div(bh, heads);
+  head = rem(bh, heads);
+  Value kvHead = div(head, heads / kvHeads);
+  q0 = mul(qTile, kBlockQ);
+  qBase = mul(bh, sq * d);
+  Value kvIndex = add(mul(batch, kvHeads), kvHead);
+  kBase = mul(kvIndex, sk * d);
+  vBase = mul(kvIndex, sk * dv);
+}
+
+void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
+                              int64_t rows, Value validRows, int64_t cols,
+                              int64_t validCols, Value sharedAt,
+                              function_ref<Value(Value, Value)> place) {
+  int64_t perRow = cols / 8, chunks = rows * perRow;
+  for (int64_t first = 0; first < chunks; first += kThreads) {
+    Value c = add(tid, idx(first));
+    Value r = div(c, perRow), col = mul(rem(c, perRow), 8);
+    Value valid;
+    if (validRows)
+      valid = less(r, validRows);
+    if (validCols < cols) {
+      Value inside = less(col, idx(validCols));
+      valid = valid ? arith::AndIOp::create(b, l, valid, inside) : inside;
+    }
+    Value src = add(base, add(mul(r, stride), col)), count;
+    if (valid) {
+      src = arith::SelectOp::create(b, l, valid, src, idx(0));
+      count = arith::SelectOp::create(b, l, valid, idx(8), idx(0));
+    }
+    nvgpu::DeviceAsyncCopyOp::create(b, l, shared,
+                                     ValueRange{add(sharedAt, place(r, col))},
+                                     memref, ValueRange{src}, b.getIndexAttr(8),
+                                     count, b.getUnitAttr());
+  }
+}
+
+/// Q as K-major chunks of 64 head-dim columns: [dp / 64][128 rows][64].
+void FlashAttention::loadQ() {
+  Value valid = sq % kBlockQ ? arith::SubIOp::create(b, l, idx(sq), q0) : Value();
+  copyTile(q, add(qBase, mul(q0, d)), d, kBlockQ, valid, dp, d, idx(0),
+           [&](Value r, Value col) {
+             return add(mul(div(col, 64), kBlockQ * 64),
+                        wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
+           });
+}
+
+/// Stage tile % 2: K as K-major chunks [dp / 64][64 keys][64], then V
+/// M/N-major (keys along K) in atom columns of 64 value dims.
+void FlashAttention::loadKV(Value tile) {
+  Value k0 = mul(tile, kBlockK);
+  Value stage = add(idx(kBlockQ * dp), mul(rem(tile, 2), stageElements));
+  Value valid = sk % kBlockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
+  copyTile(k, add(kBase, mul(k0, d)), d, kBlockK, valid, dp, d, stage,
+           [&](Value r, Value col) {
+             return add(mul(div(col, 64), kBlockK * 64),
+                        wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
+           });
+  copyTile(v, add(vBase, mul(k0, dv)), dv, kBlockK, valid, dvp, dv,
+           add(stage, idx(kBlockK * dp)), [&](Value r, Value col) {
+             return wgmma::swizzledOffset(b, l, r, col, false);
+           });
+}
+
+RowState FlashAttention::runTiles(Value first, Value last, RowState state,
+                                  bool masked) {
+  auto loop = scf::ForOp::create(b, l, first, last, idx(1), state.flat());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  RowState next = step(loop.getInductionVar(),
+                       RowState::unflat(loop.getRegionIterArgs()), masked);
+  scf::YieldOp::create(b, l, next.flat());
+  b.setInsertionPointAfter(loop);
+  return RowState::unflat(loop.getResults());
+}
+
+/// One key tile: wait for its copies, start the next tile's, then the two
+/// products around the softmax.
+RowState FlashAttention::step(Value tile, RowState state, bool masked) {
+  NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
+  wgmma::fenceSharedForAsyncProxy(b, l);
+  gpu::BarrierOp::create(b, l);
+  Value next = add(tile, idx(1));
+  int64_t keyTiles = (sk + kBlockK - 1) / kBlockK;
+  auto more = scf::IfOp::create(b, l, less(next, idx(keyTiles)), false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(more.thenBlock());
+    loadKV(next);
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, l);
+
+  Value stage = add(idx(kBlockQ * dp), mul(rem(tile, 2), stageElements));
+  SmallVector<Value> s = scores(stage);
+  SmallVector<Value> p = softmax(tile, s, state, masked);
+  // O += P V, one k16 step per 16 keys: V's 8-key groups are 1024 bytes
+  // apart.
+  Value vBytes =
+      add(sharedBase, mul(add(stage, idx(kBlockK * dp)), 2));
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  for (int64_t j = 0; j < kBlockK / 16; ++j) {
+    Value desc = wgmma::descriptor(b, l, add(vBytes, idx(2048 * j)), false);
+    state.acc = wgmma::multiplyRegisterA(b, l, state.acc,
+                                         ArrayRef<Value>(p).slice(4 * j, 4),
+                                         desc, dtype.isBF16(), true);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+  return state;
+}
+
+/// S = Q K^T for the warpgroup's 64 rows and the tile's 64 keys: 32
+/// accumulators a thread.
+SmallVector<Value> FlashAttention::scores(Value stage) {
+  Type f32 = b.getF32Type();
+  auto accType = LLVM::LLVMStructType::getLiteral(b.getContext(),
+                                                  SmallVector<Type>(32, f32));
+  Value acc = LLVM::UndefOp::create(b, l, accType);
+  Value qBytes = add(sharedBase, mul(warpgroup, 64 * 128));
+  Value kBytes = add(sharedBase, mul(stage, 2));
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, kBlockK, 16);
+  NVVM::WGMMATypes type =
+      dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  for (int64_t c = 0; c < dp / 64; ++c)
+    for (int64_t s = 0; s < 4; ++s) {
+      Value da = wgmma::descriptor(
+          b, l, add(qBytes, idx(c * kBlockQ * 128 + 32 * s)), true);
+      Value db = wgmma::descriptor(
+          b, l, add(kBytes, idx(c * kBlockK * 128 + 32 * s)), true);
+      acc = NVVM::WgmmaMmaAsyncOp::create(
+          b, l, accType, acc, da, db, shape, type, type, NVVM::WGMMATypes::f32,
+          c == 0 && s == 0 ? NVVM::WGMMAScaleOut::zero
+                           : NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          NVVM::MMALayout::row, NVVM::MMALayout::col, /*satfinite=*/nullptr);
+    }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+  SmallVector<Value> s;
+  for (int64_t i = 0; i < 32; ++i)
+    s.push_back(LLVM::ExtractValueOp::create(b, l, acc, i));
+  return s;
+}
+
+/// Accumulator i of a thread holds row lane / 4 (+ 8 when i % 4 >= 2) of
+/// its warp's 16 and key (or value dim) 8 (i / 4) + 2 (lane % 4) + i % 2.
+SmallVector<Value> FlashAttention::softmax(Value tile, SmallVector<Value> &s,
+                                           RowState &state, bool masked) {
+  Value negInf = e.f32(-INFINITY);
+  Value row0 = add(add(q0, warpRow), div(lane, 4));
+  Value key0 = add(mul(tile, kBlockK), mul(rem(lane, 4), 2));
+  for (int64_t i = 0; masked && i < 32; ++i) {
+    Value key = add(key0, idx(8 * (i / 4) + i % 2));
+    Value row = add(row0, idx(i % 4 >= 2 ? 8 : 0));
+    Value drop;
+    if (sk % kBlockK)
+      drop = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, key,
+                                   idx(sk));
+    if (op.getCausal()) {
+      Value late =
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, key, row);
+      drop = drop ? arith::OrIOp::create(b, l, drop, late) : late;
+    }
+    if (drop)
+      s[i] = arith::SelectOp::create(b, l, drop, negInf, s[i]);
+  }
+  Value c = e.f32(scaleLog2);
+  SmallVector<Value> p(32);
+  for (int64_t h = 0; h < 2; ++h) {
+    Value rowMax = state.max[h];
+    for (int64_t i = 0; i < 32; ++i)
+      if (i % 4 / 2 == h)
+        rowMax = arith::MaximumFOp::create(b, l, rowMax, s[i]);
+    rowMax = quadReduce(rowMax, true);
+    // A row with nothing to attend yet keeps max -inf: shift by 0 then,
+    // not by -inf (which would make exp2(-inf + inf) a NaN).
+    Value isEmpty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                          rowMax, negInf);
+    Value shift = arith::SelectOp::create(b, l, isEmpty, e.f32(0),
+                                          fmul(rowMax, c));
+    Value alpha = math::Exp2Op::create(
+        b, l, arith::SubFOp::create(b, l, fmul(state.max[h], c), shift));
+    Value negShift = arith::NegFOp::create(b, l, shift);
+    Value sum = fmul(state.sum[h], alpha);
+    for (int64_t i = 0; i < 32; ++i)
+      if (i % 4 / 2 == h) {
+        p[i] = math::Exp2Op::create(b, l,
+                                    math::FmaOp::create(b, l, s[i], c, negShift));
+        sum = arith::AddFOp::create(b, l, sum, p[i]);
+      }
+    for (int64_t i = 0; i < int64_t(state.acc.size()); ++i)
+      if (i % 4 / 2 == h)
+        state.acc[i] = fmul(state.acc[i], alpha);
+    state.max[h] = rowMax;
+    state.sum[h] = sum;
+  }
+  // P as A fragments: registers (2i, 2i + 1) of S are one 16-bit pair.
+  SmallVector<Value> packed;
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  for (int64_t i = 0; i < 32; i += 2) {
+    Value pair = vector::FromElementsOp::create(b, l, pairType,
+                                                ValueRange{p[i], p[i + 1]});
+    Value half = arith::TruncFOp::create(b, l, VectorType::get({2}, dtype), pair);
+    Value word = vector::BitCastOp::create(
+        b, l, VectorType::get({1}, b.getI32Type()), half);
+    packed.push_back(vector::ExtractOp::create(b, l, word, ArrayRef<int64_t>{0}));
+  }
+  return packed;
+}
+
+/// Max or sum over the four lanes that share a row.
+Value FlashAttention::quadReduce(Value x, bool max) {
+  for (int32_t offset : {1, 2}) {
+    Value other =
+        gpu::ShuffleOp::create(
+            b, l, x,
+            arith::ConstantOp::create(b, l, b.getI32IntegerAttr(offset)),
+            arith::ConstantOp::create(b, l, b.getI32IntegerAttr(32)),
+            gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    x = max ? Value(arith::MaximumFOp::create(b, l, x, other))
+            : Value(arith::AddFOp::create(b, l, x, other));
+  }
+  return x;
+}
+
+/// O / l through the kernel's epilogue, a pair of value dims at a time.
+LogicalResult FlashAttention::store(const RowState &state) {
+  Value root = rootValue(e.kernel());
+  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  for (int64_t h = 0; h < 2; ++h) {
+    Value sum = quadReduce(state.sum[h], false);
+    Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, sum,
+                                        e.f32(0));
+    Value inverse = arith::SelectOp::create(
+        b, l, empty, e.f32(0), arith::DivFOp::create(b, l, e.f32(1), sum));
+    Value row = add(add(add(q0, warpRow), div(lane, 4)), idx(8 * h));
+    auto inside = scf::IfOp::create(b, l, less(row, idx(sq)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inside.thenBlock());
+    Value outRow = add(mul(add(mul(batch, heads), head), sq), row);
+    for (int64_t i = 0; i < int64_t(state.acc.size()); i += 4) {
+      int64_t first = i + 2 * h;
+      Value col = add(mul(rem(lane, 4), 2), idx(8 * (i / 4)));
+      if (8 * (i / 4) >= dv) // padding (kf-tile keeps dv % 8 == 0)
+        break;
+      Value linear = add(mul(outRow, dv), col);
+      Value linear1 = add(linear, idx(1));
+      e.setElement(op.getResult(), linear, fmul(state.acc[first], inverse));
+      e.setElement(op.getResult(), linear1, fmul(state.acc[first + 1], inverse));
+      FailureOr<Value> x0 = e.elementAt(root, ElementIndex::linear(outShape, linear));
+      FailureOr<Value> x1 = e.elementAt(root, ElementIndex::linear(outShape, linear1));
+      if (failed(x0) || failed(x1))
+        return failure();
+      e.storeLanes(0, linear, {*x0, *x1});
+    }
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult kfuse::kf::emitFlashAttention(KernelEmitter &e, AttentionOp op) {
+  return FlashAttention(e, op).emit();
+}

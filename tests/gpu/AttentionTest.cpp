@@ -1,0 +1,149 @@
+//===- AttentionTest.cpp - attention against the evaluator and unfused ----===//
+//
+// kf.attention built directly, over head dims 64 and 128 and padded ones,
+// sequences that are not tile multiples, causal masks with fewer or more
+// queries than keys, grouped-query heads and peaked scores (a large scale,
+// so that the online softmax's rescaling matters), each on fresh random
+// inputs with poisoned outputs against the float64 evaluator. Cases meant
+// for the FlashAttention template check that kf-tile chose it. Attention
+// written from primitives goes through kfuse::testing::checkFusion: the
+// rewrite must fire, match the evaluator and the unfused graph (which
+// materialises the scores), and be faster. Skips, saying so, without a GPU.
+//
+//===----------------------------------------------------------------------===//
+
+#include "kfuse/kfuse.h"
+#include "../../bench/WorkloadGraphs.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+using namespace kfuse;
+
+namespace {
+
+struct AttentionCase {
+  std::string name;
+  int64_t batch, heads, kvHeads, sq, sk, d, dv;
+  bool causal;
+  DType dtype = DType::bf16;
+  std::optional<double> scale = std::nullopt;
+  bool flash = true; ///< the FlashAttention template must compute it
+  bool withMask = false;
+};
+
+void PrintTo(const AttentionCase &c, std::ostream *os) { *os << c.name; }
+
+std::vector<HostTensor> randomInputs(const Graph &g, uint64_t seed) {
+  std::vector<HostTensor> inputs;
+  std::vector<TensorInfo> infos = g.inputs();
+  for (size_t i = 0; i < infos.size(); ++i) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : infos[i].shape)
+      shape.push_back(d.size());
+    inputs.push_back(HostTensor::random(infos[i].dtype, shape, seed + i));
+  }
+  return inputs;
+}
+
+uint64_t freshSeed() {
+  std::random_device seeds;
+  return (uint64_t(seeds()) << 32) | seeds();
+}
+
+class Attention : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(Attention, MatchesEvaluator) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  const AttentionCase &c = GetParam();
+  Graph g(c.name);
+  AttentionOptions o;
+  o.causal = c.causal;
+  o.scale = c.scale;
+  if (c.withMask)
+    o.mask = g.input("mask", DType::i1, {c.batch, c.heads, c.sq, c.sk});
+  g.output("out",
+           attention(g.input("q", c.dtype, {c.batch, c.heads, c.sq, c.d}),
+                     g.input("k", c.dtype, {c.batch, c.kvHeads, c.sk, c.d}),
+                     g.input("v", c.dtype, {c.batch, c.kvHeads, c.sk, c.dv}),
+                     o));
+  ASSERT_TRUE(g.status()) << g.status().message();
+  uint64_t seed = freshSeed();
+  std::vector<HostTensor> inputs = randomInputs(g, seed);
+  Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
+  ASSERT_TRUE(reference) << reference.error().message();
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  Expected<std::string> fused = exe->dump(Stage::Fused);
+  ASSERT_TRUE(fused) << fused.error().message();
+  EXPECT_EQ(fused->find("flash = 1") != std::string::npos, c.flash)
+      << "kf-tile chose the wrong template:\n" << *fused;
+  Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
+  ASSERT_TRUE(out) << out.error().message();
+  double error = relativeError((*out)[0], (*reference)[0]);
+  // P is rounded to the operands' dtype for the second product.
+  double tol = kfuse::testing::tolerance(c.dtype, c.sk + c.d);
+  EXPECT_LE(error, tol) << "relative error (seed " << seed << ")";
+}
+
+std::vector<AttentionCase> cases() {
+  const DType f16 = DType::f16;
+  return {
+      {"d64", 2, 4, 4, 256, 256, 64, 64, false},
+      {"d64_peaked", 1, 2, 2, 192, 320, 64, 64, false, DType::bf16, 1.0},
+      {"d128_causal", 1, 2, 2, 256, 256, 128, 128, true},
+      {"d128_ragged_f16", 1, 2, 2, 200, 333, 128, 128, false, f16},
+      {"causal_ragged", 2, 1, 1, 300, 300, 64, 64, true, DType::bf16, 0.5},
+      {"causal_fewer_queries", 1, 2, 2, 100, 300, 64, 64, true},
+      {"causal_more_queries", 1, 2, 2, 300, 100, 64, 64, true},
+      {"grouped_query_causal", 1, 8, 2, 192, 192, 128, 128, true},
+      {"d96_padded", 1, 2, 1, 130, 150, 96, 96, false, f16},
+      {"d256", 1, 1, 1, 128, 200, 256, 256, true},
+      {"d40_dv72", 1, 2, 2, 70, 90, 40, 72, false},
+      {"one_query", 1, 2, 2, 1, 77, 128, 128, false},
+      {"one_key_causal", 1, 1, 1, 65, 1, 64, 64, true},
+      // The one-thread-per-output kernel.
+      {"mask_operand", 1, 2, 2, 64, 80, 64, 64, false, DType::bf16,
+       std::nullopt, false, true},
+      {"f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt,
+       false},
+      {"d20_unaligned", 1, 2, 2, 50, 60, 20, 20, false, DType::bf16,
+       std::nullopt, false},
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Attention, ::testing::ValuesIn(cases()),
+                         [](const auto &info) { return info.param.name; });
+
+TEST(AttentionRewrite, PrimitivesMatchUnfusedAndAreFaster) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  // Grouped-query heads, causal.
+  Graph g = bench::attentionFromPrimitives("primitive_attention",
+                                           {1, 4, 2, 1024, 128, true});
+  ASSERT_TRUE(g.status()) << g.status().message();
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  Expected<std::string> fused = exe->dump(Stage::Fused);
+  ASSERT_TRUE(fused) << fused.error().message();
+  EXPECT_NE(fused->find("kf.kernel attention"), std::string::npos) << *fused;
+  EXPECT_NE(fused->find("flash = 1"), std::string::npos) << *fused;
+  kfuse::testing::CheckOptions check;
+  check.reductionLength = 1024 + 128;
+  Expected<kfuse::testing::FusionReport> report =
+      kfuse::testing::checkFusion(g, check);
+  ASSERT_TRUE(report) << report.error().message();
+  EXPECT_EQ(report->fusedKernels, 1u) << report->summary();
+  EXPECT_TRUE(report->passed()) << report->summary();
+}
+
+} // namespace
