@@ -40,22 +40,25 @@ namespace {
 constexpr int64_t kBlockQ = 128, kBlockK = 64, kThreads = 256;
 
 /// The running softmax state of the thread's two rows (lane / 4 and
-/// lane / 4 + 8 of its warp's 16) and its accumulators.
+/// lane / 4 + 8 of its warp's 16), its accumulators, and the previous key
+/// tile's probabilities (16-bit pairs) whose product with V is pending.
 struct RowState {
   SmallVector<Value, 2> max, sum;
-  SmallVector<Value> acc;
+  SmallVector<Value> acc, p;
 
   SmallVector<Value> flat() const {
     SmallVector<Value> all(max.begin(), max.end());
     all.append(sum.begin(), sum.end());
     all.append(acc.begin(), acc.end());
+    all.append(p.begin(), p.end());
     return all;
   }
-  static RowState unflat(ValueRange all) {
+  static RowState unflat(ValueRange all, size_t accumulators) {
     RowState s;
     s.max = {all[0], all[1]};
     s.sum = {all[2], all[3]};
-    s.acc.assign(all.begin() + 4, all.end());
+    s.acc.assign(all.begin() + 4, all.begin() + 4 + accumulators);
+    s.p.assign(all.begin() + 4 + accumulators, all.end());
     return s;
   }
 };
@@ -74,15 +77,29 @@ private:
                 Value validRows, int64_t cols, int64_t validCols,
                 Value sharedAt, function_ref<Value(Value, Value)> place);
   void loadQ();
-  void loadKV(Value tile);
+  void loadK(Value tile);
+  void loadV(Value tile);
+  /// Element offsets of the K and V stages of key tile `tile`.
+  Value kStage(Value tile);
+  Value vStage(Value tile);
   /// The key tiles [first, last) with or without masking.
   RowState runTiles(Value first, Value last, RowState state, bool masked);
   RowState step(Value tile, RowState state, bool masked);
-  SmallVector<Value> scores(Value stage);
-  /// Masks `s` (causal, and keys past the end), updates max and sum, and
-  /// rescales the accumulators; returns P packed as 16-bit pairs.
-  SmallVector<Value> softmax(Value tile, SmallVector<Value> &s,
-                             RowState &state, bool masked);
+  /// The descriptors of S = Q K^T's A and B operands, a pair per k16 step,
+  /// for the K tile at element `stage`.
+  SmallVector<std::pair<Value, Value>> scoreDescriptors(Value stage);
+  /// The descriptors of V's k16 steps for the V tile at element `stage`.
+  SmallVector<Value> valueDescriptors(Value stage);
+  /// Issues S = Q K^T: the accumulator struct, in flight.
+  Value issueScores(ArrayRef<std::pair<Value, Value>> descriptors);
+  /// Issues O += P V.
+  SmallVector<Value> issueValues(ArrayRef<Value> descriptors,
+                                 const RowState &state);
+  /// Masks `s` (causal, and keys past the end) and updates max and sum;
+  /// returns each row's factor for the accumulators and puts P, packed as
+  /// 16-bit pairs, in `state.p`.
+  SmallVector<Value, 2> softmax(Value tile, SmallVector<Value> &s,
+                                RowState &state, bool masked);
   Value quadReduce(Value v, bool max);
   LogicalResult store(const RowState &state);
 
@@ -101,7 +118,7 @@ private:
   OpBuilder &b;
   Location l;
   AttentionOp op;
-  int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, stageElements;
+  int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles;
   double scaleLog2;
   Type dtype;
   Value q, k, v, shared, sharedBase, tid, lane, warpgroup, warpRow;
@@ -122,8 +139,7 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   dp = configValue(e.kernel(), "head_dim");
   dvp = configValue(e.kernel(), "value_dim");
   qTiles = (sq + kBlockQ - 1) / kBlockQ;
-  stageElements = kBlockK * (dp + dvp);
-  scaleLog2 = op.getScale().convertToDouble() * M_LOG2E;
+    scaleLog2 = op.getScale().convertToDouble() * M_LOG2E;
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
   auto arg = [&](Value x) {
     return e.gpuFunc().getArgument(mlir::cast<BlockArgument>(x).getArgNumber());
@@ -143,7 +159,7 @@ LogicalResult FlashAttention::emit() {
                             workgroup));
   shared = memref::ViewOp::create(
       b, l,
-      MemRefType::get({kBlockQ * dp + 2 * stageElements}, dtype, AffineMap(),
+      MemRefType::get({kBlockQ * dp + 2 * kBlockK * (dp + dvp)}, dtype, AffineMap(),
                       workgroup),
       bytes, idx(0), ValueRange{});
   sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
@@ -154,7 +170,13 @@ LogicalResult FlashAttention::emit() {
   locate(gpu::BlockIdOp::create(b, l, gpu::Dimension::x));
 
   loadQ();
-  loadKV(idx(0));
+  loadK(idx(0));
+  // The product with V "before" tile 0 (P = 0) reads V stage 1: zeros,
+  // not whatever shared memory held.
+  copyTile(v, idx(0), dv, kBlockK, idx(0), dvp, dv, vStage(idx(1)),
+           [&](Value r, Value col) {
+             return wgmma::swizzledOffset(b, l, r, col, false);
+           });
   NVVM::CpAsyncCommitGroupOp::create(b, l);
 
   // Key tiles: those wholly below the diagonal and inside the keys need no
@@ -170,8 +192,18 @@ LogicalResult FlashAttention::emit() {
   state.max.assign(2, e.f32(-INFINITY));
   state.sum.assign(2, e.f32(0));
   state.acc.assign(dvp / 2, e.f32(0));
+  state.p.assign(kBlockK / 4, arith::ConstantOp::create(
+                                  b, l, b.getI32IntegerAttr(0)));
   state = runTiles(idx(0), unmasked, state, false);
   state = runTiles(unmasked, last, state, true);
+  // The last tile's P V.
+  NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
+  wgmma::fenceSharedForAsyncProxy(b, l);
+  gpu::BarrierOp::create(b, l);
+  state.acc = issueValues(
+      valueDescriptors(vStage(arith::SubIOp::create(b, l, last, idx(1)))),
+      state);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
   return store(state);
 }
 
@@ -227,19 +259,33 @@ void FlashAttention::loadQ() {
            });
 }
 
-/// Stage tile % 2: K as K-major chunks [dp / 64][64 keys][64], then V
-/// M/N-major (keys along K) in atom columns of 64 value dims.
-void FlashAttention::loadKV(Value tile) {
+Value FlashAttention::kStage(Value tile) {
+  return add(idx(kBlockQ * dp), mul(rem(tile, 2), kBlockK * dp));
+}
+
+Value FlashAttention::vStage(Value tile) {
+  return add(idx(kBlockQ * dp + 2 * kBlockK * dp),
+             mul(rem(tile, 2), kBlockK * dvp));
+}
+
+/// K as K-major chunks [dp / 64][64 keys][64], two stages.
+void FlashAttention::loadK(Value tile) {
   Value k0 = mul(tile, kBlockK);
-  Value stage = add(idx(kBlockQ * dp), mul(rem(tile, 2), stageElements));
   Value valid = sk % kBlockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
-  copyTile(k, add(kBase, mul(k0, d)), d, kBlockK, valid, dp, d, stage,
+  copyTile(k, add(kBase, mul(k0, d)), d, kBlockK, valid, dp, d, kStage(tile),
            [&](Value r, Value col) {
              return add(mul(div(col, 64), kBlockK * 64),
                         wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
            });
+}
+
+/// V M/N-major (keys along K) in atom columns of 64 value dims, two
+/// stages.
+void FlashAttention::loadV(Value tile) {
+  Value k0 = mul(tile, kBlockK);
+  Value valid = sk % kBlockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
   copyTile(v, add(vBase, mul(k0, dv)), dv, kBlockK, valid, dvp, dv,
-           add(stage, idx(kBlockK * dp)), [&](Value r, Value col) {
+           vStage(tile), [&](Value r, Value col) {
              return wgmma::swizzledOffset(b, l, r, col, false);
            });
 }
@@ -249,15 +295,19 @@ RowState FlashAttention::runTiles(Value first, Value last, RowState state,
   auto loop = scf::ForOp::create(b, l, first, last, idx(1), state.flat());
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
+  size_t accumulators = state.acc.size();
   RowState next = step(loop.getInductionVar(),
-                       RowState::unflat(loop.getRegionIterArgs()), masked);
+                       RowState::unflat(loop.getRegionIterArgs(), accumulators),
+                       masked);
   scf::YieldOp::create(b, l, next.flat());
   b.setInsertionPointAfter(loop);
-  return RowState::unflat(loop.getResults());
+  return RowState::unflat(loop.getResults(), accumulators);
 }
 
-/// One key tile: wait for its copies, start the next tile's, then the two
-/// products around the softmax.
+/// Key tile j: K_j and V_{j-1} have landed; the copies of K_{j+1} and V_j
+/// start. S_j = Q K_j^T and O += P_{j-1} V_{j-1} are issued together, and
+/// the softmax of S_j runs while the second product computes (FlashAttention
+/// 3's overlap within a warpgroup); O is rescaled once that is done.
 RowState FlashAttention::step(Value tile, RowState state, bool masked) {
   NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
   wgmma::fenceSharedForAsyncProxy(b, l);
@@ -268,71 +318,106 @@ RowState FlashAttention::step(Value tile, RowState state, bool masked) {
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(more.thenBlock());
-    loadKV(next);
+    loadK(next);
   }
+  loadV(tile);
   NVVM::CpAsyncCommitGroupOp::create(b, l);
 
-  Value stage = add(idx(kBlockQ * dp), mul(rem(tile, 2), stageElements));
-  SmallVector<Value> s = scores(stage);
-  SmallVector<Value> p = softmax(tile, s, state, masked);
-  // O += P V, one k16 step per 16 keys: V's 8-key groups are 1024 bytes
-  // apart.
-  Value vBytes =
-      add(sharedBase, mul(add(stage, idx(kBlockK * dp)), 2));
-  NVVM::WgmmaFenceAlignedOp::create(b, l);
-  for (int64_t j = 0; j < kBlockK / 16; ++j) {
-    Value desc = wgmma::descriptor(b, l, add(vBytes, idx(2048 * j)), false);
-    state.acc = wgmma::multiplyRegisterA(b, l, state.acc,
-                                         ArrayRef<Value>(p).slice(4 * j, 4),
-                                         desc, dtype.isBF16(), true);
-  }
-  NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  // Every descriptor is computed before the products are issued: ptxas
+  // serialises wgmma when other instructions define their inputs between
+  // the first and the wait.
+  SmallVector<std::pair<Value, Value>> sDescriptors =
+      scoreDescriptors(kStage(tile));
+  Value prior = arith::SubIOp::create(b, l, tile, idx(1));
+  SmallVector<Value> vDescriptors = valueDescriptors(vStage(prior));
+  // At tile 0 this adds P = 0 times the zeros of V stage 1: no branch
+  // around the products.
+  Value scores = issueScores(sDescriptors);
+  state.acc = issueValues(vDescriptors, state);
+  SmallVector<Value> pInFlight = state.p;
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 1);
+  SmallVector<Value> s;
+  for (int64_t i = 0; i < kBlockK / 2; ++i)
+    s.push_back(LLVM::ExtractValueOp::create(b, l, scores, i));
+  SmallVector<Value, 2> alpha = softmax(tile, s, state, masked);
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+  // The new P must not take the registers the product just read.
+  wgmma::keepRegistersUntilHere(b, l, pInFlight);
+  for (int64_t i = 0; i < int64_t(state.acc.size()); ++i)
+    state.acc[i] = fmul(state.acc[i], alpha[i % 4 / 2]);
   return state;
+}
+
+SmallVector<std::pair<Value, Value>>
+FlashAttention::scoreDescriptors(Value stage) {
+  Value qBytes = add(sharedBase, mul(warpgroup, 64 * 128));
+  Value kBytes = add(sharedBase, mul(stage, 2));
+  SmallVector<std::pair<Value, Value>> descriptors;
+  for (int64_t c = 0; c < dp / 64; ++c)
+    for (int64_t s = 0; s < 4; ++s)
+      descriptors.push_back(
+          {wgmma::descriptor(
+               b, l, add(qBytes, idx(c * kBlockQ * 128 + 32 * s)), true),
+           wgmma::descriptor(
+               b, l, add(kBytes, idx(c * kBlockK * 128 + 32 * s)), true)});
+  return descriptors;
+}
+
+/// One k16 step per 16 keys: V's 8-key groups are 1024 bytes apart.
+SmallVector<Value> FlashAttention::valueDescriptors(Value stage) {
+  Value vBytes = add(sharedBase, mul(stage, 2));
+  SmallVector<Value> descriptors;
+  for (int64_t j = 0; j < kBlockK / 16; ++j)
+    descriptors.push_back(
+        wgmma::descriptor(b, l, add(vBytes, idx(2048 * j)), false));
+  return descriptors;
 }
 
 /// S = Q K^T for the warpgroup's 64 rows and the tile's 64 keys: 32
 /// accumulators a thread.
-SmallVector<Value> FlashAttention::scores(Value stage) {
+Value FlashAttention::issueScores(
+    ArrayRef<std::pair<Value, Value>> descriptors) {
   Type f32 = b.getF32Type();
-  auto accType = LLVM::LLVMStructType::getLiteral(b.getContext(),
-                                                  SmallVector<Type>(32, f32));
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(kBlockK / 2, f32));
   Value acc = LLVM::UndefOp::create(b, l, accType);
-  Value qBytes = add(sharedBase, mul(warpgroup, 64 * 128));
-  Value kBytes = add(sharedBase, mul(stage, 2));
   auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, kBlockK, 16);
   NVVM::WGMMATypes type =
       dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   NVVM::WgmmaFenceAlignedOp::create(b, l);
-  for (int64_t c = 0; c < dp / 64; ++c)
-    for (int64_t s = 0; s < 4; ++s) {
-      Value da = wgmma::descriptor(
-          b, l, add(qBytes, idx(c * kBlockQ * 128 + 32 * s)), true);
-      Value db = wgmma::descriptor(
-          b, l, add(kBytes, idx(c * kBlockK * 128 + 32 * s)), true);
-      acc = NVVM::WgmmaMmaAsyncOp::create(
-          b, l, accType, acc, da, db, shape, type, type, NVVM::WGMMATypes::f32,
-          c == 0 && s == 0 ? NVVM::WGMMAScaleOut::zero
-                           : NVVM::WGMMAScaleOut::one,
-          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-          NVVM::MMALayout::row, NVVM::MMALayout::col, /*satfinite=*/nullptr);
-    }
+  for (auto [i, pair] : llvm::enumerate(descriptors))
+    acc = NVVM::WgmmaMmaAsyncOp::create(
+        b, l, accType, acc, pair.first, pair.second, shape, type, type,
+        NVVM::WGMMATypes::f32,
+        i == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col, /*satfinite=*/nullptr);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
-  SmallVector<Value> s;
-  for (int64_t i = 0; i < 32; ++i)
-    s.push_back(LLVM::ExtractValueOp::create(b, l, acc, i));
-  return s;
+  return acc;
+}
+
+SmallVector<Value> FlashAttention::issueValues(ArrayRef<Value> descriptors,
+                                               const RowState &state) {
+  SmallVector<Value> acc = state.acc;
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  for (auto [j, desc] : llvm::enumerate(descriptors))
+    acc = wgmma::multiplyRegisterA(b, l, acc,
+                                   ArrayRef<Value>(state.p).slice(4 * j, 4),
+                                   desc, dtype.isBF16(), true);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  return acc;
 }
 
 /// Accumulator i of a thread holds row lane / 4 (+ 8 when i % 4 >= 2) of
 /// its warp's 16 and key (or value dim) 8 (i / 4) + 2 (lane % 4) + i % 2.
-SmallVector<Value> FlashAttention::softmax(Value tile, SmallVector<Value> &s,
-                                           RowState &state, bool masked) {
+SmallVector<Value, 2> FlashAttention::softmax(Value tile,
+                                              SmallVector<Value> &s,
+                                              RowState &state, bool masked) {
+  SmallVector<Value, 2> alphas;
   Value negInf = e.f32(-INFINITY);
   Value row0 = add(add(q0, warpRow), div(lane, 4));
   Value key0 = add(mul(tile, kBlockK), mul(rem(lane, 4), 2));
-  for (int64_t i = 0; masked && i < 32; ++i) {
+  for (int64_t i = 0; masked && i < kBlockK / 2; ++i) {
     Value key = add(key0, idx(8 * (i / 4) + i % 2));
     Value row = add(row0, idx(i % 4 >= 2 ? 8 : 0));
     Value drop;
@@ -348,10 +433,10 @@ SmallVector<Value> FlashAttention::softmax(Value tile, SmallVector<Value> &s,
       s[i] = arith::SelectOp::create(b, l, drop, negInf, s[i]);
   }
   Value c = e.f32(scaleLog2);
-  SmallVector<Value> p(32);
+  SmallVector<Value> p(kBlockK / 2);
   for (int64_t h = 0; h < 2; ++h) {
     Value rowMax = state.max[h];
-    for (int64_t i = 0; i < 32; ++i)
+    for (int64_t i = 0; i < kBlockK / 2; ++i)
       if (i % 4 / 2 == h)
         rowMax = arith::MaximumFOp::create(b, l, rowMax, s[i]);
     rowMax = quadReduce(rowMax, true);
@@ -365,22 +450,21 @@ SmallVector<Value> FlashAttention::softmax(Value tile, SmallVector<Value> &s,
         b, l, arith::SubFOp::create(b, l, fmul(state.max[h], c), shift));
     Value negShift = arith::NegFOp::create(b, l, shift);
     Value sum = fmul(state.sum[h], alpha);
-    for (int64_t i = 0; i < 32; ++i)
+    for (int64_t i = 0; i < kBlockK / 2; ++i)
       if (i % 4 / 2 == h) {
         p[i] = math::Exp2Op::create(b, l,
                                     math::FmaOp::create(b, l, s[i], c, negShift));
         sum = arith::AddFOp::create(b, l, sum, p[i]);
       }
-    for (int64_t i = 0; i < int64_t(state.acc.size()); ++i)
-      if (i % 4 / 2 == h)
-        state.acc[i] = fmul(state.acc[i], alpha);
+    alphas.push_back(alpha);
     state.max[h] = rowMax;
     state.sum[h] = sum;
   }
   // P as A fragments: registers (2i, 2i + 1) of S are one 16-bit pair.
-  SmallVector<Value> packed;
+  SmallVector<Value> &packed = state.p;
+  packed.clear();
   auto pairType = VectorType::get({2}, b.getF32Type());
-  for (int64_t i = 0; i < 32; i += 2) {
+  for (int64_t i = 0; i < kBlockK / 2; i += 2) {
     Value pair = vector::FromElementsOp::create(b, l, pairType,
                                                 ValueRange{p[i], p[i + 1]});
     Value half = arith::TruncFOp::create(b, l, VectorType::get({2}, dtype), pair);
@@ -388,7 +472,7 @@ SmallVector<Value> FlashAttention::softmax(Value tile, SmallVector<Value> &s,
         b, l, VectorType::get({1}, b.getI32Type()), half);
     packed.push_back(vector::ExtractOp::create(b, l, word, ArrayRef<int64_t>{0}));
   }
-  return packed;
+  return alphas;
 }
 
 /// Max or sum over the four lanes that share a row.

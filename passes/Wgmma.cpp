@@ -109,4 +109,16 @@ SmallVector<Value> multiplyRegisterA(OpBuilder &b, Location l,
   return out;
 }
 
+void keepRegistersUntilHere(OpBuilder &b, Location l, ValueRange registers) {
+  std::string constraints;
+  for (size_t i = 0; i < registers.size(); ++i)
+    constraints += i ? ",r" : "r";
+  LLVM::InlineAsmOp::create(
+      b, l, TypeRange(), registers, "", constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+}
+
 } // namespace kfuse::kf::wgmma

@@ -45,6 +45,13 @@ multiplyRegisterA(mlir::OpBuilder &b, mlir::Location l,
                   llvm::ArrayRef<mlir::Value> acc, llvm::ArrayRef<mlir::Value> a,
                   mlir::Value descriptorB, bool bf16, bool transposeB);
 
+/// An empty asm statement that reads `registers` (32-bit): they stay live,
+/// in their registers, until here. A wgmma in flight reads its A registers
+/// asynchronously; without this the compiler may reuse them before the
+/// wait, and ptxas then serialises the wgmma.
+void keepRegistersUntilHere(mlir::OpBuilder &b, mlir::Location l,
+                            mlir::ValueRange registers);
+
 } // namespace kfuse::kf::wgmma
 
 #endif // KFUSE_PASSES_WGMMA_H
