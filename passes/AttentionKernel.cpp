@@ -37,20 +37,21 @@ using namespace kfuse::kf;
 
 namespace {
 
-constexpr int64_t kBlockQ = 128, kBlockK = 64, kThreads = 256;
+constexpr int64_t kBlockQ = 128, kThreads = 256;
 
 /// The running softmax state of the thread's two rows (lane / 4 and
-/// lane / 4 + 8 of its warp's 16), its accumulators, and the previous key
-/// tile's probabilities (16-bit pairs) whose product with V is pending.
+/// lane / 4 + 8 of its warp's 16): max and sum; the accumulators; and the
+/// previous key tile's probabilities (16-bit pairs), whose product with V
+/// is pending.
 struct RowState {
   SmallVector<Value, 2> max, sum;
   SmallVector<Value> acc, p;
 
   SmallVector<Value> flat() const {
-    SmallVector<Value> all(max.begin(), max.end());
-    all.append(sum.begin(), sum.end());
-    all.append(acc.begin(), acc.end());
-    all.append(p.begin(), p.end());
+    SmallVector<Value> all;
+    for (ArrayRef<Value> part : {ArrayRef<Value>(max), ArrayRef<Value>(sum),
+                                 ArrayRef<Value>(acc), ArrayRef<Value>(p)})
+      all.append(part.begin(), part.end());
     return all;
   }
   static RowState unflat(ValueRange all, size_t accumulators) {
@@ -82,16 +83,19 @@ private:
   /// Element offsets of the K and V stages of key tile `tile`.
   Value kStage(Value tile);
   Value vStage(Value tile);
+  Value vOffset(Value key, Value col);
   /// The key tiles [first, last) with or without masking.
   RowState runTiles(Value first, Value last, RowState state, bool masked);
   RowState step(Value tile, RowState state, bool masked);
-  /// The descriptors of S = Q K^T's A and B operands, a pair per k16 step,
-  /// for the K tile at element `stage`.
-  SmallVector<std::pair<Value, Value>> scoreDescriptors(Value stage);
+  /// The warp's A fragments of its 16 rows of Q (registers of 16-bit
+  /// pairs, four per k16 step), read from shared memory once.
+  SmallVector<Value> loadQFragments();
+  /// The descriptors of K's k16 steps for the K tile at element `stage`.
+  SmallVector<Value> scoreDescriptors(Value stage);
   /// The descriptors of V's k16 steps for the V tile at element `stage`.
   SmallVector<Value> valueDescriptors(Value stage);
-  /// Issues S = Q K^T: the accumulator struct, in flight.
-  Value issueScores(ArrayRef<std::pair<Value, Value>> descriptors);
+  /// Issues S = Q K^T: the accumulators, in flight.
+  SmallVector<Value> issueScores(ArrayRef<Value> descriptors);
   /// Issues O += P V.
   SmallVector<Value> issueValues(ArrayRef<Value> descriptors,
                                  const RowState &state);
@@ -118,10 +122,11 @@ private:
   OpBuilder &b;
   Location l;
   AttentionOp op;
-  int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles;
+  int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, blockK;
   double scaleLog2;
   Type dtype;
   Value q, k, v, shared, sharedBase, tid, lane, warpgroup, warpRow;
+  SmallVector<Value> qFragments;
   /// This block's batch, head, first query row, and the element offsets of
   /// its head in q/out and in k/v.
   Value batch, head, q0, qBase, kBase, vBase;
@@ -138,6 +143,7 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   dv = shapeOf(op.getV())[3];
   dp = configValue(e.kernel(), "head_dim");
   dvp = configValue(e.kernel(), "value_dim");
+  blockK = configValue(e.kernel(), "block_k", 64);
   qTiles = (sq + kBlockQ - 1) / kBlockQ;
     scaleLog2 = op.getScale().convertToDouble() * M_LOG2E;
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
@@ -159,7 +165,7 @@ LogicalResult FlashAttention::emit() {
                             workgroup));
   shared = memref::ViewOp::create(
       b, l,
-      MemRefType::get({kBlockQ * dp + 2 * kBlockK * (dp + dvp)}, dtype, AffineMap(),
+      MemRefType::get({kBlockQ * dp + 2 * blockK * (dp + dvp)}, dtype, AffineMap(),
                       workgroup),
       bytes, idx(0), ValueRange{});
   sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
@@ -173,26 +179,31 @@ LogicalResult FlashAttention::emit() {
   loadK(idx(0));
   // The product with V "before" tile 0 (P = 0) reads V stage 1: zeros,
   // not whatever shared memory held.
-  copyTile(v, idx(0), dv, kBlockK, idx(0), dvp, dv, vStage(idx(1)),
-           [&](Value r, Value col) {
-             return wgmma::swizzledOffset(b, l, r, col, false);
-           });
+  copyTile(v, idx(0), dv, blockK, idx(0), dvp, dv, vStage(idx(1)),
+           [&](Value r, Value col) { return vOffset(r, col); });
   NVVM::CpAsyncCommitGroupOp::create(b, l);
 
   // Key tiles: those wholly below the diagonal and inside the keys need no
   // mask; the rest (the diagonal, the partial last tile) do.
-  int64_t keyTiles = (sk + kBlockK - 1) / kBlockK, fullTiles = sk / kBlockK;
+  int64_t keyTiles = (sk + blockK - 1) / blockK, fullTiles = sk / blockK;
   Value last = idx(keyTiles), unmasked = idx(fullTiles);
   if (op.getCausal()) {
     Value rowsEnd = minIndex(add(q0, idx(kBlockQ)), idx(sq));
-    last = minIndex(last, div(add(rowsEnd, idx(kBlockK - 1)), kBlockK));
-    unmasked = minIndex(unmasked, div(q0, kBlockK));
+    last = minIndex(last, div(add(rowsEnd, idx(blockK - 1)), blockK));
+    unmasked = minIndex(unmasked, div(q0, blockK));
+  }
+  // With `q_registers` Q stays in registers: S = Q K^T then reads only K
+  // from shared memory, half the bytes of a product of two shared operands.
+  if (configValue(e.kernel(), "q_registers")) {
+    NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
+    gpu::BarrierOp::create(b, l);
+    qFragments = loadQFragments();
   }
   RowState state;
   state.max.assign(2, e.f32(-INFINITY));
   state.sum.assign(2, e.f32(0));
   state.acc.assign(dvp / 2, e.f32(0));
-  state.p.assign(kBlockK / 4, arith::ConstantOp::create(
+  state.p.assign(blockK / 4, arith::ConstantOp::create(
                                   b, l, b.getI32IntegerAttr(0)));
   state = runTiles(idx(0), unmasked, state, false);
   state = runTiles(unmasked, last, state, true);
@@ -200,9 +211,9 @@ LogicalResult FlashAttention::emit() {
   NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
   wgmma::fenceSharedForAsyncProxy(b, l);
   gpu::BarrierOp::create(b, l);
-  state.acc = issueValues(
-      valueDescriptors(vStage(arith::SubIOp::create(b, l, last, idx(1)))),
-      state);
+  SmallVector<Value> vDescriptors =
+      valueDescriptors(vStage(arith::SubIOp::create(b, l, last, idx(1))));
+  state.acc = issueValues(vDescriptors, state);
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
   return store(state);
 }
@@ -260,34 +271,38 @@ void FlashAttention::loadQ() {
 }
 
 Value FlashAttention::kStage(Value tile) {
-  return add(idx(kBlockQ * dp), mul(rem(tile, 2), kBlockK * dp));
+  return add(idx(kBlockQ * dp), mul(rem(tile, 2), blockK * dp));
 }
 
 Value FlashAttention::vStage(Value tile) {
-  return add(idx(kBlockQ * dp + 2 * kBlockK * dp),
-             mul(rem(tile, 2), kBlockK * dvp));
+  return add(idx(kBlockQ * dp + 2 * blockK * dp),
+             mul(rem(tile, 2), blockK * dvp));
 }
 
 /// K as K-major chunks [dp / 64][64 keys][64], two stages.
 void FlashAttention::loadK(Value tile) {
-  Value k0 = mul(tile, kBlockK);
-  Value valid = sk % kBlockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
-  copyTile(k, add(kBase, mul(k0, d)), d, kBlockK, valid, dp, d, kStage(tile),
+  Value k0 = mul(tile, blockK);
+  Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
+  copyTile(k, add(kBase, mul(k0, d)), d, blockK, valid, dp, d, kStage(tile),
            [&](Value r, Value col) {
-             return add(mul(div(col, 64), kBlockK * 64),
+             return add(mul(div(col, 64), blockK * 64),
                         wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
            });
 }
 
-/// V M/N-major (keys along K) in atom columns of 64 value dims, two
-/// stages.
+/// Element (key, col) of a V tile: M/N-major (keys along K), blocks of 64
+/// keys, each in atom columns of 64 value dims.
+Value FlashAttention::vOffset(Value key, Value col) {
+  return add(mul(div(key, 64), 64 * dvp),
+             wgmma::swizzledOffset(b, l, rem(key, 64), col, false));
+}
+
+/// V tiles, two stages.
 void FlashAttention::loadV(Value tile) {
-  Value k0 = mul(tile, kBlockK);
-  Value valid = sk % kBlockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
-  copyTile(v, add(vBase, mul(k0, dv)), dv, kBlockK, valid, dvp, dv,
-           vStage(tile), [&](Value r, Value col) {
-             return wgmma::swizzledOffset(b, l, r, col, false);
-           });
+  Value k0 = mul(tile, blockK);
+  Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
+  copyTile(v, add(vBase, mul(k0, dv)), dv, blockK, valid, dvp, dv,
+           vStage(tile), [&](Value r, Value col) { return vOffset(r, col); });
 }
 
 RowState FlashAttention::runTiles(Value first, Value last, RowState state,
@@ -312,8 +327,11 @@ RowState FlashAttention::step(Value tile, RowState state, bool masked) {
   NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
   wgmma::fenceSharedForAsyncProxy(b, l);
   gpu::BarrierOp::create(b, l);
+  // The next tiles' copies, into the stages the products do not read.
+  // (Issued after the products instead, measured on the H200: 430 -> 370
+  // TFLOP/s.)
   Value next = add(tile, idx(1));
-  int64_t keyTiles = (sk + kBlockK - 1) / kBlockK;
+  int64_t keyTiles = (sk + blockK - 1) / blockK;
   auto more = scf::IfOp::create(b, l, less(next, idx(keyTiles)), false);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -326,40 +344,55 @@ RowState FlashAttention::step(Value tile, RowState state, bool masked) {
   // Every descriptor is computed before the products are issued: ptxas
   // serialises wgmma when other instructions define their inputs between
   // the first and the wait.
-  SmallVector<std::pair<Value, Value>> sDescriptors =
-      scoreDescriptors(kStage(tile));
+  SmallVector<Value> sDescriptors = scoreDescriptors(kStage(tile));
   Value prior = arith::SubIOp::create(b, l, tile, idx(1));
   SmallVector<Value> vDescriptors = valueDescriptors(vStage(prior));
-  // At tile 0 this adds P = 0 times the zeros of V stage 1: no branch
-  // around the products.
-  Value scores = issueScores(sDescriptors);
+  // O += P V is queued behind S. (At tile 0 this adds P = 0 times the
+  // zeros of V stage 1: no branch around the products.)
+  SmallVector<Value> s = issueScores(sDescriptors);
   state.acc = issueValues(vDescriptors, state);
   SmallVector<Value> pInFlight = state.p;
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 1);
-  SmallVector<Value> s;
-  for (int64_t i = 0; i < kBlockK / 2; ++i)
-    s.push_back(LLVM::ExtractValueOp::create(b, l, scores, i));
-  SmallVector<Value, 2> alpha = softmax(tile, s, state, masked);
+  SmallVector<Value, 2> rescale = softmax(tile, s, state, masked);
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
   // The new P must not take the registers the product just read.
   wgmma::keepRegistersUntilHere(b, l, pInFlight);
+  // Here rather than between the two products, where ptxas would make S
+  // complete first (C7517: it injects a wait).
   for (int64_t i = 0; i < int64_t(state.acc.size()); ++i)
-    state.acc[i] = fmul(state.acc[i], alpha[i % 4 / 2]);
+    state.acc[i] = fmul(state.acc[i], rescale[i % 4 / 2]);
   return state;
 }
 
-SmallVector<std::pair<Value, Value>>
-FlashAttention::scoreDescriptors(Value stage) {
-  Value qBytes = add(sharedBase, mul(warpgroup, 64 * 128));
+SmallVector<Value> FlashAttention::loadQFragments() {
+  // ldmatrix.x4: lanes 0-15 address rows 0-15 of the step's first 8
+  // columns, lanes 16-31 the next 8 (mma's A fragment order).
+  Value r = add(warpRow, rem(lane, 16)), half = div(lane, 16);
+  SmallVector<Value> regs;
+  auto pairType = VectorType::get({4, 2}, dtype);
+  for (int64_t s = 0; s < dp / 16; ++s) {
+    Value col = add(mul(half, 8), idx((s % 4) * 16));
+    Value offset = add(idx((s / 4) * kBlockQ * 64),
+                       wgmma::swizzledOffset(b, l, r, col, true));
+    Value frag = nvgpu::LdMatrixOp::create(b, l, pairType, shared,
+                                           ValueRange{offset}, false, 4);
+    for (int64_t i = 0; i < 4; ++i) {
+      Value pair = vector::ExtractOp::create(b, l, frag, ArrayRef<int64_t>{i});
+      Value word = vector::BitCastOp::create(
+          b, l, VectorType::get({1}, b.getI32Type()), pair);
+      regs.push_back(vector::ExtractOp::create(b, l, word, ArrayRef<int64_t>{0}));
+    }
+  }
+  return regs;
+}
+
+SmallVector<Value> FlashAttention::scoreDescriptors(Value stage) {
   Value kBytes = add(sharedBase, mul(stage, 2));
-  SmallVector<std::pair<Value, Value>> descriptors;
+  SmallVector<Value> descriptors;
   for (int64_t c = 0; c < dp / 64; ++c)
     for (int64_t s = 0; s < 4; ++s)
-      descriptors.push_back(
-          {wgmma::descriptor(
-               b, l, add(qBytes, idx(c * kBlockQ * 128 + 32 * s)), true),
-           wgmma::descriptor(
-               b, l, add(kBytes, idx(c * kBlockK * 128 + 32 * s)), true)});
+      descriptors.push_back(wgmma::descriptor(
+          b, l, add(kBytes, idx(c * blockK * 128 + 32 * s)), true));
   return descriptors;
 }
 
@@ -367,32 +400,48 @@ FlashAttention::scoreDescriptors(Value stage) {
 SmallVector<Value> FlashAttention::valueDescriptors(Value stage) {
   Value vBytes = add(sharedBase, mul(stage, 2));
   SmallVector<Value> descriptors;
-  for (int64_t j = 0; j < kBlockK / 16; ++j)
-    descriptors.push_back(
-        wgmma::descriptor(b, l, add(vBytes, idx(2048 * j)), false));
+  for (int64_t j = 0; j < blockK / 16; ++j)
+    descriptors.push_back(wgmma::descriptor(
+        b, l, add(vBytes, idx((j / 4) * 64 * dvp * 2 + 2048 * (j % 4))),
+        false));
   return descriptors;
 }
 
 /// S = Q K^T for the warpgroup's 64 rows and the tile's 64 keys: 32
 /// accumulators a thread.
-Value FlashAttention::issueScores(
-    ArrayRef<std::pair<Value, Value>> descriptors) {
-  Type f32 = b.getF32Type();
+SmallVector<Value> FlashAttention::issueScores(ArrayRef<Value> descriptors) {
+  SmallVector<Value> acc(blockK / 2, e.f32(0));
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  if (!qFragments.empty()) {
+    for (auto [i, desc] : llvm::enumerate(descriptors))
+      acc = wgmma::multiplyRegisterA(
+          b, l, acc, ArrayRef<Value>(qFragments).slice(4 * i, 4), desc,
+          dtype.isBF16(), /*transposeB=*/false, /*accumulate=*/i > 0);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+    return acc;
+  }
+  // Q from shared memory: the warpgroup's 64 rows of each 64-column chunk.
   auto accType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(kBlockK / 2, f32));
-  Value acc = LLVM::UndefOp::create(b, l, accType);
-  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, kBlockK, 16);
+      b.getContext(), SmallVector<Type>(blockK / 2, b.getF32Type()));
+  Value all = LLVM::UndefOp::create(b, l, accType);
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, blockK, 16);
   NVVM::WGMMATypes type =
       dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-  NVVM::WgmmaFenceAlignedOp::create(b, l);
-  for (auto [i, pair] : llvm::enumerate(descriptors))
-    acc = NVVM::WgmmaMmaAsyncOp::create(
-        b, l, accType, acc, pair.first, pair.second, shape, type, type,
+  Value qBytes = add(sharedBase, mul(warpgroup, 64 * 128));
+  for (auto [i, desc] : llvm::enumerate(descriptors)) {
+    int64_t c = i / 4, s = i % 4;
+    Value qDesc = wgmma::descriptor(
+        b, l, add(qBytes, idx(c * kBlockQ * 128 + 32 * s)), true);
+    all = NVVM::WgmmaMmaAsyncOp::create(
+        b, l, accType, all, qDesc, desc, shape, type, type,
         NVVM::WGMMATypes::f32,
         i == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
         NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
         NVVM::MMALayout::col, /*satfinite=*/nullptr);
+  }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  for (int64_t i = 0; i < blockK / 2; ++i)
+    acc[i] = LLVM::ExtractValueOp::create(b, l, all, i);
   return acc;
 }
 
@@ -416,12 +465,12 @@ SmallVector<Value, 2> FlashAttention::softmax(Value tile,
   SmallVector<Value, 2> alphas;
   Value negInf = e.f32(-INFINITY);
   Value row0 = add(add(q0, warpRow), div(lane, 4));
-  Value key0 = add(mul(tile, kBlockK), mul(rem(lane, 4), 2));
-  for (int64_t i = 0; masked && i < kBlockK / 2; ++i) {
+  Value key0 = add(mul(tile, blockK), mul(rem(lane, 4), 2));
+  for (int64_t i = 0; masked && i < blockK / 2; ++i) {
     Value key = add(key0, idx(8 * (i / 4) + i % 2));
     Value row = add(row0, idx(i % 4 >= 2 ? 8 : 0));
     Value drop;
-    if (sk % kBlockK)
+    if (sk % blockK)
       drop = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, key,
                                    idx(sk));
     if (op.getCausal()) {
@@ -433,10 +482,10 @@ SmallVector<Value, 2> FlashAttention::softmax(Value tile,
       s[i] = arith::SelectOp::create(b, l, drop, negInf, s[i]);
   }
   Value c = e.f32(scaleLog2);
-  SmallVector<Value> p(kBlockK / 2);
+  SmallVector<Value> p(blockK / 2);
   for (int64_t h = 0; h < 2; ++h) {
     Value rowMax = state.max[h];
-    for (int64_t i = 0; i < kBlockK / 2; ++i)
+    for (int64_t i = 0; i < blockK / 2; ++i)
       if (i % 4 / 2 == h)
         rowMax = arith::MaximumFOp::create(b, l, rowMax, s[i]);
     rowMax = quadReduce(rowMax, true);
@@ -450,7 +499,7 @@ SmallVector<Value, 2> FlashAttention::softmax(Value tile,
         b, l, arith::SubFOp::create(b, l, fmul(state.max[h], c), shift));
     Value negShift = arith::NegFOp::create(b, l, shift);
     Value sum = fmul(state.sum[h], alpha);
-    for (int64_t i = 0; i < kBlockK / 2; ++i)
+    for (int64_t i = 0; i < blockK / 2; ++i)
       if (i % 4 / 2 == h) {
         p[i] = math::Exp2Op::create(b, l,
                                     math::FmaOp::create(b, l, s[i], c, negShift));
@@ -464,7 +513,7 @@ SmallVector<Value, 2> FlashAttention::softmax(Value tile,
   SmallVector<Value> &packed = state.p;
   packed.clear();
   auto pairType = VectorType::get({2}, b.getF32Type());
-  for (int64_t i = 0; i < kBlockK / 2; i += 2) {
+  for (int64_t i = 0; i < blockK / 2; i += 2) {
     Value pair = vector::FromElementsOp::create(b, l, pairType,
                                                 ValueRange{p[i], p[i + 1]});
     Value half = arith::TruncFOp::create(b, l, VectorType::get({2}, dtype), pair);

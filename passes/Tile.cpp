@@ -251,9 +251,17 @@ void configureFlashAttention(Config &c, AttentionOp op) {
   c.set("flash", 1);
   c.set("wgmma", 1);
   c.set("block_q", 128);
+  int64_t headDim = (q[3] + 63) / 64 * 64;
+  int64_t valueDim = (shapeOf(op.getV())[3] + 63) / 64 * 64;
+  // 128 keys a tile leave too few registers for the wgmma pipeline
+  // (ptxas serialises it, C7511, even at head dim 64).
   c.set("block_k", 64);
-  c.set("head_dim", (q[3] + 63) / 64 * 64);
-  c.set("value_dim", (shapeOf(op.getV())[3] + 63) / 64 * 64);
+  c.set("head_dim", headDim);
+  c.set("value_dim", valueDim);
+  // Q's fragments in registers (32 a thread at head dim 128) halve the
+  // shared-memory reads of Q K^T; past 128 they would spill.
+  if (headDim <= 128)
+    c.set("q_registers", 1);
 }
 
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {

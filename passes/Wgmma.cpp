@@ -69,14 +69,15 @@ void fenceSharedForAsyncProxy(OpBuilder &b, Location l) {
 SmallVector<Value> multiplyRegisterA(OpBuilder &b, Location l,
                                      ArrayRef<Value> acc, ArrayRef<Value> a,
                                      Value descriptorB, bool bf16,
-                                     bool transposeB) {
+                                     bool transposeB, bool accumulate) {
   // NVVM's wgmma op takes A through a descriptor only: this one is written
   // as PTX. Operands: the accumulators ($0..), tied to the inputs after
   // them, then A's registers and B's descriptor.
   int64_t n = int64_t(acc.size()) * 2, count = int64_t(acc.size());
   std::string ptx, constraints;
   llvm::raw_string_ostream os(ptx), cs(constraints);
-  os << "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, " << (accumulate ? 1 : 0)
+     << ", 0;\n"
      << "wgmma.mma_async.sync.aligned.m64n" << n << "k16.f32."
      << (bf16 ? "bf16.bf16" : "f16.f16") << " {";
   for (int64_t i = 0; i < count; ++i) {

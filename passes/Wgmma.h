@@ -38,12 +38,13 @@ void fenceSharedForAsyncProxy(mlir::OpBuilder &b, mlir::Location l);
 /// d = a * b + d for m64nNk16 with A from registers (four 32-bit registers
 /// of 16-bit pairs, laid out as mma.sync's A fragment for the warp's 16
 /// rows) and B through `descriptorB` (M/N-major when `transposeB`). `acc`
-/// holds the N / 2 f32 accumulators; returns them updated (asynchronous:
-/// wait before reading them).
+/// holds the N / 2 f32 accumulators (ignored unless `accumulate`); returns
+/// them updated (asynchronous: wait before reading them).
 llvm::SmallVector<mlir::Value>
 multiplyRegisterA(mlir::OpBuilder &b, mlir::Location l,
                   llvm::ArrayRef<mlir::Value> acc, llvm::ArrayRef<mlir::Value> a,
-                  mlir::Value descriptorB, bool bf16, bool transposeB);
+                  mlir::Value descriptorB, bool bf16, bool transposeB,
+                  bool accumulate = true);
 
 /// An empty asm statement that reads `registers` (32-bit): they stay live,
 /// in their registers, until here. A wgmma in flight reads its A registers
