@@ -333,10 +333,10 @@ kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma) {
   Type dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
   if (!dtype.isBF16() && !dtype.isF16())
     return std::string("its operands are not bf16/f16");
-  if (!wgmma)
-    return std::string("the FlashAttention template needs sm_90 (wgmma)");
   if (!aligned)
     return std::string("its buffers are not known to be 16-byte aligned");
+  if (!wgmma)
+    return std::string("the FlashAttention template needs sm_90 (wgmma)");
   if (op.getMask() || op.getBias())
     return std::string("a mask or bias operand (causal masks are built in)");
   for (Value operand : {op.getQ(), op.getK(), op.getV()})
@@ -346,8 +346,9 @@ kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma) {
   if (d % 8 || dv % 8 || d > 256 || dv > 256 || d == 0 || dv == 0)
     return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +
            " are not multiples of 8 in 8..256";
-  for (int64_t dim : shapeOf(op.getQ()))
-    if (dim == 0)
-      return std::string("it is empty");
+  for (Value operand : {op.getQ(), op.getK()})
+    for (int64_t dim : shapeOf(operand))
+      if (dim == 0)
+        return std::string("it is empty");
   return std::nullopt;
 }

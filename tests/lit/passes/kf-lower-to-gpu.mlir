@@ -1,4 +1,5 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s --check-prefix=ATTN
 
 // A pointwise kernel: flat memref arguments known to be 16-byte aligned,
 // vector loads and stores, f32 math on widened bf16.
@@ -66,4 +67,30 @@ func.func @matmul_bias(%a: tensor<256x128xbf16>, %b: tensor<128x256xbf16>, %bias
   %bb = kf.broadcast %bias : tensor<256xbf16> -> tensor<256x256xbf16>
   %y = kf.add %c, %bb : tensor<256x256xbf16>
   return %y : tensor<256x256xbf16>
+}
+
+// -----
+
+// The FlashAttention template: Q, K and V tiles copied asynchronously into
+// dynamic shared memory; Q's fragments loaded once with ldmatrix; per key
+// tile S = Q K^T (register-A wgmma, PTX) and O += P V queued together, one
+// group waited before the softmax (exp2, quad shuffles) and both after;
+// O / l stored in pairs.
+// ATTN-LABEL: gpu.func @k0_attention
+// ATTN-SAME: known_block_size = array<i32: 256, 1, 1>
+// ATTN: gpu.dynamic_shared_memory
+// ATTN: nvgpu.device_async_copy
+// ATTN: nvgpu.ldmatrix
+// ATTN: scf.for
+// ATTN: nvvm.wgmma.fence.aligned
+// ATTN: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// ATTN: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 1
+// ATTN: math.exp2
+// ATTN: gpu.shuffle  xor
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 0
+// ATTN: vector.store {{.*}} vector<2xbf16>
+func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>, %v: tensor<1x2x256x128xbf16>) -> tensor<1x2x256x128xbf16> {
+  %o = kf.attention %q, %k, %v {causal = true, scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
+  return %o : tensor<1x2x256x128xbf16>
 }

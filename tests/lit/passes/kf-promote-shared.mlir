@@ -51,3 +51,14 @@ func.func @odd_rows(%a: tensor<256x768xbf16>, %b: tensor<50257x768xbf16>) -> ten
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<256x768xbf16>, tensor<50257x768xbf16> -> tensor<256x50257xbf16>
   return %c : tensor<256x50257xbf16>
 }
+
+// -----
+
+// FlashAttention keeps a 128-row Q tile and two stages of 64-key K and V
+// tiles: (128 x 128 + 2 x 64 x (128 + 128)) x 2 bytes = 96 KiB.
+// WGMMA-LABEL: func.func @attention
+// WGMMA: shared_bytes = 98304 : i64, stages = 2 : i64
+func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>, %v: tensor<1x2x256x128xbf16>) -> tensor<1x2x256x128xbf16> {
+  %o = kf.attention %q, %k, %v {scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
+  return %o : tensor<1x2x256x128xbf16>
+}

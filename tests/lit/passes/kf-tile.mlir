@@ -88,3 +88,41 @@ func.func @matmul_odd_k(%a: tensor<64x27xbf16>, %b: tensor<27x64xbf16>) -> tenso
   %c = kf.matmul %a, %b : tensor<64x27xbf16>, tensor<27x64xbf16> -> tensor<64x64xbf16>
   return %c : tensor<64x64xbf16>
 }
+
+// -----
+
+// Attention on sm_90 (wgmma): FlashAttention, a block per 128 query rows
+// of a head (4 x 16 x 32), 64-key tiles, head dims padded to 64 (96 -> 128);
+// Q in registers up to head dim 128.
+// WGMMA-LABEL: func.func @attention
+// WGMMA: kf.kernel attention
+// WGMMA-SAME: block = 256 : i64, block_k = 64 : i64, block_q = 128 : i64, flash = 1 : i64, grid = 2048 : i64, head_dim = 128 : i64, items = 2048 : i64, q_registers = 1 : i64, value_dim = 128 : i64, wgmma = 1 : i64
+// UNALIGNED-LABEL: func.func @attention
+// UNALIGNED-NOT: flash
+// UNALIGNED: no_tensor_cores = "its buffers are not known to be 16-byte aligned"
+// CHECK-LABEL: func.func @attention
+// CHECK: no_tensor_cores = "the FlashAttention template needs sm_90 (wgmma)"
+func.func @attention(%q: tensor<4x16x4096x96xbf16>, %k: tensor<4x4x4096x96xbf16>, %v: tensor<4x4x4096x96xbf16>) -> tensor<4x16x4096x96xbf16> {
+  %o = kf.attention %q, %k, %v {causal = true, scale = 0.1 : f64} : tensor<4x16x4096x96xbf16>, tensor<4x4x4096x96xbf16>, tensor<4x4x4096x96xbf16> -> tensor<4x16x4096x96xbf16>
+  return %o : tensor<4x16x4096x96xbf16>
+}
+
+// -----
+
+// What keeps attention off the FlashAttention template, said in the IR.
+// WGMMA-LABEL: func.func @attention_refused
+// WGMMA: no_tensor_cores = "a mask or bias operand (causal masks are built in)"
+// WGMMA: no_tensor_cores = "head dims 20 and 20 are not multiples of 8 in 8..256"
+// WGMMA: no_tensor_cores = "it is empty"
+// WGMMA: no_tensor_cores = "its operands are not bf16/f16"
+func.func @attention_refused(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %m: tensor<1x2x64x64xi1>,
+                             %q20: tensor<1x2x64x20xbf16>, %k20: tensor<1x2x64x20xbf16>,
+                             %k0: tensor<1x2x0x64xbf16>,
+                             %q32: tensor<1x2x64x64xf32>)
+    -> (tensor<1x2x64x64xbf16>, tensor<1x2x64x20xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xf32>) {
+  %0 = kf.attention %q, %k, %v mask %m : tensor<1x2x64x64xi1> {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  %1 = kf.attention %q20, %k20, %k20 {scale = 0.125 : f64} : tensor<1x2x64x20xbf16>, tensor<1x2x64x20xbf16>, tensor<1x2x64x20xbf16> -> tensor<1x2x64x20xbf16>
+  %2 = kf.attention %q, %k0, %k0 {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x0x64xbf16>, tensor<1x2x0x64xbf16> -> tensor<1x2x64x64xbf16>
+  %3 = kf.attention %q32, %q32, %q32 {scale = 0.125 : f64} : tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32> -> tensor<1x2x64x64xf32>
+  return %0, %1, %2, %3 : tensor<1x2x64x64xbf16>, tensor<1x2x64x20xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xf32>
+}
