@@ -2,18 +2,20 @@
 //
 // A block of two warpgroups takes `block_q` (128) query rows of one head,
 // 64 a warpgroup, and streams the head's keys and values through shared
-// memory `block_k` (64) at a time, double-buffered: the copies of the next
-// tile (cp.async, zero-filled past the sequence and the head dim) fly
-// while this tile is multiplied. Per tile a warpgroup computes
-//   S = Q K^T        wgmma m64n64k16, Q and K from shared memory,
-//   online softmax   running row max m and sum l in registers: the
-//                    accumulator is rescaled by exp(m_old - m_new),
-//   O += P V         wgmma m64nDk16, P from registers (the accumulator
-//                    layout of S is the A-fragment layout of P), V from
-//                    shared memory (M/N-major: V stays row-major),
-// so the scores and probabilities never leave registers. fp32 throughout,
-// exp2 with the scale folded in. The epilogue divides by l (0 for a row
-// with nothing to attend) and stores through the kernel's epilogue.
+// memory `block_k` (64) at a time: the copies of K for the next tile and
+// of V for this one (cp.async, zero-filled past the sequence and the head
+// dim) fly while the products run. Per key tile j a warpgroup issues
+//   S_j = Q K_j^T            wgmma m64n64k16, Q from registers (head dims
+//                            up to 128) or shared memory, K from shared,
+//   O += P_{j-1} V_{j-1}     wgmma m64nDk16, P from registers (the
+//                            accumulator layout of S is the A-fragment
+//                            layout of P), V M/N-major from shared memory,
+// then, once S_j is done, computes the online softmax of S_j (running row
+// max m and sum l in registers) while the second product runs, and last
+// rescales O by exp(m_old - m_new). The scores and probabilities never
+// leave registers. fp32 throughout, exp2 (ex2.approx.ftz) with the scale
+// folded in. The epilogue divides by l (0 for a row with nothing to
+// attend) and stores through the kernel's epilogue.
 //
 // Causal blocks stop at the diagonal; only tiles that cross it (and the
 // last, partial tile of the keys) pay for masking. Grouped-query attention
@@ -37,7 +39,6 @@ using namespace kfuse::kf;
 
 namespace {
 
-constexpr int64_t kBlockQ = 128, kThreads = 256;
 
 /// The running softmax state of the thread's two rows (lane / 4 and
 /// lane / 4 + 8 of its warp's 16): max and sum; the accumulators; and the
@@ -104,7 +105,12 @@ private:
   /// 16-bit pairs, in `state.p`.
   SmallVector<Value, 2> softmax(Value tile, SmallVector<Value> &s,
                                 RowState &state, bool masked);
+  void mask(Value tile, SmallVector<Value> &s);
+  Value treeReduce(SmallVector<Value> values,
+                   function_ref<Value(Value, Value)> combine);
+  SmallVector<Value> packPairs(ArrayRef<Value> p);
   Value quadReduce(Value v, bool max);
+  Value exp2(Value x);
   LogicalResult store(const RowState &state);
 
   Value idx(int64_t v) { return e.index(v); }
@@ -122,7 +128,7 @@ private:
   OpBuilder &b;
   Location l;
   AttentionOp op;
-  int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, blockK;
+  int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, blockK, blockQ, threads;
   double scaleLog2;
   Type dtype;
   Value q, k, v, shared, sharedBase, tid, lane, warpgroup, warpRow;
@@ -144,7 +150,10 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   dp = configValue(e.kernel(), "head_dim");
   dvp = configValue(e.kernel(), "value_dim");
   blockK = configValue(e.kernel(), "block_k", 64);
-  qTiles = (sq + kBlockQ - 1) / kBlockQ;
+  // A warpgroup of 128 threads a 64 query rows.
+  blockQ = configValue(e.kernel(), "block_q", 128);
+  threads = blockQ * 2;
+  qTiles = (sq + blockQ - 1) / blockQ;
     scaleLog2 = op.getScale().convertToDouble() * M_LOG2E;
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
   auto arg = [&](Value x) {
@@ -165,7 +174,7 @@ LogicalResult FlashAttention::emit() {
                             workgroup));
   shared = memref::ViewOp::create(
       b, l,
-      MemRefType::get({kBlockQ * dp + 2 * blockK * (dp + dvp)}, dtype, AffineMap(),
+      MemRefType::get({blockQ * dp + 2 * blockK * (dp + dvp)}, dtype, AffineMap(),
                       workgroup),
       bytes, idx(0), ValueRange{});
   sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
@@ -188,7 +197,7 @@ LogicalResult FlashAttention::emit() {
   int64_t keyTiles = (sk + blockK - 1) / blockK, fullTiles = sk / blockK;
   Value last = idx(keyTiles), unmasked = idx(fullTiles);
   if (op.getCausal()) {
-    Value rowsEnd = minIndex(add(q0, idx(kBlockQ)), idx(sq));
+    Value rowsEnd = minIndex(add(q0, idx(blockQ)), idx(sq));
     last = minIndex(last, div(add(rowsEnd, idx(blockK - 1)), blockK));
     unmasked = minIndex(unmasked, div(q0, blockK));
   }
@@ -226,7 +235,7 @@ void FlashAttention::locate(Value block) {
   batch = div(bh, heads);
   head = rem(bh, heads);
   Value kvHead = div(head, heads / kvHeads);
-  q0 = mul(qTile, kBlockQ);
+  q0 = mul(qTile, blockQ);
   qBase = mul(bh, sq * d);
   Value kvIndex = add(mul(batch, kvHeads), kvHead);
   kBase = mul(kvIndex, sk * d);
@@ -238,7 +247,7 @@ void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
                               int64_t validCols, Value sharedAt,
                               function_ref<Value(Value, Value)> place) {
   int64_t perRow = cols / 8, chunks = rows * perRow;
-  for (int64_t first = 0; first < chunks; first += kThreads) {
+  for (int64_t first = 0; first < chunks; first += threads) {
     Value c = add(tid, idx(first));
     Value r = div(c, perRow), col = mul(rem(c, perRow), 8);
     Value valid;
@@ -262,20 +271,20 @@ void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
 
 /// Q as K-major chunks of 64 head-dim columns: [dp / 64][128 rows][64].
 void FlashAttention::loadQ() {
-  Value valid = sq % kBlockQ ? arith::SubIOp::create(b, l, idx(sq), q0) : Value();
-  copyTile(q, add(qBase, mul(q0, d)), d, kBlockQ, valid, dp, d, idx(0),
+  Value valid = sq % blockQ ? arith::SubIOp::create(b, l, idx(sq), q0) : Value();
+  copyTile(q, add(qBase, mul(q0, d)), d, blockQ, valid, dp, d, idx(0),
            [&](Value r, Value col) {
-             return add(mul(div(col, 64), kBlockQ * 64),
+             return add(mul(div(col, 64), blockQ * 64),
                         wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
            });
 }
 
 Value FlashAttention::kStage(Value tile) {
-  return add(idx(kBlockQ * dp), mul(rem(tile, 2), blockK * dp));
+  return add(idx(blockQ * dp), mul(rem(tile, 2), blockK * dp));
 }
 
 Value FlashAttention::vStage(Value tile) {
-  return add(idx(kBlockQ * dp + 2 * blockK * dp),
+  return add(idx(blockQ * dp + 2 * blockK * dp),
              mul(rem(tile, 2), blockK * dvp));
 }
 
@@ -372,7 +381,7 @@ SmallVector<Value> FlashAttention::loadQFragments() {
   auto pairType = VectorType::get({4, 2}, dtype);
   for (int64_t s = 0; s < dp / 16; ++s) {
     Value col = add(mul(half, 8), idx((s % 4) * 16));
-    Value offset = add(idx((s / 4) * kBlockQ * 64),
+    Value offset = add(idx((s / 4) * blockQ * 64),
                        wgmma::swizzledOffset(b, l, r, col, true));
     Value frag = nvgpu::LdMatrixOp::create(b, l, pairType, shared,
                                            ValueRange{offset}, false, 4);
@@ -431,7 +440,7 @@ SmallVector<Value> FlashAttention::issueScores(ArrayRef<Value> descriptors) {
   for (auto [i, desc] : llvm::enumerate(descriptors)) {
     int64_t c = i / 4, s = i % 4;
     Value qDesc = wgmma::descriptor(
-        b, l, add(qBytes, idx(c * kBlockQ * 128 + 32 * s)), true);
+        b, l, add(qBytes, idx(c * blockQ * 128 + 32 * s)), true);
     all = NVVM::WgmmaMmaAsyncOp::create(
         b, l, accType, all, qDesc, desc, shape, type, type,
         NVVM::WGMMATypes::f32,
@@ -462,11 +471,52 @@ SmallVector<Value> FlashAttention::issueValues(ArrayRef<Value> descriptors,
 SmallVector<Value, 2> FlashAttention::softmax(Value tile,
                                               SmallVector<Value> &s,
                                               RowState &state, bool masked) {
+  if (masked)
+    mask(tile, s);
+  Value negInf = e.f32(-INFINITY), c = e.f32(scaleLog2);
+  auto maximum = [&](Value x, Value y) -> Value {
+    return arith::MaximumFOp::create(b, l, x, y);
+  };
+  auto plus = [&](Value x, Value y) -> Value {
+    return arith::AddFOp::create(b, l, x, y);
+  };
   SmallVector<Value, 2> alphas;
-  Value negInf = e.f32(-INFINITY);
+  SmallVector<Value> p(blockK / 2);
+  for (int64_t h = 0; h < 2; ++h) {
+    SmallVector<Value> row = {state.max[h]};
+    for (int64_t i = 0; i < blockK / 2; ++i)
+      if (i % 4 / 2 == h)
+        row.push_back(s[i]);
+    Value rowMax = quadReduce(treeReduce(row, maximum), true);
+    // A row with nothing to attend yet keeps max -inf: shift by 0 then,
+    // not by -inf (which would make exp2(-inf + inf) a NaN).
+    Value isEmpty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                          rowMax, negInf);
+    Value shift = arith::SelectOp::create(b, l, isEmpty, e.f32(0),
+                                          fmul(rowMax, c));
+    Value alpha =
+        exp2(arith::SubFOp::create(b, l, fmul(state.max[h], c), shift));
+    Value negShift = arith::NegFOp::create(b, l, shift);
+    SmallVector<Value> terms = {fmul(state.sum[h], alpha)};
+    for (int64_t i = 0; i < blockK / 2; ++i)
+      if (i % 4 / 2 == h) {
+        p[i] = exp2(math::FmaOp::create(b, l, s[i], c, negShift));
+        terms.push_back(p[i]);
+      }
+    alphas.push_back(alpha);
+    state.max[h] = rowMax;
+    state.sum[h] = treeReduce(terms, plus);
+  }
+  state.p = packPairs(p);
+  return alphas;
+}
+
+/// Keys past the end, and for causal attention keys after the query, get
+/// score -inf.
+void FlashAttention::mask(Value tile, SmallVector<Value> &s) {
   Value row0 = add(add(q0, warpRow), div(lane, 4));
   Value key0 = add(mul(tile, blockK), mul(rem(lane, 4), 2));
-  for (int64_t i = 0; masked && i < blockK / 2; ++i) {
+  for (int64_t i = 0; i < blockK / 2; ++i) {
     Value key = add(key0, idx(8 * (i / 4) + i % 2));
     Value row = add(row0, idx(i % 4 >= 2 ? 8 : 0));
     Value drop;
@@ -479,41 +529,30 @@ SmallVector<Value, 2> FlashAttention::softmax(Value tile,
       drop = drop ? arith::OrIOp::create(b, l, drop, late) : late;
     }
     if (drop)
-      s[i] = arith::SelectOp::create(b, l, drop, negInf, s[i]);
+      s[i] = arith::SelectOp::create(b, l, drop, e.f32(-INFINITY), s[i]);
   }
-  Value c = e.f32(scaleLog2);
-  SmallVector<Value> p(blockK / 2);
-  for (int64_t h = 0; h < 2; ++h) {
-    Value rowMax = state.max[h];
-    for (int64_t i = 0; i < blockK / 2; ++i)
-      if (i % 4 / 2 == h)
-        rowMax = arith::MaximumFOp::create(b, l, rowMax, s[i]);
-    rowMax = quadReduce(rowMax, true);
-    // A row with nothing to attend yet keeps max -inf: shift by 0 then,
-    // not by -inf (which would make exp2(-inf + inf) a NaN).
-    Value isEmpty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                          rowMax, negInf);
-    Value shift = arith::SelectOp::create(b, l, isEmpty, e.f32(0),
-                                          fmul(rowMax, c));
-    Value alpha = math::Exp2Op::create(
-        b, l, arith::SubFOp::create(b, l, fmul(state.max[h], c), shift));
-    Value negShift = arith::NegFOp::create(b, l, shift);
-    Value sum = fmul(state.sum[h], alpha);
-    for (int64_t i = 0; i < blockK / 2; ++i)
-      if (i % 4 / 2 == h) {
-        p[i] = math::Exp2Op::create(b, l,
-                                    math::FmaOp::create(b, l, s[i], c, negShift));
-        sum = arith::AddFOp::create(b, l, sum, p[i]);
-      }
-    alphas.push_back(alpha);
-    state.max[h] = rowMax;
-    state.sum[h] = sum;
+}
+
+/// Pairs in a balanced tree: a chain of 17 dependent ops would stall the
+/// two warps each scheduler has.
+Value FlashAttention::treeReduce(SmallVector<Value> values,
+                                 function_ref<Value(Value, Value)> combine) {
+  while (values.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < values.size(); i += 2)
+      next.push_back(combine(values[i], values[i + 1]));
+    if (values.size() % 2)
+      next.push_back(values.back());
+    values = std::move(next);
   }
-  // P as A fragments: registers (2i, 2i + 1) of S are one 16-bit pair.
-  SmallVector<Value> &packed = state.p;
-  packed.clear();
+  return values.front();
+}
+
+/// P as A fragments: registers (2i, 2i + 1) of S are one 16-bit pair.
+SmallVector<Value> FlashAttention::packPairs(ArrayRef<Value> p) {
+  SmallVector<Value> packed;
   auto pairType = VectorType::get({2}, b.getF32Type());
-  for (int64_t i = 0; i < blockK / 2; i += 2) {
+  for (size_t i = 0; i + 1 < p.size(); i += 2) {
     Value pair = vector::FromElementsOp::create(b, l, pairType,
                                                 ValueRange{p[i], p[i + 1]});
     Value half = arith::TruncFOp::create(b, l, VectorType::get({2}, dtype), pair);
@@ -521,7 +560,20 @@ SmallVector<Value, 2> FlashAttention::softmax(Value tile,
         b, l, VectorType::get({1}, b.getI32Type()), half);
     packed.push_back(vector::ExtractOp::create(b, l, word, ArrayRef<int64_t>{0}));
   }
-  return alphas;
+  return packed;
+}
+
+/// 2^x by one MUFU.EX2: the flush-to-zero form (libdevice's exp2f keeps
+/// denormal results, three more instructions an element; probabilities
+/// below 2^-126 add nothing to a row of sums >= 1).
+Value FlashAttention::exp2(Value x) {
+  return LLVM::InlineAsmOp::create(
+             b, l, b.getF32Type(), ValueRange{x}, "ex2.approx.ftz.f32 $0, $1;",
+             "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
 }
 
 /// Max or sum over the four lanes that share a row.

@@ -86,7 +86,7 @@ func.func @matmul_bias(%a: tensor<256x128xbf16>, %b: tensor<128x256xbf16>, %bias
 // ATTN: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
 // ATTN: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
 // ATTN: nvvm.wgmma.wait.group.sync.aligned 1
-// ATTN: math.exp2
+// ATTN: ex2.approx.ftz.f32
 // ATTN: gpu.shuffle  xor
 // ATTN: nvvm.wgmma.wait.group.sync.aligned 0
 // ATTN: vector.store {{.*}} vector<2xbf16>
