@@ -367,9 +367,26 @@ RowState FlashAttention::step(Value tile, RowState state, bool masked) {
   // The new P must not take the registers the product just read.
   wgmma::keepRegistersUntilHere(b, l, pInFlight);
   // Here rather than between the two products, where ptxas would make S
-  // complete first (C7517: it injects a wait).
-  for (int64_t i = 0; i < int64_t(state.acc.size()); ++i)
-    state.acc[i] = fmul(state.acc[i], rescale[i % 4 / 2]);
+  // complete first (C7517: it injects a wait). Only when a max moved: late
+  // in a row it rarely does, and this is a third of the softmax's work.
+  Value one = e.f32(1);
+  Value moved = arith::OrIOp::create(
+      b, l,
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, rescale[0], one),
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, rescale[1], one));
+  auto ifMoved = scf::IfOp::create(b, l, TypeRange(ValueRange(state.acc)),
+                                   moved, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifMoved.thenBlock());
+    SmallVector<Value> scaled;
+    for (int64_t i = 0; i < int64_t(state.acc.size()); ++i)
+      scaled.push_back(fmul(state.acc[i], rescale[i % 4 / 2]));
+    scf::YieldOp::create(b, l, scaled);
+    b.setInsertionPointToStart(ifMoved.elseBlock());
+    scf::YieldOp::create(b, l, state.acc);
+  }
+  state.acc.assign(ifMoved.getResults().begin(), ifMoved.getResults().end());
   return state;
 }
 
@@ -396,23 +413,22 @@ SmallVector<Value> FlashAttention::loadQFragments() {
 }
 
 SmallVector<Value> FlashAttention::scoreDescriptors(Value stage) {
-  Value kBytes = add(sharedBase, mul(stage, 2));
+  Value base = wgmma::descriptor(b, l, add(sharedBase, mul(stage, 2)), true);
   SmallVector<Value> descriptors;
   for (int64_t c = 0; c < dp / 64; ++c)
     for (int64_t s = 0; s < 4; ++s)
-      descriptors.push_back(wgmma::descriptor(
-          b, l, add(kBytes, idx(c * blockK * 128 + 32 * s)), true));
+      descriptors.push_back(
+          wgmma::offsetDescriptor(b, l, base, c * blockK * 128 + 32 * s));
   return descriptors;
 }
 
 /// One k16 step per 16 keys: V's 8-key groups are 1024 bytes apart.
 SmallVector<Value> FlashAttention::valueDescriptors(Value stage) {
-  Value vBytes = add(sharedBase, mul(stage, 2));
+  Value base = wgmma::descriptor(b, l, add(sharedBase, mul(stage, 2)), false);
   SmallVector<Value> descriptors;
   for (int64_t j = 0; j < blockK / 16; ++j)
-    descriptors.push_back(wgmma::descriptor(
-        b, l, add(vBytes, idx((j / 4) * 64 * dvp * 2 + 2048 * (j % 4))),
-        false));
+    descriptors.push_back(wgmma::offsetDescriptor(
+        b, l, base, (j / 4) * 64 * dvp * 2 + 2048 * (j % 4)));
   return descriptors;
 }
 
@@ -436,11 +452,12 @@ SmallVector<Value> FlashAttention::issueScores(ArrayRef<Value> descriptors) {
   auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, blockK, 16);
   NVVM::WGMMATypes type =
       dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
-  Value qBytes = add(sharedBase, mul(warpgroup, 64 * 128));
+  Value qBase = wgmma::descriptor(
+      b, l, add(sharedBase, mul(warpgroup, 64 * 128)), true);
   for (auto [i, desc] : llvm::enumerate(descriptors)) {
     int64_t c = i / 4, s = i % 4;
-    Value qDesc = wgmma::descriptor(
-        b, l, add(qBytes, idx(c * blockQ * 128 + 32 * s)), true);
+    Value qDesc =
+        wgmma::offsetDescriptor(b, l, qBase, c * blockQ * 128 + 32 * s);
     all = NVVM::WgmmaMmaAsyncOp::create(
         b, l, accType, all, qDesc, desc, shape, type, type,
         NVVM::WGMMATypes::f32,

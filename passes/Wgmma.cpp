@@ -60,6 +60,13 @@ Value descriptor(OpBuilder &b, Location l, Value byteAddress,
       b, l, field, i64(kContiguous ? kKMajorDescriptor : kMNMajorDescriptor));
 }
 
+Value offsetDescriptor(OpBuilder &b, Location l, Value desc, int64_t bytes) {
+  if (bytes == 0)
+    return desc;
+  return arith::AddIOp::create(
+      b, l, desc, arith::ConstantOp::create(b, l, b.getI64IntegerAttr(bytes / 16)));
+}
+
 void fenceSharedForAsyncProxy(OpBuilder &b, Location l) {
   NVVM::FenceProxyOp::create(
       b, l, NVVM::ProxyKindAttr::get(b.getContext(), NVVM::ProxyKind::async_shared),

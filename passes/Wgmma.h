@@ -31,6 +31,12 @@ mlir::Value swizzledOffset(mlir::OpBuilder &b, mlir::Location l, mlir::Value r,
 mlir::Value descriptor(mlir::OpBuilder &b, mlir::Location l,
                        mlir::Value byteAddress, bool kContiguous);
 
+/// `desc` moved `bytes` (a multiple of 16) further: one add, as the
+/// address field (bits 0-13, in 16-byte units) cannot carry over within
+/// the 227 KiB of shared memory.
+mlir::Value offsetDescriptor(mlir::OpBuilder &b, mlir::Location l,
+                             mlir::Value desc, int64_t bytes);
+
 /// Makes the generic proxy's shared-memory writes (cp.async, st.shared)
 /// visible to wgmma, which reads through the async proxy.
 void fenceSharedForAsyncProxy(mlir::OpBuilder &b, mlir::Location l);
