@@ -71,6 +71,8 @@ public:
   LogicalResult emit();
 
 private:
+  void setUp();
+  std::pair<Value, Value> keyTileRanges();
   void locate(Value block);
   /// Copies `rows` rows of `cols` (padded) elements from global element
   /// `base` on (rows `stride` apart, `validRows` and `validCols` real) into
@@ -167,23 +169,7 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
 LogicalResult FlashAttention::emit() {
   if (!dp || !dvp)
     return e.kernel().emitOpError("has no attention tiling: run kf-tile");
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
-  Value bytes = gpu::DynamicSharedMemoryOp::create(
-      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
-                            workgroup));
-  shared = memref::ViewOp::create(
-      b, l,
-      MemRefType::get({blockQ * dp + 2 * blockK * (dp + dvp)}, dtype, AffineMap(),
-                      workgroup),
-      bytes, idx(0), ValueRange{});
-  sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
-  tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
-  lane = rem(tid, 32);
-  warpgroup = div(tid, 128);
-  warpRow = add(mul(warpgroup, 64), mul(div(rem(tid, 128), 32), 16));
-  locate(gpu::BlockIdOp::create(b, l, gpu::Dimension::x));
-
+  setUp();
   loadQ();
   loadK(idx(0));
   // The product with V "before" tile 0 (P = 0) reads V stage 1: zeros,
@@ -191,16 +177,7 @@ LogicalResult FlashAttention::emit() {
   copyTile(v, idx(0), dv, blockK, idx(0), dvp, dv, vStage(idx(1)),
            [&](Value r, Value col) { return vOffset(r, col); });
   NVVM::CpAsyncCommitGroupOp::create(b, l);
-
-  // Key tiles: those wholly below the diagonal and inside the keys need no
-  // mask; the rest (the diagonal, the partial last tile) do.
-  int64_t keyTiles = (sk + blockK - 1) / blockK, fullTiles = sk / blockK;
-  Value last = idx(keyTiles), unmasked = idx(fullTiles);
-  if (op.getCausal()) {
-    Value rowsEnd = minIndex(add(q0, idx(blockQ)), idx(sq));
-    last = minIndex(last, div(add(rowsEnd, idx(blockK - 1)), blockK));
-    unmasked = minIndex(unmasked, div(q0, blockK));
-  }
+  auto [unmasked, last] = keyTileRanges();
   // With `q_registers` Q stays in registers: S = Q K^T then reads only K
   // from shared memory, half the bytes of a product of two shared operands.
   if (configValue(e.kernel(), "q_registers")) {
@@ -225,6 +202,40 @@ LogicalResult FlashAttention::emit() {
   state.acc = issueValues(vDescriptors, state);
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
   return store(state);
+}
+
+/// The dynamic shared memory and the thread's place in the block.
+void FlashAttention::setUp() {
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  Value bytes = gpu::DynamicSharedMemoryOp::create(
+      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                            workgroup));
+  shared = memref::ViewOp::create(
+      b, l,
+      MemRefType::get({blockQ * dp + 2 * blockK * (dp + dvp)}, dtype,
+                      AffineMap(), workgroup),
+      bytes, idx(0), ValueRange{});
+  sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
+  tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  lane = rem(tid, 32);
+  warpgroup = div(tid, 128);
+  warpRow = add(mul(warpgroup, 64), mul(div(rem(tid, 128), 32), 16));
+  locate(gpu::BlockIdOp::create(b, l, gpu::Dimension::x));
+}
+
+/// Key tiles [0, unmasked) lie wholly below the diagonal and inside the
+/// keys: no mask; [unmasked, last) (the diagonal, the partial last tile)
+/// are masked; causal blocks stop at the diagonal.
+std::pair<Value, Value> FlashAttention::keyTileRanges() {
+  int64_t keyTiles = (sk + blockK - 1) / blockK, fullTiles = sk / blockK;
+  Value last = idx(keyTiles), unmasked = idx(fullTiles);
+  if (op.getCausal()) {
+    Value rowsEnd = minIndex(add(q0, idx(blockQ)), idx(sq));
+    last = minIndex(last, div(add(rowsEnd, idx(blockK - 1)), blockK));
+    unmasked = minIndex(unmasked, div(q0, blockK));
+  }
+  return {unmasked, last};
 }
 
 /// Blocks take the query tiles of a head in turn, the last (for causal,

@@ -182,79 +182,93 @@ std::optional<std::pair<Value, double>> scaled(Value s) {
   return std::nullopt;
 }
 
+/// A select of the scores against -inf: the causal mask or a mask operand.
+/// Returns the scores it selects from.
+FailureOr<Value> peelMask(SelectOp select, AttentionMatch &m, Refusal &why) {
+  auto isNegInf = [](Value v) {
+    std::optional<double> c = splatValue(v);
+    return c && std::isinf(*c) && *c < 0;
+  };
+  bool keep = isNegInf(select.getOnFalse());
+  if (!keep && !isNegInf(select.getOnTrue())) {
+    why = "a select on the scores that does not mask to -inf";
+    return failure();
+  }
+  if (m.mask || m.causal) {
+    why = "more than one mask on the scores";
+    return failure();
+  }
+  if (isCausal(select.getCond(), keep)) {
+    m.causal = true;
+  } else if (keep) {
+    m.mask = select.getCond();
+  } else {
+    why = "a mask that is not causal and names the keys to drop";
+    return failure();
+  }
+  m.replaced.push_back(select);
+  return keep ? select.getOnTrue() : select.getOnFalse();
+}
+
+/// scores + bias (either side): returns the scores.
+FailureOr<Value> peelBias(AddOp add, AttentionMatch &m, Refusal &why) {
+  if (m.bias) {
+    why = "more than one bias on the scores";
+    return failure();
+  }
+  // Peeled outermost first: a scale already seen multiplies the bias.
+  if (m.scale != 1) {
+    why = "the scale multiplies the bias too (kf.attention scales the "
+          "product only)";
+    return failure();
+  }
+  // The scores are the side that leads to a matmul.
+  auto fromProduct = [](Value x) {
+    for (int depth = 0; depth < 8 && x.getDefiningOp(); ++depth) {
+      if (x.getDefiningOp<MatmulOp>())
+        return true;
+      x = x.getDefiningOp()->getOperand(0);
+    }
+    return false;
+  };
+  bool lhsScores = fromProduct(add.getLhs());
+  m.bias = lhsScores ? add.getRhs() : add.getLhs();
+  m.replaced.push_back(add);
+  return lhsScores ? add.getLhs() : add.getRhs();
+}
+
 /// Peels mask, bias and scale off the scores, outermost first, down to
 /// the product Q K^T.
 LogicalResult matchScores(Value s, AttentionMatch &m, Refusal &why) {
   for (;;) {
     s = throughCast(s, m);
     Operation *op = s.getDefiningOp();
+    FailureOr<Value> inner = failure();
     if (auto qk = dyn_cast_or_null<MatmulOp>(op)) {
       m.replaced.push_back(qk);
       return matchProduct(qk, m, why);
     }
     if (auto select = dyn_cast_or_null<SelectOp>(op)) {
-      std::optional<double> onTrue = splatValue(select.getOnTrue()),
-                            onFalse = splatValue(select.getOnFalse());
-      bool keep = onFalse && std::isinf(*onFalse) && *onFalse < 0;
-      if (!keep && !(onTrue && std::isinf(*onTrue) && *onTrue < 0)) {
-        why = "a select on the scores that does not mask to -inf";
-        return failure();
-      }
-      if (m.mask || m.causal) {
-        why = "more than one mask on the scores";
-        return failure();
-      }
-      if (isCausal(select.getCond(), keep))
-        m.causal = true;
-      else if (keep)
-        m.mask = select.getCond();
-      else {
-        why = "a mask that is not causal and names the keys to drop";
-        return failure();
-      }
-      m.replaced.push_back(select);
-      s = keep ? select.getOnTrue() : select.getOnFalse();
-      continue;
-    }
-    if (auto scale = scaled(s)) {
+      inner = peelMask(select, m, why);
+    } else if (auto scale = scaled(s)) {
       if (!(scale->second > 0) || std::isinf(scale->second)) {
         why = "the scale is not a positive finite constant";
         return failure();
       }
       m.scale *= scale->second;
       m.replaced.push_back(op);
-      s = scale->first;
-      continue;
+      inner = scale->first;
+    } else if (auto add = dyn_cast_or_null<AddOp>(op)) {
+      inner = peelBias(add, m, why);
+    } else {
+      why = "the scores are not scale * Q K^T [+ bias] [masked]: found " +
+            (op ? op->getName().getStringRef().str()
+                : std::string("an input"));
+      return failure();
     }
-    if (auto add = dyn_cast_or_null<AddOp>(op)) {
-      if (m.bias) {
-        why = "more than one bias on the scores";
-        return failure();
-      }
-      // Peeled outermost first: a scale already seen multiplies the bias.
-      if (m.scale != 1) {
-        why = "the scale multiplies the bias too (kf.attention scales the "
-              "product only)";
-        return failure();
-      }
-      // The product's side is the one that leads to a matmul.
-      auto fromProduct = [](Value x) {
-        for (int depth = 0; depth < 8 && x.getDefiningOp(); ++depth) {
-          if (x.getDefiningOp<MatmulOp>())
-            return true;
-          x = x.getDefiningOp()->getOperand(0);
-        }
-        return false;
-      };
-      bool lhsScores = fromProduct(add.getLhs());
-      m.bias = lhsScores ? add.getRhs() : add.getLhs();
-      m.replaced.push_back(add);
-      s = lhsScores ? add.getLhs() : add.getRhs();
-      continue;
-    }
-    why = "the scores are not scale * Q K^T [+ bias] [masked]: found " +
-          (op ? op->getName().getStringRef().str() : std::string("an input"));
-    return failure();
+    if (failed(inner))
+      return failure();
+    s = *inner;
   }
 }
 
