@@ -257,10 +257,13 @@ void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
                               int64_t rows, Value validRows, int64_t cols,
                               int64_t validCols, Value sharedAt,
                               function_ref<Value(Value, Value)> place) {
-  int64_t perRow = cols / 8, chunks = rows * perRow;
+  // 16-byte copies where rows are whole 16-byte chunks, else 8 or 4 bytes
+  // (cp.async.ca) into their part of a swizzled chunk.
+  int64_t chunk = validCols % 8 == 0 ? 8 : validCols % 4 == 0 ? 4 : 2;
+  int64_t perRow = cols / chunk, chunks = rows * perRow;
   for (int64_t first = 0; first < chunks; first += threads) {
     Value c = add(tid, idx(first));
-    Value r = div(c, perRow), col = mul(rem(c, perRow), 8);
+    Value r = div(c, perRow), col = mul(rem(c, perRow), chunk);
     Value valid;
     if (validRows)
       valid = less(r, validRows);
@@ -271,12 +274,14 @@ void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
     Value src = add(base, add(mul(r, stride), col)), count;
     if (valid) {
       src = arith::SelectOp::create(b, l, valid, src, idx(0));
-      count = arith::SelectOp::create(b, l, valid, idx(8), idx(0));
+      count = arith::SelectOp::create(b, l, valid, idx(chunk), idx(0));
     }
-    nvgpu::DeviceAsyncCopyOp::create(b, l, shared,
-                                     ValueRange{add(sharedAt, place(r, col))},
-                                     memref, ValueRange{src}, b.getIndexAttr(8),
-                                     count, b.getUnitAttr());
+    Value dst = add(sharedAt, place(r, col));
+    if (chunk < 8)
+      dst = add(dst, rem(col, 8));
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, l, shared, ValueRange{dst}, memref, ValueRange{src},
+        b.getIndexAttr(chunk), count, chunk == 8 ? b.getUnitAttr() : UnitAttr());
   }
 }
 
@@ -638,8 +643,13 @@ LogicalResult FlashAttention::store(const RowState &state) {
     for (int64_t i = 0; i < int64_t(state.acc.size()); i += 4) {
       int64_t first = i + 2 * h;
       Value col = add(mul(rem(lane, 4), 2), idx(8 * (i / 4)));
-      if (8 * (i / 4) >= dv) // padding (kf-tile keeps dv % 8 == 0)
+      if (8 * (i / 4) >= dv) // padding
         break;
+      OpBuilder::InsertionGuard columnGuard(b);
+      if (8 * (i / 4) + 8 > dv) { // a part of the last 8 columns (dv even)
+        auto has = scf::IfOp::create(b, l, less(col, idx(dv)), false);
+        b.setInsertionPointToStart(has.thenBlock());
+      }
       Value linear = add(mul(outRow, dv), col);
       Value linear1 = add(linear, idx(1));
       e.setElement(op.getResult(), linear, fmul(state.acc[first], inverse));

@@ -80,7 +80,7 @@ TransposeOp tiledTransposeOf(KernelOp kernel);
 AttentionOp attentionOf(KernelOp kernel);
 
 /// Why an attention kernel cannot run the FlashAttention template
-/// (bf16/f16, aligned, wgmma, head dims multiples of 8 up to 256, no mask
+/// (bf16/f16, aligned, wgmma, even head dims up to 256, no mask
 /// or bias operand), or nothing.
 std::optional<std::string> flashAttentionRefusal(KernelOp kernel, bool aligned,
                                                  bool wgmma);

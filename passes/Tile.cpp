@@ -346,9 +346,10 @@ kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma) {
     if (!isa<BlockArgument>(operand))
       return std::string("an operand is computed in the kernel");
   int64_t d = shapeOf(op.getQ())[3], dv = shapeOf(op.getV())[3];
-  if (d % 8 || dv % 8 || d > 256 || dv > 256 || d == 0 || dv == 0)
+  // Rows of whole 4-byte words: cp.async copies 4, 8 or 16 bytes.
+  if (d % 2 || dv % 2 || d > 256 || dv > 256 || d == 0 || dv == 0)
     return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +
-           " are not multiples of 8 in 8..256";
+           " are not even numbers in 2..256";
   for (Value operand : {op.getQ(), op.getK()})
     for (int64_t dim : shapeOf(operand))
       if (dim == 0)

@@ -113,8 +113,11 @@ std::vector<AttentionCase> cases() {
        std::nullopt, false, true},
       {"f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt,
        false},
-      {"d20_unaligned", 1, 2, 2, 50, 60, 20, 20, false, DType::bf16,
-       std::nullopt, false},
+      // Rows of 8- and 4-byte words: smaller copies, a partial last chunk.
+      {"d20", 1, 2, 2, 50, 60, 20, 20, false},
+      {"d36_dv18_causal_f16", 1, 4, 2, 140, 130, 36, 18, true, f16},
+      {"d21_odd", 1, 2, 2, 50, 60, 21, 21, false, DType::bf16, std::nullopt,
+       false},
   };
 }
 

@@ -112,17 +112,17 @@ func.func @attention(%q: tensor<4x16x4096x96xbf16>, %k: tensor<4x4x4096x96xbf16>
 // What keeps attention off the FlashAttention template, said in the IR.
 // WGMMA-LABEL: func.func @attention_refused
 // WGMMA: no_tensor_cores = "a mask or bias operand (causal masks are built in)"
-// WGMMA: no_tensor_cores = "head dims 20 and 20 are not multiples of 8 in 8..256"
+// WGMMA: no_tensor_cores = "head dims 21 and 21 are not even numbers in 2..256"
 // WGMMA: no_tensor_cores = "it is empty"
 // WGMMA: no_tensor_cores = "its operands are not bf16/f16"
 func.func @attention_refused(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %m: tensor<1x2x64x64xi1>,
-                             %q20: tensor<1x2x64x20xbf16>, %k20: tensor<1x2x64x20xbf16>,
+                             %q21: tensor<1x2x64x21xbf16>, %k21: tensor<1x2x64x21xbf16>,
                              %k0: tensor<1x2x0x64xbf16>,
                              %q32: tensor<1x2x64x64xf32>)
-    -> (tensor<1x2x64x64xbf16>, tensor<1x2x64x20xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xf32>) {
+    -> (tensor<1x2x64x64xbf16>, tensor<1x2x64x21xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xf32>) {
   %0 = kf.attention %q, %k, %v mask %m : tensor<1x2x64x64xi1> {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
-  %1 = kf.attention %q20, %k20, %k20 {scale = 0.125 : f64} : tensor<1x2x64x20xbf16>, tensor<1x2x64x20xbf16>, tensor<1x2x64x20xbf16> -> tensor<1x2x64x20xbf16>
+  %1 = kf.attention %q21, %k21, %k21 {scale = 0.125 : f64} : tensor<1x2x64x21xbf16>, tensor<1x2x64x21xbf16>, tensor<1x2x64x21xbf16> -> tensor<1x2x64x21xbf16>
   %2 = kf.attention %q, %k0, %k0 {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x0x64xbf16>, tensor<1x2x0x64xbf16> -> tensor<1x2x64x64xbf16>
   %3 = kf.attention %q32, %q32, %q32 {scale = 0.125 : f64} : tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32> -> tensor<1x2x64x64xf32>
-  return %0, %1, %2, %3 : tensor<1x2x64x64xbf16>, tensor<1x2x64x20xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xf32>
+  return %0, %1, %2, %3 : tensor<1x2x64x64xbf16>, tensor<1x2x64x21xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xf32>
 }
