@@ -57,7 +57,7 @@ std::optional<RowSpace> rowOpSpace(Operation *op) {
       return std::nullopt;
     input = reduce.getInput();
   } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
-    if (softmax.getAxis() != softmax.getType().getRank() - 1)
+    if (int64_t(softmax.getAxis()) != softmax.getType().getRank() - 1)
       return std::nullopt;
     input = softmax.getInput();
   } else {

@@ -57,7 +57,7 @@ std::optional<RowSpace> kfuse::kf::rowSpaceOf(KernelOp kernel) {
         ok = false;
       addRows(reduce.getInput());
     } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
-      if (softmax.getAxis() != static_cast<int64_t>(shapeOf(softmax).size()) - 1)
+      if (int64_t(softmax.getAxis()) != int64_t(shapeOf(softmax).size()) - 1)
         ok = false;
       addRows(softmax.getInput());
     }
