@@ -1,8 +1,12 @@
 // RUN: kfuse-opt %s -split-input-file --kf-online-softmax | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-online-softmax --kf-fuse | FileCheck %s --check-prefix=FUSED
 
 // The softmax op over scaled scores, K^T by the matmul's flag, the
 // probabilities cast to bf16 for the second product.
 // CHECK-LABEL: func.func @softmax_op
+// FUSED-LABEL: func.func @softmax_op
+// FUSED: kf.kernel attention
+// FUSED-NOT: kf.kernel
 // CHECK-SAME: (%[[Q:.*]]: tensor<2x4x64x32xbf16>, %[[K:.*]]: tensor<2x4x64x32xbf16>, %[[V:.*]]: tensor<2x4x64x32xbf16>)
 // CHECK-NEXT: %[[O:.*]] = kf.attention %[[Q]], %[[K]], %[[V]] {scale = 1.250000e-01 : f64}
 // CHECK-NEXT: return %[[O]]
@@ -20,6 +24,9 @@ func.func @softmax_op(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>, %v
 
 // exp/max/sum/div with keep_dims, the scale on Q, K^T through a transpose.
 // CHECK-LABEL: func.func @primitive_softmax
+// FUSED-LABEL: func.func @primitive_softmax
+// FUSED: kf.kernel attention
+// FUSED-NOT: kf.kernel
 // CHECK-SAME: (%[[Q:.*]]: tensor<2x4x64x32xf16>, %[[K:.*]]: tensor<2x4x64x32xf16>, %[[V:.*]]: tensor<2x4x64x32xf16>)
 // CHECK-NEXT: %[[O:.*]] = kf.attention %[[Q]], %[[K]], %[[V]] {scale = 2.500000e-01 : f64}
 // CHECK-NEXT: return %[[O]]
@@ -44,6 +51,9 @@ func.func @primitive_softmax(%q: tensor<2x4x64x32xf16>, %k: tensor<2x4x64x32xf16
 // Reductions without keep_dims, reshaped back; the scale as a division
 // of the scores (by sqrt(64)); rank-3 operands.
 // CHECK-LABEL: func.func @rank3_divided
+// FUSED-LABEL: func.func @rank3_divided
+// FUSED-COUNT-1: kf.kernel attention
+// FUSED-NOT: kf.kernel matmul
 // CHECK-DAG: %[[Q4:.*]] = kf.reshape %arg0 : tensor<8x64x64xbf16> -> tensor<1x8x64x64xbf16>
 // CHECK-DAG: %[[K4:.*]] = kf.reshape %arg1 : tensor<8x64x64xbf16> -> tensor<1x8x64x64xbf16>
 // CHECK-DAG: %[[V4:.*]] = kf.reshape %arg2 : tensor<8x64x64xbf16> -> tensor<1x8x64x64xbf16>
@@ -72,6 +82,9 @@ func.func @rank3_divided(%q: tensor<8x64x64xbf16>, %k: tensor<8x64x64xbf16>, %v:
 
 // A causal mask: keep where row >= column, else -inf.
 // CHECK-LABEL: func.func @causal
+// FUSED-LABEL: func.func @causal
+// FUSED: kf.kernel attention
+// FUSED-NOT: kf.kernel
 // CHECK: kf.attention %arg0, %arg1, %arg2 {causal = true, scale = 1.250000e-01 : f64}
 // CHECK-NOT: kf.select
 func.func @causal(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>, %v: tensor<2x4x64x32xbf16>) -> tensor<2x4x64x32xbf16> {
@@ -95,6 +108,9 @@ func.func @causal(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>, %v: te
 // The causal mask the other way round (-inf where column > row), the
 // exp/max/sum/div softmax (causal rows always keep key 0: no NaN row).
 // CHECK-LABEL: func.func @causal_dropped
+// FUSED-LABEL: func.func @causal_dropped
+// FUSED: kf.kernel attention
+// FUSED-NOT: kf.kernel
 // CHECK: kf.attention %arg0, %arg1, %arg2 {causal = true, scale = 1.000000e+00 : f64}
 func.func @causal_dropped(%q: tensor<2x4x64x32xf32>, %k: tensor<2x4x64x32xf32>, %v: tensor<2x4x64x32xf32>) -> tensor<2x4x64x32xf32> {
   %s = kf.matmul %q, %k {transpose_b = true} : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32> -> tensor<2x4x64x64xf32>
@@ -119,6 +135,9 @@ func.func @causal_dropped(%q: tensor<2x4x64x32xf32>, %k: tensor<2x4x64x32xf32>, 
 // A bias after the scale, an arbitrary mask with the softmax op (whose
 // fully masked rows give 0, as kf.attention's do).
 // CHECK-LABEL: func.func @bias_and_mask
+// FUSED-LABEL: func.func @bias_and_mask
+// FUSED: kf.kernel attention
+// FUSED-NOT: kf.kernel
 // CHECK: kf.attention %arg0, %arg1, %arg2 mask %arg4 : tensor<2x4x64x64xi1> bias %arg3 : tensor<2x4x64x64xf32> {scale = 5.000000e-01 : f64}
 func.func @bias_and_mask(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>, %v: tensor<2x4x64x32xbf16>, %bias: tensor<2x4x64x64xf32>, %keep: tensor<2x4x64x64xi1>) -> tensor<2x4x64x32xbf16> {
   %s = kf.matmul %q, %k {transpose_b = true} : tensor<2x4x64x32xbf16>, tensor<2x4x64x32xbf16> -> tensor<2x4x64x64xf32>
@@ -137,6 +156,9 @@ func.func @bias_and_mask(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>,
 
 // Grouped-query attention: 2 K/V heads repeated for 8 query heads.
 // CHECK-LABEL: func.func @grouped_query
+// FUSED-LABEL: func.func @grouped_query
+// FUSED: kf.kernel attention
+// FUSED-NOT: kf.kernel
 // CHECK: kf.attention %arg0, %arg1, %arg2 {scale = 1.250000e-01 : f64} : tensor<1x8x64x32xbf16>, tensor<1x2x64x32xbf16>, tensor<1x2x64x32xbf16> -> tensor<1x8x64x32xbf16>
 // CHECK-NOT: kf.broadcast
 func.func @grouped_query(%q: tensor<1x8x64x32xbf16>, %k: tensor<1x2x64x32xbf16>, %v: tensor<1x2x64x32xbf16>) -> tensor<1x8x64x32xbf16> {
@@ -160,6 +182,11 @@ func.func @grouped_query(%q: tensor<1x8x64x32xbf16>, %k: tensor<1x2x64x32xbf16>,
 // K given already transposed ([B, H, D, S]): kf.attention gets it back
 // in rows through a transpose (O(S D) work, not S x S).
 // CHECK-LABEL: func.func @k_columns
+// FUSED-LABEL: func.func @k_columns
+// FUSED: kf.kernel pointwise
+// FUSED: kf.transpose
+// FUSED: kf.kernel attention
+// FUSED-NOT: kf.kernel
 // CHECK: %[[K:.*]] = kf.transpose %arg1 [0, 1, 3, 2] : tensor<2x4x32x64xbf16> -> tensor<2x4x64x32xbf16>
 // CHECK: kf.attention %arg0, %[[K]], %arg2
 func.func @k_columns(%q: tensor<2x4x64x32xbf16>, %kt: tensor<2x4x32x64xbf16>, %v: tensor<2x4x64x32xbf16>) -> tensor<2x4x64x32xbf16> {
@@ -174,6 +201,11 @@ func.func @k_columns(%q: tensor<2x4x64x32xbf16>, %kt: tensor<2x4x32x64xbf16>, %v
 
 // Near-matches that keep their meaning only unfused.
 // CHECK-LABEL: func.func @negative_scale
+// FUSED-LABEL: func.func @negative_scale
+// FUSED-NOT: kf.kernel attention
+// FUSED: kf.kernel matmul
+// FUSED: kf.kernel normalization
+// FUSED: kf.kernel matmul
 // CHECK-NOT: kf.attention
 // CHECK: kf.matmul {{.*}}kf.online_softmax = "not rewritten: the scale is not a positive finite constant"
 func.func @negative_scale(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>, %v: tensor<2x4x64x32xbf16>) -> tensor<2x4x64x32xbf16> {
@@ -189,6 +221,11 @@ func.func @negative_scale(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>
 // -----
 
 // CHECK-LABEL: func.func @scaled_bias
+// FUSED-LABEL: func.func @scaled_bias
+// FUSED-NOT: kf.kernel attention
+// FUSED: kf.kernel matmul
+// FUSED: kf.kernel normalization
+// FUSED: kf.kernel matmul
 // CHECK: kf.online_softmax = "not rewritten: the scale multiplies the bias too
 func.func @scaled_bias(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>, %v: tensor<2x4x64x32xbf16>, %bias: tensor<2x4x64x64xf32>) -> tensor<2x4x64x32xbf16> {
   %s = kf.matmul %q, %k {transpose_b = true} : tensor<2x4x64x32xbf16>, tensor<2x4x64x32xbf16> -> tensor<2x4x64x64xf32>
@@ -204,6 +241,11 @@ func.func @scaled_bias(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>, %
 // -----
 
 // CHECK-LABEL: func.func @primitive_softmax_masked
+// FUSED-LABEL: func.func @primitive_softmax_masked
+// FUSED-NOT: kf.kernel attention
+// FUSED: kf.kernel matmul
+// FUSED: kf.kernel normalization
+// FUSED: kf.kernel matmul
 // CHECK: kf.online_softmax = "not rewritten: a mask with the exp/max/sum/div softmax
 func.func @primitive_softmax_masked(%q: tensor<2x4x64x32xf32>, %k: tensor<2x4x64x32xf32>, %v: tensor<2x4x64x32xf32>, %keep: tensor<2x4x64x64xi1>) -> tensor<2x4x64x32xf32> {
   %s = kf.matmul %q, %k {transpose_b = true} : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32> -> tensor<2x4x64x64xf32>
@@ -225,6 +267,11 @@ func.func @primitive_softmax_masked(%q: tensor<2x4x64x32xf32>, %k: tensor<2x4x64
 // The probabilities are a graph output too: the S x S matrix is written
 // anyway, so the rewrite would only add work.
 // CHECK-LABEL: func.func @probabilities_returned
+// FUSED-LABEL: func.func @probabilities_returned
+// FUSED-NOT: kf.kernel attention
+// FUSED: kf.kernel matmul
+// FUSED: kf.kernel normalization
+// FUSED: kf.kernel matmul
 // CHECK: kf.online_softmax = "not rewritten: the kf.cast of the scores is also used outside the attention"
 func.func @probabilities_returned(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>, %v: tensor<2x4x64x32xbf16>) -> (tensor<2x4x64x32xbf16>, tensor<2x4x64x64xbf16>) {
   %s = kf.matmul %q, %k {transpose_b = true} : tensor<2x4x64x32xbf16>, tensor<2x4x64x32xbf16> -> tensor<2x4x64x64xf32>
@@ -237,6 +284,11 @@ func.func @probabilities_returned(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x
 // -----
 
 // CHECK-LABEL: func.func @softmax_over_queries
+// FUSED-LABEL: func.func @softmax_over_queries
+// FUSED-NOT: kf.kernel attention
+// FUSED: kf.kernel matmul
+// FUSED: kf.kernel normalization
+// FUSED: kf.kernel matmul
 // CHECK: kf.online_softmax = "not rewritten: the softmax is not along the keys (the last axis)"
 func.func @softmax_over_queries(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32xbf16>, %v: tensor<2x4x64x32xbf16>) -> tensor<2x4x64x32xbf16> {
   %s = kf.matmul %q, %k {transpose_b = true} : tensor<2x4x64x32xbf16>, tensor<2x4x64x32xbf16> -> tensor<2x4x64x64xf32>
@@ -250,6 +302,11 @@ func.func @softmax_over_queries(%q: tensor<2x4x64x32xbf16>, %k: tensor<2x4x64x32
 
 // exp(s) / sum exp(s) without the max overflows where softmax does not.
 // CHECK-LABEL: func.func @unshifted_softmax
+// FUSED-LABEL: func.func @unshifted_softmax
+// FUSED-NOT: kf.kernel attention
+// FUSED: kf.kernel matmul
+// FUSED: kf.kernel normalization
+// FUSED: kf.kernel matmul
 // CHECK: kf.online_softmax = "not rewritten: the left operand is not a softmax
 func.func @unshifted_softmax(%q: tensor<2x4x64x32xf32>, %k: tensor<2x4x64x32xf32>, %v: tensor<2x4x64x32xf32>) -> tensor<2x4x64x32xf32> {
   %s = kf.matmul %q, %k {transpose_b = true} : tensor<2x4x64x32xf32>, tensor<2x4x64x32xf32> -> tensor<2x4x64x64xf32>
@@ -265,6 +322,9 @@ func.func @unshifted_softmax(%q: tensor<2x4x64x32xf32>, %k: tensor<2x4x64x32xf32
 
 // A plain chain of two products is no near-match: no attribute.
 // CHECK-LABEL: func.func @two_products
+// FUSED-LABEL: func.func @two_products
+// FUSED-COUNT-2: kf.kernel matmul
+// FUSED-NOT: kf.kernel
 // CHECK-NOT: kf.online_softmax
 // CHECK: return
 func.func @two_products(%a: tensor<64x32xbf16>, %b: tensor<32x64xbf16>, %c: tensor<64x32xbf16>) -> tensor<64x32xbf16> {
