@@ -39,21 +39,6 @@ struct AttentionRow {
   double flops = 0, floorMs = 0, fusedMs = 0, unfusedMs = 0, sdpaMs = 0;
 };
 
-Expected<double> medianMs(Executable &exe, const std::vector<DeviceTensor> &in,
-                          const DeviceTensor &out, int batch) {
-  Expected<std::vector<double>> times = timeOnDevice(
-      [&] {
-        for (int i = 0; i < batch; ++i)
-          if (Status s = exe.run(in.data(), in.size(), &out, 1); !s)
-            return s;
-        return Status::ok();
-      },
-      11);
-  if (!times)
-    return times.error();
-  return median(*times) / batch;
-}
-
 /// SDPA's median ms from `peers.py --sdpa`, or 0 when it cannot run.
 double sdpaMs(const std::string &peers, const AttentionShape &s) {
   std::string command = "python3 " + peers + " --sdpa " +
@@ -78,22 +63,13 @@ Expected<AttentionRow> measure(const AttentionWorkload &w, double peakTflops,
   const AttentionShape &s = w.shape;
   std::vector<DeviceBuffer> buffers;
   std::vector<DeviceTensor> inputs;
-  uint64_t bytes = 0, seed = 11;
-  for (const TensorInfo &info : g.inputs()) {
-    std::vector<int64_t> shape;
-    for (const Dim &d : info.shape)
-      shape.push_back(d.size());
-    HostTensor t = HostTensor::random(info.dtype, shape, seed++);
-    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
-    if (!b)
-      return b.error();
-    bytes += 2 * t.sizeInBytes(); // read, and the output of the same size
-    inputs.push_back(b->tensor(info.dtype, Dims(shape)));
-    buffers.push_back(b.take());
-  }
+  uint64_t bytes = 0;
+  if (Status st = uploadRandomInputs(g, buffers, inputs, bytes); !st)
+    return st.error();
   Dims outShape({s.batch, s.heads, s.seq, s.headDim});
-  Expected<DeviceBuffer> out =
-      DeviceBuffer::allocate(2 * s.batch * s.heads * s.seq * s.headDim);
+  uint64_t outBytes = 2 * s.batch * s.heads * s.seq * s.headDim;
+  bytes += outBytes;
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(outBytes);
   if (!out)
     return out.error();
   AttentionRow row;
@@ -101,19 +77,11 @@ Expected<AttentionRow> measure(const AttentionWorkload &w, double peakTflops,
               (s.causal ? 2 : 1);
   row.floorMs = std::max(row.flops / (peakTflops * 1e12),
                          bytes / (copyGBs * 1e9)) * 1e3;
-  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
-    CompileOptions options;
-    options.fusion = fusion;
-    Expected<Executable> exe = Compiler(options).compile(g);
-    if (!exe)
-      return exe.error();
-    Expected<double> ms = medianMs(*exe, inputs,
-                                   out->tensor(DType::bf16, outShape),
-                                   fusion == Fusion::Fused ? 5 : 1);
-    if (!ms)
-      return ms.error();
-    (fusion == Fusion::Fused ? row.fusedMs : row.unfusedMs) = *ms;
-  }
+  if (Status st = timeFusedAndUnfused(g, inputs,
+                                      out->tensor(DType::bf16, outShape),
+                                      row.fusedMs, row.unfusedMs);
+      !st)
+    return st.error();
   row.sdpaMs = sdpaMs(peers, s);
   return row;
 }

@@ -6,6 +6,7 @@
 #include "kfuse/kfuse.h"
 
 #include <algorithm>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,19 @@ struct MemoryTable {
   void print() const;
   std::string json() const;
 };
+
+/// Median ms of `once` on the device: 15 timed batches of 5 back-to-back
+/// calls, per call.
+Expected<double> medianMs(const std::function<Status()> &once);
+/// Random inputs of `g` on the device; `bytes` counts them.
+Status uploadRandomInputs(const Graph &g, std::vector<DeviceBuffer> &buffers,
+                          std::vector<DeviceTensor> &inputs, uint64_t &bytes);
+/// `g` compiled fused and unfused and timed on the same buffers;
+/// `inspectFused` sees the fused executable.
+Status timeFusedAndUnfused(
+    const Graph &g, const std::vector<DeviceTensor> &inputs,
+    const DeviceTensor &result, double &fusedMs, double &unfusedMs,
+    const std::function<void(Executable &)> &inspectFused = {});
 
 int runCosts(const std::string &self, Table &table);
 /// The memory-bound workloads (all, or `only`); `list` prints their names.

@@ -35,6 +35,61 @@ std::string Table::json() const {
   return out + "]\n";
 }
 
+Expected<double> medianMs(const std::function<Status()> &once) {
+  constexpr int kBatch = 5;
+  Expected<std::vector<double>> times = timeOnDevice(
+      [&] {
+        for (int i = 0; i < kBatch; ++i)
+          if (Status s = once(); !s)
+            return s;
+        return Status::ok();
+      },
+      15);
+  if (!times)
+    return times.error();
+  return median(*times) / kBatch;
+}
+
+Status uploadRandomInputs(const Graph &g, std::vector<DeviceBuffer> &buffers,
+                          std::vector<DeviceTensor> &inputs, uint64_t &bytes) {
+  uint64_t seed = 7;
+  for (const TensorInfo &info : g.inputs()) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : info.shape)
+      shape.push_back(d.size());
+    HostTensor t = HostTensor::random(info.dtype, shape, seed++);
+    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
+    if (!b)
+      return b.error();
+    bytes += t.sizeInBytes();
+    inputs.push_back(b->tensor(info.dtype, Dims(shape)));
+    buffers.push_back(b.take());
+  }
+  return Status::ok();
+}
+
+Status timeFusedAndUnfused(
+    const Graph &g, const std::vector<DeviceTensor> &inputs,
+    const DeviceTensor &result, double &fusedMs, double &unfusedMs,
+    const std::function<void(Executable &)> &inspectFused) {
+  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
+    CompileOptions options;
+    options.fusion = fusion;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    if (!exe)
+      return exe.error();
+    Expected<double> ms = medianMs([&] {
+      return exe->run(inputs.data(), inputs.size(), &result, 1);
+    });
+    if (!ms)
+      return ms.error();
+    (fusion == Fusion::Fused ? fusedMs : unfusedMs) = *ms;
+    if (fusion == Fusion::Fused && inspectFused)
+      inspectFused(*exe);
+  }
+  return Status::ok();
+}
+
 } // namespace kfuse::bench
 
 static int usage() {

@@ -121,21 +121,6 @@ Status runCuBlas(CuBlas &blas, const MatmulWorkload &w, const void *a,
   return Status::ok();
 }
 
-Expected<double> medianOf(const std::function<Status()> &once) {
-  constexpr int kBatch = 5;
-  Expected<std::vector<double>> times = timeOnDevice(
-      [&] {
-        for (int i = 0; i < kBatch; ++i)
-          if (Status s = once(); !s)
-            return s;
-        return Status::ok();
-      },
-      15);
-  if (!times)
-    return times.error();
-  return median(*times) / kBatch;
-}
-
 Expected<HostTensor> download(const DeviceBuffer &buffer, std::vector<int64_t> shape) {
   HostTensor t(DType::bf16, std::move(shape));
   if (Status s = buffer.copyToHost(t.data(), t.sizeInBytes()); !s)
@@ -149,25 +134,6 @@ struct MatmulRow {
   std::string tile;
 };
 
-/// Random inputs on the device; `bytes` counts them.
-Status upload(const Graph &g, std::vector<DeviceBuffer> &buffers,
-              std::vector<DeviceTensor> &inputs, uint64_t &bytes) {
-  uint64_t seed = 7;
-  for (const TensorInfo &info : g.inputs()) {
-    std::vector<int64_t> shape;
-    for (const Dim &d : info.shape)
-      shape.push_back(d.size());
-    HostTensor t = HostTensor::random(info.dtype, shape, seed++);
-    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
-    if (!b)
-      return b.error();
-    bytes += t.sizeInBytes();
-    inputs.push_back(b->tensor(info.dtype, Dims(shape)));
-    buffers.push_back(b.take());
-  }
-  return Status::ok();
-}
-
 /// The block tile kf-tile chose ("simt" for the fallback).
 std::string tileOf(Executable &exe) {
   Expected<std::string> fused = exe.dump(Stage::Fused);
@@ -179,26 +145,6 @@ std::string tileOf(Executable &exe) {
          fused->substr(n + 9, fused->find(' ', n + 9) - n - 9);
 }
 
-Status timeKfuse(const Graph &g, const std::vector<DeviceTensor> &inputs,
-                 const DeviceTensor &result, MatmulRow &row) {
-  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
-    CompileOptions options;
-    options.fusion = fusion;
-    Expected<Executable> exe = Compiler(options).compile(g);
-    if (!exe)
-      return exe.error();
-    Expected<double> ms = medianOf([&] {
-      return exe->run(inputs.data(), inputs.size(), &result, 1);
-    });
-    if (!ms)
-      return ms.error();
-    (fusion == Fusion::Fused ? row.fusedMs : row.unfusedMs) = *ms;
-    if (fusion == Fusion::Fused)
-      row.tile = tileOf(*exe);
-  }
-  return Status::ok();
-}
-
 Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
                             double copyGBs) {
   Graph g(w.name);
@@ -208,7 +154,7 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
   std::vector<DeviceBuffer> buffers;
   std::vector<DeviceTensor> inputs;
   uint64_t bytes = 0;
-  if (Status s = upload(g, buffers, inputs, bytes); !s)
+  if (Status s = uploadRandomInputs(g, buffers, inputs, bytes); !s)
     return s.error();
   std::vector<int64_t> outShape = {w.m, w.n};
   if (w.batch > 1)
@@ -228,8 +174,9 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
   row.flops = 2.0 * w.batch * w.m * w.n * w.k;
   row.floorMs = std::max(row.flops / (peakTflops * 1e12),
                          bytes / (copyGBs * 1e9)) * 1e3;
-  if (Status s = timeKfuse(g, inputs, out->tensor(DType::bf16, Dims(outShape)),
-                           row);
+  if (Status s = timeFusedAndUnfused(
+          g, inputs, out->tensor(DType::bf16, Dims(outShape)), row.fusedMs,
+          row.unfusedMs, [&](Executable &exe) { row.tile = tileOf(exe); });
       !s)
     return s.error();
   // Compare with cuBLAS where it computes the same (its time without the
@@ -237,7 +184,7 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
   CuBlas *blas = CuBlas::open();
   if (!blas)
     return row;
-  Expected<double> ms = medianOf([&] {
+  Expected<double> ms = medianMs([&] {
     return runCuBlas(*blas, w, buffers[0].data(), buffers[1].data(),
                      peer->data());
   });

@@ -65,7 +65,7 @@ struct RowState {
   }
 };
 
-class FlashAttention {
+class FlashAttention : IndexArithmetic {
 public:
   FlashAttention(KernelEmitter &e, AttentionOp op);
   LogicalResult emit();
@@ -115,20 +115,9 @@ private:
   Value exp2(Value x);
   LogicalResult store(const RowState &state);
 
-  Value idx(int64_t v) { return e.index(v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, l, x, y); }
-  Value mul(Value x, int64_t c) { return arith::MulIOp::create(b, l, x, idx(c)); }
-  Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, l, x, idx(c)); }
-  Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, l, x, idx(c)); }
-  Value less(Value x, Value y) {
-    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, x, y);
-  }
   Value minIndex(Value x, Value y) { return arith::MinUIOp::create(b, l, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, l, x, y); }
 
-  KernelEmitter &e;
-  OpBuilder &b;
-  Location l;
   AttentionOp op;
   int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, blockK, blockQ, threads;
   double scaleLog2;
@@ -141,7 +130,7 @@ private:
 };
 
 FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
-    : e(e), b(e.builder()), l(e.loc()), op(op) {
+    : IndexArithmetic(e), op(op) {
   ArrayRef<int64_t> qs = shapeOf(op.getQ()), ks = shapeOf(op.getK());
   heads = qs[1];
   kvHeads = ks[1];

@@ -28,6 +28,35 @@ mlir::Value reductionInit(KernelEmitter &e, ReduceKind kind, mlir::Type type);
 /// A shared-memory buffer of `floats` f32s for the kernel.
 mlir::Value workgroupBuffer(KernelEmitter &e, int64_t floats);
 
+/// Index arithmetic for the templates that compute addresses (tensor-core
+/// matmul, FlashAttention): one op each at the emitter's insertion point.
+class IndexArithmetic {
+protected:
+  explicit IndexArithmetic(KernelEmitter &e)
+      : e(e), b(e.builder()), l(e.loc()) {}
+  mlir::Value idx(int64_t v) { return e.index(v); }
+  mlir::Value add(mlir::Value x, mlir::Value y) {
+    return mlir::arith::AddIOp::create(b, l, x, y);
+  }
+  mlir::Value mul(mlir::Value x, int64_t c) {
+    return mlir::arith::MulIOp::create(b, l, x, idx(c));
+  }
+  mlir::Value div(mlir::Value x, int64_t c) {
+    return mlir::arith::DivUIOp::create(b, l, x, idx(c));
+  }
+  mlir::Value rem(mlir::Value x, int64_t c) {
+    return mlir::arith::RemUIOp::create(b, l, x, idx(c));
+  }
+  mlir::Value less(mlir::Value x, mlir::Value y) {
+    return mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::ult,
+                                       x, y);
+  }
+
+  KernelEmitter &e;
+  mlir::OpBuilder &b;
+  mlir::Location l;
+};
+
 /// A kernel whose reductions and softmaxes run along the last axis of
 /// [rows, length] data: one block per row (RowKernels.cpp).
 mlir::LogicalResult emitRows(KernelEmitter &e, RowSpace space);

@@ -49,7 +49,7 @@ struct StagedOperand {
   bool kContiguous;
 };
 
-class TensorCoreMatmul {
+class TensorCoreMatmul : IndexArithmetic {
 public:
   TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul);
   LogicalResult emit();
@@ -96,18 +96,7 @@ private:
   Value outputTile();
   void copyOutput();
 
-  Value idx(int64_t v) { return e.index(v); }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, l, x, y); }
-  Value mul(Value x, int64_t c) { return arith::MulIOp::create(b, l, x, idx(c)); }
-  Value div(Value x, int64_t c) { return arith::DivUIOp::create(b, l, x, idx(c)); }
-  Value rem(Value x, int64_t c) { return arith::RemUIOp::create(b, l, x, idx(c)); }
-  Value less(Value x, Value y) {
-    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, x, y);
-  }
 
-  KernelEmitter &e;
-  OpBuilder &b;
-  Location l;
   MatmulOp matmul;
   MatmulProblem p;
   MatmulTile t;
@@ -120,7 +109,7 @@ private:
 };
 
 TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
-    : e(e), b(e.builder()), l(e.loc()), matmul(matmul),
+    : IndexArithmetic(e), matmul(matmul),
       p(MatmulProblem::of(matmul)) {
   KernelOp k = e.kernel();
   t = {configValue(k, "tile_m"),  configValue(k, "tile_n"),

@@ -3,6 +3,7 @@
 #include "OpCases.h"
 
 #include <cmath>
+#include <random>
 
 namespace kfuse::testing {
 
@@ -221,6 +222,23 @@ std::vector<OpCase> allOpCases() {
                    },
                    {{100, 256}, {256}, {100, 1}}});
   return cases;
+}
+
+uint64_t freshSeed() {
+  std::random_device seeds;
+  return (uint64_t(seeds()) << 32) | seeds();
+}
+
+std::vector<HostTensor> randomInputs(const Graph &g, uint64_t seed) {
+  std::vector<HostTensor> inputs;
+  std::vector<TensorInfo> infos = g.inputs();
+  for (size_t i = 0; i < infos.size(); ++i) {
+    std::vector<int64_t> shape;
+    for (const Dim &d : infos[i].shape)
+      shape.push_back(d.size());
+    inputs.push_back(HostTensor::random(infos[i].dtype, shape, seed + i));
+  }
+  return inputs;
 }
 
 } // namespace kfuse::testing

@@ -28,6 +28,13 @@ struct OpCase {
 
 std::vector<OpCase> allOpCases();
 
+/// A seed from the system's entropy: every test run draws fresh inputs
+/// (the failure message prints it, to replay).
+uint64_t freshSeed();
+
+/// Random inputs for a graph of static shapes, input i from seed + i.
+std::vector<HostTensor> randomInputs(const Graph &g, uint64_t seed);
+
 /// gtest prints a case by its name.
 inline void PrintTo(const OpCase &c, std::ostream *os) { *os << c.name; }
 

@@ -14,11 +14,11 @@
 
 #include "kfuse/kfuse.h"
 #include "../../bench/WorkloadGraphs.h"
+#include "../common/OpCases.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 using namespace kfuse;
 
@@ -36,21 +36,24 @@ struct AttentionCase {
 
 void PrintTo(const AttentionCase &c, std::ostream *os) { *os << c.name; }
 
-std::vector<HostTensor> randomInputs(const Graph &g, uint64_t seed) {
-  std::vector<HostTensor> inputs;
-  std::vector<TensorInfo> infos = g.inputs();
-  for (size_t i = 0; i < infos.size(); ++i) {
-    std::vector<int64_t> shape;
-    for (const Dim &d : infos[i].shape)
-      shape.push_back(d.size());
-    inputs.push_back(HostTensor::random(infos[i].dtype, shape, seed + i));
-  }
-  return inputs;
-}
+using kfuse::testing::freshSeed;
+using kfuse::testing::randomInputs;
 
-uint64_t freshSeed() {
-  std::random_device seeds;
-  return (uint64_t(seeds()) << 32) | seeds();
+/// Compiled without the disk cache, with its fused IR.
+struct Compiled {
+  Executable exe;
+  std::string fused;
+};
+Expected<Compiled> compileFresh(const Graph &g) {
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  if (!exe)
+    return exe.error();
+  Expected<std::string> fused = exe->dump(Stage::Fused);
+  if (!fused)
+    return fused.error();
+  return Compiled{exe.take(), fused.take()};
 }
 
 class Attention : public ::testing::TestWithParam<AttentionCase> {};
@@ -76,15 +79,11 @@ TEST_P(Attention, MatchesEvaluator) {
   std::vector<HostTensor> inputs = randomInputs(g, seed);
   Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
   ASSERT_TRUE(reference) << reference.error().message();
-  CompileOptions options;
-  options.diskCache = false;
-  Expected<Executable> exe = Compiler(options).compile(g);
-  ASSERT_TRUE(exe) << exe.error().message();
-  Expected<std::string> fused = exe->dump(Stage::Fused);
-  ASSERT_TRUE(fused) << fused.error().message();
-  EXPECT_EQ(fused->find("flash = 1") != std::string::npos, c.flash)
-      << "kf-tile chose the wrong template:\n" << *fused;
-  Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
+  Expected<Compiled> compiled = compileFresh(g);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  EXPECT_EQ(compiled->fused.find("flash = 1") != std::string::npos, c.flash)
+      << "kf-tile chose the wrong template:\n" << compiled->fused;
+  Expected<std::vector<HostTensor>> out = compiled->exe.runOnHost(inputs);
   ASSERT_TRUE(out) << out.error().message();
   double error = relativeError((*out)[0], (*reference)[0]);
   // P is rounded to the operands' dtype for the second product.
@@ -132,14 +131,12 @@ TEST(AttentionRewrite, PrimitivesMatchUnfusedAndAreFaster) {
   Graph g = bench::attentionFromPrimitives("primitive_attention",
                                            {1, 4, 2, 1024, 128, true});
   ASSERT_TRUE(g.status()) << g.status().message();
-  CompileOptions options;
-  options.diskCache = false;
-  Expected<Executable> exe = Compiler(options).compile(g);
-  ASSERT_TRUE(exe) << exe.error().message();
-  Expected<std::string> fused = exe->dump(Stage::Fused);
-  ASSERT_TRUE(fused) << fused.error().message();
-  EXPECT_NE(fused->find("kf.kernel attention"), std::string::npos) << *fused;
-  EXPECT_NE(fused->find("flash = 1"), std::string::npos) << *fused;
+  Expected<Compiled> compiled = compileFresh(g);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  EXPECT_NE(compiled->fused.find("kf.kernel attention"), std::string::npos)
+      << compiled->fused;
+  EXPECT_NE(compiled->fused.find("flash = 1"), std::string::npos)
+      << compiled->fused;
   kfuse::testing::CheckOptions check;
   check.reductionLength = 1024 + 128;
   Expected<kfuse::testing::FusionReport> report =

@@ -10,13 +10,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/OpCases.h"
 #include "kfuse/kfuse.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
-#include <random>
 
 using namespace kfuse;
 
@@ -97,16 +97,8 @@ TEST_P(Matmul, MatchesEvaluator) {
   Graph g(c.name);
   build(g, c);
   ASSERT_TRUE(g.status()) << g.status().message();
-  std::random_device seeds;
-  uint64_t seed = (uint64_t(seeds()) << 32) | seeds();
-  std::vector<HostTensor> inputs;
-  std::vector<TensorInfo> infos = g.inputs();
-  for (size_t i = 0; i < infos.size(); ++i) {
-    std::vector<int64_t> shape;
-    for (const Dim &d : infos[i].shape)
-      shape.push_back(d.size());
-    inputs.push_back(HostTensor::random(infos[i].dtype, shape, seed + i));
-  }
+  uint64_t seed = kfuse::testing::freshSeed();
+  std::vector<HostTensor> inputs = kfuse::testing::randomInputs(g, seed);
   Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
   ASSERT_TRUE(reference) << reference.error().message();
   CompileOptions options;
