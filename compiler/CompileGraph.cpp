@@ -386,12 +386,10 @@ Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
   // What kf-online-softmax rewrote, and the near-matches it did not.
   llvm::DenseSet<Operation *> attentionBefore;
   func.walk([&](kf::AttentionOp op) { attentionBefore.insert(op); });
-  if (request.fused) {
-    PassManager rewrite(parsed.context.get());
-    rewrite.addPass(kf::createKFOnlineSoftmaxPass());
-    if (failed(rewrite.run(*module)))
-      return compileError("rewriting attention", diagnostics);
-  }
+  PassManager rewrite(parsed.context.get());
+  kf::buildGraphRewrites(rewrite, request.fused);
+  if (failed(rewrite.run(*module)))
+    return compileError("rewriting attention", diagnostics);
   kf::Partition partition =
       kf::partitionForFusion(func.getBody().front(), request.fused);
   AsmState state(func);

@@ -27,9 +27,7 @@ void kfuse::kf::buildGraphPipeline(OpPassManager &pm,
 
 void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
                                     const KernelPipelineOptions &options) {
-  // The unfused baseline materialises the scores of attention too.
-  if (options.fused)
-    pm.addPass(createKFOnlineSoftmaxPass());
+  buildGraphRewrites(pm, options.fused);
   KFFusePassOptions fuse;
   fuse.mode = options.fused ? "fused" : "unfused";
   pm.addPass(createKFFusePass(fuse));
@@ -41,6 +39,12 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   KFPromoteSharedPassOptions promote;
   promote.sms = options.multiprocessors;
   pm.addPass(createKFPromoteSharedPass(promote));
+}
+
+void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {
+  // The unfused baseline materialises the scores of attention too.
+  if (fused)
+    pm.addPass(createKFOnlineSoftmaxPass());
 }
 
 void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {

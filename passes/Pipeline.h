@@ -34,6 +34,10 @@ struct KernelPipelineOptions {
 void buildKernelPipeline(mlir::OpPassManager &pm,
                          const KernelPipelineOptions &options);
 
+/// The graph rewrites that come before partitioning (the first stage of
+/// buildKernelPipeline): kf-online-softmax, in fused compiles only.
+void buildGraphRewrites(mlir::OpPassManager &pm, bool fused);
+
 /// kf-lower-to-gpu: one gpu.func per kernel.
 void buildGPUPipeline(mlir::OpPassManager &pm);
 
