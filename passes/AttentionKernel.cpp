@@ -588,15 +588,7 @@ SmallVector<Value> FlashAttention::packPairs(ArrayRef<Value> p) {
 /// 2^x by one MUFU.EX2: the flush-to-zero form (libdevice's exp2f keeps
 /// denormal results, three more instructions an element; probabilities
 /// below 2^-126 add nothing to a row of sums >= 1).
-Value FlashAttention::exp2(Value x) {
-  return LLVM::InlineAsmOp::create(
-             b, l, b.getF32Type(), ValueRange{x}, "ex2.approx.ftz.f32 $0, $1;",
-             "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
-             LLVM::tailcallkind::TailCallKind::None,
-             LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-             ArrayAttr())
-      .getResult(0);
-}
+Value FlashAttention::exp2(Value x) { return emitExp2Approx(b, l, x); }
 
 /// Max or sum over the four lanes that share a row.
 Value FlashAttention::quadReduce(Value x, bool max) {

@@ -223,25 +223,32 @@ static llvm::MaybeAlign vectorAlignment(VectorType type) {
   return llvm::MaybeAlign(std::min<int64_t>(bytes, 16));
 }
 
-void KernelEmitter::loadLanes(BlockArgument arg, ArrayRef<Value> linears) {
+SmallVector<Value> KernelEmitter::loadVector(BlockArgument arg, Value first,
+                                             int64_t lanes) {
   Value memref = func.getArgument(arg.getArgNumber());
+  if (lanes == 1)
+    return {load(memref, first)};
   Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
-  if (linears.size() == 1) {
-    setElement(arg, linears[0], load(memref, linears[0]));
-    return;
-  }
-  auto type = VectorType::get({static_cast<int64_t>(linears.size())}, dtype);
+  auto type = VectorType::get({lanes}, dtype);
   Value vector = vector::LoadOp::create(b, location, type, memref,
-                                        ValueRange{linears[0]},
+                                        ValueRange{first},
                                         /*nontemporal=*/false,
                                         vectorAlignment(type));
-  for (auto [lane, linear] : llvm::enumerate(linears)) {
+  SmallVector<Value> values;
+  for (int64_t lane = 0; lane < lanes; ++lane) {
     Value v = vector::ExtractOp::create(b, location, vector,
-                                        ArrayRef<int64_t>{int64_t(lane)});
+                                        ArrayRef<int64_t>{lane});
     if (isa<FloatType>(dtype) && !dtype.isF32())
       v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
-    setElement(arg, linear, v);
+    values.push_back(v);
   }
+  return values;
+}
+
+void KernelEmitter::loadLanes(BlockArgument arg, ArrayRef<Value> linears) {
+  SmallVector<Value> values = loadVector(arg, linears[0], linears.size());
+  for (auto [linear, value] : llvm::zip_equal(linears, values))
+    setElement(arg, linear, value);
 }
 
 void KernelEmitter::storeLanes(unsigned result, Value linear,
@@ -280,13 +287,9 @@ FailureOr<Value> KernelEmitter::elementAt(Value tensor, ElementIndex idx) {
   return result;
 }
 
-/// Broadcast: an input that spans the trailing output dims (a row vector,
-/// a bias) is read at `linear % its size`; one that spans the leading dims
-/// (a row scalar) at `linear / the rest`; with a known row element both are
-/// the element's column or row. Anything else goes through the multi-index.
-FailureOr<Value> KernelEmitter::broadcastAt(BroadcastOp op, ElementIndex &idx) {
+std::optional<BroadcastSplit> kfuse::kf::splitBroadcast(BroadcastOp op) {
   ArrayRef<int64_t> in = op.getInput().getType().getShape();
-  ArrayRef<int64_t> out = idx.shape();
+  ArrayRef<int64_t> out = op.getType().getShape();
   size_t rank = out.size(), offset = rank - in.size();
   auto padded = [&](size_t d) { return d < offset ? 1 : in[d - offset]; };
   auto spans = [&](size_t from, size_t to, bool equal) {
@@ -295,29 +298,43 @@ FailureOr<Value> KernelEmitter::broadcastAt(BroadcastOp op, ElementIndex &idx) {
         return false;
     return true;
   };
-  int64_t inElements = op.getInput().getType().getNumElements();
   for (size_t k = 0; k <= rank; ++k) {
     int64_t rest = 1;
     for (size_t d = k; d < rank; ++d)
       rest *= out[d];
-    if (spans(0, k, false) && spans(k, rank, true)) {
-      if (inElements == 1)
-        return elementAt(op.getInput(), ElementIndex::linear(in, index(0)));
-      if (idx.column() && rest == out.back())
+    if (spans(0, k, false) && spans(k, rank, true))
+      return BroadcastSplit{BroadcastSplit::trailing, rest};
+    if (spans(0, k, true) && spans(k, rank, false))
+      return BroadcastSplit{BroadcastSplit::leading, rest};
+  }
+  return std::nullopt;
+}
+
+/// Broadcast: an input that spans the trailing output dims (a row vector,
+/// a bias) is read at `linear % its size`; one that spans the leading dims
+/// (a row scalar) at `linear / the rest`; with a known row element both are
+/// the element's column or row. Anything else goes through the multi-index.
+FailureOr<Value> KernelEmitter::broadcastAt(BroadcastOp op, ElementIndex &idx) {
+  ArrayRef<int64_t> in = op.getInput().getType().getShape();
+  ArrayRef<int64_t> out = idx.shape();
+  if (std::optional<BroadcastSplit> split = splitBroadcast(op)) {
+    if (op.getInput().getType().getNumElements() == 1)
+      return elementAt(op.getInput(), ElementIndex::linear(in, index(0)));
+    if (split->kind == BroadcastSplit::trailing) {
+      if (idx.column() && split->rest == out.back())
         return elementAt(op.getInput(), ElementIndex::linear(in, idx.column()));
       Value linear = arith::RemUIOp::create(b, location, idx.getLinear(*this),
-                                            index(rest));
+                                            index(split->rest));
       return elementAt(op.getInput(), ElementIndex::linear(in, linear));
     }
-    if (spans(0, k, true) && spans(k, rank, false)) {
-      if (idx.row() && rest == out.back())
-        return elementAt(op.getInput(), ElementIndex::linear(in, idx.row()));
-      Value linear = arith::DivUIOp::create(b, location, idx.getLinear(*this),
-                                            index(rest));
-      return elementAt(op.getInput(), ElementIndex::linear(in, linear));
-    }
+    if (idx.row() && split->rest == out.back())
+      return elementAt(op.getInput(), ElementIndex::linear(in, idx.row()));
+    Value linear = arith::DivUIOp::create(b, location, idx.getLinear(*this),
+                                          index(split->rest));
+    return elementAt(op.getInput(), ElementIndex::linear(in, linear));
   }
   ArrayRef<Value> outIdx = idx.getMulti(*this);
+  size_t offset = out.size() - in.size();
   SmallVector<Value> mapped;
   for (auto [d, size] : llvm::enumerate(in))
     mapped.push_back(size == 1 ? index(0) : outIdx[offset + d]);
@@ -491,11 +508,7 @@ FailureOr<Value> KernelEmitter::scalarOp(Operation *op, ValueRange x) {
                    : Value(arith::ConstantOp::create(
                          b, l, b.getIntegerAttr(type, 0)));
   };
-  auto sigmoid = [&](Value v) -> Value {
-    Value e = math::ExpOp::create(b, l, arith::NegFOp::create(b, l, v));
-    return arith::DivFOp::create(b, l, f32(1),
-                                 arith::AddFOp::create(b, l, f32(1), e));
-  };
+  auto sigmoid = [&](Value v) -> Value { return emitSigmoid(b, l, v); };
   return TypeSwitch<Operation *, FailureOr<Value>>(op)
       .Case([&](NegOp) -> Value {
         return isFloat ? Value(arith::NegFOp::create(b, l, x[0]))
@@ -515,8 +528,12 @@ FailureOr<Value> KernelEmitter::scalarOp(Operation *op, ValueRange x) {
       .Case([&](RsqrtOp) -> Value {
         return math::RsqrtOp::create(b, l, x[0]);
       })
-      .Case([&](SinOp) -> Value { return math::SinOp::create(b, l, x[0]); })
-      .Case([&](CosOp) -> Value { return math::CosOp::create(b, l, x[0]); })
+      .Case([&](SinOp) -> Value {
+        return emitSinCos(b, l, x[0], /*cosine=*/false);
+      })
+      .Case([&](CosOp) -> Value {
+        return emitSinCos(b, l, x[0], /*cosine=*/true);
+      })
       .Case([&](TanhOp) -> Value { return math::TanhOp::create(b, l, x[0]); })
       .Case([&](ErfOp) -> Value { return math::ErfOp::create(b, l, x[0]); })
       .Case([&](SigmoidOp) -> Value { return sigmoid(x[0]); })

@@ -28,6 +28,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <optional>
+
 namespace kfuse::kf {
 
 class KernelEmitter;
@@ -83,6 +85,10 @@ public:
   /// starting at linears[0] (16-byte aligned), as one vector access, and
   /// records each lane as that element.
   void loadLanes(mlir::BlockArgument arg, llvm::ArrayRef<mlir::Value> linears);
+  /// Loads `lanes` consecutive elements of kernel input `arg` from `first`
+  /// (16-byte aligned) as one vector access, in compute type.
+  llvm::SmallVector<mlir::Value> loadVector(mlir::BlockArgument arg,
+                                            mlir::Value first, int64_t lanes);
   /// Stores consecutive `values` of result `result` from `linear` on, as
   /// one vector access.
   void storeLanes(unsigned result, mlir::Value linear,
@@ -143,6 +149,28 @@ private:
   llvm::DenseMap<mlir::Operation *, std::pair<mlir::Value, mlir::Value>>
       softmaxStats;
 };
+
+/// How a broadcast maps output elements to input elements when it does by
+/// one division of the linear index: the input spans the output's trailing
+/// dims (element linear % rest: a row vector, a bias) or its leading dims
+/// (element linear / rest: a row scalar). `rest` is the product of the
+/// output dims from the split on.
+struct BroadcastSplit {
+  enum Kind { trailing, leading } kind;
+  int64_t rest;
+};
+std::optional<BroadcastSplit> splitBroadcast(BroadcastOp op);
+
+/// f32 sin(x) (or cos(x)) with a shared, conversion-free argument
+/// reduction; libdevice for |x| >= 105615, infinities and NaN.
+mlir::Value emitSinCos(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,
+                       bool cosine);
+/// 2^x by one MUFU.EX2 (ex2.approx.ftz: about 2 ulp, results below 2^-126
+/// flushed to 0). For sums of exponentials shifted by their max, where
+/// such terms add nothing.
+mlir::Value emitExp2Approx(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
+/// f32 1 / (1 + e^-x) from one MUFU.EX2 and one MUFU.RCP, about 5 ulp.
+mlir::Value emitSigmoid(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
 
 } // namespace kfuse::kf
 

@@ -161,9 +161,15 @@ private:
   /// Input element (c0 + i + ty, r0 + tx) of this batch into the tile, as
   /// f32 bits.
   void loadRow(int64_t i);
-  /// Output element (r0 + i + ty, c0 + tx) from the tile, and the kernel's
-  /// root computed from it.
-  LogicalResult storeRow(int64_t i);
+  /// The kernel's root at output element (r0 + i + ty, c0 + tx), computed
+  /// from the tile (at a clamped index outside the output).
+  FailureOr<Value> computeRow(int64_t i);
+  /// Stores a computed row element where it is inside the output.
+  void storeRow(int64_t i, Value value);
+  /// Output row and column of row pass `i`, and whether they are inside.
+  Value outRow(int64_t i);
+  Value outCol();
+  Value outLinear(int64_t i);
 
   KernelEmitter &e;
   OpBuilder &b;
@@ -221,11 +227,20 @@ LogicalResult TransposeKernel::emitTile(Value t) {
   for (int64_t i = 0; i < 32; i += 8)
     loadRow(i);
   gpu::BarrierOp::create(b, l);
-  LogicalResult status = success();
-  for (int64_t i = 0; i < 32 && succeeded(status); i += 8)
-    status = storeRow(i);
+  // Every row pass's result before any store: the other operands' loads
+  // (e.g. the addend of transpose + z) are then all in flight together,
+  // not one latency after each store (the stores may alias them).
+  SmallVector<Value, 4> rows;
+  for (int64_t i = 0; i < 32; i += 8) {
+    FailureOr<Value> y = computeRow(i);
+    if (failed(y))
+      return failure();
+    rows.push_back(*y);
+  }
+  for (int64_t i = 0; i < 32; i += 8)
+    storeRow(i, rows[i / 8]);
   gpu::BarrierOp::create(b, l);
-  return status;
+  return success();
 }
 
 void TransposeKernel::loadRow(int64_t i) {
@@ -253,31 +268,42 @@ void TransposeKernel::loadRow(int64_t i) {
   memref::StoreOp::create(b, l, v, tileBuffer, ValueRange{slot});
 }
 
-LogicalResult TransposeKernel::storeRow(int64_t i) {
+Value TransposeKernel::outRow(int64_t i) {
+  return arith::AddIOp::create(b, l, r0,
+                               arith::AddIOp::create(b, l, ty, e.index(i)));
+}
+
+Value TransposeKernel::outCol() { return arith::AddIOp::create(b, l, c0, tx); }
+
+Value TransposeKernel::outLinear(int64_t i) {
+  return arith::AddIOp::create(
+      b, l, batchBase,
+      arith::AddIOp::create(
+          b, l, arith::MulIOp::create(b, l, outRow(i), e.index(colsOut)),
+          outCol()));
+}
+
+FailureOr<Value> TransposeKernel::computeRow(int64_t i) {
   Type dtype = transpose.getType().getElementType();
-  Value row =
-      arith::AddIOp::create(b, l, r0, arith::AddIOp::create(b, l, ty, e.index(i)));
-  Value col = arith::AddIOp::create(b, l, c0, tx);
-  Value ok = inside(row, col, rowsOut, colsOut);
-  auto guard = scf::IfOp::create(b, l, ok);
-  OpBuilder::InsertionGuard insertion(b);
-  b.setInsertionPoint(guard.thenBlock()->getTerminator());
   Value slot = arith::AddIOp::create(
       b, l, arith::MulIOp::create(b, l, tx, e.index(33)),
       arith::AddIOp::create(b, l, ty, e.index(i)));
   Value v = memref::LoadOp::create(b, l, tileBuffer, ValueRange{slot});
   if (!isa<FloatType>(dtype))
     v = arith::BitcastOp::create(b, l, dtype, v);
-  Value linear = arith::AddIOp::create(
-      b, l, batchBase,
-      arith::AddIOp::create(
-          b, l, arith::MulIOp::create(b, l, row, e.index(colsOut)), col));
+  // Outside the output the element is computed at index 0 and not stored.
+  Value ok = inside(outRow(i), outCol(), rowsOut, colsOut);
+  Value linear =
+      arith::SelectOp::create(b, l, ok, outLinear(i), e.index(0));
   e.setElement(transpose.getResult(), linear, v);
-  FailureOr<Value> y = e.elementAt(root, ElementIndex::linear(out, linear));
-  if (failed(y))
-    return failure();
-  e.storeResult(0, linear, *y);
-  return success();
+  return e.elementAt(root, ElementIndex::linear(out, linear));
+}
+
+void TransposeKernel::storeRow(int64_t i, Value value) {
+  auto guard = scf::IfOp::create(b, l, inside(outRow(i), outCol(), rowsOut, colsOut));
+  OpBuilder::InsertionGuard insertion(b);
+  b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  e.storeResult(0, outLinear(i), value);
 }
 
 } // namespace

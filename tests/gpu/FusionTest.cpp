@@ -41,6 +41,42 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.name;
     });
 
+/// Pointwise kernels large enough for the large-kernel layouts: two
+/// vectors a thread step (16-bit data), and loops over several steps with a
+/// ragged last one where the grid is a wave of resident blocks.
+void checkLargePointwise(Graph &g) {
+  kfuse::testing::CheckOptions options;
+  options.repetitions = 5;
+  Expected<kfuse::testing::FusionReport> report =
+      kfuse::testing::checkFusion(g, options);
+  ASSERT_TRUE(report) << report.error().message();
+  EXPECT_TRUE(report->valuesMatch) << report->summary();
+  EXPECT_EQ(report->fusedKernels, 1u) << report->summary();
+}
+
+TEST(LargePointwise, F32WithBroadcastsAndTranscendentals) {
+  if (Expected<DeviceInfo> gpu = device(); !gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  Graph g("large_f32");
+  Tensor x = g.input("x", DType::f32, {1027, 4096});
+  Tensor row = g.input("row", DType::f32, {4096});
+  Tensor col = g.input("col", DType::f32, {1027, 1});
+  g.output("y", sin(x) * cos(x) + tanh(x * row + col));
+  checkLargePointwise(g);
+}
+
+TEST(LargePointwise, Bf16TwoOutputs) {
+  if (Expected<DeviceInfo> gpu = device(); !gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  Graph g("large_bf16");
+  const int64_t n = (int64_t(1) << 22) + 3 * 4096; // whole 2-vector chunks
+  Tensor x = g.input("x", DType::bf16, {n});
+  Tensor w = g.input("w", DType::bf16, {n});
+  g.output("gelu", gelu(x * w + 1.0));
+  g.output("scaled", x * 2.0 - w);
+  checkLargePointwise(g);
+}
+
 TEST(CheckFusion, ReportsSymbolicShapesItCannotGuess) {
   Graph g("sym");
   g.output("y", exp(g.input("x", DType::f32, {"N"})));

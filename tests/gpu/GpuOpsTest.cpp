@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <random>
 
 using namespace kfuse;
@@ -102,6 +104,86 @@ TEST(Gpu, SizesOneAndSeven) {
     ASSERT_TRUE(ref);
     EXPECT_LE(relativeError((*out)[0], (*ref)[0]), 1e-5) << n;
   }
+}
+
+/// Runs the one-input f32 graph `g` on `xs` and checks every output
+/// element against the evaluator: |got - want| <= rel |want| + 1e-37 (the
+/// absolute term: results the GPU flushes to zero), NaN where it is NaN.
+void expectElementwiseClose(Graph &g, const std::vector<float> &xs,
+                            double rel) {
+  const int64_t n = xs.size();
+  HostTensor in(DType::f32, {n});
+  for (int64_t i = 0; i < n; ++i)
+    in.set(i, xs[i]);
+  Expected<Executable> exe = Compiler().compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  auto out = exe->runOnHost({in});
+  ASSERT_TRUE(out) << out.error().message();
+  auto ref = evaluate(g, {in});
+  ASSERT_TRUE(ref) << ref.error().message();
+  std::vector<TensorInfo> outputs = g.outputs();
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    int64_t wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      double got = (*out)[o].get(i), want = (*ref)[o].get(i);
+      bool ok = std::isnan(want)
+                    ? std::isnan(got)
+                    : std::fabs(got - want) <= rel * std::fabs(want) + 1e-37;
+      if (!ok && wrong++ < 5)
+        ADD_FAILURE() << outputs[o].name << "(" << xs[i] << ") = " << got
+                      << ", want " << want;
+    }
+    EXPECT_EQ(wrong, 0) << outputs[o].name;
+  }
+}
+
+/// Special values every range test includes.
+std::vector<float> specialValues() {
+  return {0.0f, -0.0f, 1e-30f, -1e-30f, 1e6f, -3e20f, 3.4e38f, INFINITY,
+          -INFINITY, NAN};
+}
+
+/// f32 sine and cosine over the whole range, element by element: small and
+/// large arguments (the fast reduction, up to 105615), values next to
+/// multiples of pi/2 (where the reduction cancels), huge ones (libdevice's
+/// path), signed zeros, infinities and NaN.
+TEST(Gpu, SineAndCosineAcrossTheRange) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(freshSeed());
+  std::vector<float> xs = specialValues();
+  for (float edge : {105614.99f, 105615.0f, -105616.0f})
+    xs.push_back(edge);
+  std::uniform_real_distribution<double> wide(-106000, 106000), narrow(-4, 4);
+  std::uniform_int_distribution<int> quarter(-60000, 60000);
+  while (xs.size() < 30000) {
+    xs.push_back(float(wide(rng)));
+    xs.push_back(float(narrow(rng)));
+    xs.push_back(float(quarter(rng) * M_PI_2));
+  }
+  Graph g("sincos");
+  Tensor x = g.input("x", DType::f32, {int64_t(xs.size())});
+  g.output("sin", sin(x));
+  g.output("cos", cos(x));
+  expectElementwiseClose(g, xs, 5e-7);
+}
+
+/// Sigmoid and SiLU from -100 to 100, where 2^t overflows or flushes.
+TEST(Gpu, SigmoidAndSiluAcrossTheRange) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(freshSeed());
+  std::vector<float> xs = specialValues();
+  for (float edge : {88.0f, -88.0f, 88.5f, -88.5f, 87.9f, -87.9f})
+    xs.push_back(edge);
+  std::uniform_real_distribution<double> wide(-100, 100), narrow(-2, 2);
+  while (xs.size() < 20000) {
+    xs.push_back(float(wide(rng)));
+    xs.push_back(float(narrow(rng)));
+  }
+  Graph g("sigmoid");
+  Tensor x = g.input("x", DType::f32, {int64_t(xs.size())});
+  g.output("sigmoid", sigmoid(x));
+  g.output("silu", silu(x));
+  expectElementwiseClose(g, xs, 1e-6);
 }
 
 /// 64-bit indexing: an i1 tensor of more than 2^31 elements.

@@ -24,7 +24,7 @@ func.func @pointwise(%x: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
 // CHECK-SAME: workgroup(%{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>)
 // CHECK: gpu.shuffle xor
 // CHECK: gpu.barrier
-// CHECK: math.exp
+// CHECK: llvm.inline_asm {{.*}}"ex2.approx.ftz.f32
 // CHECK: vector.store
 func.func @rows(%x: tensor<16x2048xf32>) -> tensor<16x2048xf32> {
   %y = kf.softmax %x {axis = 1} : tensor<16x2048xf32>
@@ -93,4 +93,54 @@ func.func @matmul_bias(%a: tensor<256x128xbf16>, %b: tensor<128x256xbf16>, %bias
 func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>, %v: tensor<1x2x256x128xbf16>) -> tensor<1x2x256x128xbf16> {
   %o = kf.attention %q, %k, %v {causal = true, scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
   return %o : tensor<1x2x256x128xbf16>
+}
+
+// -----
+
+// A transpose through shared memory: every row pass's addend is loaded
+// before the first store (the stores could alias it, so nothing moves a
+// load past them), four loads in flight instead of one.
+// CHECK-LABEL: gpu.func @k0_pointwise
+// CHECK: gpu.barrier
+// CHECK-NOT: memref.store
+// CHECK: memref.load %{{.*}} : memref<6144xf32>
+// CHECK-NOT: memref.store
+// CHECK: memref.load %{{.*}} : memref<6144xf32>
+// CHECK-NOT: memref.store
+// CHECK: memref.load %{{.*}} : memref<6144xf32>
+// CHECK-NOT: memref.store
+// CHECK: memref.load %{{.*}} : memref<6144xf32>
+// CHECK: memref.store %{{.*}} : memref<6144xf32>
+func.func @transpose_add(%x: tensor<64x96xf32>, %z: tensor<96x64xf32>) -> tensor<96x64xf32> {
+  %t = kf.transpose %x [1, 0] : tensor<64x96xf32> -> tensor<96x64xf32>
+  %y = kf.add %t, %z : tensor<96x64xf32>
+  return %y : tensor<96x64xf32>
+}
+
+// -----
+
+// Broadcast inputs of a pointwise kernel: a row vector read a vector at a
+// time, a column's element once per vector. Sine and cosine: the
+// conversion-free reduction (rounding by adding 1.5 * 2^23), libdevice only
+// past the fast path's range.
+// CHECK-LABEL: gpu.func @k0_pointwise
+// CHECK: vector.load {{.*}} : memref<8192xf32>, vector<4xf32>
+// CHECK: vector.load {{.*}} : memref<128xf32>, vector<4xf32>
+// CHECK: memref.load {{.*}} : memref<64xf32>
+// CHECK-NOT: memref.load {{.*}} : memref<64xf32>
+// CHECK: arith.constant 0x4B400000 : f32
+// CHECK: math.fma
+// CHECK: scf.if
+// CHECK: else
+// CHECK: math.sin
+// CHECK: vector.store
+func.func @broadcasts_sin_cos(%x: tensor<64x128xf32>, %row: tensor<128xf32>, %col: tensor<64x1xf32>) -> tensor<64x128xf32> {
+  %rb = kf.broadcast %row : tensor<128xf32> -> tensor<64x128xf32>
+  %cb = kf.broadcast %col : tensor<64x1xf32> -> tensor<64x128xf32>
+  %a = kf.mul %x, %rb : tensor<64x128xf32>
+  %b = kf.add %a, %cb : tensor<64x128xf32>
+  %s = kf.sin %b : tensor<64x128xf32>
+  %c = kf.cos %b : tensor<64x128xf32>
+  %y = kf.add %s, %c : tensor<64x128xf32>
+  return %y : tensor<64x128xf32>
 }

@@ -2,15 +2,29 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile | FileCheck %s --check-prefix=UNALIGNED
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" | FileCheck %s --check-prefix=WGMMA
 
-// Pointwise: 16-byte vectors of f32 (4), one a thread step (two for
-// large 16-bit tensors), 256 threads, the grid covering the work once.
+// Pointwise: 16-byte vectors of f32 (4), 256 threads, the grid covering
+// the work once; large tensors take two vectors a thread step, interleaved
+// across the block for f32.
 // CHECK-LABEL: func.func @pointwise
-// CHECK: config = {aligned = 16 : i64, block = 256 : i64, grid = 2048 : i64, items = 2097152 : i64, unroll = 1 : i64, vec = 4 : i64}
+// CHECK: config = {aligned = 16 : i64, block = 256 : i64, grid = 1024 : i64, interleave = 1 : i64, items = 2097152 : i64, unroll = 2 : i64, vec = 4 : i64}
 // UNALIGNED-LABEL: func.func @pointwise
 // UNALIGNED: config = {aligned = 0 : i64, block = 256 : i64, grid = 8192 : i64, items = 2097152 : i64, unroll = 1 : i64, vec = 1 : i64}
 func.func @pointwise(%x: tensor<2048x1024xf32>) -> tensor<2048x1024xf32> {
   %y = kf.exp %x : tensor<2048x1024xf32>
   return %y : tensor<2048x1024xf32>
+}
+
+// -----
+
+// Large 16-bit tensors: two adjacent vectors a thread step. Small ones
+// (and f32 ones whose vectors do not fill whole blocks twice): one.
+// CHECK-LABEL: func.func @pointwise_bf16
+// CHECK: config = {aligned = 16 : i64, block = 256 : i64, grid = 512 : i64, items = 2097152 : i64, unroll = 2 : i64, vec = 8 : i64}
+// CHECK: config = {aligned = 16 : i64, block = 256 : i64, grid = 1027 : i64, items = 1051648 : i64, unroll = 1 : i64, vec = 4 : i64}
+func.func @pointwise_bf16(%x: tensor<2048x1024xbf16>, %z: tensor<1027x1024xf32>) -> (tensor<2048x1024xbf16>, tensor<1027x1024xf32>) {
+  %y = kf.exp %x : tensor<2048x1024xbf16>
+  %w = kf.exp %z : tensor<1027x1024xf32>
+  return %y, %w : tensor<2048x1024xbf16>, tensor<1027x1024xf32>
 }
 
 // -----
