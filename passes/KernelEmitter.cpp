@@ -318,9 +318,11 @@ FailureOr<Value> KernelEmitter::broadcastAt(BroadcastOp op, ElementIndex &idx) {
   ArrayRef<int64_t> in = op.getInput().getType().getShape();
   ArrayRef<int64_t> out = idx.shape();
   if (std::optional<BroadcastSplit> split = splitBroadcast(op)) {
-    if (op.getInput().getType().getNumElements() == 1)
-      return elementAt(op.getInput(), ElementIndex::linear(in, index(0)));
+    // (A row scalar of a one-row space is found by its row below: that is
+    // the index row templates record it at.)
     if (split->kind == BroadcastSplit::trailing) {
+      if (op.getInput().getType().getNumElements() == 1)
+        return elementAt(op.getInput(), ElementIndex::linear(in, index(0)));
       if (idx.column() && split->rest == out.back())
         return elementAt(op.getInput(), ElementIndex::linear(in, idx.column()));
       Value linear = arith::RemUIOp::create(b, location, idx.getLinear(*this),

@@ -144,3 +144,21 @@ func.func @broadcasts_sin_cos(%x: tensor<64x128xf32>, %row: tensor<128xf32>, %co
   %y = kf.add %s, %c : tensor<64x128xf32>
   return %y : tensor<64x128xf32>
 }
+
+// -----
+
+// A one-row space: the row reduction's result is broadcast back by its
+// row (where the row template records it), a [1] input by element 0.
+// CHECK-LABEL: gpu.func @k0_normalization
+// CHECK: gpu.shuffle xor
+// CHECK: store
+// CHECK: gpu.return
+func.func @one_row(%x: tensor<8xf32>, %s: tensor<1xf32>) -> tensor<8xf32> {
+  %sm = kf.softmax %x {axis = 0} : tensor<8xf32>
+  %sb = kf.broadcast %s : tensor<1xf32> -> tensor<8xf32>
+  %m = kf.mul %x, %sb : tensor<8xf32>
+  %r = kf.reduce sum %m [0] {keep_dims = true} : tensor<8xf32> -> tensor<1xf32>
+  %rb = kf.broadcast %r : tensor<1xf32> -> tensor<8xf32>
+  %y = kf.add %sm, %rb : tensor<8xf32>
+  return %y : tensor<8xf32>
+}
