@@ -110,9 +110,10 @@ TEST(Gpu, SizesOneAndSeven) {
 /// element against the evaluator: equal, or |got - want| <= rel |want| +
 /// `flushed` (results the GPU may flush to zero), NaN where it is NaN.
 void expectElementwiseClose(Graph &g, const std::vector<float> &xs,
-                            double rel, double flushed) {
+                            double rel, double flushed,
+                            DType dtype = DType::f32) {
   const int64_t n = xs.size();
-  HostTensor in(DType::f32, {n});
+  HostTensor in(dtype, {n});
   for (int64_t i = 0; i < n; ++i)
     in.set(i, xs[i]);
   Expected<Executable> exe = Compiler().compile(g);
@@ -131,7 +132,7 @@ void expectElementwiseClose(Graph &g, const std::vector<float> &xs,
                     : got == want || std::fabs(got - want) <=
                                          rel * std::fabs(want) + flushed;
       if (!ok && wrong++ < 5)
-        ADD_FAILURE() << outputs[o].name << "(" << xs[i] << ") = " << got
+        ADD_FAILURE() << outputs[o].name << "(" << in.get(i) << ") = " << got
                       << ", want " << want;
     }
     EXPECT_EQ(wrong, 0) << outputs[o].name;
@@ -187,6 +188,24 @@ TEST(Gpu, SigmoidAndSiluAcrossTheRange) {
   g.output("sigmoid", sigmoid(x));
   g.output("silu", silu(x));
   expectElementwiseClose(g, xs, 1e-6, 88 * std::ldexp(1.0, -126));
+}
+
+/// bf16 GELU from -8 to 8 (its erf is the 16-bit approximation): within
+/// bf16 rounding, plus the cancellation of 1 + erf for negative x that
+/// PyTorch's formula shares (a few 1e-7 x).
+TEST(Gpu, Bf16GeluAcrossTheRange) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(freshSeed());
+  std::vector<float> xs = {0.0f, -0.0f, 1e-6f, -1e-6f, 3e38f, -3e38f,
+                           INFINITY, -INFINITY, NAN};
+  std::uniform_real_distribution<double> wide(-8, 8), narrow(-0.5, 0.5);
+  while (xs.size() < 20000) {
+    xs.push_back(float(wide(rng)));
+    xs.push_back(float(narrow(rng)));
+  }
+  Graph g("gelu_bf16");
+  g.output("gelu", gelu(g.input("x", DType::bf16, {int64_t(xs.size())})));
+  expectElementwiseClose(g, xs, std::ldexp(1.0, -7), 2e-6, DType::bf16);
 }
 
 /// 64-bit indexing: an i1 tensor of more than 2^31 elements.
