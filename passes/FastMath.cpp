@@ -1,9 +1,9 @@
 //===- FastMath.cpp - f32 sine, cosine, sigmoid and exp2 for kernels ------===//
 //
-// Sine and cosine: libdevice's sinf and cosf each reduce their argument by Cody-Waite with
-// two float/int conversions (quarter-rate on sm_90), and the Payne-Hanek
-// path for huge arguments sits inline. In memory-bound kernels that math
-// is the bottleneck (sin(x)^2 + cos(x)^2 at 2^26 elements ran at 1.16x its
+// Sine and cosine: libdevice's sinf and cosf each reduce their argument by
+// Cody-Waite with two float/int conversions (quarter-rate on sm_90), and the
+// Payne-Hanek path for huge arguments sits inline. In memory-bound kernels that
+// math is the bottleneck (sin(x)^2 + cos(x)^2 at 2^26 elements ran at 1.16x its
 // HBM floor on the H200). Here the reduction rounds with the 1.5 * 2^23
 // trick (FMA pipe) and reads the quadrant from the rounded value's low
 // bits; a sine and a cosine of the same value share it (LLVM's GVN merges
@@ -57,9 +57,9 @@ public:
   /// sin(x) or cos(x): the fast path, or libdevice outside its range.
   Value emit(Value x, bool cosine) {
     Value fast = fastPath(x, cosine);
-    Value inRange = arith::CmpFOp::create(
-        b, l, arith::CmpFPredicate::OLT, math::AbsFOp::create(b, l, x),
-        f32(kFastPathBound));
+    Value inRange = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OLT,
+                                          math::AbsFOp::create(b, l, x),
+                                          f32(kFastPathBound));
     auto slow = scf::IfOp::create(b, l, TypeRange{b.getF32Type()}, inRange,
                                   /*withElseRegion=*/true);
     {
@@ -95,7 +95,8 @@ private:
   Value fastPath(Value x, bool cosine) {
     // x = j pi/2 + r, |r| <= pi/4 (a little more where x 2/pi is near a
     // half-integer; the polynomials hold there too).
-    Value shifted = fma(x, f32(static_cast<float>(M_2_PI)), f32(kRoundingMagic));
+    Value shifted =
+        fma(x, f32(static_cast<float>(M_2_PI)), f32(kRoundingMagic));
     Value j = arith::SubFOp::create(b, l, shifted, f32(kRoundingMagic));
     Value r = fma(j, f32(-kHalfPiHi), x);
     r = fma(j, f32(-kHalfPiMid), r);
@@ -103,17 +104,17 @@ private:
     Value r2 = arith::MulFOp::create(b, l, r, r);
     // Near-minimax polynomials for sin r and cos r on |r| <= 1.02 pi/4,
     // fitted by scripts/fit-sincos.py (under 0.9 ulp evaluated in f32).
-    Value sinR = fma(arith::MulFOp::create(
-                         b, l,
-                         horner(r2, {-0.16666653752326965f,
-                                     0.008332064375281334f,
-                                     -0.00019502152281347662f}),
-                         r2),
-                     r, r);
-    Value cosR = fma(horner(r2, {-0.5f, 0.04166664183139801f,
-                                 -0.001388718606904149f,
-                                 2.4418292014161125e-05f}),
-                     r2, f32(1.0f));
+    Value sinR =
+        fma(arith::MulFOp::create(
+                b, l,
+                horner(r2, {-0.16666653752326965f, 0.008332064375281334f,
+                            -0.00019502152281347662f}),
+                r2),
+            r, r);
+    Value cosR =
+        fma(horner(r2, {-0.5f, 0.04166664183139801f, -0.001388718606904149f,
+                        2.4418292014161125e-05f}),
+            r2, f32(1.0f));
     // sin(j pi/2 + r) is sin r, cos r, -sin r, -cos r for j mod 4 = 0..3;
     // cos(x) = sin(x + pi/2).
     Value quadrant = arith::BitcastOp::create(b, l, b.getI32Type(), shifted);
@@ -147,7 +148,8 @@ static Value unaryPtx(OpBuilder &b, Location l, StringRef op, Value x) {
              b, l, b.getF32Type(), ValueRange{x}, (op + " $0, $1;").str(),
              "=f,f", /*has_side_effects=*/false, /*is_align_stack=*/false,
              LLVM::tailcallkind::TailCallKind::None,
-             LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+             LLVM::AsmDialectAttr::get(b.getContext(),
+                                       LLVM::AsmDialect::AD_ATT),
              ArrayAttr())
       .getResult(0);
 }

@@ -230,14 +230,13 @@ SmallVector<Value> KernelEmitter::loadVector(BlockArgument arg, Value first,
     return {load(memref, first)};
   Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
   auto type = VectorType::get({lanes}, dtype);
-  Value vector = vector::LoadOp::create(b, location, type, memref,
-                                        ValueRange{first},
-                                        /*nontemporal=*/false,
-                                        vectorAlignment(type));
+  Value vector =
+      vector::LoadOp::create(b, location, type, memref, ValueRange{first},
+                             /*nontemporal=*/false, vectorAlignment(type));
   SmallVector<Value> values;
   for (int64_t lane = 0; lane < lanes; ++lane) {
-    Value v = vector::ExtractOp::create(b, location, vector,
-                                        ArrayRef<int64_t>{lane});
+    Value v =
+        vector::ExtractOp::create(b, location, vector, ArrayRef<int64_t>{lane});
     if (isa<FloatType>(dtype) && !dtype.isF32())
       v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
     values.push_back(v);
@@ -527,9 +526,7 @@ FailureOr<Value> KernelEmitter::scalarOp(Operation *op, ValueRange x) {
       .Case([&](ExpOp) -> Value { return math::ExpOp::create(b, l, x[0]); })
       .Case([&](LogOp) -> Value { return math::LogOp::create(b, l, x[0]); })
       .Case([&](SqrtOp) -> Value { return math::SqrtOp::create(b, l, x[0]); })
-      .Case([&](RsqrtOp) -> Value {
-        return math::RsqrtOp::create(b, l, x[0]);
-      })
+      .Case([&](RsqrtOp) -> Value { return math::RsqrtOp::create(b, l, x[0]); })
       .Case([&](SinOp) -> Value {
         return emitSinCos(b, l, x[0], /*cosine=*/false);
       })

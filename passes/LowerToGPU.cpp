@@ -116,8 +116,7 @@ private:
 
 PointwiseKernel::PointwiseKernel(KernelEmitter &e, int64_t items)
     : e(e), b(e.builder()),
-      yield(mlir::cast<YieldOp>(
-          e.kernel().getBody().front().getTerminator())),
+      yield(mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator())),
       shape(shapeOf(yield.getValues()[0])),
       vec(configValue(e.kernel(), "vec", 1)),
       unroll(configValue(e.kernel(), "unroll", 1)), step(vec * unroll),
@@ -197,7 +196,8 @@ LogicalResult PointwiseKernel::readBroadcast(BroadcastOp leaf,
     return success();
   }
   for (Value linear : linears)
-    if (failed(e.elementAt(leaf.getResult(), ElementIndex::linear(shape, linear))))
+    if (failed(
+            e.elementAt(leaf.getResult(), ElementIndex::linear(shape, linear))))
       return failure();
   return success();
 }

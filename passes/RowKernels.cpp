@@ -247,15 +247,14 @@ void RowKernel::emitSoftmaxInRegisters(SoftmaxOp softmax) {
   // cancels in the normalisation (softmax bf16 1.24x -> 1.07x its HBM
   // floor on the H200, where libdevice's expf made the kernel issue-bound).
   Value shift = arith::MulFOp::create(b, l, max, e.f32(-M_LOG2E));
-  Value sum = reduceRow(softmax.getInput(), ReduceKind::sum, b.getF32Type(),
-                        [&](Value x) -> Value {
-                          Value p = emitExp2Approx(
-                              b, l,
-                              math::FmaOp::create(b, l, x, e.f32(M_LOG2E),
-                                                  shift));
-                          exps.push_back(p);
-                          return p;
-                        });
+  Value sum = reduceRow(
+      softmax.getInput(), ReduceKind::sum, b.getF32Type(),
+      [&](Value x) -> Value {
+        Value p = emitExp2Approx(
+            b, l, math::FmaOp::create(b, l, x, e.f32(M_LOG2E), shift));
+        exps.push_back(p);
+        return p;
+      });
   e.setSoftmaxStats(softmax, max, sum);
   Value masked = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max,
                                        e.f32(-INFINITY));

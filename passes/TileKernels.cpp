@@ -166,7 +166,7 @@ private:
   FailureOr<Value> computeRow(int64_t i);
   /// Stores a computed row element where it is inside the output.
   void storeRow(int64_t i, Value value);
-  /// Output row and column of row pass `i`, and whether they are inside.
+  /// Output row, column and linear index of row pass `i`.
   Value outRow(int64_t i);
   Value outCol();
   Value outLinear(int64_t i);
@@ -293,14 +293,14 @@ FailureOr<Value> TransposeKernel::computeRow(int64_t i) {
     v = arith::BitcastOp::create(b, l, dtype, v);
   // Outside the output the element is computed at index 0 and not stored.
   Value ok = inside(outRow(i), outCol(), rowsOut, colsOut);
-  Value linear =
-      arith::SelectOp::create(b, l, ok, outLinear(i), e.index(0));
+  Value linear = arith::SelectOp::create(b, l, ok, outLinear(i), e.index(0));
   e.setElement(transpose.getResult(), linear, v);
   return e.elementAt(root, ElementIndex::linear(out, linear));
 }
 
 void TransposeKernel::storeRow(int64_t i, Value value) {
-  auto guard = scf::IfOp::create(b, l, inside(outRow(i), outCol(), rowsOut, colsOut));
+  auto guard =
+      scf::IfOp::create(b, l, inside(outRow(i), outCol(), rowsOut, colsOut));
   OpBuilder::InsertionGuard insertion(b);
   b.setInsertionPoint(guard.thenBlock()->getTerminator());
   e.storeResult(0, outLinear(i), value);

@@ -109,9 +109,8 @@ TEST(Gpu, SizesOneAndSeven) {
 /// Runs the one-input f32 graph `g` on `xs` and checks every output
 /// element against the evaluator: equal, or |got - want| <= rel |want| +
 /// `flushed` (results the GPU may flush to zero), NaN where it is NaN.
-void expectElementwiseClose(Graph &g, const std::vector<float> &xs,
-                            double rel, double flushed,
-                            DType dtype = DType::f32) {
+void expectElementwiseClose(Graph &g, const std::vector<float> &xs, double rel,
+                            double flushed, DType dtype = DType::f32) {
   const int64_t n = xs.size();
   HostTensor in(dtype, {n});
   for (int64_t i = 0; i < n; ++i)
@@ -141,8 +140,8 @@ void expectElementwiseClose(Graph &g, const std::vector<float> &xs,
 
 /// Special values every range test includes.
 std::vector<float> specialValues() {
-  return {0.0f, -0.0f, 1e-30f, -1e-30f, 1e6f, -3e20f, 3.4e38f, INFINITY,
-          -INFINITY, NAN};
+  return {0.0f,   -0.0f,   1e-30f,   -1e-30f,   1e6f,
+          -3e20f, 3.4e38f, INFINITY, -INFINITY, NAN};
 }
 
 /// f32 sine and cosine over the whole range, element by element: small and
@@ -196,8 +195,8 @@ TEST(Gpu, SigmoidAndSiluAcrossTheRange) {
 TEST(Gpu, Bf16GeluAcrossTheRange) {
   SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(freshSeed());
-  std::vector<float> xs = {0.0f, -0.0f, 1e-6f, -1e-6f, 3e38f, -3e38f,
-                           INFINITY, -INFINITY, NAN};
+  std::vector<float> xs = {0.0f,   -0.0f,    1e-6f,     -1e-6f, 3e38f,
+                           -3e38f, INFINITY, -INFINITY, NAN};
   std::uniform_real_distribution<double> wide(-8, 8), narrow(-0.5, 0.5);
   while (xs.size() < 20000) {
     xs.push_back(float(wide(rng)));
