@@ -2,8 +2,9 @@
 //
 // Analyse: the kernel's work (elements, or rows of a row space) and the
 // widest 16-byte vector every buffer it touches allows. Decide:
-//  - pointwise: `vec` elements per thread step, 256 threads, a grid that
-//    covers the vectors once;
+//  - pointwise: `vec` elements per thread step (two vectors of them for
+//    large tensors, `interleave`d across the block for f32), 256 threads,
+//    a grid that covers the steps once;
 //  - row kernels (normalisations and last-axis reductions): one block per
 //    row with enough threads that each holds about 4 vectors, the row kept
 //    in registers when that is at most 32 values a thread (else looped);
