@@ -50,6 +50,10 @@ constexpr float kHalfPiHi = 0x1.921fb6p+0f;
 constexpr float kHalfPiMid = -0x1.777a5cp-25f;
 constexpr float kHalfPiLo = -0x1.ee59dap-50f;
 
+Value f32Constant(OpBuilder &b, Location l, float v) {
+  return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v));
+}
+
 class SinCosEmitter {
 public:
   SinCosEmitter(OpBuilder &b, Location l) : b(b), l(l) {}
@@ -75,9 +79,7 @@ public:
   }
 
 private:
-  Value f32(float v) {
-    return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v));
-  }
+  Value f32(float v) { return f32Constant(b, l, v); }
   Value i32(int32_t v) {
     return arith::ConstantOp::create(b, l, b.getI32IntegerAttr(v));
   }
@@ -163,9 +165,7 @@ constexpr float kLog2EHi = 0x1.715476p+0f;
 constexpr float kLog2ELo = 0x1.4ae0cp-26f;
 
 Value kfuse::kf::emitSigmoid(OpBuilder &b, Location l, Value x) {
-  auto f32 = [&](float v) -> Value {
-    return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v));
-  };
+  auto f32 = [&](float v) { return f32Constant(b, l, v); };
   // Beyond |x| = 88 the result is 1, or below 2^-126 (flushed to 0); the
   // clamp keeps 2^t finite for the correction. NaN stays NaN.
   Value clamped = arith::MaximumFOp::create(
@@ -184,9 +184,7 @@ Value kfuse::kf::emitSigmoid(OpBuilder &b, Location l, Value x) {
 }
 
 Value kfuse::kf::emitErfForHalfResults(OpBuilder &b, Location l, Value x) {
-  auto f32 = [&](float v) -> Value {
-    return arith::ConstantOp::create(b, l, b.getF32FloatAttr(v));
-  };
+  auto f32 = [&](float v) { return f32Constant(b, l, v); };
   // erf |x| = 1 - t (a1 + t (a2 + ... + t a5)) e^(-x^2), t = 1 / (1 + p |x|).
   Value ax = math::AbsFOp::create(b, l, x);
   Value t = unaryPtx(b, l, "rcp.approx.ftz.f32",
