@@ -57,6 +57,9 @@ Expected<double> medianMs(const std::function<Status()> &once);
 /// Random inputs of `g` on the device; `bytes` counts them.
 Status uploadRandomInputs(const Graph &g, std::vector<DeviceBuffer> &buffers,
                           std::vector<DeviceTensor> &inputs, uint64_t &bytes);
+/// A bf16 tensor of `shape` copied from the device.
+Expected<HostTensor> downloadBf16(const DeviceBuffer &buffer,
+                                  std::vector<int64_t> shape);
 /// `g` compiled fused and unfused and timed on the same buffers;
 /// `inspectFused` sees the fused executable.
 Status timeFusedAndUnfused(
@@ -69,6 +72,8 @@ int runCosts(const std::string &self, Table &table);
 int runMemoryBound(const std::string &only, bool list, MemoryTable &table);
 /// The tensor-core matmuls against cuBLAS (all, or `only`).
 int runMatmuls(const std::string &only, bool list, double copyGBs);
+/// kf-pad on against off (bench/Padding.cpp).
+int runPadding(const std::string &only, bool list);
 /// Attention from primitives, fused and unfused, against SDPA run by the
 /// python script `peers` (all, or `only`).
 int runAttention(const std::string &only, bool list, double copyGBs,

@@ -68,6 +68,14 @@ Status uploadRandomInputs(const Graph &g, std::vector<DeviceBuffer> &buffers,
   return Status::ok();
 }
 
+Expected<HostTensor> downloadBf16(const DeviceBuffer &buffer,
+                                  std::vector<int64_t> shape) {
+  HostTensor t(DType::bf16, std::move(shape));
+  if (Status s = buffer.copyToHost(t.data(), t.sizeInBytes()); !s)
+    return s.error();
+  return t;
+}
+
 Status timeFusedAndUnfused(
     const Graph &g, const std::vector<DeviceTensor> &inputs,
     const DeviceTensor &result, double &fusedMs, double &unfusedMs,
@@ -98,6 +106,7 @@ static int usage() {
                "       kfuse-bench memory [--list] [--workload NAME] "
                "[--json FILE]\n"
                "       kfuse-bench matmul [--list] [--workload NAME]\n"
+               "       kfuse-bench pad [--list] [--workload NAME]\n"
                "       kfuse-bench attention [--list] [--workload NAME] "
                "[--peers PEERS.PY]\n");
   return 2;
@@ -130,6 +139,8 @@ int main(int argc, char **argv) {
   }
   if (command == "matmul" && list)
     return runMatmuls("", true, 0);
+  if (command == "pad" && list)
+    return runPadding("", true);
   if (command == "attention" && list)
     return runAttention("", true, 0, peers);
   kfuse::Expected<kfuse::DeviceInfo> gpu = kfuse::device();
@@ -148,6 +159,8 @@ int main(int argc, char **argv) {
       std::ofstream(json) << table.json();
     return 0;
   }
+  if (command == "pad")
+    return runPadding(only, false);
   if (command == "matmul" || command == "attention") {
     kfuse::Expected<double> bandwidth = copyBandwidth();
     if (!bandwidth) {

@@ -121,13 +121,6 @@ Status runCuBlas(CuBlas &blas, const MatmulWorkload &w, const void *a,
   return Status::ok();
 }
 
-Expected<HostTensor> download(const DeviceBuffer &buffer, std::vector<int64_t> shape) {
-  HostTensor t(DType::bf16, std::move(shape));
-  if (Status s = buffer.copyToHost(t.data(), t.sizeInBytes()); !s)
-    return s.error();
-  return t;
-}
-
 struct MatmulRow {
   std::string name;
   double flops, fusedMs, unfusedMs, cublasMs = 0, floorMs, error = -1;
@@ -193,8 +186,8 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
   row.cublasMs = *ms;
   if (w.biasGelu)
     return row;
-  Expected<HostTensor> mine = download(*out, outShape);
-  Expected<HostTensor> theirs = download(*peer, outShape);
+  Expected<HostTensor> mine = downloadBf16(*out, outShape);
+  Expected<HostTensor> theirs = downloadBf16(*peer, outShape);
   if (mine && theirs)
     row.error = relativeError(*mine, *theirs);
   return row;

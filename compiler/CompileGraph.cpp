@@ -141,13 +141,17 @@ LogicalResult checkSizes(func::FuncOp func) {
   return failure(walk.wasInterrupted());
 }
 
+/// A buffer's shape and size: rows that kf-pad padded take their stride.
 runtime::BufferDesc describe(Value v, runtime::BufferRole role,
                              uint32_t index) {
   auto type = mlir::cast<RankedTensorType>(v.getType());
   DType dtype = *fromMLIRType(type);
+  uint64_t elements = type.getNumElements();
+  if (int64_t stride = kf::paddedRowStride(v))
+    elements = elements / type.getShape().back() * stride;
   return {role, index, dtype,
           std::vector<int64_t>(type.getShape().begin(), type.getShape().end()),
-          static_cast<uint64_t>(type.getNumElements()) * dtypeSize(dtype)};
+          elements * dtypeSize(dtype)};
 }
 
 /// Floating-point work of a kernel body: one per element of each
@@ -316,7 +320,8 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
 
   kf::KernelPipelineOptions kernelOptions{
       request.fused, request.multiprocessors, request.aligned,
-      /*wgmma=*/request.arch == "sm_90" || request.arch == "sm_90a"};
+      /*wgmma=*/request.arch == "sm_90" || request.arch == "sm_90a",
+      request.padRows};
   if (failed(run([&](PassManager &pm) {
         kf::buildKernelPipeline(pm, kernelOptions);
       })))

@@ -26,6 +26,7 @@ struct CompileRequest {
   std::vector<std::vector<int64_t>> shapes;
   std::string arch = "sm_90";
   bool fused = true;
+  bool padRows = true; ///< run kf-pad
   int64_t multiprocessors = 132;
   /// Every buffer starts on a 16-byte boundary: kernels may use 16-byte
   /// accesses. An alignment fact, so part of the cache key.

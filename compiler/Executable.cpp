@@ -146,6 +146,7 @@ ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
   std::string key = std::string("kfuse ") + version() + "\nllvm " +
                     llvmVersion() + "\narch " + options.arch + "\nfusion " +
                     (options.fusion == Fusion::Fused ? "fused" : "unfused") +
+                    "\npad rows " + (options.padRows ? "16" : "no") +
                     "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
@@ -209,6 +210,7 @@ Status ExecutableImpl::compileEntry(
   request.shapes = shapes;
   request.arch = options.arch;
   request.fused = options.fusion == Fusion::Fused;
+  request.padRows = options.padRows;
   request.aligned = aligned;
   Expected<runtime::Plan> plan = compiler::compileGraph(request);
   if (!plan)

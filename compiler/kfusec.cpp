@@ -51,6 +51,8 @@ cl::opt<std::string> arch("arch", cl::desc("Target GPU, e.g. sm_90, sm_80"),
                           cl::init("sm_90"));
 cl::opt<bool> unfused("unfused",
                       cl::desc("One kernel per op (the unfused baseline)"));
+cl::opt<bool> noPad("no-pad",
+                    cl::desc("Keep intermediate buffers dense (no kf-pad)"));
 cl::list<std::string> shapeArgs("shape",
                                 cl::desc("An input's shape, NAME=128x64"));
 cl::list<std::string> bindArgs("bind",
@@ -253,6 +255,7 @@ int profileOnGPU(const kfuse::Graph &graph) {
   }
   kfuse::CompileOptions options;
   options.fusion = unfused ? kfuse::Fusion::Unfused : kfuse::Fusion::Fused;
+  options.padRows = !noPad;
   options.arch = arch;
   auto exe = kfuse::Compiler(options).compile(graph);
   if (!exe)
@@ -383,6 +386,7 @@ int main(int argc, char **argv) {
   request.shapes = shapes;
   request.arch = arch;
   request.fused = !unfused;
+  request.padRows = !noPad;
   request.stopAfter = emit == Emit::SASS ? kfuse::Stage::PTX
                                          : static_cast<kfuse::Stage>(emit.getValue());
   bool badOptions = false;

@@ -1,6 +1,7 @@
 //===- KernelEmitter.cpp - scalar code for kf ops inside a gpu.func -------===//
 
 #include "passes/KernelEmitter.h"
+#include "passes/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -61,6 +62,12 @@ KernelEmitter::KernelEmitter(KernelOp kernel, gpu::GPUFuncOp func)
     : kernelOp(kernel), func(func), b(func.getContext()),
       location(kernel.getLoc()) {
   b.setInsertionPointToStart(&func.getBody().front());
+  for (Value buffer :
+       llvm::concat<const Value>(kernel.getInputs(), kernel.getResults())) {
+    auto type = mlir::cast<RankedTensorType>(buffer.getType());
+    padding.push_back(
+        {type.getRank() ? type.getShape().back() : 1, paddedRowStride(buffer)});
+  }
 }
 
 Type KernelEmitter::computeType(Type dtype) {
@@ -199,20 +206,37 @@ Value KernelEmitter::blockReduce(Value value, Value identity, Value scratch,
   return result;
 }
 
-Value KernelEmitter::load(Value memref, Value linear) {
-  Value v = memref::LoadOp::create(b, location, memref, ValueRange{linear});
+Value KernelEmitter::offsetOf(unsigned argNumber, const BufferIndex &at) {
+  RowPadding rows = padding[argNumber];
+  if (!rows.stride)
+    return at.linear;
+  Value row = at.row, column = at.column;
+  if (!row || !column) {
+    row = arith::DivUIOp::create(b, location, at.linear, index(rows.length));
+    column = arith::RemUIOp::create(b, location, at.linear, index(rows.length));
+  }
+  return arith::AddIOp::create(
+      b, location, arith::MulIOp::create(b, location, row, index(rows.stride)),
+      column);
+}
+
+Value KernelEmitter::load(unsigned argNumber, Value offset) {
+  Value memref = func.getArgument(argNumber);
+  Value v = memref::LoadOp::create(b, location, memref, ValueRange{offset});
   Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
   if (isa<FloatType>(dtype) && !dtype.isF32())
     v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
   return v;
 }
 
-void KernelEmitter::storeResult(unsigned result, Value linear, Value v) {
-  Value memref = func.getArgument(kernelOp.getInputs().size() + result);
+void KernelEmitter::storeResult(unsigned result, BufferIndex at, Value v) {
+  unsigned argNumber = kernelOp.getInputs().size() + result;
+  Value memref = func.getArgument(argNumber);
   Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
   if (isa<FloatType>(dtype) && !dtype.isF32())
     v = arith::TruncFOp::create(b, location, dtype, v);
-  memref::StoreOp::create(b, location, v, memref, ValueRange{linear});
+  memref::StoreOp::create(b, location, v, memref,
+                          ValueRange{offsetOf(argNumber, at)});
 }
 
 /// A vector access's own size (at most 16 bytes): templates access
@@ -223,15 +247,16 @@ static llvm::MaybeAlign vectorAlignment(VectorType type) {
   return llvm::MaybeAlign(std::min<int64_t>(bytes, 16));
 }
 
-SmallVector<Value> KernelEmitter::loadVector(BlockArgument arg, Value first,
-                                             int64_t lanes) {
+SmallVector<Value> KernelEmitter::loadVector(BlockArgument arg,
+                                             BufferIndex first, int64_t lanes) {
   Value memref = func.getArgument(arg.getArgNumber());
+  Value offset = offsetOf(arg.getArgNumber(), first);
   if (lanes == 1)
-    return {load(memref, first)};
+    return {load(arg.getArgNumber(), offset)};
   Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
   auto type = VectorType::get({lanes}, dtype);
   Value vector =
-      vector::LoadOp::create(b, location, type, memref, ValueRange{first},
+      vector::LoadOp::create(b, location, type, memref, ValueRange{offset},
                              /*nontemporal=*/false, vectorAlignment(type));
   SmallVector<Value> values;
   for (int64_t lane = 0; lane < lanes; ++lane) {
@@ -244,19 +269,21 @@ SmallVector<Value> KernelEmitter::loadVector(BlockArgument arg, Value first,
   return values;
 }
 
-void KernelEmitter::loadLanes(BlockArgument arg, ArrayRef<Value> linears) {
-  SmallVector<Value> values = loadVector(arg, linears[0], linears.size());
+void KernelEmitter::loadLanes(BlockArgument arg, BufferIndex first,
+                              ArrayRef<Value> linears) {
+  SmallVector<Value> values = loadVector(arg, first, linears.size());
   for (auto [linear, value] : llvm::zip_equal(linears, values))
     setElement(arg, linear, value);
 }
 
-void KernelEmitter::storeLanes(unsigned result, Value linear,
+void KernelEmitter::storeLanes(unsigned result, BufferIndex first,
                                ArrayRef<Value> values) {
   if (values.size() == 1) {
-    storeResult(result, linear, values[0]);
+    storeResult(result, first, values[0]);
     return;
   }
-  Value memref = func.getArgument(kernelOp.getInputs().size() + result);
+  unsigned argNumber = kernelOp.getInputs().size() + result;
+  Value memref = func.getArgument(argNumber);
   Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
   SmallVector<Value> lanes;
   for (Value v : values)
@@ -265,7 +292,8 @@ void KernelEmitter::storeLanes(unsigned result, Value linear,
                         : v);
   auto type = VectorType::get({static_cast<int64_t>(values.size())}, dtype);
   Value vector = vector::FromElementsOp::create(b, location, type, lanes);
-  vector::StoreOp::create(b, location, vector, memref, ValueRange{linear},
+  vector::StoreOp::create(b, location, vector, memref,
+                          ValueRange{offsetOf(argNumber, first)},
                           /*nontemporal=*/false, vectorAlignment(type));
 }
 
@@ -343,8 +371,15 @@ FailureOr<Value> KernelEmitter::broadcastAt(BroadcastOp op, ElementIndex &idx) {
 }
 
 FailureOr<Value> KernelEmitter::compute(Value tensor, ElementIndex &idx) {
-  if (auto arg = dyn_cast<BlockArgument>(tensor))
-    return load(func.getArgument(arg.getArgNumber()), idx.getLinear(*this));
+  if (auto arg = dyn_cast<BlockArgument>(tensor)) {
+    // A row element's row and column are the buffer's when it is indexed
+    // in its own [rows, length] space.
+    BufferIndex at(idx.getLinear(*this));
+    if (idx.row() && idx.column() && !idx.shape().empty() &&
+        idx.shape().back() == padding[arg.getArgNumber()].length)
+      at = BufferIndex(at.linear, idx.row(), idx.column());
+    return load(arg.getArgNumber(), offsetOf(arg.getArgNumber(), at));
+  }
   Operation *op = tensor.getDefiningOp();
   return TypeSwitch<Operation *, FailureOr<Value>>(op)
       .Case([&](ConstantOp c) { return constantAt(c); })

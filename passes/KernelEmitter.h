@@ -57,6 +57,18 @@ private:
   llvm::SmallVector<mlir::Value, 4> multiIndex;
 };
 
+/// Where an element of a kernel buffer lies: its row-major linear index
+/// and, where the template knows them, its row (over all leading dims) and
+/// column. Buffers whose rows kf-pad padded are addressed by
+/// row * stride + column; without a row and column the linear index is
+/// divided by the row length to find them.
+struct BufferIndex {
+  BufferIndex(mlir::Value linear) : linear(linear) {}
+  BufferIndex(mlir::Value linear, mlir::Value row, mlir::Value column)
+      : linear(linear), row(row), column(column) {}
+  mlir::Value linear, row, column;
+};
+
 class KernelEmitter {
 public:
   /// `func` is the gpu.func being built: its arguments are one flat memref
@@ -79,20 +91,27 @@ public:
   void setSoftmaxStats(SoftmaxOp op, mlir::Value max, mlir::Value sum) {
     softmaxStats[op] = {max, sum};
   }
-  /// Stores `value` (in compute type) into result `result` at `linear`.
-  void storeResult(unsigned result, mlir::Value linear, mlir::Value value);
+  /// Stores `value` (in compute type) into result `result` at `at`.
+  void storeResult(unsigned result, BufferIndex at, mlir::Value value);
   /// Loads `linears.size()` consecutive elements of kernel input `arg`,
-  /// starting at linears[0] (16-byte aligned), as one vector access, and
-  /// records each lane as that element.
-  void loadLanes(mlir::BlockArgument arg, llvm::ArrayRef<mlir::Value> linears);
+  /// starting at `first` (16-byte aligned), as one vector access, and
+  /// records each lane as the element at its linear index.
+  void loadLanes(mlir::BlockArgument arg, BufferIndex first,
+                 llvm::ArrayRef<mlir::Value> linears);
   /// Loads `lanes` consecutive elements of kernel input `arg` from `first`
   /// (16-byte aligned) as one vector access, in compute type.
   llvm::SmallVector<mlir::Value> loadVector(mlir::BlockArgument arg,
-                                            mlir::Value first, int64_t lanes);
-  /// Stores consecutive `values` of result `result` from `linear` on, as
+                                            BufferIndex first, int64_t lanes);
+  /// Stores consecutive `values` of result `result` from `first` on, as
   /// one vector access.
-  void storeLanes(unsigned result, mlir::Value linear,
+  void storeLanes(unsigned result, BufferIndex first,
                   llvm::ArrayRef<mlir::Value> values);
+  /// The element offset of `at` in gpu.func argument `argNumber`.
+  mlir::Value offsetOf(unsigned argNumber, const BufferIndex &at);
+  /// The row stride kf-pad gave gpu.func argument `argNumber`, or 0.
+  int64_t paddedStride(unsigned argNumber) const {
+    return padding[argNumber].stride;
+  }
 
   /// for item in [first, items) step stride: body(item); first = global
   /// thread id, stride = all threads (or block id and grid size when
@@ -127,7 +146,8 @@ public:
   static mlir::Type computeType(mlir::Type dtype);
 
 private:
-  mlir::Value load(mlir::Value memref, mlir::Value linear);
+  /// Loads the element at `offset` of gpu.func argument `argNumber`.
+  mlir::Value load(unsigned argNumber, mlir::Value offset);
   mlir::FailureOr<mlir::Value> compute(mlir::Value tensor, ElementIndex &idx);
   mlir::FailureOr<mlir::Value> broadcastAt(BroadcastOp op, ElementIndex &idx);
   mlir::FailureOr<mlir::Value> scalarOp(mlir::Operation *op,
@@ -140,6 +160,12 @@ private:
 
   KernelOp kernelOp;
   mlir::gpu::GPUFuncOp func;
+  /// Per gpu.func argument: its row length and padded row stride (0 when
+  /// dense).
+  struct RowPadding {
+    int64_t length = 0, stride = 0;
+  };
+  llvm::SmallVector<RowPadding> padding;
   mlir::OpBuilder b;
   mlir::Location location;
   /// Elements already computed, by (tensor, linear index): a thread reuses

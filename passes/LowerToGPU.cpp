@@ -183,14 +183,14 @@ LogicalResult PointwiseKernel::readBroadcast(BroadcastOp leaf,
     SmallVector<Value> values =
         split->kind == BroadcastSplit::trailing
             ? e.loadVector(input,
-                           arith::RemUIOp::create(b, l, linears[0],
-                                                  e.index(split->rest)),
+                           Value(arith::RemUIOp::create(b, l, linears[0],
+                                                        e.index(split->rest))),
                            vec)
-            : SmallVector<Value>(
-                  vec, e.loadVector(input,
-                                    arith::DivUIOp::create(
-                                        b, l, linears[0], e.index(split->rest)),
-                                    1)[0]);
+            : SmallVector<Value>(vec, e.loadVector(input,
+                                                   Value(arith::DivUIOp::create(
+                                                       b, l, linears[0],
+                                                       e.index(split->rest))),
+                                                   1)[0]);
     for (auto [linear, value] : llvm::zip_equal(linears, values))
       e.setElement(leaf.getResult(), linear, value);
     return success();
@@ -449,10 +449,32 @@ LogicalResult emitAttention(KernelEmitter &e, int64_t items) {
   });
 }
 
-/// Kernel arguments are flat: one bare pointer each.
+/// Kernel arguments are flat: one bare pointer each, to rows of kf-pad's
+/// stride where it padded them.
 MemRefType memrefOf(Value tensor) {
   auto type = mlir::cast<RankedTensorType>(tensor.getType());
-  return MemRefType::get({type.getNumElements()}, type.getElementType());
+  int64_t elements = type.getNumElements();
+  if (int64_t stride = paddedRowStride(tensor))
+    elements = elements / type.getShape().back() * stride;
+  return MemRefType::get({elements}, type.getElementType());
+}
+
+/// Only the row and tensor-core matmul templates address padded rows (by
+/// row and column); kf-pad pads nothing else.
+LogicalResult checkPaddedBuffers(KernelOp kernel) {
+  bool rowTemplate = (kernel.getKind() == KernelKind::reduction ||
+                      kernel.getKind() == KernelKind::normalization) &&
+                     rowSpaceOf(kernel) && !configValue(kernel, "columns");
+  bool mmaTemplate = configValue(kernel, "mma") != 0;
+  if (rowTemplate || mmaTemplate)
+    return success();
+  for (Value v :
+       llvm::concat<const Value>(kernel.getInputs(), kernel.getResults()))
+    if (paddedRowStride(v))
+      return kernel.emitOpError()
+             << "has a buffer with padded rows (" << v.getType()
+             << "), which its template does not address";
+  return success();
 }
 
 LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
@@ -466,6 +488,8 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   if (!config || !config.getAs<IntegerAttr>("block") ||
       !config.getAs<IntegerAttr>("items"))
     return kernel.emitOpError("has no launch config: run kf-tile first");
+  if (failed(checkPaddedBuffers(kernel)))
+    return failure();
   int64_t block = configValue(kernel, "block");
   int64_t items = configValue(kernel, "items");
 

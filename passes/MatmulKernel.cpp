@@ -40,11 +40,12 @@ using namespace kfuse::kf;
 namespace {
 
 /// One operand as the copies see it: a row-major [rows, cols] matrix per
-/// batch in global memory, staged as a SharedTile at `offset` of a stage.
+/// batch in global memory, rows `stride` elements apart (kf-pad may have
+/// padded them, with zeros), staged as a SharedTile at `offset` of a stage.
 struct StagedOperand {
   Value memref;
   SharedTile tile;
-  int64_t offset, rows, cols, batchStride;
+  int64_t offset, rows, cols, stride, batchStride;
   /// Rows run along M/N and columns along K (as mma wants them).
   bool kContiguous;
 };
@@ -95,7 +96,9 @@ private:
                                 const OutputPair &at, Value tile);
   Value outputTile();
   void copyOutput();
-
+  /// `v`, a vector of the output row from column `col`, with its lanes at
+  /// columns >= N (never written by the epilogue) set to zero.
+  Value zeroPastRow(Value v, Value col);
 
   MatmulOp matmul;
   MatmulProblem p;
@@ -122,15 +125,19 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
   stageElements = ta.elements() + tb.elements();
   mTiles = (p.m + t.bm - 1) / t.bm;
   nTiles = (p.n + t.bn - 1) / t.bn;
-  auto arg = [&](Value v) {
-    return e.gpuFunc().getArgument(mlir::cast<BlockArgument>(v).getArgNumber());
+  auto staged = [&](Value v, SharedTile tile, int64_t offset, int64_t rows,
+                    int64_t cols, bool shared, bool kContiguous) {
+    unsigned number = mlir::cast<BlockArgument>(v).getArgNumber();
+    int64_t stride = e.paddedStride(number);
+    stride = stride ? stride : cols;
+    return StagedOperand{
+        e.gpuFunc().getArgument(number), tile,       offset, rows, cols, stride,
+        shared ? 0 : rows * stride,      kContiguous};
   };
-  a = {arg(matmul.getA()), ta, 0,
-       p.transposeA ? p.k : p.m, p.transposeA ? p.m : p.k, p.m * p.k,
-       !p.transposeA};
-  bOp = {arg(matmul.getB()), tb, ta.elements(),
-         p.transposeB ? p.n : p.k, p.transposeB ? p.k : p.n,
-         p.sharedB ? 0 : p.k * p.n, p.transposeB};
+  a = staged(matmul.getA(), ta, 0, p.transposeA ? p.k : p.m,
+             p.transposeA ? p.m : p.k, false, !p.transposeA);
+  bOp = staged(matmul.getB(), tb, ta.elements(), p.transposeB ? p.n : p.k,
+               p.transposeB ? p.k : p.n, p.sharedB, p.transposeB);
 }
 
 LogicalResult TensorCoreMatmul::emit() {
@@ -303,7 +310,7 @@ void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
     Value c = add(tid, idx(first));
     Value r = div(c, perRow), col = mul(rem(c, perRow), 8);
     Value gr = add(row0, r), gc = add(col0, col);
-    Value src = add(batchBase, add(mul(gr, op.cols), gc));
+    Value src = add(batchBase, add(mul(gr, op.stride), gc));
     // Tiles start at multiples of their size: only a dim the tile does not
     // divide has edges to test.
     Value valid;
@@ -490,13 +497,17 @@ Value TensorCoreMatmul::outputTile() {
 
 /// Thread tid stores vectors tid, tid + threads, ... of the staged tile, of
 /// `vec` elements (16 bytes where the rows are whole 16-byte vectors, else
-/// one): a warp writes consecutive elements of a row.
+/// one): a warp writes consecutive elements of a row. Rows that kf-pad
+/// padded are written to their whole stride, zeros past the row's end.
 void TensorCoreMatmul::copyOutput() {
   Value tile = outputTile();
-  Value out = e.gpuFunc().getArgument(e.kernel().getInputs().size());
+  unsigned outArg = e.kernel().getInputs().size();
+  Value out = e.gpuFunc().getArgument(outArg);
   Type type = mlir::cast<MemRefType>(out.getType()).getElementType();
+  int64_t padded = e.paddedStride(outArg);
+  int64_t stride = padded ? padded : p.n;
   int64_t vec = 16 / (type.getIntOrFloatBitWidth() / 8);
-  if (p.n % vec)
+  if (stride % vec)
     vec = 1;
   auto vectorType = VectorType::get({vec}, type);
   e.loop(t.bm * t.bn / vec / t.threads(), {}, [&](Value i, ValueRange) {
@@ -504,23 +515,41 @@ void TensorCoreMatmul::copyOutput() {
     Value r = div(at, t.bn), c = rem(at, t.bn);
     Value row = add(m0, r), col = add(n0, c);
     Value inside = arith::AndIOp::create(b, l, less(row, idx(p.m)),
-                                         less(col, idx(p.n)));
+                                         less(col, idx(stride)));
     auto ifOp = scf::IfOp::create(b, l, inside, false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value from = add(mul(r, t.bn + 8), c);
-    Value linear = add(mul(add(mul(batch, p.m), row), p.n), col);
+    Value linear = add(mul(add(mul(batch, p.m), row), stride), col);
     if (vec == 1) {
       Value v = memref::LoadOp::create(b, l, tile, ValueRange{from});
+      if (padded)
+        v = arith::SelectOp::create(b, l, less(col, idx(p.n)), v,
+                                    e.constant(type, 0));
       memref::StoreOp::create(b, l, v, out, ValueRange{linear});
     } else {
       Value v = vector::LoadOp::create(b, l, vectorType, tile, ValueRange{from},
                                        false, llvm::MaybeAlign(16));
+      if (padded)
+        v = zeroPastRow(v, col);
       vector::StoreOp::create(b, l, v, out, ValueRange{linear}, false,
                               llvm::MaybeAlign(16));
     }
     return SmallVector<Value>{};
   });
+}
+
+Value TensorCoreMatmul::zeroPastRow(Value v, Value col) {
+  auto type = mlir::cast<VectorType>(v.getType());
+  SmallVector<Value> inside;
+  for (int64_t k = 0; k < type.getNumElements(); ++k)
+    inside.push_back(less(add(col, idx(k)), idx(p.n)));
+  Value mask = vector::FromElementsOp::create(
+      b, l, VectorType::get(type.getShape(), b.getI1Type()), inside);
+  Value zero = arith::ConstantOp::create(
+      b, l, type,
+      DenseElementsAttr::get(type, b.getZeroAttr(type.getElementType())));
+  return arith::SelectOp::create(b, l, mask, v, zero);
 }
 
 /// Output elements (row, col) and (row, col + 1) of the tile (local
@@ -584,9 +613,10 @@ LogicalResult TensorCoreMatmul::storeResultPair(unsigned result, Value value,
       toShared(*x0, at.c);
       toShared(*x1, add(at.c, idx(1)));
     } else if (pairs) {
-      e.storeLanes(result, at.linear, {*x0, *x1});
+      e.storeLanes(result, BufferIndex(at.linear, at.outRow, at.col),
+                   {*x0, *x1});
     } else {
-      e.storeResult(result, linear1, *x1);
+      e.storeResult(result, BufferIndex(linear1, at.outRow, col1), *x1);
     }
     return success();
   };
@@ -595,7 +625,7 @@ LogicalResult TensorCoreMatmul::storeResultPair(unsigned result, Value value,
   if (tile)
     toShared(*x0, at.c);
   else
-    e.storeResult(result, at.linear, *x0);
+    e.storeResult(result, BufferIndex(at.linear, at.outRow, at.col), *x0);
   // An odd N: the pair may straddle the row's end.
   auto has = scf::IfOp::create(b, l, less(col1, idx(p.n)), false);
   OpBuilder::InsertionGuard guard(b);

@@ -1,6 +1,7 @@
 //===- MatmulTiles.cpp - tensor-core tiles for matmul kernels -------------===//
 
 #include "passes/MatmulTiles.h"
+#include "passes/Passes.h"
 
 #include "llvm/ADT/STLExtras.h"
 
@@ -32,8 +33,23 @@ MatmulProblem MatmulProblem::of(MatmulOp op) {
   return p;
 }
 
-std::optional<std::string> kfuse::kf::tensorCoreRefusal(MatmulOp op,
-                                                        bool aligned) {
+/// Elements between the rows of `operand` (a matmul operand) in memory:
+/// as `assumed` says for a kernel argument, else as kf-pad decided.
+static int64_t operandRowStride(Value operand,
+                                ArrayRef<std::pair<Value, int64_t>> assumed) {
+  for (auto [value, stride] : assumed)
+    if (value == operand)
+      return stride;
+  auto arg = dyn_cast<BlockArgument>(operand);
+  auto kernel =
+      arg ? dyn_cast<KernelOp>(arg.getOwner()->getParentOp()) : KernelOp();
+  return kernel ? rowStrideOf(kernel.getInputs()[arg.getArgNumber()])
+                : shapeOf(operand).back();
+}
+
+std::optional<std::string>
+kfuse::kf::tensorCoreRefusal(MatmulOp op, bool aligned,
+                             ArrayRef<std::pair<Value, int64_t>> assumed) {
   Type dtype = mlir::cast<RankedTensorType>(op.getA().getType()).getElementType();
   if (!dtype.isBF16() && !dtype.isF16())
     return "its operands are " +
@@ -44,11 +60,12 @@ std::optional<std::string> kfuse::kf::tensorCoreRefusal(MatmulOp op,
   if (p.m == 0 || p.n == 0 || p.k == 0)
     return std::string("it is empty");
   // cp.async copies 8 elements: each operand's contiguous rows must be
-  // made of whole, aligned 8-element chunks.
-  int64_t aRow = p.transposeA ? p.m : p.k, bRow = p.transposeB ? p.k : p.n;
-  if (aRow % 8 || bRow % 8)
-    return "a contiguous operand dim (" + std::to_string(aRow % 8 ? aRow : bRow) +
-           ") is not a multiple of 8";
+  // made of whole, aligned 8-element chunks (kf-pad pads the rows of
+  // intermediate operands to make them so).
+  for (Value operand : {op.getA(), op.getB()})
+    if (int64_t stride = operandRowStride(operand, assumed); stride % 8)
+      return "a contiguous operand dim (" + std::to_string(stride) +
+             ") is not a multiple of 8";
   return std::nullopt;
 }
 

@@ -46,8 +46,12 @@ struct MatmulTile {
 
 /// Why the tensor-core template cannot compute `op` (bf16/f16 operands,
 /// 16-byte aligned buffers and rows of a multiple of 8 elements along each
-/// operand's contiguous dim), or nothing when it can.
-std::optional<std::string> tensorCoreRefusal(MatmulOp op, bool aligned);
+/// operand's contiguous dim), or nothing when it can. Operand rows are as
+/// kf-pad padded them, or for the kernel arguments in `assumed`, of the
+/// stride given there.
+std::optional<std::string>
+tensorCoreRefusal(MatmulOp op, bool aligned,
+                  llvm::ArrayRef<std::pair<mlir::Value, int64_t>> assumed = {});
 
 /// The tile with the least estimated time for `p` on `sms` multiprocessors:
 /// waves of resident blocks times the time of one wave, where larger tiles

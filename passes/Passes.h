@@ -39,6 +39,19 @@ specializeShapes(mlir::func::FuncOp func,
 inline constexpr llvm::StringLiteral kOnlineSoftmaxRefusal =
     "kf.online_softmax";
 
+/// The attribute kf-pad leaves on a kf.kernel whose results' rows it
+/// padded: one row stride (elements) per result, 0 for a dense result.
+inline constexpr llvm::StringLiteral kPaddedRows = "padded_rows";
+
+/// The row stride kf-pad chose for `value` (a kf.kernel result): its buffer
+/// holds rows of that many elements, the row's elements first and zeros
+/// after them. 0 when the buffer is dense.
+int64_t paddedRowStride(mlir::Value value);
+
+/// Elements between consecutive rows of `value`'s buffer: the padded
+/// stride, else its last dim.
+int64_t rowStrideOf(mlir::Value value);
+
 /// The kernel template that computes `op` on its own.
 KernelKind kernelKindOf(mlir::Operation *op);
 

@@ -114,6 +114,37 @@ def KFFusePass : Pass<"kf-fuse", "mlir::ModuleOp"> {
   ];
 }
 
+def KFPadPass : Pass<"kf-pad", "mlir::ModuleOp"> {
+  let summary = "Pad the rows of intermediate buffers to 16 bytes";
+  let description = [{
+    For every kernel result that only other kernels read, whose rows are
+    not a whole number of 16-byte vectors: when the producer's template
+    writes whole rows (row kernels, tensor-core matmuls) and every consumer
+    addresses the buffer by row and column (row kernels, tensor-core matmul
+    operands), pads its row stride to the next multiple of 16 bytes, with
+    zeros past each row's end. Padding that would grow a buffer by more
+    than an eighth is skipped. The strides go into the producer's
+    `padded_rows` (one per result, 0 for a dense one). Rows then start on
+    16-byte boundaries: row kernels use vectors on them, and a matmul whose
+    operand rows were odd can use tensor cores.
+
+    Before:
+    ```mlir
+    %s = kf.kernel matmul(%q, %k : ...) { ... } -> (tensor<2047x2047xbf16>)
+    %p = kf.kernel normalization(%s : tensor<2047x2047xbf16>) { ... }
+    ```
+    After:
+    ```mlir
+    %s = kf.kernel matmul(%q, %k : ...) attributes
+        {padded_rows = array<i64: 2048>} { ... } -> (tensor<2047x2047xbf16>)
+    ```
+  }];
+  let options = [
+    Option<"aligned", "aligned", "bool", /*default=*/"false",
+           "every buffer starts on a 16-byte boundary (allows vectors)">,
+  ];
+}
+
 def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
   let summary = "Choose each kernel's launch shape";
   let description = [{

@@ -31,6 +31,11 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   KFFusePassOptions fuse;
   fuse.mode = options.fused ? "fused" : "unfused";
   pm.addPass(createKFFusePass(fuse));
+  if (options.pad) {
+    KFPadPassOptions pad;
+    pad.aligned = options.aligned;
+    pm.addPass(createKFPadPass(pad));
+  }
   KFTilePassOptions tile;
   tile.sms = options.multiprocessors;
   tile.aligned = options.aligned;

@@ -28,9 +28,12 @@ struct KernelPipelineOptions {
   bool aligned = true;
   /// The target has wgmma (sm_90: kfuse then emits for sm_90a).
   bool wgmma = false;
+  /// kf-pad pads the rows of intermediate buffers.
+  bool pad = true;
 };
 
-/// Partitioning and launch shapes: kf-fuse, then kf-tile.
+/// Partitioning and launch shapes: kf-fuse, kf-pad, kf-tile, then
+/// kf-promote-shared.
 void buildKernelPipeline(mlir::OpPassManager &pm,
                          const KernelPipelineOptions &options);
 

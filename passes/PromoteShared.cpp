@@ -69,10 +69,12 @@ struct KFPromoteSharedPass
       // bytes a thread where rows allow: with wgmma (measured on the H200:
       // 4096^3 bf16 0.213 -> 0.200 ms, lm-head 1.54 -> 1.44 ms), and for
       // rows of an odd length, whose pairs cannot be stored from
-      // registers. Float results only (one kernel result, as kf-fuse makes
-      // matmul kernels).
+      // registers, and for rows kf-pad padded (the copy writes the zeros
+      // past each row's end). Float results only (one kernel result, as
+      // kf-fuse makes matmul kernels).
       auto result = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
-      if ((tile.wgmma || problem.n % 2) &&
+      if ((tile.wgmma || problem.n % 2 ||
+           paddedRowStride(kernel.getResult(0))) &&
           isa<FloatType>(result.getElementType()) &&
           kernel.getNumResults() == 1) {
         entries.set("stage_output", b.getI64IntegerAttr(1));

@@ -8,6 +8,11 @@
 // uses the online normaliser so that the row is read twice, not three
 // times.
 //
+// Rows that kf-pad padded are read a whole vector at a time: the lanes
+// span the longest padded row, and lanes past the row's end are masked.
+// A padded output is written to its whole stride, zeros past the row's
+// end, as kf-pad promises its consumers.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/KFDialect.h"
@@ -19,9 +24,12 @@ using namespace kfuse::kf;
 namespace {
 
 /// The lanes of one row a thread owns: `chunks` vectors of `vec` elements,
-/// at columns (chunk * threads + tid) * vec + lane.
+/// at columns (chunk * threads + tid) * vec + lane. Lanes past the row's
+/// end are not `valid`, and read column 0 instead; `first` is the vector's
+/// first column as it is (where padded rows are written).
 struct RowLanes {
   SmallVector<Value> columns, linears, valid;
+  Value first;
 };
 
 using LaneFn = function_ref<Value(Value, const RowLanes &, int64_t)>;
@@ -47,6 +55,8 @@ private:
   void emitSoftmaxInRegisters(SoftmaxOp softmax);
   /// Row-shaped outputs at every lane, row scalars once per row.
   LogicalResult storeOutputs();
+  /// Result `i` (padded to `stride`): whole vectors up to the stride.
+  void storePadded(unsigned i, Value value, int64_t stride);
 
   KernelEmitter &e;
   OpBuilder &b;
@@ -72,7 +82,7 @@ RowKernel::RowKernel(KernelEmitter &e, RowSpace space)
       vec(configValue(e.kernel(), "vec", 1)),
       chunks(configValue(e.kernel(), "chunks", 1)),
       inRegisters(configValue(e.kernel(), "in_registers")),
-      ragged(space.length % (threads * vec) != 0),
+      ragged(space.length != threads * vec * chunks),
       body(e.kernel().getBody().front()),
       yield(mlir::cast<YieldOp>(body.getTerminator())) {}
 
@@ -125,6 +135,7 @@ RowLanes RowKernel::lanesOf(Value c) {
   Value vecIndex = arith::AddIOp::create(
       b, l, arith::MulIOp::create(b, l, c, e.index(threads)), tid);
   Value first = arith::MulIOp::create(b, l, vecIndex, e.index(vec));
+  lanes.first = first;
   for (int64_t k = 0; k < vec; ++k) {
     Value column =
         k ? Value(arith::AddIOp::create(b, l, first, e.index(k))) : first;
@@ -137,7 +148,8 @@ RowLanes RowKernel::lanesOf(Value c) {
     lanes.valid.push_back(valid);
   }
   for (BlockArgument arg : streamed)
-    e.loadLanes(arg, lanes.linears);
+    e.loadLanes(arg, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
+                lanes.linears);
   return lanes;
 }
 
@@ -284,13 +296,19 @@ LogicalResult RowKernel::storeOutputs() {
       e.storeResult(i, row, *v);
       continue;
     }
+    unsigned argNumber = e.kernel().getInputs().size() + i;
+    if (int64_t stride = e.paddedStride(argNumber)) {
+      storePadded(i, value, stride);
+      continue;
+    }
     SmallVector<Value> vector;
     overRow(e.index(0), [&](Value acc, const RowLanes &lanes, int64_t k) {
       Value v = element(value, lanes, k);
       if (!ragged) {
         vector.push_back(v);
         if (k + 1 == vec) {
-          e.storeLanes(i, lanes.linears[0], vector);
+          e.storeLanes(i, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
+                       vector);
           vector.clear();
         }
         return acc;
@@ -298,11 +316,32 @@ LogicalResult RowKernel::storeOutputs() {
       auto guard = scf::IfOp::create(b, l, lanes.valid[k]);
       OpBuilder::InsertionGuard insertion(b);
       b.setInsertionPoint(guard.thenBlock()->getTerminator());
-      e.storeResult(i, lanes.linears[k], v);
+      e.storeResult(i, BufferIndex(lanes.linears[k], row, lanes.columns[k]), v);
       return acc;
     });
   }
   return success();
+}
+
+void RowKernel::storePadded(unsigned i, Value value, int64_t stride) {
+  SmallVector<Value> vector;
+  overRow(e.index(0), [&](Value acc, const RowLanes &lanes, int64_t k) {
+    Value v = element(value, lanes, k);
+    vector.push_back(arith::SelectOp::create(b, l, lanes.valid[k], v,
+                                             e.constant(v.getType(), 0)));
+    if (k + 1 < vec)
+      return acc;
+    // kf-tile made `vec` divide the stride: a vector that starts inside the
+    // padded row ends inside it.
+    Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                         lanes.first, e.index(stride));
+    auto guard = scf::IfOp::create(b, l, inside);
+    OpBuilder::InsertionGuard insertion(b);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    e.storeLanes(i, BufferIndex(lanes.linears[0], row, lanes.first), vector);
+    vector.clear();
+    return acc;
+  });
 }
 
 } // namespace

@@ -183,12 +183,39 @@ void configureTiledTranspose(Config &c, TransposeOp transpose) {
   c.set("tiled_transpose", 1);
 }
 
+/// The row strides of a row kernel's row-shaped buffers (kf-pad may have
+/// padded some).
+SmallVector<int64_t> rowStrides(KernelOp kernel, RowSpace rows) {
+  SmallVector<int64_t> strides;
+  for (Value v : llvm::concat<Value>(kernel.getBody().getArguments(),
+                                     kernel.getResults())) {
+    auto type = mlir::cast<RankedTensorType>(v.getType());
+    if (type.getRank() == 0 || type.getShape().back() != rows.length ||
+        type.getNumElements() != rows.rows * rows.length)
+      continue;
+    Value buffer = v;
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      buffer = kernel.getInputs()[arg.getArgNumber()];
+    strides.push_back(rowStrideOf(buffer));
+  }
+  return strides;
+}
+
 /// A block per row, enough threads for about four vectors each; the row
 /// stays in registers when a thread holds at most 32 of its values.
-void configureRows(Config &c, RowSpace rows, int64_t vec) {
-  while (vec > 1 && rows.length % vec)
+/// Vectors must tile every row-shaped buffer's rows; they span the longest
+/// (padded) row.
+void configureRows(Config &c, RowSpace rows, ArrayRef<int64_t> strides,
+                   int64_t vec) {
+  auto divides = [&](int64_t v) {
+    return llvm::all_of(strides, [&](int64_t s) { return s % v == 0; });
+  };
+  while (vec > 1 && !divides(vec))
     vec /= 2;
-  int64_t vectors = std::max<int64_t>(1, rows.length / vec);
+  int64_t span = rows.length;
+  for (int64_t s : strides)
+    span = std::max(span, s);
+  int64_t vectors = std::max<int64_t>(1, (span + vec - 1) / vec);
   int64_t threads = 32;
   while (threads < 1024 && threads * 4 < vectors)
     threads *= 2;
@@ -313,7 +340,7 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
     } else if (TransposeOp transpose = tiledTransposeOf(kernel)) {
       configureTiledTranspose(c, transpose);
     } else if (rows) {
-      configureRows(c, *rows, vec);
+      configureRows(c, *rows, rowStrides(kernel, *rows), vec);
     } else if (kernel.getKind() == KernelKind::pointwise) {
       configurePointwise(c, items, vec, blockSize);
     } else if (kernel.getKind() == KernelKind::matmul &&

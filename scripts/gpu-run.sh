@@ -40,6 +40,8 @@ echo "bench costs: exit $?" >> "$out/bench.log"
 echo "bench memory: exit $?" >> "$out/bench.log"
 "$bin/kfuse-bench" matmul >> "$out/bench.log" 2>&1
 echo "bench matmul: exit $?" >> "$out/bench.log"
+"$bin/kfuse-bench" pad >> "$out/bench.log" 2>&1
+echo "bench pad: exit $?" >> "$out/bench.log"
 "$bin/kfuse-bench" attention --peers "$bin/peers.py" >> "$out/bench.log" 2>&1
 echo "bench attention: exit $?" >> "$out/bench.log"
 # The peers on the same GPU in the same run: PyTorch eager and torch.compile.

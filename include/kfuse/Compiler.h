@@ -47,6 +47,9 @@ enum class Stage {
 struct CompileOptions {
   std::string arch = "sm_90"; ///< any sm_XY the NVPTX backend knows
   Fusion fusion = Fusion::Fused;
+  /// kf-pad: rows of buffers between kernels padded to 16 bytes, so that
+  /// their kernels use 16-byte accesses and tensor cores.
+  bool padRows = true;
   /// Disk cache directory; empty means $KFUSE_CACHE_DIR, else
   /// $XDG_CACHE_HOME/kfuse, else ~/.cache/kfuse.
   std::string cacheDir;

@@ -1,5 +1,5 @@
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s --check-prefix=ATTN
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s --check-prefix=ATTN
 
 // A pointwise kernel: flat memref arguments known to be 16-byte aligned,
 // vector loads and stores, f32 math on widened bf16.
@@ -161,4 +161,34 @@ func.func @one_row(%x: tensor<8xf32>, %s: tensor<1xf32>) -> tensor<8xf32> {
   %rb = kf.broadcast %r : tensor<1xf32> -> tensor<8xf32>
   %y = kf.add %sm, %rb : tensor<8xf32>
   return %y : tensor<8xf32>
+}
+
+// -----
+
+// Rows kf-pad padded: the scores (f32, rows of 1001 padded to 1004) and
+// the probabilities (bf16, to 1008) are sized by their strides. The
+// softmax reads 4-lane vectors at row * 1004 + column, and writes whole
+// vectors up to the stride of 1008 (zeros past column 1001). The second
+// matmul copies its padded operand's rows 1008 apart, so 8-element chunks
+// stay aligned.
+// CHECK-LABEL: gpu.func @k1_normalization
+// CHECK-SAME: memref<1005004xf32>
+// CHECK-SAME: memref<1009008xbf16>
+// CHECK: %[[S:.*]] = arith.constant 1004 : index
+// CHECK-NEXT: %[[R:.*]] = arith.muli %{{.*}}, %[[S]] : index
+// CHECK-NEXT: %[[AT:.*]] = arith.addi %[[R]], %{{.*}} : index
+// CHECK-NEXT: vector.load %arg0[%[[AT]]] {{.*}} : memref<1005004xf32>, vector<4xf32>
+// CHECK: %[[P:.*]] = arith.constant 1008 : index
+// CHECK-NEXT: %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %[[P]] : index
+// CHECK-NEXT: scf.if %[[IN]]
+// CHECK: vector.store %{{.*}} : memref<1009008xbf16>, vector<4xbf16>
+// CHECK-LABEL: gpu.func @k2_matmul
+// CHECK: arith.constant 1008 : index
+// CHECK: nvgpu.device_async_copy %arg0
+func.func @padded_rows(%q: tensor<1001x64xbf16>, %k: tensor<1001x64xbf16>, %v: tensor<1001x64xbf16>) -> tensor<1001x64xbf16> {
+  %s = kf.matmul %q, %k {transpose_b = true} : tensor<1001x64xbf16>, tensor<1001x64xbf16> -> tensor<1001x1001xf32>
+  %p = kf.softmax %s {axis = 1} : tensor<1001x1001xf32>
+  %c = kf.cast %p : tensor<1001x1001xf32> -> tensor<1001x1001xbf16>
+  %o = kf.matmul %c, %v : tensor<1001x1001xbf16>, tensor<1001x64xbf16> -> tensor<1001x64xbf16>
+  return %o : tensor<1001x64xbf16>
 }

@@ -1,0 +1,160 @@
+//===- Pad.cpp - kf-pad: pad the rows of intermediate buffers -------------===//
+//
+// A buffer whose rows are not a whole number of 16-byte vectors (a row of
+// 50257 bf16 logits, the scores of an odd sequence length) starts most of
+// its rows off a 16-byte boundary: the kernels that read and write it fall
+// back to one element per access, and a tensor-core matmul cannot take it
+// as an operand at all (its copies move 16-byte chunks). Buffers between
+// kernels are kfuse's own, so their rows can be padded.
+//
+// Analyse: every kernel result that only other kernels read (what the
+// caller gets back keeps the caller's dense layout). Decide: pad its row
+// stride to the next multiple of 16 bytes when its producer's template
+// writes whole padded rows (zeros past the row's end) and every consumer's
+// template addresses it by row and column: row kernels (reductions and
+// normalisations along the last axis) and tensor-core matmuls, which take
+// it as an operand read from shared memory. Padding that would grow the
+// buffer by more than an eighth is not worth it. Rewrite: record the
+// strides in the producer's `padded_rows`; kf-tile, kf-promote-shared,
+// kf-lower-to-gpu and the runtime (which sizes the buffer) read them.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+#include "passes/MatmulTiles.h"
+#include "passes/Passes.h"
+
+namespace kfuse::kf {
+#define GEN_PASS_DEF_KFPADPASS
+#include "passes/Passes.h.inc"
+} // namespace kfuse::kf
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+int64_t kfuse::kf::paddedRowStride(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  auto kernel = result ? dyn_cast<KernelOp>(result.getOwner()) : KernelOp();
+  if (!kernel)
+    return 0;
+  auto strides = kernel->getAttrOfType<DenseI64ArrayAttr>(kPaddedRows);
+  if (!strides || int64_t(strides.size()) != kernel.getNumResults())
+    return 0;
+  return strides[result.getResultNumber()];
+}
+
+int64_t kfuse::kf::rowStrideOf(Value value) {
+  if (int64_t stride = paddedRowStride(value))
+    return stride;
+  auto type = mlir::cast<RankedTensorType>(value.getType());
+  return type.getRank() ? type.getShape().back() : 1;
+}
+
+namespace {
+
+ArrayRef<int64_t> shapeOf(Value v) {
+  return mlir::cast<RankedTensorType>(v.getType()).getShape();
+}
+
+/// `v` spans the whole [rows, length] space of a row kernel.
+bool isRowShaped(Value v, RowSpace space) {
+  auto type = mlir::cast<RankedTensorType>(v.getType());
+  return type.getRank() > 0 && type.getShape().back() == space.length &&
+         type.getNumElements() == space.rows * space.length;
+}
+
+/// The kernel's row space, when it is a row kernel (kf-tile makes it one:
+/// a reduction or normalization along the last axis, not over columns).
+std::optional<RowSpace> rowKernelSpace(KernelOp kernel) {
+  if (kernel.getKind() != KernelKind::reduction &&
+      kernel.getKind() != KernelKind::normalization)
+    return std::nullopt;
+  if (columnSpaceOf(kernel))
+    return std::nullopt;
+  return rowSpaceOf(kernel);
+}
+
+/// The tensor-core matmul `kernel` is, if any, with the operand row strides
+/// decided so far.
+MatmulOp tensorCoreMatmul(KernelOp kernel, bool aligned) {
+  if (kernel.getKind() != KernelKind::matmul)
+    return MatmulOp();
+  MatmulOp matmul = matmulOf(kernel);
+  return tensorCoreRefusal(matmul, aligned) ? MatmulOp() : matmul;
+}
+
+/// The producer's template stores result `index` as whole rows of any
+/// stride, writing zeros past the row's end.
+bool writesPaddedRows(KernelOp producer, unsigned index, bool aligned) {
+  Value result = producer.getResult(index);
+  if (std::optional<RowSpace> space = rowKernelSpace(producer))
+    return isRowShaped(result, *space);
+  // The tensor-core template stages a padded output tile in shared memory
+  // and copies it out in rows.
+  return tensorCoreMatmul(producer, aligned) &&
+         isa<FloatType>(getElementTypeOrSelf(result.getType()));
+}
+
+/// Operand `index` of `consumer`, padded to `stride`, is read by row and
+/// column.
+bool readsPaddedRows(KernelOp consumer, unsigned index, int64_t stride,
+                     bool aligned) {
+  BlockArgument arg = consumer.getBody().getArgument(index);
+  if (std::optional<RowSpace> space = rowKernelSpace(consumer))
+    return isRowShaped(arg, *space);
+  if (consumer.getKind() != KernelKind::matmul)
+    return false;
+  // A tensor-core operand, copied to shared memory in 16-byte chunks of
+  // its rows: padding may be what lets the matmul take tensor cores.
+  MatmulOp matmul = matmulOf(consumer);
+  if (!llvm::all_of(arg.getUsers(),
+                    [&](Operation *user) { return user == matmul; }))
+    return false;
+  return !tensorCoreRefusal(matmul, aligned, {{arg, stride}});
+}
+
+struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
+  using KFPadPassBase::KFPadPassBase;
+
+  void runOnOperation() override {
+    // Without aligned base pointers padded rows gain no vectors.
+    if (!aligned)
+      return;
+    // Producers before consumers: a matmul's other operand is decided
+    // before the matmul is asked about this one.
+    getOperation().walk([&](KernelOp kernel) {
+      SmallVector<int64_t> strides;
+      for (auto [i, result] : llvm::enumerate(kernel.getResults()))
+        strides.push_back(decideStride(kernel, i));
+      if (llvm::any_of(strides, [](int64_t s) { return s != 0; }))
+        kernel->setAttr(kPaddedRows,
+                        DenseI64ArrayAttr::get(&getContext(), strides));
+    });
+  }
+
+  /// The padded row stride of result `index`, or 0 to keep it dense.
+  int64_t decideStride(KernelOp kernel, unsigned index) {
+    Value result = kernel.getResult(index);
+    auto type = mlir::cast<RankedTensorType>(result.getType());
+    Type dtype = type.getElementType();
+    if (type.getRank() < 2 || dtype.isInteger(1))
+      return 0;
+    int64_t length = type.getShape().back();
+    int64_t perVector = 16 / (dtype.getIntOrFloatBitWidth() / 8);
+    int64_t stride = (length + perVector - 1) / perVector * perVector;
+    if (length % perVector == 0 || length == type.getNumElements() ||
+        8 * (stride - length) > length)
+      return 0;
+    if (!writesPaddedRows(kernel, index, aligned))
+      return 0;
+    for (OpOperand &use : result.getUses()) {
+      auto consumer = dyn_cast<KernelOp>(use.getOwner());
+      if (!consumer ||
+          !readsPaddedRows(consumer, use.getOperandNumber(), stride, aligned))
+        return 0;
+    }
+    return stride;
+  }
+};
+
+} // namespace

@@ -1,0 +1,73 @@
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true" | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad --kf-tile | FileCheck %s --check-prefix=UNALIGNED
+
+// Logits of 1001 columns feed a softmax: 1001 bf16 are 2002 bytes a row,
+// so the matmul's result gets rows of 1008 (16-byte multiples), and the
+// softmax reads them 8 at a time. The softmax's own result goes back to
+// the caller and stays dense: its stores are one element at a time.
+// CHECK-LABEL: func.func @logits_softmax
+// CHECK: kf.kernel matmul
+// CHECK-SAME: padded_rows = array<i64: 1008>
+// CHECK: kf.kernel normalization
+// CHECK-SAME: vec = 1
+// CHECK-NOT: padded_rows
+// CHECK: return
+// Without kf-pad the logits' rows are dense: the matmul's output tile
+// leaves one element at a time, and so does the softmax.
+// Unaligned buffers gain nothing from padded rows.
+// UNALIGNED-LABEL: func.func @logits_softmax
+// UNALIGNED-NOT: padded_rows
+func.func @logits_softmax(%x: tensor<256x64xbf16>, %w: tensor<1001x64xbf16>) -> tensor<256x1001xbf16> {
+  %l = kf.matmul %x, %w {transpose_b = true} : tensor<256x64xbf16>, tensor<1001x64xbf16> -> tensor<256x1001xbf16>
+  %p = kf.softmax %l {axis = 1} : tensor<256x1001xbf16>
+  return %p : tensor<256x1001xbf16>
+}
+
+// -----
+
+// A softmax whose input and output are both padded (f32 rows of 1001 to
+// 1004, bf16 rows to 1008) takes f32 vectors (4 lanes) over the longer
+// padded row: 1008 / 4 = 252 vectors. The result feeds a matmul as its
+// K-contiguous operand: with rows of 1001 the matmul could not use tensor
+// cores (its copies move 8-element chunks); with padded rows it does.
+// CHECK-LABEL: func.func @scores_softmax_values
+// CHECK: kf.kernel matmul
+// CHECK-SAME: padded_rows = array<i64: 1004>
+// CHECK: kf.kernel normalization
+// CHECK-SAME: chunks = 4 : i64
+// CHECK-SAME: vec = 4 : i64
+// CHECK-SAME: padded_rows = array<i64: 1008>
+// CHECK: kf.kernel matmul
+// CHECK-SAME: mma = 1
+// UNALIGNED-LABEL: func.func @scores_softmax_values
+// UNALIGNED: kf.kernel matmul
+// UNALIGNED: kf.kernel matmul
+// UNALIGNED-SAME: no_tensor_cores
+func.func @scores_softmax_values(%q: tensor<1001x64xbf16>, %k: tensor<1001x64xbf16>, %v: tensor<1001x64xbf16>) -> tensor<1001x64xbf16> {
+  %s = kf.matmul %q, %k {transpose_b = true} : tensor<1001x64xbf16>, tensor<1001x64xbf16> -> tensor<1001x1001xf32>
+  %p = kf.softmax %s {axis = 1} : tensor<1001x1001xf32>
+  %c = kf.cast %p : tensor<1001x1001xf32> -> tensor<1001x1001xbf16>
+  %o = kf.matmul %c, %v : tensor<1001x1001xbf16>, tensor<1001x64xbf16> -> tensor<1001x64xbf16>
+  return %o : tensor<1001x64xbf16>
+}
+
+// -----
+
+// What stays dense, and why:
+//  - rows of 16-byte multiples (1000 bf16) need no padding;
+//  - a pointwise kernel reads its buffers as one flat run of vectors;
+//  - rows of 5 would grow by more than an eighth (to 8);
+//  - a returned value is the caller's, dense.
+// CHECK-LABEL: func.func @dense
+// CHECK-NOT: padded_rows
+// CHECK: return
+func.func @dense(%a: tensor<64x1000xbf16>, %b: tensor<64x1001xf32>, %c: tensor<4096x5xf32>) -> (tensor<64x1000xbf16>, tensor<64x1001xf32>, tensor<4096x1xf32>, tensor<64x1xf32>) {
+  %sa = kf.softmax %a {axis = 1} : tensor<64x1000xbf16>
+  %ea = kf.exp %sa : tensor<64x1000xbf16>
+  %sb = kf.softmax %b {axis = 1} : tensor<64x1001xf32>
+  %eb = kf.exp %sb : tensor<64x1001xf32>
+  %sc = kf.softmax %c {axis = 1} : tensor<4096x5xf32>
+  %rc = kf.reduce sum %sc [1] {keep_dims = true} : tensor<4096x5xf32> -> tensor<4096x1xf32>
+  %rb = kf.reduce max %sb [1] {keep_dims = true} : tensor<64x1001xf32> -> tensor<64x1xf32>
+  return %ea, %eb, %rc, %rb : tensor<64x1000xbf16>, tensor<64x1001xf32>, tensor<4096x1xf32>, tensor<64x1xf32>
+}
