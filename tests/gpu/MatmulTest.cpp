@@ -138,6 +138,18 @@ std::vector<MatmulCase> cases() {
       {"batched_bf16", {3}, 67, 80, 48, false, false, bf16},
       // More tiles than SMs: persistent blocks (wgmma), partial edge tiles.
       {"persistent_bf16", {}, 2100, 2000, 192, false, false, bf16},
+      // Output rows that start off 16-byte boundaries (N * 2 bytes, or
+      // N * 4, not a multiple of 16), stored element by element from the
+      // staged tile: persistent blocks with an epilogue, and f32 results
+      // with N % 4 = 1, 2, 3.
+      {"persistent_odd_n_tb_bf16", {}, 2100, 2003, 128, false, true, bf16,
+       false, Epilogue::BiasGelu},
+      {"f32_result_n_odd_bf16", {}, 130, 1001, 64, false, true, bf16, false,
+       Epilogue::None, true},
+      {"f32_result_n_even_bf16", {}, 70, 1002, 64, false, true, bf16, false,
+       Epilogue::None, true},
+      {"f32_result_n_3_mod_4_bf16", {2}, 90, 523, 64, false, true, bf16,
+       false, Epilogue::None, true},
       {"persistent_batched_tb_f16", {6}, 700, 1100, 192, false, true, f16,
        false, Epilogue::BiasGelu},
       {"batched_shared_b_f16", {2, 3}, 33, 24, 64, false, false, f16, true},
