@@ -51,6 +51,16 @@ std::vector<PadWorkload> padWorkloads() {
                           matmul(softmax(matmul(q, k, scores) * 0.125), v));
                },
                {16, 4095, 64}});
+  // The caller's B of 50257 columns (not transposed): copied into padded
+  // rows, the matmul takes tensor cores; dense, the fallback.
+  w.push_back({"matmul_b_50257_copied",
+               Fusion::Fused,
+               [](Graph &g) {
+                 Tensor x = g.input("x", DType::bf16, {2048, 768});
+                 Tensor wt = g.input("w", DType::bf16, {768, 50257});
+                 g.output("y", matmul(x, wt));
+               },
+               {2048, 50257}});
   return w;
 }
 

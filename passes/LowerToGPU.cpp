@@ -449,6 +449,49 @@ LogicalResult emitAttention(KernelEmitter &e, int64_t items) {
   });
 }
 
+/// A pointwise kernel whose result kf-pad padded (its copy of a matmul
+/// operand): a thread step writes `vec` consecutive elements of a padded
+/// row, computed where the row has them and zero past its end.
+LogicalResult emitPaddedRows(KernelEmitter &e, int64_t items) {
+  KernelOp kernel = e.kernel();
+  Value root = rootValue(kernel);
+  ArrayRef<int64_t> shape = shapeOf(root);
+  int64_t length = shape.back(), vec = configValue(kernel, "vec", 1);
+  int64_t stride = paddedRowStride(kernel.getResult(0));
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  Type type = KernelEmitter::computeType(getElementTypeOrSelf(root.getType()));
+  return e.forEachItem(items / vec, false, [&](Value step) -> LogicalResult {
+    Value first = arith::MulIOp::create(b, l, step, e.index(vec));
+    Value row = arith::DivUIOp::create(b, l, first, e.index(stride));
+    Value column0 = arith::RemUIOp::create(b, l, first, e.index(stride));
+    Value rowBase = arith::MulIOp::create(b, l, row, e.index(length));
+    SmallVector<Value> values;
+    for (int64_t k = 0; k < vec; ++k) {
+      Value column = arith::AddIOp::create(b, l, column0, e.index(k));
+      Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                           column, e.index(length));
+      auto ifOp = scf::IfOp::create(b, l, TypeRange{type}, inside, true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value linear = arith::AddIOp::create(b, l, rowBase, column);
+      FailureOr<Value> v = e.elementAt(
+          root, ElementIndex::rowElement(shape, linear, row, column));
+      if (failed(v))
+        return failure();
+      scf::YieldOp::create(b, l, *v);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, l, e.constant(type, 0));
+      values.push_back(ifOp.getResult(0));
+    }
+    e.storeLanes(0,
+                 BufferIndex(arith::AddIOp::create(b, l, rowBase, column0), row,
+                             column0),
+                 values);
+    return success();
+  });
+}
+
 /// Kernel arguments are flat: one bare pointer each, to rows of kf-pad's
 /// stride where it padded them.
 MemRefType memrefOf(Value tensor) {
@@ -460,7 +503,8 @@ MemRefType memrefOf(Value tensor) {
 }
 
 /// Only the row and tensor-core matmul templates address padded rows (by
-/// row and column); kf-pad pads nothing else.
+/// row and column), and the padded-rows template writes them; kf-pad pads
+/// nothing else.
 LogicalResult checkPaddedBuffers(KernelOp kernel) {
   bool rowTemplate = (kernel.getKind() == KernelKind::reduction ||
                       kernel.getKind() == KernelKind::normalization) &&
@@ -468,8 +512,13 @@ LogicalResult checkPaddedBuffers(KernelOp kernel) {
   bool mmaTemplate = configValue(kernel, "mma") != 0;
   if (rowTemplate || mmaTemplate)
     return success();
-  for (Value v :
-       llvm::concat<const Value>(kernel.getInputs(), kernel.getResults()))
+  bool paddedCopy = kernel.getKind() == KernelKind::pointwise &&
+                    kernel.getNumResults() == 1 &&
+                    !configValue(kernel, "tiled_transpose");
+  SmallVector<Value> buffers(kernel.getInputs());
+  if (!paddedCopy)
+    llvm::append_range(buffers, kernel.getResults());
+  for (Value v : buffers)
     if (paddedRowStride(v))
       return kernel.emitOpError()
              << "has a buffer with padded rows (" << v.getType()
@@ -512,6 +561,8 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   case KernelKind::pointwise:
     if (configValue(kernel, "tiled_transpose"))
       status = emitTiledTranspose(emitter, tiledTransposeOf(kernel));
+    else if (paddedRowStride(kernel.getResult(0)))
+      status = emitPaddedRows(emitter, items);
     else
       status = PointwiseKernel(emitter, items).emit();
     break;

@@ -18,6 +18,12 @@
 // strides in the producer's `padded_rows`; kf-tile, kf-promote-shared,
 // kf-lower-to-gpu and the runtime (which sizes the buffer) read them.
 //
+// A bf16/f16 matmul whose operand rows still are not whole 16-byte chunks
+// (the caller's input, or a buffer kf-pad could not pad) would run on the
+// one-thread-per-output fallback. When the cost model says the copy pays,
+// kf-pad copies the operand into a padded buffer first (a pointwise kernel
+// whose result has `padded_rows`), and the matmul takes tensor cores.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/KFDialect.h"
@@ -113,6 +119,58 @@ bool readsPaddedRows(KernelOp consumer, unsigned index, int64_t stride,
   return !tensorCoreRefusal(matmul, aligned, {{arg, stride}});
 }
 
+/// Estimated seconds of `matmul` on the one-thread-per-output fallback
+/// against tensor cores after copying operands of `copyBytes` into padded
+/// buffers (read and written, plus a launch). Rates measured on the H200
+/// (bench/NOTES.md): the fallback reaches about 20 TFLOP/s, the tensor-core
+/// template 400 and more, copies 3 TB/s.
+bool paddedCopyPays(MatmulOp matmul, int64_t copyBytes) {
+  MatmulProblem p = MatmulProblem::of(matmul);
+  double flops = 2.0 * p.batch * p.m * p.n * p.k;
+  double fallback = flops / 20e12;
+  double tensorCores = flops / 400e12 + 2.0 * copyBytes / 3e12 + 4e-6;
+  return tensorCores < fallback;
+}
+
+/// Copies the operands of `kernel` (a matmul kernel) whose rows keep it
+/// off tensor cores into padded buffers, when that pays.
+void copyUnalignedOperands(KernelOp kernel, bool aligned) {
+  MatmulOp matmul = matmulOf(kernel);
+  SmallVector<std::pair<Value, int64_t>> padded;
+  int64_t bytes = 0;
+  for (Value operand : {matmul.getA(), matmul.getB()}) {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg || !llvm::all_of(arg.getUsers(),
+                              [&](Operation *u) { return u == matmul; }))
+      return;
+    auto type = mlir::cast<RankedTensorType>(operand.getType());
+    int64_t stride = rowStrideOf(kernel.getInputs()[arg.getArgNumber()]);
+    if (stride % 8 == 0 || llvm::any_of(padded, [&](auto &entry) {
+          return entry.first == operand;
+        }))
+      continue;
+    padded.push_back({arg, (stride + 7) / 8 * 8});
+    bytes += type.getNumElements() / type.getShape().back() *
+             padded.back().second * 2;
+  }
+  if (padded.empty() || tensorCoreRefusal(matmul, aligned, padded) ||
+      !paddedCopyPays(matmul, bytes))
+    return;
+  for (auto [operand, stride] : padded) {
+    unsigned number = mlir::cast<BlockArgument>(operand).getArgNumber();
+    Value source = kernel.getInputs()[number];
+    OpBuilder b(kernel);
+    auto copy = KernelOp::create(
+        b, kernel.getLoc(), TypeRange{source.getType()}, ValueRange{source},
+        KernelKind::pointwise, DictionaryAttr());
+    Block *block = b.createBlock(&copy.getBody());
+    YieldOp::create(b, kernel.getLoc(),
+                    block->addArgument(source.getType(), source.getLoc()));
+    copy->setAttr(kPaddedRows, b.getDenseI64ArrayAttr({stride}));
+    kernel->setOperand(number, copy.getResult(0));
+  }
+}
+
 struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
   using KFPadPassBase::KFPadPassBase;
 
@@ -122,14 +180,18 @@ struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
       return;
     // Producers before consumers: a matmul's other operand is decided
     // before the matmul is asked about this one.
-    getOperation().walk([&](KernelOp kernel) {
+    SmallVector<KernelOp> kernels;
+    getOperation().walk([&](KernelOp kernel) { kernels.push_back(kernel); });
+    for (KernelOp kernel : kernels) {
+      if (kernel.getKind() == KernelKind::matmul)
+        copyUnalignedOperands(kernel, aligned);
       SmallVector<int64_t> strides;
       for (auto [i, result] : llvm::enumerate(kernel.getResults()))
         strides.push_back(decideStride(kernel, i));
       if (llvm::any_of(strides, [](int64_t s) { return s != 0; }))
         kernel->setAttr(kPaddedRows,
                         DenseI64ArrayAttr::get(&getContext(), strides));
-    });
+    }
   }
 
   /// The padded row stride of result `index`, or 0 to keep it dense.

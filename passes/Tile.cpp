@@ -230,6 +230,23 @@ void configureRows(Config &c, RowSpace rows, ArrayRef<int64_t> strides,
   c.set("in_registers", chunks * vec <= 32);
 }
 
+/// A pointwise kernel that writes padded rows (kf-pad's copy of a matmul
+/// operand): a thread step writes `vec` elements of a padded row, zeros
+/// past its end.
+void configurePaddedCopy(Config &c, KernelOp kernel, int64_t stride,
+                         int64_t vec, int64_t blockSize) {
+  auto type = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
+  int64_t elements = type.getNumElements() / type.getShape().back() * stride;
+  while (vec > 1 && stride % vec)
+    vec /= 2;
+  int64_t steps = elements / vec;
+  c.set("block", blockSize);
+  c.set("grid",
+        std::min<int64_t>((steps + blockSize - 1) / blockSize, INT32_MAX));
+  c.set("items", elements);
+  c.set("vec", vec);
+}
+
 void configurePointwise(Config &c, int64_t elements, int64_t vec,
                         int64_t blockSize) {
   while (vec > 1 && elements % vec)
@@ -341,6 +358,10 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       configureTiledTranspose(c, transpose);
     } else if (rows) {
       configureRows(c, *rows, rowStrides(kernel, *rows), vec);
+    } else if (int64_t stride = kernel.getKind() == KernelKind::pointwise
+                                    ? paddedRowStride(kernel.getResult(0))
+                                    : 0) {
+      configurePaddedCopy(c, kernel, stride, vec, blockSize);
     } else if (kernel.getKind() == KernelKind::pointwise) {
       configurePointwise(c, items, vec, blockSize);
     } else if (kernel.getKind() == KernelKind::matmul &&

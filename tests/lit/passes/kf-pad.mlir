@@ -71,3 +71,33 @@ func.func @dense(%a: tensor<64x1000xbf16>, %b: tensor<64x1001xf32>, %c: tensor<4
   %rb = kf.reduce max %sb [1] {keep_dims = true} : tensor<64x1001xf32> -> tensor<64x1xf32>
   return %ea, %eb, %rc, %rb : tensor<64x1000xbf16>, tensor<64x1001xf32>, tensor<4096x1xf32>, tensor<64x1xf32>
 }
+
+// -----
+
+// The caller's operands, rows not whole 16-byte chunks: a B of 1001
+// columns, and an A and B^T along K = 771. kf-pad copies each into a
+// padded buffer (a pointwise kernel writing padded rows) and the matmul
+// takes tensor cores; a matmul too small to pay for the copies keeps the
+// fallback.
+// CHECK-LABEL: func.func @caller_operands
+// CHECK: %[[B:.*]] = kf.kernel pointwise(%arg1 : tensor<768x1001xbf16>)
+// CHECK-SAME: padded_rows = array<i64: 1008>
+// CHECK: kf.kernel matmul(%arg0, %[[B]] :
+// CHECK-SAME: mma = 1
+// CHECK: %[[A2:.*]] = kf.kernel pointwise(%arg2 : tensor<2x512x771xbf16>)
+// CHECK-SAME: padded_rows = array<i64: 776>
+// CHECK: %[[B2:.*]] = kf.kernel pointwise(%arg3 : tensor<1024x771xbf16>)
+// CHECK-SAME: padded_rows = array<i64: 776>
+// CHECK: kf.kernel matmul(%[[A2]], %[[B2]] :
+// CHECK-SAME: mma = 1
+// CHECK: kf.kernel matmul(%arg4, %arg5 :
+// CHECK-SAME: no_tensor_cores
+// UNALIGNED-LABEL: func.func @caller_operands
+// UNALIGNED-NOT: padded_rows
+// UNALIGNED: return
+func.func @caller_operands(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf16>, %a: tensor<2x512x771xbf16>, %b: tensor<1024x771xbf16>, %s: tensor<33x27xbf16>, %t: tensor<27x40xbf16>) -> (tensor<512x1001xbf16>, tensor<2x512x1024xbf16>, tensor<33x40xbf16>) {
+  %0 = kf.matmul %x, %w : tensor<512x768xbf16>, tensor<768x1001xbf16> -> tensor<512x1001xbf16>
+  %1 = kf.matmul %a, %b {transpose_b = true} : tensor<2x512x771xbf16>, tensor<1024x771xbf16> -> tensor<2x512x1024xbf16>
+  %2 = kf.matmul %s, %t : tensor<33x27xbf16>, tensor<27x40xbf16> -> tensor<33x40xbf16>
+  return %0, %1, %2 : tensor<512x1001xbf16>, tensor<2x512x1024xbf16>, tensor<33x40xbf16>
+}
