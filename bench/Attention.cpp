@@ -32,6 +32,8 @@ std::vector<AttentionWorkload> attentionWorkloads() {
       {"attn_b4h16_s4096_d128", {4, 16, 16, 4096, 128, false}},
       {"attn_b4h16_s4096_d128_causal", {4, 16, 16, 4096, 128, true}},
       {"attn_gqa_h32kv8_s4096_d128", {2, 32, 8, 4096, 128, true}},
+      // A full [B, H, S, S] bias: the fused kernel reads it at each score.
+      {"attn_bias_b4h16_s2048_d64", {4, 16, 16, 2048, 64, false, true}},
   };
 }
 
@@ -41,12 +43,11 @@ struct AttentionRow {
 
 /// SDPA's median ms from `peers.py --sdpa`, or 0 when it cannot run.
 double sdpaMs(const std::string &peers, const AttentionShape &s) {
-  std::string command = "python3 " + peers + " --sdpa " +
-                        std::to_string(s.batch) + "," + std::to_string(s.heads) +
-                        "," + std::to_string(s.kvHeads) + "," +
-                        std::to_string(s.seq) + "," +
-                        std::to_string(s.headDim) + "," +
-                        (s.causal ? "1" : "0") + " 2>/dev/null";
+  std::string command =
+      "python3 " + peers + " --sdpa " + std::to_string(s.batch) + "," +
+      std::to_string(s.heads) + "," + std::to_string(s.kvHeads) + "," +
+      std::to_string(s.seq) + "," + std::to_string(s.headDim) + "," +
+      (s.causal ? "1" : "0") + (s.bias ? ",1" : "") + " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE *)> pipe(popen(command.c_str(), "r"),
                                               pclose);
   double ms = 0;

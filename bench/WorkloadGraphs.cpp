@@ -137,6 +137,10 @@ Graph attentionFromPrimitives(const std::string &name,
   qk.resultType = DType::f32;
   Tensor scores = matmul(q, repeatHeads(k, s), qk) *
                   (1.0 / std::sqrt(double(s.headDim)));
+  if (s.bias)
+    scores = scores + cast(g.input("bias", DType::bf16,
+                                   {s.batch, s.heads, s.seq, s.seq}),
+                           DType::f32);
   if (s.causal) {
     Tensor rows = iota(g, {s.seq, s.seq}, 0), cols = iota(g, {s.seq, s.seq}, 1);
     scores = where(rows >= cols, scores, scalarLike(scores, -INFINITY));

@@ -33,6 +33,8 @@ std::vector<Workload> memoryBoundWorkloads(bool small);
 struct AttentionShape {
   int64_t batch, heads, kvHeads, seq, headDim;
   bool causal;
+  /// A bf16 [B, H, S, S] input added to the scaled scores.
+  bool bias = false;
 };
 Graph attentionFromPrimitives(const std::string &name, const AttentionShape &s);
 

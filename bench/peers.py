@@ -83,13 +83,16 @@ def workloads():
 
 def sdpa_ms(spec):
     """scaled_dot_product_attention on bf16 [B, H, S, D] (K/V heads
-    repeated for grouped-query attention), spec "B,H,HKV,S,D,CAUSAL"."""
-    b, h, hkv, s, d, causal = (int(x) for x in spec.split(","))
+    repeated for grouped-query attention), spec "B,H,HKV,S,D,CAUSAL[,BIAS]":
+    BIAS 1 adds a bf16 [B, H, S, S] bias to the scaled scores."""
+    b, h, hkv, s, d, causal, *rest = (int(x) for x in spec.split(","))
     q = rand(b, h, s, d, dtype=torch.bfloat16)
     k = rand(b, hkv, s, d, dtype=torch.bfloat16)
     v = rand(b, hkv, s, d, dtype=torch.bfloat16)
-    gqa = {"enable_gqa": True} if hkv != h else {}
-    return timed_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), **gqa),
+    extra = {"enable_gqa": True} if hkv != h else {}
+    if rest and rest[0]:
+        extra["attn_mask"] = rand(b, h, s, s, dtype=torch.bfloat16)
+    return timed_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=bool(causal), **extra),
                     reps=15, batch=5)
 
 

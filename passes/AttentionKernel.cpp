@@ -108,6 +108,12 @@ private:
   SmallVector<Value, 2> softmax(Value tile, SmallVector<Value> &s,
                                 RowState &state, bool masked);
   void mask(Value tile, SmallVector<Value> &s);
+  /// Scales each score and adds the bias operand's element to it, and drops
+  /// the scores the mask operand says not to attend. Rows and keys past
+  /// the ends read the last ones (their scores are dropped or not stored).
+  void applyScoreOperands(Value tile, SmallVector<Value> &s);
+  /// The query row and key of accumulator i of key tile `tile`.
+  std::pair<Value, Value> scorePosition(Value tile, int64_t i);
   Value treeReduce(SmallVector<Value> values,
                    function_ref<Value(Value, Value)> combine);
   SmallVector<Value> packPairs(ArrayRef<Value> p);
@@ -120,8 +126,11 @@ private:
 
   AttentionOp op;
   int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, blockK, blockQ, threads;
+  /// What the softmax multiplies scores by before exp2: scale * log2 e, or
+  /// log2 e where a bias operand was added to the scaled scores.
   double scaleLog2;
   Type dtype;
+  LogicalResult status = success();
   Value q, k, v, shared, sharedBase, tid, lane, warpgroup, warpRow;
   SmallVector<Value> qFragments;
   /// This block's batch, head, first query row, and the element offsets of
@@ -145,7 +154,7 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   blockQ = configValue(e.kernel(), "block_q", 128);
   threads = blockQ * 2;
   qTiles = (sq + blockQ - 1) / blockQ;
-    scaleLog2 = op.getScale().convertToDouble() * M_LOG2E;
+  scaleLog2 = (op.getBias() ? 1.0 : op.getScale().convertToDouble()) * M_LOG2E;
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
   auto arg = [&](Value x) {
     return e.gpuFunc().getArgument(mlir::cast<BlockArgument>(x).getArgNumber());
@@ -190,6 +199,8 @@ LogicalResult FlashAttention::emit() {
       valueDescriptors(vStage(arith::SubIOp::create(b, l, last, idx(1))));
   state.acc = issueValues(vDescriptors, state);
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+  if (failed(status))
+    return failure();
   return store(state);
 }
 
@@ -493,6 +504,8 @@ SmallVector<Value> FlashAttention::issueValues(ArrayRef<Value> descriptors,
 SmallVector<Value, 2> FlashAttention::softmax(Value tile,
                                               SmallVector<Value> &s,
                                               RowState &state, bool masked) {
+  if (op.getMask() || op.getBias())
+    applyScoreOperands(tile, s);
   if (masked)
     mask(tile, s);
   Value negInf = e.f32(-INFINITY), c = e.f32(scaleLog2);
@@ -533,14 +546,42 @@ SmallVector<Value, 2> FlashAttention::softmax(Value tile,
   return alphas;
 }
 
+std::pair<Value, Value> FlashAttention::scorePosition(Value tile, int64_t i) {
+  Value row0 = add(add(q0, warpRow), div(lane, 4));
+  Value key0 = add(mul(tile, blockK), mul(rem(lane, 4), 2));
+  return {add(row0, idx(i % 4 >= 2 ? 8 : 0)),
+          add(key0, idx(8 * (i / 4) + i % 2))};
+}
+
+void FlashAttention::applyScoreOperands(Value tile, SmallVector<Value> &s) {
+  Value scale = e.f32(op.getScale().convertToDouble());
+  auto element = [&](Value tensor, Value row, Value key) -> Value {
+    FailureOr<Value> v = e.elementAt(
+        tensor, ElementIndex::multi(shapeOf(tensor), {batch, head, row, key}));
+    if (failed(v)) {
+      status = failure();
+      return e.f32(0);
+    }
+    return *v;
+  };
+  for (int64_t i = 0; i < blockK / 2; ++i) {
+    auto [row, key] = scorePosition(tile, i);
+    row = minIndex(row, idx(sq - 1));
+    key = minIndex(key, idx(sk - 1));
+    if (op.getBias())
+      s[i] = math::FmaOp::create(b, l, s[i], scale,
+                                 element(op.getBias(), row, key));
+    if (op.getMask())
+      s[i] = arith::SelectOp::create(b, l, element(op.getMask(), row, key),
+                                     s[i], e.f32(-INFINITY));
+  }
+}
+
 /// Keys past the end, and for causal attention keys after the query, get
 /// score -inf.
 void FlashAttention::mask(Value tile, SmallVector<Value> &s) {
-  Value row0 = add(add(q0, warpRow), div(lane, 4));
-  Value key0 = add(mul(tile, blockK), mul(rem(lane, 4), 2));
   for (int64_t i = 0; i < blockK / 2; ++i) {
-    Value key = add(key0, idx(8 * (i / 4) + i % 2));
-    Value row = add(row0, idx(i % 4 >= 2 ? 8 : 0));
+    auto [row, key] = scorePosition(tile, i);
     Value drop;
     if (sk % blockK)
       drop = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, key,

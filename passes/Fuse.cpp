@@ -87,8 +87,20 @@ struct Cluster {
 std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   KernelKind kind = kernelKindOf(op);
   if (kind == KernelKind::pointwise) {
-    if (c.kind == KernelKind::attention)
-      return {false, "attention kernels take no prologue yet"};
+    // The FlashAttention template copies q, k and v straight into shared
+    // memory; a mask or bias is computed at each score.
+    if (c.kind == KernelKind::attention) {
+      bool operand = llvm::any_of(op->getUsers(), [&](Operation *u) {
+        auto attention = dyn_cast<AttentionOp>(u);
+        return attention &&
+               llvm::is_contained(
+                   {attention.getQ(), attention.getK(), attention.getV()},
+                   op->getResult(0));
+      });
+      if (operand)
+        return {false, "attention kernels take no prologue on q, k or v"};
+      return {true, "mask or bias prologue of an attention kernel"};
+    }
     // The template copies a matmul's operands straight into shared memory;
     // ops of its epilogue are computed on the accumulators.
     if (c.kind == KernelKind::matmul &&

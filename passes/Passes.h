@@ -93,8 +93,7 @@ TransposeOp tiledTransposeOf(KernelOp kernel);
 AttentionOp attentionOf(KernelOp kernel);
 
 /// Why an attention kernel cannot run the FlashAttention template
-/// (bf16/f16, aligned, wgmma, even head dims up to 256, no mask
-/// or bias operand), or nothing.
+/// (bf16/f16, aligned, wgmma, even head dims up to 256), or nothing.
 std::optional<std::string> flashAttentionRefusal(KernelOp kernel, bool aligned,
                                                  bool wgmma);
 

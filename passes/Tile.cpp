@@ -397,8 +397,6 @@ kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma) {
     return std::string("its buffers are not known to be 16-byte aligned");
   if (!wgmma)
     return std::string("the FlashAttention template needs sm_90 (wgmma)");
-  if (op.getMask() || op.getBias())
-    return std::string("a mask or bias operand (causal masks are built in)");
   for (Value operand : {op.getQ(), op.getK(), op.getV()})
     if (!isa<BlockArgument>(operand))
       return std::string("an operand is computed in the kernel");

@@ -32,6 +32,10 @@ struct AttentionCase {
   std::optional<double> scale = std::nullopt;
   bool flash = true; ///< the FlashAttention template must compute it
   bool withMask = false;
+  bool withBias = false;
+  /// A mask built in the graph (compare of iotas) that leaves the first
+  /// `maskedRows` query rows nothing to attend: their output is 0.
+  int64_t maskedRows = 0;
 };
 
 void PrintTo(const AttentionCase &c, std::ostream *os) { *os << c.name; }
@@ -67,8 +71,15 @@ TEST_P(Attention, MatchesEvaluator) {
   AttentionOptions o;
   o.causal = c.causal;
   o.scale = c.scale;
+  Shape scores = {c.batch, c.heads, c.sq, c.sk};
   if (c.withMask)
-    o.mask = g.input("mask", DType::i1, {c.batch, c.heads, c.sq, c.sk});
+    o.mask = g.input("mask", DType::i1, scores);
+  if (c.maskedRows)
+    o.mask = compare(
+        Compare::ge, iota(g, scores, 2, DType::i32),
+        broadcastTo(g.constant(double(c.maskedRows), DType::i32), scores));
+  if (c.withBias)
+    o.bias = g.input("bias", c.dtype, scores);
   g.output("out",
            attention(g.input("q", c.dtype, {c.batch, c.heads, c.sq, c.d}),
                      g.input("k", c.dtype, {c.batch, c.kvHeads, c.sk, c.d}),
@@ -107,11 +118,18 @@ std::vector<AttentionCase> cases() {
       {"d40_dv72", 1, 2, 2, 70, 90, 40, 72, false},
       {"one_query", 1, 2, 2, 1, 77, 128, 128, false},
       {"one_key_causal", 1, 1, 1, 65, 1, 64, 64, true},
-      // The one-thread-per-output kernel.
+      // Mask and bias operands, read at each score; ragged tiles, causal,
+      // grouped-query; rows with nothing to attend give 0.
       {"mask_operand", 1, 2, 2, 64, 80, 64, 64, false, DType::bf16,
-       std::nullopt, false, true},
-      {"f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt,
-       false},
+       std::nullopt, true, true},
+      {"bias_causal_ragged", 2, 2, 2, 130, 150, 64, 64, true, DType::bf16,
+       std::nullopt, true, false, true},
+      {"mask_bias_gqa_d128_f16", 1, 4, 2, 200, 333, 128, 128, false, f16, 0.2,
+       true, true, true},
+      {"computed_mask_empty_rows", 1, 2, 2, 100, 90, 64, 64, false, DType::bf16,
+       std::nullopt, true, false, false, 7},
+      // The one-thread-per-output kernel.
+      {"f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt, false},
       // Rows of 8- and 4-byte words: smaller copies, a partial last chunk.
       {"d20", 1, 2, 2, 50, 60, 20, 20, false},
       {"d36_dv18_causal_f16", 1, 4, 2, 140, 130, 36, 18, true, f16},
@@ -123,13 +141,15 @@ std::vector<AttentionCase> cases() {
 INSTANTIATE_TEST_SUITE_P(Shapes, Attention, ::testing::ValuesIn(cases()),
                          [](const auto &info) { return info.param.name; });
 
-TEST(AttentionRewrite, PrimitivesMatchUnfusedAndAreFaster) {
+class AttentionRewrite : public ::testing::TestWithParam<
+                             std::pair<std::string, bench::AttentionShape>> {};
+
+TEST_P(AttentionRewrite, PrimitivesMatchUnfusedAndAreFaster) {
   Expected<DeviceInfo> gpu = device();
   if (!gpu)
     GTEST_SKIP() << "no GPU: " << gpu.error().message();
-  // Grouped-query heads, causal.
-  Graph g = bench::attentionFromPrimitives("primitive_attention",
-                                           {1, 4, 2, 1024, 128, true});
+  const auto &[name, shape] = GetParam();
+  Graph g = bench::attentionFromPrimitives(name, shape);
   ASSERT_TRUE(g.status()) << g.status().message();
   Expected<Compiled> compiled = compileFresh(g);
   ASSERT_TRUE(compiled) << compiled.error().message();
@@ -138,12 +158,23 @@ TEST(AttentionRewrite, PrimitivesMatchUnfusedAndAreFaster) {
   EXPECT_NE(compiled->fused.find("flash = 1"), std::string::npos)
       << compiled->fused;
   kfuse::testing::CheckOptions check;
-  check.reductionLength = 1024 + 128;
+  check.reductionLength = shape.seq + shape.headDim;
   Expected<kfuse::testing::FusionReport> report =
       kfuse::testing::checkFusion(g, check);
   ASSERT_TRUE(report) << report.error().message();
   EXPECT_EQ(report->fusedKernels, 1u) << report->summary();
   EXPECT_TRUE(report->passed()) << report->summary();
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Spellings, AttentionRewrite,
+    ::testing::Values(
+        // Grouped-query heads, causal.
+        std::make_pair(std::string("gqa_causal"),
+                       bench::AttentionShape{1, 4, 2, 1024, 128, true}),
+        // A bias added to the scaled scores (read in the flash kernel).
+        std::make_pair(std::string("bias"),
+                       bench::AttentionShape{1, 4, 4, 640, 64, false, true})),
+    [](const auto &info) { return info.param.first; });
 
 } // namespace

@@ -124,8 +124,10 @@ func.func @attention(%q: tensor<4x16x4096x96xbf16>, %k: tensor<4x4x4096x96xbf16>
 // -----
 
 // What keeps attention off the FlashAttention template, said in the IR.
+// A mask operand does not: the template reads it at each score.
 // WGMMA-LABEL: func.func @attention_refused
-// WGMMA: no_tensor_cores = "a mask or bias operand (causal masks are built in)"
+// WGMMA: kf.kernel attention(%arg0, %arg1, %arg2, %arg3 :
+// WGMMA-SAME: flash = 1
 // WGMMA: no_tensor_cores = "head dims 21 and 21 are not even numbers in 2..256"
 // WGMMA: no_tensor_cores = "it is empty"
 // WGMMA: no_tensor_cores = "its operands are not bf16/f16"
