@@ -17,10 +17,12 @@
 // folded in. The epilogue divides by l (0 for a row with nothing to
 // attend) and stores through the kernel's epilogue.
 //
-// Causal blocks stop at the diagonal; only tiles that cross it (and the
-// last, partial tile of the keys) pay for masking. Grouped-query attention
-// reads K/V head h / (H / Hkv). Head dims are padded to multiples of 64 by
-// the zero-fill of the copies.
+// A bias or mask operand is computed at each score, from a tile of its
+// input staged in shared memory with K (`stage_scores_input`) or read from
+// global memory. Causal blocks stop at the diagonal; only tiles that cross
+// it (and the last, partial tile of the keys) pay for masking. Grouped-query
+// attention reads K/V head h / (H / Hkv). Head dims are padded to multiples of
+// 64 by the zero-fill of the copies.
 //
 //===----------------------------------------------------------------------===//
 
@@ -77,12 +79,18 @@ private:
   /// Copies `rows` rows of `cols` (padded) elements from global element
   /// `base` on (rows `stride` apart, `validRows` and `validCols` real) into
   /// shared memory at element `sharedAt`, placed by `place(r, c)`.
+  /// `colLimit`, when set, bounds the real columns at run time.
   void copyTile(Value memref, Value base, int64_t stride, int64_t rows,
                 Value validRows, int64_t cols, int64_t validCols,
-                Value sharedAt, function_ref<Value(Value, Value)> place);
+                Value sharedAt, function_ref<Value(Value, Value)> place,
+                Value colLimit = {});
   void loadQ();
   void loadK(Value tile);
   void loadV(Value tile);
+  /// The [block_q, block_k] tile of the staged scores input for key tile
+  /// `tile`, and where element (r, c) of a stage lies.
+  void loadScoresInput(Value tile);
+  Value scoresStage(Value tile);
   /// Element offsets of the K and V stages of key tile `tile`.
   Value kStage(Value tile);
   Value vStage(Value tile);
@@ -133,6 +141,8 @@ private:
   LogicalResult status = success();
   Value q, k, v, shared, sharedBase, tid, lane, warpgroup, warpRow;
   SmallVector<Value> qFragments;
+  /// The input staged with K (stagedScoresInput), or null.
+  BlockArgument stagedInput;
   /// This block's batch, head, first query row, and the element offsets of
   /// its head in q/out and in k/v.
   Value batch, head, q0, qBase, kBase, vBase;
@@ -162,6 +172,8 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   q = arg(op.getQ());
   k = arg(op.getK());
   v = arg(op.getV());
+  if (configValue(e.kernel(), "stage_scores_input"))
+    stagedInput = stagedScoresInput(e.kernel());
 }
 
 LogicalResult FlashAttention::emit() {
@@ -170,6 +182,7 @@ LogicalResult FlashAttention::emit() {
   setUp();
   loadQ();
   loadK(idx(0));
+  loadScoresInput(idx(0));
   // The product with V "before" tile 0 (P = 0) reads V stage 1: zeros,
   // not whatever shared memory held.
   copyTile(v, idx(0), dv, blockK, idx(0), dvp, dv, vStage(idx(1)),
@@ -213,8 +226,9 @@ void FlashAttention::setUp() {
                             workgroup));
   shared = memref::ViewOp::create(
       b, l,
-      MemRefType::get({blockQ * dp + 2 * blockK * (dp + dvp)}, dtype,
-                      AffineMap(), workgroup),
+      MemRefType::get({blockQ * dp + 2 * blockK * (dp + dvp) +
+                       (stagedInput ? 2 * blockQ * (blockK + 8) : 0)},
+                      dtype, AffineMap(), workgroup),
       bytes, idx(0), ValueRange{});
   sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
   tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
@@ -256,7 +270,8 @@ void FlashAttention::locate(Value block) {
 void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
                               int64_t rows, Value validRows, int64_t cols,
                               int64_t validCols, Value sharedAt,
-                              function_ref<Value(Value, Value)> place) {
+                              function_ref<Value(Value, Value)> place,
+                              Value colLimit) {
   // 16-byte copies where rows are whole 16-byte chunks, else 8 or 4 bytes
   // (cp.async.ca) into their part of a swizzled chunk.
   int64_t chunk = validCols % 8 == 0 ? 8 : validCols % 4 == 0 ? 4 : 2;
@@ -267,8 +282,8 @@ void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
     Value valid;
     if (validRows)
       valid = less(r, validRows);
-    if (validCols < cols) {
-      Value inside = less(col, idx(validCols));
+    if (validCols < cols || colLimit) {
+      Value inside = less(col, colLimit ? colLimit : idx(validCols));
       valid = valid ? arith::AndIOp::create(b, l, valid, inside) : inside;
     }
     Value src = add(base, add(mul(r, stride), col)), count;
@@ -313,6 +328,26 @@ void FlashAttention::loadK(Value tile) {
              return add(mul(div(col, 64), blockK * 64),
                         wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
            });
+}
+
+Value FlashAttention::scoresStage(Value tile) {
+  return add(idx(blockQ * dp + 2 * blockK * (dp + dvp)),
+             mul(rem(tile, 2), blockQ * (blockK + 8)));
+}
+
+/// Rows of the block's queries, columns of the tile's keys, zero past the
+/// ends of both.
+void FlashAttention::loadScoresInput(Value tile) {
+  if (!stagedInput)
+    return;
+  Value k0 = mul(tile, blockK);
+  Value rows = sq % blockQ ? arith::SubIOp::create(b, l, idx(sq), q0) : Value();
+  Value keys = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
+  Value base = add(mul(add(mul(add(mul(batch, heads), head), sq), q0), sk), k0);
+  copyTile(
+      e.gpuFunc().getArgument(stagedInput.getArgNumber()), base, sk, blockQ,
+      rows, blockK, blockK, scoresStage(tile),
+      [&](Value r, Value col) { return add(mul(r, blockK + 8), col); }, keys);
 }
 
 /// Element (key, col) of a V tile: M/N-major (keys along K), blocks of 64
@@ -362,6 +397,7 @@ RowState FlashAttention::step(Value tile, RowState state, bool masked) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(more.thenBlock());
     loadK(next);
+    loadScoresInput(next);
   }
   loadV(tile);
   NVVM::CpAsyncCommitGroupOp::create(b, l);
@@ -555,25 +591,39 @@ std::pair<Value, Value> FlashAttention::scorePosition(Value tile, int64_t i) {
 
 void FlashAttention::applyScoreOperands(Value tile, SmallVector<Value> &s) {
   Value scale = e.f32(op.getScale().convertToDouble());
-  auto element = [&](Value tensor, Value row, Value key) -> Value {
-    FailureOr<Value> v = e.elementAt(
-        tensor, ElementIndex::multi(shapeOf(tensor), {batch, head, row, key}));
+  ArrayRef<int64_t> shape = shapeOf(op.getBias() ? op.getBias() : op.getMask());
+  auto element = [&](Value tensor, Value linear) -> Value {
+    FailureOr<Value> v =
+        e.elementAt(tensor, ElementIndex::linear(shape, linear));
     if (failed(v)) {
       status = failure();
       return e.f32(0);
     }
     return *v;
   };
+  Value stage = stagedInput ? scoresStage(tile) : Value();
   for (int64_t i = 0; i < blockK / 2; ++i) {
     auto [row, key] = scorePosition(tile, i);
-    row = minIndex(row, idx(sq - 1));
-    key = minIndex(key, idx(sk - 1));
+    Value linear = add(mul(add(mul(add(mul(batch, heads), head), sq),
+                               minIndex(row, idx(sq - 1))),
+                           sk),
+                       minIndex(key, idx(sk - 1)));
+    if (stagedInput) {
+      // The staged tile holds every position of the block's rows and the
+      // tile's keys (zero past the ends, whose scores are dropped).
+      Value at =
+          add(stage, add(mul(arith::SubIOp::create(b, l, row, q0), blockK + 8),
+                         arith::SubIOp::create(b, l, key, mul(tile, blockK))));
+      Value x = memref::LoadOp::create(b, l, shared, ValueRange{at});
+      e.setElement(stagedInput, linear,
+                   arith::ExtFOp::create(b, l, b.getF32Type(), x));
+    }
     if (op.getBias())
-      s[i] = math::FmaOp::create(b, l, s[i], scale,
-                                 element(op.getBias(), row, key));
+      s[i] =
+          math::FmaOp::create(b, l, s[i], scale, element(op.getBias(), linear));
     if (op.getMask())
-      s[i] = arith::SelectOp::create(b, l, element(op.getMask(), row, key),
-                                     s[i], e.f32(-INFINITY));
+      s[i] = arith::SelectOp::create(b, l, element(op.getMask(), linear), s[i],
+                                     e.f32(-INFINITY));
   }
 }
 

@@ -97,6 +97,13 @@ AttentionOp attentionOf(KernelOp kernel);
 std::optional<std::string> flashAttentionRefusal(KernelOp kernel, bool aligned,
                                                  bool wgmma);
 
+/// The input of an attention kernel that the FlashAttention template
+/// stages in shared memory next to K and V, a tile per key tile: the input
+/// of q's dtype over the scores' shape [B, H, Sq, Sk] (Sk a multiple of 8,
+/// so rows are whole 16-byte chunks) that the bias or mask is computed
+/// from, if there is one such input.
+mlir::BlockArgument stagedScoresInput(KernelOp kernel);
+
 /// Work items of a kernel (elements, rows or outputs, by kind): what
 /// kf-tile sizes the grid for and kf-lower-to-gpu loops over.
 int64_t kernelWorkItems(KernelOp kernel);

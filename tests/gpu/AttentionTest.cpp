@@ -128,6 +128,12 @@ std::vector<AttentionCase> cases() {
        true, true, true},
       {"computed_mask_empty_rows", 1, 2, 2, 100, 90, 64, 64, false, DType::bf16,
        std::nullopt, true, false, false, 7},
+      // Keys a multiple of 8: the bias is staged in shared memory with K,
+      // zero-filled past the partial last tiles of queries and keys.
+      {"staged_bias_ragged_causal_gqa", 1, 4, 2, 200, 136, 64, 64, true,
+       DType::bf16, std::nullopt, true, false, true},
+      {"staged_bias_mask_d128", 2, 2, 2, 130, 256, 128, 128, false, DType::bf16,
+       0.3, true, true, true},
       // The one-thread-per-output kernel.
       {"f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt, false},
       // Rows of 8- and 4-byte words: smaller copies, a partial last chunk.

@@ -62,3 +62,22 @@ func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>,
   %o = kf.attention %q, %k, %v {scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
   return %o : tensor<1x2x256x128xbf16>
 }
+
+// -----
+
+// FlashAttention with a bias of q's dtype over rows of whole 16-byte
+// chunks (640 keys): two stages of its [128, 64] tiles, rows padded to 72,
+// join Q (16 KiB at head dim 64) and K/V (32 KiB): 16384 + 32768 + 36864.
+// With 333 keys the bias is read from global memory instead.
+// WGMMA-LABEL: func.func @attention_bias
+// WGMMA: shared_bytes = 86016 : i64
+// WGMMA-SAME: stage_scores_input = 1
+// WGMMA: shared_bytes = 49152 : i64
+// WGMMA-NOT: stage_scores_input
+// WGMMA: return
+func.func @attention_bias(%q: tensor<1x4x640x64xbf16>, %k: tensor<1x4x640x64xbf16>, %v: tensor<1x4x640x64xbf16>, %b: tensor<1x4x640x640xbf16>,
+                          %q2: tensor<1x4x200x64xbf16>, %k2: tensor<1x4x333x64xbf16>, %b2: tensor<1x4x200x333xbf16>) -> (tensor<1x4x640x64xbf16>, tensor<1x4x200x64xbf16>) {
+  %0 = kf.attention %q, %k, %v bias %b : tensor<1x4x640x640xbf16> {scale = 0.125 : f64} : tensor<1x4x640x64xbf16>, tensor<1x4x640x64xbf16>, tensor<1x4x640x64xbf16> -> tensor<1x4x640x64xbf16>
+  %1 = kf.attention %q2, %k2, %k2 bias %b2 : tensor<1x4x200x333xbf16> {scale = 0.125 : f64} : tensor<1x4x200x64xbf16>, tensor<1x4x333x64xbf16>, tensor<1x4x333x64xbf16> -> tensor<1x4x200x64xbf16>
+  return %0, %1 : tensor<1x4x640x64xbf16>, tensor<1x4x200x64xbf16>
+}
