@@ -58,10 +58,6 @@ int64_t kfuse::kf::rowStrideOf(Value value) {
 
 namespace {
 
-ArrayRef<int64_t> shapeOf(Value v) {
-  return mlir::cast<RankedTensorType>(v.getType()).getShape();
-}
-
 /// `v` spans the whole [rows, length] space of a row kernel.
 bool isRowShaped(Value v, RowSpace space) {
   auto type = mlir::cast<RankedTensorType>(v.getType());
