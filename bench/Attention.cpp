@@ -104,31 +104,19 @@ int runAttention(const std::string &only, bool list, double copyGBs,
   std::printf("%-30s %9s %9s %9s %9s %7s %7s %8s %8s %9s\n", "workload",
               "floor_ms", "fused_ms", "unfus_ms", "sdpa_ms", "TFLOPs",
               "sdpaTF", "fused/fl", "sdpa/fus", "unfus/fus");
-  bool found = false;
-  for (const AttentionWorkload &w : all) {
-    if (!only.empty() && w.name != only)
-      continue;
-    found = true;
-    Expected<AttentionRow> r = measure(w, peakTflops, copyGBs, peers);
-    if (!r) {
-      std::fprintf(stderr, "%s: %s\n", w.name.c_str(),
-                   r.error().message().c_str());
-      return 1;
-    }
-    std::printf("%-30s %9.4f %9.4f %9.4f %9.4f %7.0f %7.0f %8.3f %8.3f %9.1f\n",
-                w.name.c_str(), r->floorMs, r->fusedMs, r->unfusedMs,
-                r->sdpaMs, r->flops / (r->fusedMs * 1e9),
-                r->sdpaMs ? r->flops / (r->sdpaMs * 1e9) : 0.0,
-                r->fusedMs / r->floorMs,
-                r->sdpaMs ? r->sdpaMs / r->fusedMs : 0.0,
-                r->unfusedMs / r->fusedMs);
-    std::fflush(stdout);
-  }
-  if (!found) {
-    std::fprintf(stderr, "no workload '%s' (see --list)\n", only.c_str());
-    return 2;
-  }
-  return 0;
+  return measureEach(
+      all, only,
+      [&](const AttentionWorkload &w) {
+        return measure(w, peakTflops, copyGBs, peers);
+      },
+      [](const AttentionWorkload &w, const AttentionRow &r) {
+        std::printf(
+            "%-30s %9.4f %9.4f %9.4f %9.4f %7.0f %7.0f %8.3f %8.3f %9.1f\n",
+            w.name.c_str(), r.floorMs, r.fusedMs, r.unfusedMs, r.sdpaMs,
+            r.flops / (r.fusedMs * 1e9),
+            r.sdpaMs ? r.flops / (r.sdpaMs * 1e9) : 0.0, r.fusedMs / r.floorMs,
+            r.sdpaMs ? r.sdpaMs / r.fusedMs : 0.0, r.unfusedMs / r.fusedMs);
+      });
 }
 
 } // namespace kfuse::bench

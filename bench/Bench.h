@@ -6,6 +6,7 @@
 #include "kfuse/kfuse.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
@@ -50,6 +51,33 @@ struct MemoryTable {
   void print() const;
   std::string json() const;
 };
+
+/// Measures each workload of `all` named `only` (every one when empty) and
+/// prints its row as soon as it is measured. Returns 1 when a measurement
+/// fails, 2 when no workload has that name.
+template <typename Workload, typename Measure, typename Print>
+int measureEach(const std::vector<Workload> &all, const std::string &only,
+                Measure measure, Print print) {
+  bool found = false;
+  for (const Workload &w : all) {
+    if (!only.empty() && w.name != only)
+      continue;
+    found = true;
+    auto row = measure(w);
+    if (!row) {
+      std::fprintf(stderr, "%s: %s\n", w.name.c_str(),
+                   row.error().message().c_str());
+      return 1;
+    }
+    print(w, *row);
+    std::fflush(stdout);
+  }
+  if (!found) {
+    std::fprintf(stderr, "no workload '%s' (see --list)\n", only.c_str());
+    return 2;
+  }
+  return 0;
+}
 
 /// Median ms of `once` on the device: 15 timed batches of 5 back-to-back
 /// calls, per call.

@@ -210,30 +210,19 @@ int runMatmuls(const std::string &only, bool list, double copyGBs) {
   std::printf("%-18s %-8s %9s %9s %9s %9s %7s %7s %8s %8s %9s\n", "workload",
               "tile", "floor_ms", "fused_ms", "unfus_ms", "cublas_ms", "TFLOPs",
               "cuTFLOPs", "fused/cu", "fused/fl", "err_vs_cu");
-  bool found = false;
-  for (const MatmulWorkload &w : all) {
-    if (!only.empty() && w.name != only)
-      continue;
-    found = true;
-    Expected<MatmulRow> r = measure(w, peakTflops, copyGBs);
-    if (!r) {
-      std::fprintf(stderr, "%s: %s\n", w.name.c_str(),
-                   r.error().message().c_str());
-      return 1;
-    }
-    std::printf("%-18s %-8s %9.4f %9.4f %9.4f %9.4f %7.0f %7.0f %8.3f %8.3f %9.2g\n",
-                r->name.c_str(), r->tile.c_str(), r->floorMs, r->fusedMs,
-                r->unfusedMs, r->cublasMs, r->flops / (r->fusedMs * 1e9),
-                r->cublasMs ? r->flops / (r->cublasMs * 1e9) : 0.0,
-                r->cublasMs ? r->fusedMs / r->cublasMs : 0.0,
-                r->fusedMs / r->floorMs, r->error);
-    std::fflush(stdout);
-  }
-  if (!found) {
-    std::fprintf(stderr, "no workload '%s' (see --list)\n", only.c_str());
-    return 2;
-  }
-  return 0;
+  return measureEach(
+      all, only,
+      [&](const MatmulWorkload &w) { return measure(w, peakTflops, copyGBs); },
+      [](const MatmulWorkload &, const MatmulRow &r) {
+        std::printf(
+            "%-18s %-8s %9.4f %9.4f %9.4f %9.4f %7.0f %7.0f %8.3f %8.3f "
+            "%9.2g\n",
+            r.name.c_str(), r.tile.c_str(), r.floorMs, r.fusedMs, r.unfusedMs,
+            r.cublasMs, r.flops / (r.fusedMs * 1e9),
+            r.cublasMs ? r.flops / (r.cublasMs * 1e9) : 0.0,
+            r.cublasMs ? r.fusedMs / r.cublasMs : 0.0, r.fusedMs / r.floorMs,
+            r.error);
+      });
 }
 
 } // namespace kfuse::bench

@@ -134,27 +134,14 @@ int runPadding(const std::string &only, bool list) {
   std::printf("kernels: padded buffers (p) / tensor-core matmuls (tc)\n");
   std::printf("%-24s %-9s %-9s %10s %10s %8s %10s\n", "workload", "pad_krn",
               "dense_krn", "padded_ms", "dense_ms", "speedup", "err_vs_dns");
-  bool found = false;
-  for (const PadWorkload &w : all) {
-    if (!only.empty() && w.name != only)
-      continue;
-    found = true;
-    Expected<PadRow> r = measure(w);
-    if (!r) {
-      std::fprintf(stderr, "%s: %s\n", w.name.c_str(),
-                   r.error().message().c_str());
-      return 1;
-    }
-    std::printf("%-24s %-9s %-9s %10.4f %10.4f %8.2f %10.2g\n", w.name.c_str(),
-                r->kernels[0].c_str(), r->kernels[1].c_str(), r->paddedMs,
-                r->denseMs, r->denseMs / r->paddedMs, r->error);
-    std::fflush(stdout);
-  }
-  if (!found) {
-    std::fprintf(stderr, "no workload '%s' (see --list)\n", only.c_str());
-    return 2;
-  }
-  return 0;
+  return measureEach(all, only, measure,
+                     [](const PadWorkload &w, const PadRow &r) {
+                       std::printf("%-24s %-9s %-9s %10.4f %10.4f %8.2f "
+                                   "%10.2g\n",
+                                   w.name.c_str(), r.kernels[0].c_str(),
+                                   r.kernels[1].c_str(), r.paddedMs,
+                                   r.denseMs, r.denseMs / r.paddedMs, r.error);
+                     });
 }
 
 } // namespace kfuse::bench

@@ -230,6 +230,13 @@ void configureRows(Config &c, RowSpace rows, ArrayRef<int64_t> strides,
   c.set("in_registers", chunks * vec <= 32);
 }
 
+/// `blockSize` threads a block, enough blocks for a thread a step.
+void setBlocks(Config &c, int64_t steps, int64_t blockSize) {
+  c.set("block", blockSize);
+  c.set("grid",
+        std::min<int64_t>((steps + blockSize - 1) / blockSize, INT32_MAX));
+}
+
 /// A pointwise kernel that writes padded rows (kf-pad's copy of a matmul
 /// operand): a thread step writes `vec` elements of a padded row, zeros
 /// past its end.
@@ -239,10 +246,7 @@ void configurePaddedCopy(Config &c, KernelOp kernel, int64_t stride,
   int64_t elements = type.getNumElements() / type.getShape().back() * stride;
   while (vec > 1 && stride % vec)
     vec /= 2;
-  int64_t steps = elements / vec;
-  c.set("block", blockSize);
-  c.set("grid",
-        std::min<int64_t>((steps + blockSize - 1) / blockSize, INT32_MAX));
+  setBlocks(c, elements / vec, blockSize);
   c.set("items", elements);
   c.set("vec", vec);
 }
@@ -261,10 +265,7 @@ void configurePointwise(Config &c, int64_t elements, int64_t vec,
   bool interleave = vec == 4 && vectors % (2 * blockSize) == 0;
   bool adjacent = vec >= 8 && vectors % 2 == 0;
   int64_t unroll = large && (interleave || adjacent) ? 2 : 1;
-  int64_t steps = vectors / unroll;
-  c.set("block", blockSize);
-  c.set("grid",
-        std::min<int64_t>((steps + blockSize - 1) / blockSize, INT32_MAX));
+  setBlocks(c, vectors / unroll, blockSize);
   c.set("items", elements);
   c.set("vec", vec);
   c.set("unroll", unroll);
