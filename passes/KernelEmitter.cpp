@@ -582,10 +582,10 @@ FailureOr<Value> KernelEmitter::scalarOp(Operation *op, ValueRange x) {
         // A 16-bit GELU rounds its result to 8 or 11 bits: the cheaper erf
         // is exact enough there (gelu bf16: 1.10x its HBM floor with
         // libdevice's erff on the H200).
-        Value scaled = arith::MulFOp::create(b, l, x[0], f32(M_SQRT1_2));
-        Value erf = dtype.getIntOrFloatBitWidth() == 16
-                        ? emitErfForHalfResults(b, l, scaled)
-                        : Value(math::ErfOp::create(b, l, scaled));
+        if (dtype.getIntOrFloatBitWidth() == 16)
+          return emitGeluForHalfResults(b, l, x[0]);
+        Value erf = math::ErfOp::create(
+            b, l, arith::MulFOp::create(b, l, x[0], f32(M_SQRT1_2)));
         Value phi = arith::MulFOp::create(
             b, l, f32(0.5), arith::AddFOp::create(b, l, f32(1), erf));
         return arith::MulFOp::create(b, l, x[0], phi);
