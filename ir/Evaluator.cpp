@@ -18,6 +18,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 using namespace mlir;
 using namespace kfuse::kf;
@@ -154,20 +155,23 @@ bool compareFn(ComparePredicate p, double a, double b) {
 
 /// Softmax of `n` values spaced `stride` apart, in place. A row that is all
 /// -inf has nothing to attend and gives 0.
-void softmaxRow(double *x, int64_t n, int64_t stride) {
+/// Softmax of the row in place; returns its log-sum-exp (-inf for a row
+/// that is entirely -inf, which becomes 0).
+double softmaxRow(double *x, int64_t n, int64_t stride) {
   double m = -kInf;
   for (int64_t i = 0; i < n; ++i)
     m = maxNaN(m, x[i * stride]);
   if (m == -kInf) {
     for (int64_t i = 0; i < n; ++i)
       x[i * stride] = 0;
-    return;
+    return -kInf;
   }
   double sum = 0;
   for (int64_t i = 0; i < n; ++i)
     sum += x[i * stride] = std::exp(x[i * stride] - m);
   for (int64_t i = 0; i < n; ++i)
     x[i * stride] /= sum;
+  return m + std::log(sum);
 }
 
 class Interpreter {
@@ -419,6 +423,9 @@ Buffer Interpreter::evalMatmul(MatmulOp op) {
 
 Buffer Interpreter::evalAttention(AttentionOp op) {
   Buffer out = like(op.getResult());
+  std::optional<Buffer> lse;
+  if (op.getLse())
+    lse = like(op.getLse());
   const Buffer &q = in(op.getQ()), &k = in(op.getK()), &v = in(op.getV());
   const Buffer *mask = op.getMask() ? &in(op.getMask()) : nullptr;
   const Buffer *bias = op.getBias() ? &in(op.getBias()) : nullptr;
@@ -447,7 +454,9 @@ Buffer Interpreter::evalAttention(AttentionOp op) {
             s = -kInf;
           scores[j] = s;
         }
-        softmaxRow(scores.data(), sk, 1);
+        double rowLse = softmaxRow(scores.data(), sk, 1);
+        if (lse)
+          lse->data[(b * heads + h) * sq + i] = rowLse;
         double *po = out.data.data() + ((b * heads + h) * sq + i) * dv;
         for (int64_t c = 0; c < dv; ++c) {
           double acc = 0;
@@ -457,6 +466,9 @@ Buffer Interpreter::evalAttention(AttentionOp op) {
         }
       }
     }
+  // The interpreter binds an op's first result; the second is bound here.
+  if (lse)
+    env[op.getLse()] = std::move(*lse);
   return out;
 }
 

@@ -420,8 +420,10 @@ Tensor softmax(Tensor x, int64_t axis) {
   return g->wrap(v, g->shapeOf(x));
 }
 
-Tensor attention(Tensor q, Tensor k, Tensor v,
-                 const AttentionOptions &options) {
+namespace {
+
+AttentionWithLse buildAttention(Tensor q, Tensor k, Tensor v,
+                                const AttentionOptions &options, bool lse) {
   GraphImpl *g = graphOf("attention", {q, k, v});
   if (!g || (options.mask.isValid() && !graphOf("attention", {q, options.mask})) ||
       (options.bias.isValid() && !graphOf("attention", {q, options.bias})))
@@ -442,20 +444,21 @@ Tensor attention(Tensor q, Tensor k, Tensor v,
   shapes::AttentionShapes in{qShape, kShape, vShape, std::nullopt,
                              std::nullopt};
   if (failed(shapes::inferAttention(in, diag)))
-    return g->fail("attention", diag.message());
+    return {g->fail("attention", diag.message()), {}};
   shapes::Shape scores = {in.q[0], in.q[1], in.q[2], in.k[2]};
   Tensor mask = options.mask, bias = options.bias;
   if (mask.isValid()) {
     if (g->dtypeOf(mask) != DType::i1)
-      return g->fail("attention", std::string("the mask must be i1, got ") +
-                                      dtypeName(g->dtypeOf(mask)));
+      return {g->fail("attention", std::string("the mask must be i1, got ") +
+                                       dtypeName(g->dtypeOf(mask))),
+              {}};
     if (failed(shapes::checkBroadcastTo(g->shapeOf(mask), scores, diag)))
-      return g->fail("attention", "mask: " + diag.message());
+      return {g->fail("attention", "mask: " + diag.message()), {}};
     mask = g->broadcastTo(mask, scores);
   }
   if (bias.isValid()) {
     if (failed(shapes::checkBroadcastTo(g->shapeOf(bias), scores, diag)))
-      return g->fail("attention", "bias: " + diag.message());
+      return {g->fail("attention", "bias: " + diag.message()), {}};
     bias = g->broadcastTo(g->castTo(bias, dtype), scores);
   }
   if ((options.mask.isValid() && !mask.isValid()) ||
@@ -463,17 +466,36 @@ Tensor attention(Tensor q, Tensor k, Tensor v,
     return {};
   int64_t headDim = in.q[3];
   if (!options.scale && (shapes::isSymbolic(headDim) || headDim == 0))
-    return g->fail("attention", "the head dim is " + diag.dim(headDim) +
-                                    "; give a scale explicitly");
+    return {g->fail("attention", "the head dim is " + diag.dim(headDim) +
+                                     "; give a scale explicitly"),
+            {}};
   double scale = options.scale.value_or(1.0 / std::sqrt(double(headDim)));
   shapes::Shape shape = {in.q[0], in.q[1], in.q[2], in.v[3]};
+  shapes::Shape rows = {in.q[0], in.q[1], in.q[2]};
   OpBuilder b = g->builder();
-  Value out = kf::AttentionOp::create(
-      b, g->loc("attention"), g->tensorType(shape, dtype), g->value(q),
-      g->value(k), g->value(v), mask.isValid() ? g->value(mask) : Value(),
+  auto op = kf::AttentionOp::create(
+      b, g->loc("attention"), g->tensorType(shape, dtype),
+      lse ? g->tensorType(rows, DType::f32) : Type(), g->value(q), g->value(k),
+      g->value(v), mask.isValid() ? g->value(mask) : Value(),
       bias.isValid() ? g->value(bias) : Value(), b.getF64FloatAttr(scale),
       b.getBoolAttr(options.causal));
-  return g->wrap(out, shape);
+  AttentionWithLse results;
+  results.out = g->wrap(op.getResult(), shape);
+  if (lse)
+    results.lse = g->wrap(op.getLse(), rows);
+  return results;
+}
+
+} // namespace
+
+Tensor attention(Tensor q, Tensor k, Tensor v,
+                 const AttentionOptions &options) {
+  return buildAttention(q, k, v, options, /*lse=*/false).out;
+}
+
+AttentionWithLse attentionWithLse(Tensor q, Tensor k, Tensor v,
+                                  const AttentionOptions &options) {
+  return buildAttention(q, k, v, options, /*lse=*/true);
 }
 
 } // namespace kfuse

@@ -399,7 +399,21 @@ LogicalResult AttentionOp::verify() {
   FailureOr<shapes::Shape> shape = shapes::inferAttention(in, diag);
   if (failed(shape))
     return emitOpError() << diag.message();
-  return verifyResultShape(*this, *shape, tensorOf(getResult()));
+  if (failed(verifyResultShape(*this, *shape, tensorOf(getResult()))))
+    return failure();
+  if (!getLse())
+    return success();
+  RankedTensorType lse = tensorOf(getLse());
+  if (!lse.getElementType().isF32())
+    return emitOpError() << "lse must be f32, got " << lse;
+  auto rows = ArrayRef<int64_t>(*shape).drop_back();
+  if (lse.getRank() != 3 ||
+      !llvm::all_of(llvm::zip(rows, lse.getShape()), [](auto p) {
+        return shapes::dimsMatch(std::get<0>(p), std::get<1>(p));
+      }))
+    return emitOpError() << "lse is " << lse << " but the query rows are "
+                         << diag.str(rows);
+  return success();
 }
 
 //===----------------------------------------------------------------------===//

@@ -293,17 +293,20 @@ def KF_AttentionOp : KF_Op<"attention", [Pure, AttrSizedOperandSegments]> {
     [B, H, Sq, Sk], true = attend) and `bias` ([B, H, Sq, Sk]) apply to the
     scaled scores. `causal` lets query i attend keys j <= i (top-left
     aligned, as PyTorch's scaled_dot_product_attention). A query row with no
-    key to attend gives 0. The result is [B, H, Sq, Dv].
+    key to attend gives 0. The result is [B, H, Sq, Dv]. The optional `lse`
+    result (f32 [B, H, Sq]) is each query row's log-sum-exp of its scaled,
+    biased and masked scores, -inf for a row with no key to attend: the
+    O(S) state a backward pass recomputes the probabilities from.
   }];
   let arguments = (ins KF_Tensor:$q, KF_Tensor:$k, KF_Tensor:$v,
                        Optional<KF_Tensor>:$mask, Optional<KF_Tensor>:$bias,
                        F64Attr:$scale,
                        DefaultValuedAttr<BoolAttr, "false">:$causal);
-  let results = (outs KF_Tensor:$result);
+  let results = (outs KF_Tensor:$result, Optional<KF_Tensor>:$lse);
   let assemblyFormat = [{
     $q `,` $k `,` $v (`mask` $mask^ `:` type($mask))?
       (`bias` $bias^ `:` type($bias))? attr-dict `:` type($q) `,` type($k)
-      `,` type($v) `->` type($result)
+      `,` type($v) `->` type($result) (`,` type($lse)^)?
   }];
   let hasVerifier = 1;
 }

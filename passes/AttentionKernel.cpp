@@ -128,6 +128,8 @@ private:
   Value quadReduce(Value v, bool max);
   Value exp2(Value x);
   LogicalResult store(const RowState &state);
+  void storeLse(unsigned result, Value outRow, Value max, Value sum,
+                Value empty);
 
   Value minIndex(Value x, Value y) { return arith::MinUIOp::create(b, l, x, y); }
   Value fmul(Value x, Value y) { return arith::MulFOp::create(b, l, x, y); }
@@ -697,9 +699,25 @@ Value FlashAttention::quadReduce(Value x, bool max) {
   return x;
 }
 
-/// O / l through the kernel's epilogue, a pair of value dims at a time.
+/// ln(sum of e^score) = (max c + log2 sum) ln 2 (the row's max is in
+/// score units, its sum of 2^(score c - max c)), from the row's first lane.
+void FlashAttention::storeLse(unsigned result, Value outRow, Value max,
+                              Value sum, Value empty) {
+  auto first = scf::IfOp::create(b, l, less(rem(lane, 4), idx(1)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(first.thenBlock());
+  Value log2Sum = arith::AddFOp::create(b, l, fmul(max, e.f32(scaleLog2)),
+                                        math::Log2Op::create(b, l, sum));
+  Value lse = arith::SelectOp::create(b, l, empty, e.f32(-INFINITY),
+                                      fmul(log2Sum, e.f32(M_LN2)));
+  e.storeResult(result, outRow, lse);
+}
+
+/// O / l through the kernel's epilogue, a pair of value dims at a time; the
+/// rows' log-sum-exp where the kernel has it as a result.
 LogicalResult FlashAttention::store(const RowState &state) {
   Value root = rootValue(e.kernel());
+  std::optional<unsigned> lse = lseResultOf(e.kernel(), op);
   ArrayRef<int64_t> outShape = shapeOf(op.getResult());
   for (int64_t h = 0; h < 2; ++h) {
     Value sum = quadReduce(state.sum[h], false);
@@ -712,6 +730,8 @@ LogicalResult FlashAttention::store(const RowState &state) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(inside.thenBlock());
     Value outRow = add(mul(add(mul(batch, heads), head), sq), row);
+    if (lse)
+      storeLse(*lse, outRow, state.max[h], sum, empty);
     for (int64_t i = 0; i < int64_t(state.acc.size()); i += 4) {
       int64_t first = i + 2 * h;
       Value col = add(mul(rem(lane, 4), 2), idx(8 * (i / 4)));

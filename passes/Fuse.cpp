@@ -387,11 +387,18 @@ void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
   llvm::SmallPtrSet<Operation *, 16> inside(ops.begin(), ops.end());
   // The results: every op with a user outside (one root, or several when
   // siblings were merged), in program order.
+  // An attention with a log-sum-exp yields both: the templates write O and
+  // the log-sum-exp as results 0 and 1.
   SmallVector<Value> outputs;
-  for (Operation *op : ops)
-    if (llvm::any_of(op->getUsers(),
-                     [&](Operation *user) { return !inside.contains(user); }))
-      outputs.push_back(op->getResult(0));
+  for (Operation *op : ops) {
+    auto attention = dyn_cast<AttentionOp>(op);
+    bool both = attention && attention.getLse();
+    for (Value result : op->getResults())
+      if (both || llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !inside.contains(user);
+          }))
+        outputs.push_back(result);
+  }
   llvm::SetVector<Value> inputs;
   llvm::SetVector<Operation *> constants;
   for (Operation *op : ops)

@@ -17,6 +17,8 @@ namespace kfuse::kf {
 /// The kernel's first result, as its body yields it.
 mlir::Value rootValue(KernelOp kernel);
 llvm::ArrayRef<int64_t> shapeOf(mlir::Value v);
+/// The kernel result that holds attention `op`'s log-sum-exp, if any.
+std::optional<unsigned> lseResultOf(KernelOp kernel, AttentionOp op);
 /// An integer of the kernel's launch config, or `otherwise`.
 int64_t configValue(KernelOp kernel, llvm::StringRef name,
                     int64_t otherwise = 0);

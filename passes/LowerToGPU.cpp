@@ -34,6 +34,17 @@ Value kfuse::kf::rootValue(KernelOp kernel) {
       .getValues()[0];
 }
 
+std::optional<unsigned> kfuse::kf::lseResultOf(KernelOp kernel,
+                                               AttentionOp op) {
+  if (!op.getLse())
+    return std::nullopt;
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    if (v == op.getLse())
+      return unsigned(i);
+  return std::nullopt;
+}
+
 ArrayRef<int64_t> kfuse::kf::shapeOf(Value v) {
   return mlir::cast<RankedTensorType>(v.getType()).getShape();
 }
@@ -384,7 +395,7 @@ LogicalResult emitAttention(KernelEmitter &e, int64_t items) {
   OpBuilder &b = e.builder();
   Location l = e.loc();
   return e.forEachItem(items, false, [&](Value item) -> LogicalResult {
-    SmallVector<Value> idx = e.delinearize(item, shapeOf(attn));
+    SmallVector<Value> idx = e.delinearize(item, shapeOf(attn.getResult()));
     Value bi = idx[0], h = idx[1], i = idx[2], c = idx[3];
     Value kvh = arith::DivUIOp::create(b, l, h, e.index(group));
     LogicalResult inner = success();
@@ -445,6 +456,20 @@ LogicalResult emitAttention(KernelEmitter &e, int64_t items) {
     Value out = arith::SelectOp::create(
         b, l, empty, e.f32(0), arith::DivFOp::create(b, l, state[2], state[1]));
     e.storeResult(0, item, out);
+    // The row's log-sum-exp, from the thread of its first value dim.
+    if (std::optional<unsigned> lse = lseResultOf(e.kernel(), attn)) {
+      Value first =
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, c, e.index(0));
+      auto ifFirst = scf::IfOp::create(b, l, first, false);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifFirst.thenBlock());
+      Value logSum = arith::AddFOp::create(b, l, state[0],
+                                           math::LogOp::create(b, l, state[1]));
+      Value row = arith::DivUIOp::create(b, l, item,
+                                         e.index(shapeOf(attn.getResult())[3]));
+      e.storeResult(*lse, row,
+                    arith::SelectOp::create(b, l, empty, negInf, logSum));
+    }
     return inner;
   });
 }

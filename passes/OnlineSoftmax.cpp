@@ -435,11 +435,13 @@ LogicalResult rewrite(MatmulOp pv, AttentionMatch &m, Refusal &why) {
         b, loc, mlir::cast<RankedTensorType>(kIn.getType()).clone(k), kIn,
         b.getDenseI64ArrayAttr({0, 1, 3, 2}));
   auto resultType = mlir::cast<RankedTensorType>(pv.getType());
-  Value attention = AttentionOp::create(
-      b, loc, resultType.clone(*shape), toRank4(b, loc, m.q), kIn,
-      toRank4(b, loc, m.v), m.mask ? toRank4(b, loc, m.mask) : Value(),
-      m.bias ? toRank4(b, loc, m.bias) : Value(), b.getF64FloatAttr(m.scale),
-      b.getBoolAttr(m.causal));
+  Value attention =
+      AttentionOp::create(b, loc, resultType.clone(*shape), /*lse=*/Type(),
+                          toRank4(b, loc, m.q), kIn, toRank4(b, loc, m.v),
+                          m.mask ? toRank4(b, loc, m.mask) : Value(),
+                          m.bias ? toRank4(b, loc, m.bias) : Value(),
+                          b.getF64FloatAttr(m.scale), b.getBoolAttr(m.causal))
+          .getResult();
   if (resultType.getRank() != 4)
     attention = ReshapeOp::create(b, loc, resultType, attention, ArrayAttr());
   pv.replaceAllUsesWith(attention);

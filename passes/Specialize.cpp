@@ -168,12 +168,21 @@ LogicalResult retypeOp(Operation *op, const SymbolBindings &bindings) {
       result.setType(yielded.getType());
     return success();
   }
-  if (op->getNumResults() != 1 || !isa<KFDialect>(op->getDialect()))
+  auto attention = dyn_cast<AttentionOp>(op);
+  bool withLse = attention && attention.getLse();
+  if ((op->getNumResults() != 1 && !withLse) ||
+      !isa<KFDialect>(op->getDialect()))
     return success();
   FailureOr<Type> type = inferResultType(op, bindings);
   if (failed(type))
     return failure();
   op->getResult(0).setType(*type);
+  // The log-sum-exp has one per query row: the result's shape less its
+  // last dim.
+  if (withLse)
+    attention.getLse().setType(RankedTensorType::get(
+        cast<RankedTensorType>(*type).getShape().drop_back(),
+        Float32Type::get(op->getContext())));
   if (cast<RankedTensorType>(*type).hasStaticShape())
     op->removeAttr("dim_symbols");
   return success();

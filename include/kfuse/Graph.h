@@ -229,6 +229,17 @@ struct AttentionOptions {
 Tensor attention(Tensor q, Tensor k, Tensor v,
                  const AttentionOptions &options = {});
 
+struct AttentionWithLse {
+  Tensor out;
+  /// f32 [B, H, Sq]: the natural log of the sum of exp over each query
+  /// row's scaled, biased and masked scores (-inf for a row with no key to
+  /// attend), what a backward pass recomputes the probabilities from.
+  Tensor lse;
+};
+/// attention() and its rows' log-sum-exp, from the same kernel.
+AttentionWithLse attentionWithLse(Tensor q, Tensor k, Tensor v,
+                                  const AttentionOptions &options = {});
+
 } // namespace kfuse
 
 #endif // KFUSE_GRAPH_H

@@ -36,6 +36,8 @@ struct AttentionCase {
   /// A mask built in the graph (compare of iotas) that leaves the first
   /// `maskedRows` query rows nothing to attend: their output is 0.
   int64_t maskedRows = 0;
+  /// The log-sum-exp output too (attentionWithLse).
+  bool withLse = false;
 };
 
 void PrintTo(const AttentionCase &c, std::ostream *os) { *os << c.name; }
@@ -80,11 +82,16 @@ TEST_P(Attention, MatchesEvaluator) {
         broadcastTo(g.constant(double(c.maskedRows), DType::i32), scores));
   if (c.withBias)
     o.bias = g.input("bias", c.dtype, scores);
-  g.output("out",
-           attention(g.input("q", c.dtype, {c.batch, c.heads, c.sq, c.d}),
-                     g.input("k", c.dtype, {c.batch, c.kvHeads, c.sk, c.d}),
-                     g.input("v", c.dtype, {c.batch, c.kvHeads, c.sk, c.dv}),
-                     o));
+  Tensor q = g.input("q", c.dtype, {c.batch, c.heads, c.sq, c.d});
+  Tensor k = g.input("k", c.dtype, {c.batch, c.kvHeads, c.sk, c.d});
+  Tensor v = g.input("v", c.dtype, {c.batch, c.kvHeads, c.sk, c.dv});
+  if (c.withLse) {
+    AttentionWithLse results = attentionWithLse(q, k, v, o);
+    g.output("out", results.out);
+    g.output("lse", results.lse);
+  } else {
+    g.output("out", attention(q, k, v, o));
+  }
   ASSERT_TRUE(g.status()) << g.status().message();
   uint64_t seed = freshSeed();
   std::vector<HostTensor> inputs = randomInputs(g, seed);
@@ -100,6 +107,12 @@ TEST_P(Attention, MatchesEvaluator) {
   // P is rounded to the operands' dtype for the second product.
   double tol = kfuse::testing::tolerance(c.dtype, c.sk + c.d);
   EXPECT_LE(error, tol) << "relative error (seed " << seed << ")";
+  if (c.withLse) {
+    // The scores are f32 sums of exact products: only f32 roundings.
+    double lseError = relativeError((*out)[1], (*reference)[1]);
+    EXPECT_LE(lseError, kfuse::testing::tolerance(DType::f32, c.sk + c.d))
+        << "log-sum-exp relative error (seed " << seed << ")";
+  }
 }
 
 std::vector<AttentionCase> cases() {
@@ -134,6 +147,13 @@ std::vector<AttentionCase> cases() {
        DType::bf16, std::nullopt, true, false, true},
       {"staged_bias_mask_d128", 2, 2, 2, 130, 256, 128, 128, false, DType::bf16,
        0.3, true, true, true},
+      // The log-sum-exp output; rows with nothing to attend give -inf.
+      {"lse_causal_gqa_ragged", 1, 4, 2, 300, 200, 64, 64, true, DType::bf16,
+       std::nullopt, true, false, false, 0, true},
+      {"lse_bias_empty_rows_d128", 1, 2, 2, 100, 90, 128, 128, false,
+       DType::f16, 0.3, true, false, true, 7, true},
+      {"lse_f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt,
+       false, false, false, 0, true},
       // The one-thread-per-output kernel.
       {"f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt, false},
       // Rows of 8- and 4-byte words: smaller copies, a partial last chunk.

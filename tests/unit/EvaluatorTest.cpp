@@ -246,6 +246,38 @@ TEST(Evaluator, AttentionFullyMaskedRowIsZero) {
   }
 }
 
+/// attentionWithLse's log-sum-exp against log(sum(exp(scores))) written
+/// from primitives; a query row with no key to attend gives -inf.
+TEST(Evaluator, AttentionLseMatchesPrimitives) {
+  Graph g;
+  Tensor q = g.input("q", DType::f32, {1, 2, 3, 4});
+  Tensor k = g.input("k", DType::f32, {1, 2, 5, 4});
+  Tensor v = g.input("v", DType::f32, {1, 2, 5, 2});
+  Tensor m = g.input("m", DType::i1, {3, 5});
+  AttentionOptions o;
+  o.mask = m;
+  o.scale = 0.5;
+  AttentionWithLse attn = attentionWithLse(q, k, v, o);
+  g.output("lse", attn.lse);
+  MatmulOptions tb;
+  tb.transposeB = true;
+  Tensor s = where(m, matmul(q, k, tb) * 0.5, g.constant(-kInf, DType::f32));
+  g.output("composed", log(reduceSum(exp(s), {3})));
+  ASSERT_TRUE(g.status()) << g.status().message();
+  EXPECT_EQ(attn.lse.shape(), (Shape{1, 2, 3}));
+  EXPECT_EQ(attn.lse.dtype(), DType::f32);
+  auto out =
+      evaluate(g, {HostTensor::random(DType::f32, {1, 2, 3, 4}, 4),
+                   HostTensor::random(DType::f32, {1, 2, 5, 4}, 5),
+                   HostTensor::random(DType::f32, {1, 2, 5, 2}, 6),
+                   tensorOf(DType::i1, {3, 5},
+                            {0, 0, 0, 0, 0, 1, 0, 1, 1, 0, 1, 1, 1, 1, 1})});
+  ASSERT_TRUE(out) << out.error().message();
+  for (int64_t h = 0; h < 2; ++h)
+    EXPECT_EQ((*out)[0].get(3 * h), -kInf) << "head " << h << ": row 0";
+  EXPECT_LT(relativeError((*out)[0], (*out)[1]), 1e-12);
+}
+
 TEST(Evaluator, NaNAndInfPropagate) {
   Graph g;
   Tensor x = g.input("x", DType::f32, {3});

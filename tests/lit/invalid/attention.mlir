@@ -77,3 +77,19 @@ func.func @result(%q: tensor<1x1x8x64xf16>, %v: tensor<1x1x8x32xf16>) {
   %0 = kf.attention %q, %q, %v {scale = 1.0 : f64} : tensor<1x1x8x64xf16>, tensor<1x1x8x64xf16>, tensor<1x1x8x32xf16> -> tensor<1x1x8x64xf16>
   return
 }
+
+// -----
+
+func.func @lse_dtype(%q: tensor<1x1x8x64xf16>) {
+  // expected-error @+1 {{'kf.attention' op lse must be f32, got 'tensor<1x1x8xf16>'}}
+  %0, %1 = kf.attention %q, %q, %q {scale = 1.0 : f64} : tensor<1x1x8x64xf16>, tensor<1x1x8x64xf16>, tensor<1x1x8x64xf16> -> tensor<1x1x8x64xf16>, tensor<1x1x8xf16>
+  return
+}
+
+// -----
+
+func.func @lse_shape(%q: tensor<1x2x8x64xf16>) {
+  // expected-error @+1 {{'kf.attention' op lse is 'tensor<1x2x64xf32>' but the query rows are 1x2x8}}
+  %0, %1 = kf.attention %q, %q, %q {scale = 1.0 : f64} : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16> -> tensor<1x2x8x64xf16>, tensor<1x2x64xf32>
+  return
+}

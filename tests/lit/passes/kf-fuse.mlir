@@ -219,3 +219,19 @@ func.func @attention_bias_prologue(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64
   %o = kf.attention %q2, %k, %v bias %bias : tensor<1x2x64x64xf32> {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
   return %o : tensor<1x2x64x64xbf16>
 }
+
+// -----
+
+// An attention whose log-sum-exp alone is used still yields O first: the
+// templates write both. The consumer of the log-sum-exp is its own kernel.
+// CHECK-LABEL: func.func @attention_lse_only
+// CHECK: %[[K:.*]]:2 = kf.kernel attention
+// CHECK: %[[O:.*]], %[[L:.*]] = kf.attention
+// CHECK: kf.yield %[[O]], %[[L]]
+// CHECK: kf.kernel pointwise(%[[K]]#1
+// CHECK: kf.exp
+func.func @attention_lse_only(%q: tensor<1x2x64x64xbf16>) -> tensor<1x2x64xf32> {
+  %o, %lse = kf.attention %q, %q, %q {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>, tensor<1x2x64xf32>
+  %e = kf.exp %lse : tensor<1x2x64xf32>
+  return %e : tensor<1x2x64xf32>
+}

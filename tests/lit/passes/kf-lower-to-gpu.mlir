@@ -97,6 +97,31 @@ func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>,
 
 // -----
 
+// The log-sum-exp result: one f32 per query row, ln(sum) plus the row max,
+// stored once a row (by the thread of its first value dim in the
+// one-thread-per-output kernel, by the row's first lane of each half of a
+// warp's rows in the FlashAttention template).
+// CHECK-LABEL: func.func @attention_lse
+// CHECK: gpu.func @k0_attention
+// CHECK-SAME: %[[LSE:arg2]]: memref<512xf32>
+// CHECK: scf.if
+// CHECK: math.log
+// CHECK: memref.store %{{.*}}, %[[LSE]][%{{.*}}] : memref<512xf32>
+// ATTN-LABEL: func.func @attention_lse
+// ATTN: gpu.func @k0_attention
+// ATTN-SAME: %[[LSE:arg2]]: memref<512xf32>
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 0
+// ATTN: math.log2
+// ATTN: memref.store %{{.*}}, %[[LSE]][%{{.*}}] : memref<512xf32>
+// ATTN: math.log2
+// ATTN: memref.store %{{.*}}, %[[LSE]][%{{.*}}] : memref<512xf32>
+func.func @attention_lse(%q: tensor<1x2x256x128xbf16>) -> (tensor<1x2x256x128xbf16>, tensor<1x2x256xf32>) {
+  %o, %lse = kf.attention %q, %q, %q {scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>, tensor<1x2x256xf32>
+  return %o, %lse : tensor<1x2x256x128xbf16>, tensor<1x2x256xf32>
+}
+
+// -----
+
 // A transpose through shared memory: every row pass's addend is loaded
 // before the first store (the stores could alias it, so nothing moves a
 // load past them), four loads in flight instead of one.
