@@ -57,6 +57,9 @@ tensorCoreRefusal(MatmulOp op, bool aligned,
 /// waves of resident blocks times the time of one wave, where larger tiles
 /// reuse each loaded byte more (tile and wave quantisation both count).
 MatmulTile chooseMatmulTile(const MatmulProblem &p, int64_t sms, bool wgmma);
+/// The tile rows visited together (`group_m`): all of them where A fits
+/// well in L2, so that B is read from HBM once; else `t.groupM`.
+int64_t tileRowGroup(const MatmulTile &t, const MatmulProblem &p);
 
 /// Elements of padding at the end of every shared-memory row of an
 /// mma.sync tile: 16 bytes shift the rows that one ldmatrix reads onto

@@ -289,7 +289,7 @@ void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms,
   c.set("tile_k", t.bk);
   c.set("warps_m", t.warpsM);
   c.set("warps_n", t.warpsN);
-  c.set("group_m", t.groupM);
+  c.set("group_m", tileRowGroup(t, p));
   if (t.wgmma)
     c.set("wgmma", 1);
 }

@@ -140,8 +140,8 @@ std::vector<MatmulCase> cases() {
       {"persistent_bf16", {}, 2100, 2000, 192, false, false, bf16},
       // Output rows that start off 16-byte boundaries (N * 2 bytes, or
       // N * 4, not a multiple of 16), stored element by element from the
-      // staged tile: persistent blocks with an epilogue, and f32 results
-      // with N % 4 = 1, 2, 3.
+      // staged tile: persistent blocks with an epilogue, f32 results with
+      // N % 4 = 1, 2, 3, and batches of an odd M.
       {"persistent_odd_n_tb_bf16", {}, 2100, 2003, 128, false, true, bf16,
        false, Epilogue::BiasGelu},
       {"f32_result_n_odd_bf16", {}, 130, 1001, 64, false, true, bf16, false,
@@ -149,6 +149,9 @@ std::vector<MatmulCase> cases() {
       {"f32_result_n_even_bf16", {}, 70, 1002, 64, false, true, bf16, false,
        Epilogue::None, true},
       {"f32_result_n_3_mod_4_bf16", {2}, 90, 523, 64, false, true, bf16,
+       false, Epilogue::None, true},
+      {"batched_odd_m_n_tb_bf16", {3}, 67, 515, 64, false, true, bf16},
+      {"f32_result_batched_odd_m_n", {2}, 131, 301, 64, false, true, f16,
        false, Epilogue::None, true},
       {"persistent_batched_tb_f16", {6}, 700, 1100, 192, false, true, f16,
        false, Epilogue::BiasGelu},

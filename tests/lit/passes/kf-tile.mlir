@@ -71,6 +71,18 @@ func.func @matmul_large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) 
 
 // -----
 
+// An lm-head: A (8192 x 768, 12.6 MB) stays in L2 while all 64 tile rows
+// sweep each tile column, so that B streams from HBM once.
+// WGMMA-LABEL: func.func @matmul_lm_head
+// WGMMA: group_m = 64 : i64
+// WGMMA-SAME: tile_m = 128 : i64, tile_n = 256 : i64
+func.func @matmul_lm_head(%a: tensor<8192x768xbf16>, %b: tensor<50257x768xbf16>) -> tensor<8192x50257xbf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<8192x768xbf16>, tensor<50257x768xbf16> -> tensor<8192x50257xbf16>
+  return %c : tensor<8192x50257xbf16>
+}
+
+// -----
+
 // ... while a decode-sized one (M = 16) takes small tiles, to spread over
 // more SMs.
 // CHECK-LABEL: func.func @matmul_small_m
