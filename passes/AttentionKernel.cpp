@@ -136,6 +136,9 @@ private:
 
   AttentionOp op;
   int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, blockK, blockQ, threads;
+  /// Elements between the rows of q, k and v: d and dv, or the strides of
+  /// kf-pad's copies of odd rows (zeros past each row's end).
+  int64_t qStride, kStride, vStride;
   /// What the softmax multiplies scores by before exp2: scale * log2 e, or
   /// log2 e where a bias operand was added to the scaled scores.
   double scaleLog2;
@@ -174,6 +177,14 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   q = arg(op.getQ());
   k = arg(op.getK());
   v = arg(op.getV());
+  auto strideOf = [&](Value x, int64_t dense) {
+    int64_t padded =
+        e.paddedStride(mlir::cast<BlockArgument>(x).getArgNumber());
+    return padded ? padded : dense;
+  };
+  qStride = strideOf(op.getQ(), d);
+  kStride = strideOf(op.getK(), d);
+  vStride = strideOf(op.getV(), dv);
   if (configValue(e.kernel(), "stage_scores_input"))
     stagedInput = stagedScoresInput(e.kernel());
 }
@@ -187,7 +198,7 @@ LogicalResult FlashAttention::emit() {
   loadScoresInput(idx(0));
   // The product with V "before" tile 0 (P = 0) reads V stage 1: zeros,
   // not whatever shared memory held.
-  copyTile(v, idx(0), dv, blockK, idx(0), dvp, dv, vStage(idx(1)),
+  copyTile(v, idx(0), vStride, blockK, idx(0), dvp, vStride, vStage(idx(1)),
            [&](Value r, Value col) { return vOffset(r, col); });
   NVVM::CpAsyncCommitGroupOp::create(b, l);
   auto [unmasked, last] = keyTileRanges();
@@ -263,10 +274,10 @@ void FlashAttention::locate(Value block) {
   head = rem(bh, heads);
   Value kvHead = div(head, heads / kvHeads);
   q0 = mul(qTile, blockQ);
-  qBase = mul(bh, sq * d);
+  qBase = mul(bh, sq * qStride);
   Value kvIndex = add(mul(batch, kvHeads), kvHead);
-  kBase = mul(kvIndex, sk * d);
-  vBase = mul(kvIndex, sk * dv);
+  kBase = mul(kvIndex, sk * kStride);
+  vBase = mul(kvIndex, sk * vStride);
 }
 
 void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
@@ -305,8 +316,8 @@ void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
 /// Q as K-major chunks of 64 head-dim columns: [dp / 64][128 rows][64].
 void FlashAttention::loadQ() {
   Value valid = sq % blockQ ? arith::SubIOp::create(b, l, idx(sq), q0) : Value();
-  copyTile(q, add(qBase, mul(q0, d)), d, blockQ, valid, dp, d, idx(0),
-           [&](Value r, Value col) {
+  copyTile(q, add(qBase, mul(q0, qStride)), qStride, blockQ, valid, dp, qStride,
+           idx(0), [&](Value r, Value col) {
              return add(mul(div(col, 64), blockQ * 64),
                         wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
            });
@@ -325,8 +336,8 @@ Value FlashAttention::vStage(Value tile) {
 void FlashAttention::loadK(Value tile) {
   Value k0 = mul(tile, blockK);
   Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
-  copyTile(k, add(kBase, mul(k0, d)), d, blockK, valid, dp, d, kStage(tile),
-           [&](Value r, Value col) {
+  copyTile(k, add(kBase, mul(k0, kStride)), kStride, blockK, valid, dp, kStride,
+           kStage(tile), [&](Value r, Value col) {
              return add(mul(div(col, 64), blockK * 64),
                         wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
            });
@@ -363,8 +374,9 @@ Value FlashAttention::vOffset(Value key, Value col) {
 void FlashAttention::loadV(Value tile) {
   Value k0 = mul(tile, blockK);
   Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
-  copyTile(v, add(vBase, mul(k0, dv)), dv, blockK, valid, dvp, dv,
-           vStage(tile), [&](Value r, Value col) { return vOffset(r, col); });
+  copyTile(v, add(vBase, mul(k0, vStride)), vStride, blockK, valid, dvp,
+           vStride, vStage(tile),
+           [&](Value r, Value col) { return vOffset(r, col); });
 }
 
 RowState FlashAttention::runTiles(Value first, Value last, RowState state,
@@ -738,7 +750,7 @@ LogicalResult FlashAttention::store(const RowState &state) {
       if (8 * (i / 4) >= dv) // padding
         break;
       OpBuilder::InsertionGuard columnGuard(b);
-      if (8 * (i / 4) + 8 > dv) { // a part of the last 8 columns (dv even)
+      if (8 * (i / 4) + 8 > dv) { // a part of the last 8 columns
         auto has = scf::IfOp::create(b, l, less(col, idx(dv)), false);
         b.setInsertionPointToStart(has.thenBlock());
       }
@@ -750,7 +762,17 @@ LogicalResult FlashAttention::store(const RowState &state) {
       FailureOr<Value> x1 = e.elementAt(root, ElementIndex::linear(outShape, linear1));
       if (failed(x0) || failed(x1))
         return failure();
-      e.storeLanes(0, linear, {*x0, *x1});
+      if (dv % 2 == 0) {
+        e.storeLanes(0, linear, {*x0, *x1});
+        continue;
+      }
+      // Rows of odd length: pairs are not aligned, and the last pair of a
+      // row has one element.
+      e.storeResult(0, linear, *x0);
+      auto hasSecond =
+          scf::IfOp::create(b, l, less(add(col, idx(1)), idx(dv)), false);
+      b.setInsertionPointToStart(hasSecond.thenBlock());
+      e.storeResult(0, linear1, *x1);
     }
   }
   return success();

@@ -128,6 +128,22 @@ bool paddedCopyPays(MatmulOp matmul, int64_t copyBytes) {
   return tensorCores < fallback;
 }
 
+/// Makes `kernel` read argument `arg` from a copy with rows `stride`
+/// elements apart, zeros past each row's end: a pointwise kernel.
+void copyIntoPaddedRows(KernelOp kernel, BlockArgument arg, int64_t stride) {
+  unsigned number = arg.getArgNumber();
+  Value source = kernel.getInputs()[number];
+  OpBuilder b(kernel);
+  auto copy = KernelOp::create(b, kernel.getLoc(), TypeRange{source.getType()},
+                               ValueRange{source}, KernelKind::pointwise,
+                               DictionaryAttr());
+  Block *block = b.createBlock(&copy.getBody());
+  YieldOp::create(b, kernel.getLoc(),
+                  block->addArgument(source.getType(), source.getLoc()));
+  copy->setAttr(kPaddedRows, b.getDenseI64ArrayAttr({stride}));
+  kernel->setOperand(number, copy.getResult(0));
+}
+
 /// Copies the operands of `kernel` (a matmul kernel) whose rows keep it
 /// off tensor cores into padded buffers, when that pays.
 void copyUnalignedOperands(KernelOp kernel, bool aligned) {
@@ -152,19 +168,32 @@ void copyUnalignedOperands(KernelOp kernel, bool aligned) {
   if (padded.empty() || tensorCoreRefusal(matmul, aligned, padded) ||
       !paddedCopyPays(matmul, bytes))
     return;
-  for (auto [operand, stride] : padded) {
-    unsigned number = mlir::cast<BlockArgument>(operand).getArgNumber();
-    Value source = kernel.getInputs()[number];
-    OpBuilder b(kernel);
-    auto copy = KernelOp::create(
-        b, kernel.getLoc(), TypeRange{source.getType()}, ValueRange{source},
-        KernelKind::pointwise, DictionaryAttr());
-    Block *block = b.createBlock(&copy.getBody());
-    YieldOp::create(b, kernel.getLoc(),
-                    block->addArgument(source.getType(), source.getLoc()));
-    copy->setAttr(kPaddedRows, b.getDenseI64ArrayAttr({stride}));
-    kernel->setOperand(number, copy.getResult(0));
+  for (auto [operand, stride] : padded)
+    copyIntoPaddedRows(kernel, mlir::cast<BlockArgument>(operand), stride);
+}
+
+/// Copies q, k and v of `kernel` (an attention kernel) whose rows have an
+/// odd length into padded buffers, when the FlashAttention template then
+/// takes it: its copies move whole 4-byte words (16 bytes on the padded
+/// rows), and the zeros past each row add nothing to Q K^T or to the
+/// value dims that are stored. The copies cost a read and a write of
+/// q, k and v; the one-thread-per-output kernel reads K and V once a query.
+void copyOddAttentionOperands(KernelOp kernel, bool aligned, bool wgmma) {
+  AttentionOp op = attentionOf(kernel);
+  SmallVector<std::pair<Value, int64_t>> padded;
+  for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg)
+      return;
+    int64_t stride = rowStrideOf(kernel.getInputs()[arg.getArgNumber()]);
+    if (stride % 2 &&
+        !llvm::any_of(padded, [&](auto &e) { return e.first == operand; }))
+      padded.push_back({arg, (stride + 7) / 8 * 8});
   }
+  if (padded.empty() || flashAttentionRefusal(kernel, aligned, wgmma, padded))
+    return;
+  for (auto [operand, stride] : padded)
+    copyIntoPaddedRows(kernel, mlir::cast<BlockArgument>(operand), stride);
 }
 
 struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
@@ -181,6 +210,8 @@ struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
     for (KernelOp kernel : kernels) {
       if (kernel.getKind() == KernelKind::matmul)
         copyUnalignedOperands(kernel, aligned);
+      if (kernel.getKind() == KernelKind::attention)
+        copyOddAttentionOperands(kernel, aligned, wgmma);
       SmallVector<int64_t> strides;
       for (auto [i, result] : llvm::enumerate(kernel.getResults()))
         strides.push_back(decideStride(kernel, i));

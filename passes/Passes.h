@@ -93,9 +93,12 @@ TransposeOp tiledTransposeOf(KernelOp kernel);
 AttentionOp attentionOf(KernelOp kernel);
 
 /// Why an attention kernel cannot run the FlashAttention template
-/// (bf16/f16, aligned, wgmma, even head dims up to 256), or nothing.
-std::optional<std::string> flashAttentionRefusal(KernelOp kernel, bool aligned,
-                                                 bool wgmma);
+/// (bf16/f16, aligned, wgmma, head dims up to 256 in rows of whole 4-byte
+/// words: odd ones padded by kf-pad), or nothing. `assumed` gives row
+/// strides for kernel arguments in place of what kf-pad decided.
+std::optional<std::string> flashAttentionRefusal(
+    KernelOp kernel, bool aligned, bool wgmma,
+    llvm::ArrayRef<std::pair<mlir::Value, int64_t>> assumed = {});
 
 /// The input of an attention kernel that the FlashAttention template
 /// stages in shared memory next to K and V, a tile per key tile: the input

@@ -128,6 +128,11 @@ def KFPadPass : Pass<"kf-pad", "mlir::ModuleOp"> {
     16-byte boundaries: row kernels use vectors on them, and a matmul whose
     operand rows were odd can use tensor cores.
 
+    A kernel argument whose rows keep a tensor-core matmul off tensor
+    cores (where a cost model says the copy pays), or an attention off the
+    FlashAttention template (odd head dims, with `wgmma`), is copied into a
+    padded buffer by a pointwise kernel first.
+
     Before:
     ```mlir
     %s = kf.kernel matmul(%q, %k : ...) { ... } -> (tensor<2047x2047xbf16>)
@@ -142,6 +147,8 @@ def KFPadPass : Pass<"kf-pad", "mlir::ModuleOp"> {
   let options = [
     Option<"aligned", "aligned", "bool", /*default=*/"false",
            "every buffer starts on a 16-byte boundary (allows vectors)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "the target has wgmma (sm_90a): the FlashAttention template">,
   ];
 }
 

@@ -34,6 +34,7 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   if (options.pad) {
     KFPadPassOptions pad;
     pad.aligned = options.aligned;
+    pad.wgmma = options.wgmma;
     pm.addPass(createKFPadPass(pad));
   }
   KFTilePassOptions tile;

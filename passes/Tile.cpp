@@ -389,7 +389,8 @@ AttentionOp kfuse::kf::attentionOf(KernelOp kernel) {
 }
 
 std::optional<std::string>
-kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma) {
+kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma,
+                                 ArrayRef<std::pair<Value, int64_t>> assumed) {
   AttentionOp op = attentionOf(kernel);
   Type dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
   if (!dtype.isBF16() && !dtype.isF16())
@@ -402,10 +403,20 @@ kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma) {
     if (!isa<BlockArgument>(operand))
       return std::string("an operand is computed in the kernel");
   int64_t d = shapeOf(op.getQ())[3], dv = shapeOf(op.getV())[3];
-  // Rows of whole 4-byte words: cp.async copies 4, 8 or 16 bytes.
-  if (d % 2 || dv % 2 || d > 256 || dv > 256 || d == 0 || dv == 0)
+  if (d > 256 || dv > 256 || d == 0 || dv == 0)
     return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +
-           " are not even numbers in 2..256";
+           " are not in 1..256";
+  // Rows of whole 4-byte words: cp.async copies 4, 8 or 16 bytes.
+  for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
+    auto arg = mlir::cast<BlockArgument>(operand);
+    auto it = llvm::find_if(assumed, [&](auto &e) { return e.first == arg; });
+    int64_t stride = it != assumed.end()
+                         ? it->second
+                         : rowStrideOf(kernel.getInputs()[arg.getArgNumber()]);
+    if (stride % 2)
+      return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +
+             " leave rows of odd length, not copied into padded rows";
+  }
   for (Value operand : {op.getQ(), op.getK()})
     for (int64_t dim : shapeOf(operand))
       if (dim == 0)

@@ -159,8 +159,13 @@ std::vector<AttentionCase> cases() {
       // Rows of 8- and 4-byte words: smaller copies, a partial last chunk.
       {"d20", 1, 2, 2, 50, 60, 20, 20, false},
       {"d36_dv18_causal_f16", 1, 4, 2, 140, 130, 36, 18, true, f16},
-      {"d21_odd", 1, 2, 2, 50, 60, 21, 21, false, DType::bf16, std::nullopt,
-       false},
+      // Odd head dims: kf-pad copies q, k and v into rows of whole 16-byte
+      // chunks (zeros past the end); odd output rows are stored an element
+      // at a time.
+      {"d21_odd", 1, 2, 2, 50, 60, 21, 21, false},
+      {"d65_dv33_causal_gqa_f16", 1, 4, 2, 140, 130, 65, 33, true, f16},
+      {"d127_bias_lse", 1, 2, 2, 100, 90, 127, 127, false, DType::bf16, 0.1,
+       true, false, true, 0, true},
   };
 }
 

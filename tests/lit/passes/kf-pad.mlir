@@ -1,5 +1,6 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true" | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad --kf-tile | FileCheck %s --check-prefix=UNALIGNED
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true wgmma=true" --kf-tile="aligned=true wgmma=true" | FileCheck %s --check-prefix=WGMMA
 
 // Logits of 1001 columns feed a softmax: 1001 bf16 are 2002 bytes a row,
 // so the matmul's result gets rows of 1008 (16-byte multiples), and the
@@ -100,4 +101,28 @@ func.func @caller_operands(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf16>, 
   %1 = kf.matmul %a, %b {transpose_b = true} : tensor<2x512x771xbf16>, tensor<1024x771xbf16> -> tensor<2x512x1024xbf16>
   %2 = kf.matmul %s, %t : tensor<33x27xbf16>, tensor<27x40xbf16> -> tensor<33x40xbf16>
   return %0, %1, %2 : tensor<512x1001xbf16>, tensor<2x512x1024xbf16>, tensor<33x40xbf16>
+}
+
+// -----
+
+// An attention whose head dims are odd (rows of 21 bf16, 42 bytes): on
+// sm_90 q, k and v are copied into rows of 24 (zeros past the end), which
+// the FlashAttention template reads 16 bytes at a time; the output stays
+// dense. Without wgmma the one-thread-per-output kernel reads them as they
+// are, uncopied. q and k are one buffer here: one copy.
+// WGMMA-LABEL: func.func @attention_odd_head_dim
+// WGMMA: %[[Q:.*]] = kf.kernel pointwise(%arg0
+// WGMMA-SAME: padded_rows = array<i64: 24>
+// WGMMA: %[[V:.*]] = kf.kernel pointwise(%arg1
+// WGMMA-SAME: padded_rows = array<i64: 24>
+// WGMMA: kf.kernel attention(%[[Q]], %[[V]] :
+// WGMMA-SAME: flash = 1
+// WGMMA-NOT: padded_rows
+// WGMMA: return
+// CHECK-LABEL: func.func @attention_odd_head_dim
+// CHECK-NOT: padded_rows
+// CHECK: no_tensor_cores = "the FlashAttention template needs sm_90 (wgmma)"
+func.func @attention_odd_head_dim(%q: tensor<1x2x64x21xbf16>, %v: tensor<1x2x64x21xbf16>) -> tensor<1x2x64x21xbf16> {
+  %o = kf.attention %q, %q, %v {scale = 0.125 : f64} : tensor<1x2x64x21xbf16>, tensor<1x2x64x21xbf16>, tensor<1x2x64x21xbf16> -> tensor<1x2x64x21xbf16>
+  return %o : tensor<1x2x64x21xbf16>
 }

@@ -140,7 +140,7 @@ func.func @attention(%q: tensor<4x16x4096x96xbf16>, %k: tensor<4x4x4096x96xbf16>
 // WGMMA-LABEL: func.func @attention_refused
 // WGMMA: kf.kernel attention(%arg0, %arg1, %arg2, %arg3 :
 // WGMMA-SAME: flash = 1
-// WGMMA: no_tensor_cores = "head dims 21 and 21 are not even numbers in 2..256"
+// WGMMA: no_tensor_cores = "head dims 21 and 21 leave rows of odd length, not copied into padded rows"
 // WGMMA: no_tensor_cores = "it is empty"
 // WGMMA: no_tensor_cores = "its operands are not bf16/f16"
 func.func @attention_refused(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %m: tensor<1x2x64x64xi1>,
