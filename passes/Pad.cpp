@@ -182,8 +182,10 @@ void copyOddAttentionOperands(KernelOp kernel, bool aligned, bool wgmma) {
   AttentionOp op = attentionOf(kernel);
   SmallVector<std::pair<Value, int64_t>> padded;
   for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
+    // A mask or bias computed from the same argument would read it dense.
     auto arg = dyn_cast<BlockArgument>(operand);
-    if (!arg)
+    if (!arg ||
+        !llvm::all_of(arg.getUsers(), [&](Operation *u) { return u == op; }))
       return;
     int64_t stride = rowStrideOf(kernel.getInputs()[arg.getArgNumber()]);
     if (stride % 2 &&

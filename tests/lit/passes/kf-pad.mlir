@@ -126,3 +126,17 @@ func.func @attention_odd_head_dim(%q: tensor<1x2x64x21xbf16>, %v: tensor<1x2x64x
   %o = kf.attention %q, %q, %v {scale = 0.125 : f64} : tensor<1x2x64x21xbf16>, tensor<1x2x64x21xbf16>, tensor<1x2x64x21xbf16> -> tensor<1x2x64x21xbf16>
   return %o : tensor<1x2x64x21xbf16>
 }
+
+// -----
+
+// The bias is computed in the attention kernel from q itself: a copy of q
+// with padded rows would be read dense by the bias, so nothing is copied
+// and the attention stays off the FlashAttention template.
+// WGMMA-LABEL: func.func @attention_odd_head_dim_bias_from_q
+// WGMMA-NOT: padded_rows
+// WGMMA: no_tensor_cores = "head dims 21 and 21 leave rows of odd length, not copied into padded rows"
+func.func @attention_odd_head_dim_bias_from_q(%q: tensor<1x2x21x21xbf16>, %k: tensor<1x2x21x21xbf16>) -> tensor<1x2x21x21xbf16> {
+  %bias = kf.mul %q, %q : tensor<1x2x21x21xbf16>
+  %o = kf.attention %q, %k, %k bias %bias : tensor<1x2x21x21xbf16> {scale = 0.125 : f64} : tensor<1x2x21x21xbf16>, tensor<1x2x21x21xbf16>, tensor<1x2x21x21xbf16> -> tensor<1x2x21x21xbf16>
+  return %o : tensor<1x2x21x21xbf16>
+}
