@@ -386,92 +386,122 @@ LogicalResult emitMatmul(KernelEmitter &e, int64_t items) {
   });
 }
 
-/// One thread per output element (b, h, i, c): online softmax over the
-/// keys with a running max, sum and accumulator, never storing the scores.
-LogicalResult emitAttention(KernelEmitter &e, int64_t items) {
-  auto attn = rootValue(e.kernel()).getDefiningOp<AttentionOp>();
-  ArrayRef<int64_t> q = shapeOf(attn.getQ()), k = shapeOf(attn.getK());
-  int64_t group = k[1] ? q[1] / k[1] : 1, keys = k[2], headDim = q[3];
-  OpBuilder &b = e.builder();
-  Location l = e.loc();
-  return e.forEachItem(items, false, [&](Value item) -> LogicalResult {
-    SmallVector<Value> idx = e.delinearize(item, shapeOf(attn.getResult()));
-    Value bi = idx[0], h = idx[1], i = idx[2], c = idx[3];
-    Value kvh = arith::DivUIOp::create(b, l, h, e.index(group));
-    LogicalResult inner = success();
-    auto element = [&](Value tensor, ArrayRef<Value> at) -> Value {
-      FailureOr<Value> v =
-          e.elementAt(tensor, ElementIndex::multi(shapeOf(tensor), at));
-      if (failed(v)) {
-        inner = failure();
-        return e.f32(0);
-      }
-      return *v;
-    };
-    Value negInf = e.f32(-INFINITY);
-    SmallVector<Value> state = e.loop(
-        keys, {negInf, e.f32(0), e.f32(0)}, [&](Value j, ValueRange s) {
-          Value dot = e.loop(headDim, {e.f32(0)}, [&](Value d, ValueRange acc) {
-            Value x = element(attn.getQ(), {bi, h, i, d});
-            Value y = element(attn.getK(), {bi, kvh, j, d});
-            return SmallVector<Value>{math::FmaOp::create(b, l, x, y, acc[0])};
-          })[0];
-          Value score = arith::MulFOp::create(
-              b, l, dot, e.f32(attn.getScale().convertToDouble()));
-          if (attn.getBias())
-            score = arith::AddFOp::create(
-                b, l, score, element(attn.getBias(), {bi, h, i, j}));
-          Value skip = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                             score, negInf);
-          if (attn.getMask()) {
-            Value keep = element(attn.getMask(), {bi, h, i, j});
-            skip = arith::OrIOp::create(
-                b, l, skip,
-                arith::XOrIOp::create(
-                    b, l, keep,
-                    arith::ConstantOp::create(b, l, b.getBoolAttr(true))));
-          }
-          if (attn.getCausal())
-            skip = arith::OrIOp::create(
-                b, l, skip,
-                arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, j, i));
-          Value m = s[0], sum = s[1], acc = s[2];
-          Value newMax = arith::MaximumFOp::create(b, l, m, score);
-          Value alpha = math::ExpOp::create(
-              b, l, arith::SubFOp::create(b, l, m, newMax));
-          Value p = math::ExpOp::create(
-              b, l, arith::SubFOp::create(b, l, score, newMax));
-          Value v = element(attn.getV(), {bi, kvh, j, c});
-          Value nextSum = arith::AddFOp::create(
-              b, l, arith::MulFOp::create(b, l, sum, alpha), p);
-          Value nextAcc = math::FmaOp::create(
-              b, l, p, v, arith::MulFOp::create(b, l, acc, alpha));
-          return SmallVector<Value>{
-              arith::SelectOp::create(b, l, skip, m, newMax),
-              arith::SelectOp::create(b, l, skip, sum, nextSum),
-              arith::SelectOp::create(b, l, skip, acc, nextAcc)};
-        });
-    Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
-                                        state[1], e.f32(0));
-    Value out = arith::SelectOp::create(
-        b, l, empty, e.f32(0), arith::DivFOp::create(b, l, state[2], state[1]));
-    e.storeResult(0, item, out);
-    // The row's log-sum-exp, from the thread of its first value dim.
-    if (std::optional<unsigned> lse = lseResultOf(e.kernel(), attn)) {
-      Value first =
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, c, e.index(0));
-      auto ifFirst = scf::IfOp::create(b, l, first, false);
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(ifFirst.thenBlock());
-      Value logSum = arith::AddFOp::create(b, l, state[0],
-                                           math::LogOp::create(b, l, state[1]));
-      Value row = arith::DivUIOp::create(b, l, item,
-                                         e.index(shapeOf(attn.getResult())[3]));
-      e.storeResult(*lse, row,
-                    arith::SelectOp::create(b, l, empty, negInf, logSum));
+/// One thread per output element (b, h, i, c) of an attention: online
+/// softmax over the keys with a running max, sum and accumulator, never
+/// storing the scores.
+class PerOutputAttention {
+public:
+  PerOutputAttention(KernelEmitter &e, AttentionOp attn)
+      : e(e), attn(attn), b(e.builder()), l(e.loc()) {}
+
+  LogicalResult emit(int64_t items) {
+    ArrayRef<int64_t> q = shapeOf(attn.getQ()), k = shapeOf(attn.getK());
+    int64_t group = k[1] ? q[1] / k[1] : 1;
+    return e.forEachItem(items, false, [&](Value item) -> LogicalResult {
+      SmallVector<Value> idx = e.delinearize(item, shapeOf(attn.getResult()));
+      Value kvh = arith::DivUIOp::create(b, l, idx[1], e.index(group));
+      Value negInf = e.f32(-INFINITY);
+      SmallVector<Value> state =
+          e.loop(k[2], {negInf, e.f32(0), e.f32(0)},
+                 [&](Value j, ValueRange s) { return step(s, idx, kvh, j); });
+      Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                          state[1], e.f32(0));
+      e.storeResult(0, item,
+                    arith::SelectOp::create(
+                        b, l, empty, e.f32(0),
+                        arith::DivFOp::create(b, l, state[2], state[1])));
+      if (std::optional<unsigned> lse = lseResultOf(e.kernel(), attn))
+        storeLse(*lse, item, idx[3], state, empty);
+      return status;
+    });
+  }
+
+private:
+  Value element(Value tensor, ArrayRef<Value> at) {
+    FailureOr<Value> v =
+        e.elementAt(tensor, ElementIndex::multi(shapeOf(tensor), at));
+    if (failed(v)) {
+      status = failure();
+      return e.f32(0);
     }
-    return inner;
-  });
+    return *v;
+  }
+
+  /// Key j of output (bi, h, i, c) (`idx`): the state (max, sum, acc)
+  /// moves on unless the score is dropped (masked, after the query when
+  /// causal, or -inf).
+  SmallVector<Value> step(ValueRange s, ArrayRef<Value> idx, Value kvh,
+                          Value j) {
+    Value bi = idx[0], h = idx[1], i = idx[2], c = idx[3];
+    Value dot = e.loop(
+        shapeOf(attn.getQ())[3], {e.f32(0)}, [&](Value d, ValueRange acc) {
+          Value x = element(attn.getQ(), {bi, h, i, d});
+          Value y = element(attn.getK(), {bi, kvh, j, d});
+          return SmallVector<Value>{math::FmaOp::create(b, l, x, y, acc[0])};
+        })[0];
+    Value score = arith::MulFOp::create(
+        b, l, dot, e.f32(attn.getScale().convertToDouble()));
+    if (attn.getBias())
+      score = arith::AddFOp::create(b, l, score,
+                                    element(attn.getBias(), {bi, h, i, j}));
+    Value skip = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, score,
+                                       e.f32(-INFINITY));
+    if (attn.getMask())
+      skip = arith::OrIOp::create(
+          b, l, skip,
+          arith::XOrIOp::create(
+              b, l, element(attn.getMask(), {bi, h, i, j}),
+              arith::ConstantOp::create(b, l, b.getBoolAttr(true))));
+    if (attn.getCausal())
+      skip = arith::OrIOp::create(
+          b, l, skip,
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, j, i));
+    Value m = s[0], sum = s[1], acc = s[2];
+    Value newMax = arith::MaximumFOp::create(b, l, m, score);
+    Value alpha =
+        math::ExpOp::create(b, l, arith::SubFOp::create(b, l, m, newMax));
+    Value p =
+        math::ExpOp::create(b, l, arith::SubFOp::create(b, l, score, newMax));
+    Value v = element(attn.getV(), {bi, kvh, j, c});
+    Value nextSum =
+        arith::AddFOp::create(b, l, arith::MulFOp::create(b, l, sum, alpha), p);
+    Value nextAcc = math::FmaOp::create(
+        b, l, p, v, arith::MulFOp::create(b, l, acc, alpha));
+    return {arith::SelectOp::create(b, l, skip, m, newMax),
+            arith::SelectOp::create(b, l, skip, sum, nextSum),
+            arith::SelectOp::create(b, l, skip, acc, nextAcc)};
+  }
+
+  /// The row's log-sum-exp, max + ln sum, from the thread of its first
+  /// value dim.
+  void storeLse(unsigned result, Value item, Value c, ArrayRef<Value> state,
+                Value empty) {
+    auto first = scf::IfOp::create(
+        b, l,
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, c, e.index(0)),
+        false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    Value logSum = arith::AddFOp::create(b, l, state[0],
+                                         math::LogOp::create(b, l, state[1]));
+    Value row = arith::DivUIOp::create(b, l, item,
+                                       e.index(shapeOf(attn.getResult())[3]));
+    e.storeResult(
+        result, row,
+        arith::SelectOp::create(b, l, empty, e.f32(-INFINITY), logSum));
+  }
+
+  KernelEmitter &e;
+  AttentionOp attn;
+  OpBuilder &b;
+  Location l;
+  LogicalResult status = success();
+};
+
+LogicalResult emitAttention(KernelEmitter &e, int64_t items) {
+  return PerOutputAttention(e,
+                            rootValue(e.kernel()).getDefiningOp<AttentionOp>())
+      .emit(items);
 }
 
 /// A pointwise kernel whose result kf-pad padded (its copy of a matmul
