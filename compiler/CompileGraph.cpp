@@ -2,9 +2,10 @@
 
 #include "compiler/CompileGraph.h"
 #include "compiler/CodeGen.h"
-#include "ir/ShapeInference.h"
 #include "ir/GraphImpl.h"
 #include "ir/KFDialect.h"
+#include "ir/ShapeInference.h"
+#include "passes/MatmulTiles.h"
 #include "passes/Passes.h"
 #include "passes/Pipeline.h"
 #include "runtime/Debug.h"
@@ -183,6 +184,22 @@ uint64_t countFlops(kf::KernelOp kernel) {
   return flops;
 }
 
+/// The TMA tensor map of a warp-specialised matmul operand, over buffer
+/// `buffer`.
+runtime::TensorMapDesc tensorMapOf(const kf::TmaOperand &o, uint32_t buffer) {
+  runtime::TensorMapDesc map;
+  map.buffer = buffer;
+  map.rank = o.rank;
+  uint32_t box[3] = {kf::kTmaBoxCols, uint32_t(o.boxRows), 1};
+  for (int64_t d = 0; d < o.rank; ++d) {
+    map.dims[d] = o.dims[d];
+    map.box[d] = box[d];
+    if (d > 0)
+      map.strides[d - 1] = o.strides[d - 1] * 2; // 16-bit elements
+  }
+  return map;
+}
+
 /// Buffers, launches and copies from the func of kernels.
 runtime::Plan extractPlan(func::FuncOp func) {
   runtime::Plan plan;
@@ -223,6 +240,10 @@ runtime::Plan extractPlan(func::FuncOp func) {
       launch.buffers.push_back(bufferOf.lookup(v));
     for (Value v : kernel.getResults())
       launch.buffers.push_back(bufferOf.lookup(v));
+    if (config.get("tma"))
+      for (const kf::TmaOperand &o : kf::tmaOperands(kernel))
+        launch.tensorMaps.push_back(
+            tensorMapOf(o, bufferOf.lookup(kernel.getInputs()[o.input])));
     launch.flops = countFlops(kernel);
     plan.launches.push_back(std::move(launch));
   }

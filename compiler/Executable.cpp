@@ -15,6 +15,7 @@
 #include "runtime/Debug.h"
 #include "runtime/DiskCache.h"
 #include "runtime/Module.h"
+#include "runtime/TensorMaps.h"
 
 #include <algorithm>
 #include <atomic>
@@ -98,6 +99,8 @@ struct Specialization {
   std::string key;
   std::shared_ptr<CacheEntry> entry;
   std::vector<CUdeviceptr> table;
+  /// Per launch: the TMA tensor maps its kernel takes (most take none).
+  std::vector<runtime::LaunchTensorMaps> tensorMaps;
   bool tempsAllocated = false;
   ~Specialization();
 };
@@ -375,11 +378,20 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
         return s;
     if (l.grid == 0)
       continue;
-    if (l.buffers.size() > kMaxParams)
+    size_t numBuffers = l.buffers.size();
+    if (numBuffers + l.tensorMaps.size() > kMaxParams)
       return Error(ErrorCode::CompileFailed,
                    "kernel " + l.kernel + " has too many parameters");
-    for (size_t p = 0; p < l.buffers.size(); ++p)
+    for (size_t p = 0; p < numBuffers; ++p)
       params[p] = &spec.table[l.buffers[p]];
+    if (!l.tensorMaps.empty()) {
+      spec.tensorMaps.resize(plan.launches.size());
+      runtime::LaunchTensorMaps &maps = spec.tensorMaps[k];
+      if (Status s = maps.update(d, plan, l, spec.table.data()); !s)
+        return s;
+      for (size_t m = 0; m < l.tensorMaps.size(); ++m)
+        params[numBuffers + m] = maps.param(m);
+    }
     if (Status s = d.check(d.cuLaunchKernel(spec.entry->module.functions[k],
                                             l.grid, 1, 1, l.block, 1, 1,
                                             l.sharedBytes, stream, params,

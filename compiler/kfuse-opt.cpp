@@ -10,6 +10,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -24,11 +25,12 @@ int main(int argc, char **argv) {
   kfuse::kf::registerKFusePasses();
   mlir::DialectRegistry registry;
   // The kf dialect, and what kernels are made of (for tests that start
-  // from a gpu.module).
+  // from a gpu.module, before or after its lowering to LLVM).
   registry.insert<kfuse::kf::KFDialect, mlir::func::FuncDialect,
                   mlir::gpu::GPUDialect, mlir::arith::ArithDialect,
                   mlir::memref::MemRefDialect, mlir::vector::VectorDialect,
-                  mlir::nvgpu::NVGPUDialect, mlir::NVVM::NVVMDialect>();
+                  mlir::nvgpu::NVGPUDialect, mlir::NVVM::NVVMDialect,
+                  mlir::LLVM::LLVMDialect>();
   return mlir::asMainReturnCode(
       mlir::MlirOptMain(argc, argv, "kfuse optimizer driver\n", registry));
 }

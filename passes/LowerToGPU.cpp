@@ -597,6 +597,9 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
     args.push_back(memrefOf(v));
   for (Value v : kernel.getResults())
     args.push_back(memrefOf(v));
+  unsigned buffers = args.size();
+  if (configValue(kernel, "tma"))
+    args.append(2, LLVM::LLVMPointerType::get(kernel.getContext()));
   DictionaryAttr config = kernel.getConfigAttr();
   if (!config || !config.getAs<IntegerAttr>("block") ||
       !config.getAs<IntegerAttr>("items"))
@@ -616,8 +619,11 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   // The alignment fact the runtime checked: every buffer starts on a
   // 16-byte boundary, so LLVM may merge accesses into 16-byte vectors.
   if (int64_t align = configValue(kernel, "aligned"))
-    for (unsigned i = 0; i < args.size(); ++i)
+    for (unsigned i = 0; i < buffers; ++i)
       func.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(align));
+  // The TMA tensor maps come by value (kf-grid-constants).
+  if (args.size() > buffers)
+    func->setAttr(kTensorMapArgs, b.getI64IntegerAttr(args.size() - buffers));
   KernelEmitter emitter(kernel, func);
   LogicalResult status = failure();
   std::optional<RowSpace> rows = rowSpaceOf(kernel);

@@ -39,6 +39,10 @@ using namespace kfuse::kf;
 
 namespace {
 
+/// Registers a thread of the copying and of the multiplying warpgroups of
+/// a warp-specialised block (setmaxnreg).
+constexpr int32_t kProducerRegisters = 40, kConsumerRegisters = 232;
+
 /// One operand as the copies see it: a row-major [rows, cols] matrix per
 /// batch in global memory, rows `stride` elements apart (kf-pad may have
 /// padded them, with zeros), staged as a SharedTile at `offset` of a stage.
@@ -56,6 +60,31 @@ public:
   LogicalResult emit();
 
 private:
+  /// Config `tma`: warps 0-7 multiply, one thread of warps 8-11 copies (see the
+  /// file comment); the block loops over output tiles.
+  LogicalResult emitWarpSpecialized();
+  void initBarriers();
+  /// The multiplying warps' K loop for the tile whose first K step is
+  /// global step `first` (steps count on across the block's tiles).
+  Value consumeSteps(Value first);
+  /// The copying thread's K loop for the same tile.
+  void produceSteps(Value first);
+  /// The TMA copies of `op`'s tile at (row0, col0) into the stage at byte
+  /// `stageBytes`, completing on mbarrier `full`.
+  void copyWithTma(unsigned which, Value row0, Value col0, Value stageBytes,
+                   Value full);
+  /// The mbarriers of stage `stage`: its tiles landed (full), its products
+  /// are done (empty). Shared-memory pointers.
+  Value fullBarrier(Value stage);
+  Value emptyBarrier(Value stage);
+  Value sharedPointer(Value byteOffset);
+  /// The parity of the phase of a stage's barriers that global K step `g`
+  /// waits for.
+  Value phaseOf(Value g);
+  void waitBarrier(Value barrier, Value phase);
+  /// A barrier of the threads that multiply (all threads without `tma`).
+  void syncConsumers();
+
   void locate(Value tile);
   void locateWarp();
   /// K steps of copies in flight before the products that read them.
@@ -84,6 +113,9 @@ private:
   void mma(ArrayRef<Value> a, ArrayRef<Value> b, ArrayRef<Value> c,
            SmallVectorImpl<Value> &out);
   LogicalResult storeTile(ValueRange acc);
+  /// The accumulators of the staged columns [c0, c0 + stagedCols) of the
+  /// tile, through the staged output.
+  LogicalResult storeStagedColumns(ValueRange acc, int64_t c0);
   /// Where an output pair goes: tile-local (r, c), the column, the row of
   /// the [batch * M, N] output and the linear index of (row, col).
   /// (The element after it has linear1, col1: the same SSA values the
@@ -95,6 +127,7 @@ private:
   LogicalResult storeResultPair(unsigned result, Value value,
                                 const OutputPair &at, Value tile);
   Value outputTile();
+  /// Copies the staged columns out.
   void copyOutput();
   /// `v`, a vector of the output row from column `col`, with its lanes at
   /// columns >= N (never written by the epilogue) set to zero.
@@ -103,7 +136,14 @@ private:
   MatmulOp matmul;
   MatmulProblem p;
   MatmulTile t;
-  int64_t stages, stageElements, mTiles, nTiles;
+  int64_t stages, stageElements, mTiles, nTiles, kTiles;
+  bool tma;
+  std::array<TmaOperand, 2> tmaMaps;
+  /// Byte offsets in shared memory of the staged output and the mbarriers.
+  int64_t outputOffset, barrierOffset;
+  /// Columns of the output tile staged at a time (stagedOutputCols), and
+  /// the first of those being staged.
+  int64_t stagedCols, stagedFirstCol = 0;
   Type dtype;
   StagedOperand a, bOp;
   Value sharedBytes, shared, sharedBase, tid, lane, m0, n0, warpRow, warpCol, batch;
@@ -120,6 +160,8 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
        configValue(k, "warps_n"), configValue(k, "group_m", 1),
        configValue(k, "wgmma") != 0};
   stages = configValue(k, "stages");
+  tma = configValue(k, "tma");
+  kTiles = (p.k + t.bk - 1) / t.bk;
   dtype = mlir::cast<RankedTensorType>(matmul.getA().getType()).getElementType();
   SharedTile ta = sharedTileA(t, p.transposeA), tb = sharedTileB(t, p.transposeB);
   stageElements = ta.elements() + tb.elements();
@@ -138,6 +180,15 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
              p.transposeA ? p.m : p.k, false, !p.transposeA);
   bOp = staged(matmul.getB(), tb, ta.elements(), p.transposeB ? p.n : p.k,
                p.transposeB ? p.k : p.n, p.sharedB, p.transposeB);
+  // Persistent kernels stage their output past the two stages the next
+  // tile's first copies fill; with `tma` past all of them.
+  outputOffset = configValue(k, "persistent") ? 2 * stageElements * 2 : 0;
+  stagedCols = stagedOutputCols(t, tma);
+  if (tma) {
+    tmaMaps = tmaOperands(k);
+    outputOffset = stages * stageElements * 2;
+    barrierOffset = configValue(k, "shared_bytes") - stages * 16;
+  }
 }
 
 LogicalResult TensorCoreMatmul::emit() {
@@ -156,6 +207,8 @@ LogicalResult TensorCoreMatmul::emit() {
   if (t.wgmma)
     sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
   locateWarp();
+  if (tma)
+    return emitWarpSpecialized();
   Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
   locate(bid);
   prologue();
@@ -194,6 +247,189 @@ LogicalResult TensorCoreMatmul::finish(SmallVector<Value> acc) {
       acc.push_back(LLVM::ExtractValueOp::create(b, l, all, i));
   }
   return storeTile(acc);
+}
+
+//===----------------------------------------------------------------------===//
+// Warp specialisation (config `tma`)
+//===----------------------------------------------------------------------===//
+
+LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
+  initBarriers();
+  Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
+  Value grid = gpu::GridDimOp::create(b, l, gpu::Dimension::x);
+  int64_t tiles = p.batch * mTiles * nTiles;
+  // The K steps of the tiles this block did before `tile`.
+  auto firstStep = [&](Value tile) {
+    Value done = arith::DivUIOp::create(
+        b, l, arith::SubIOp::create(b, l, tile, bid), grid);
+    return mul(done, kTiles);
+  };
+  auto roles = scf::IfOp::create(b, l, less(tid, idx(t.threads())), true);
+  OpBuilder::InsertionGuard guard(b);
+  // The copying warpgroup gives registers to the multiplying ones, which
+  // hold 128 accumulators a thread: 2 x 128 x 232 + 128 x 40 registers
+  // fill the SM's 64 Ki.
+  b.setInsertionPointToStart(roles.elseBlock());
+  NVVM::SetMaxRegisterOp::create(b, l, kProducerRegisters,
+                                 NVVM::SetMaxRegisterAction::decrease);
+  auto leader =
+      scf::IfOp::create(b, l,
+                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                              tid, idx(t.threads())),
+                        false);
+  b.setInsertionPointToStart(leader.thenBlock());
+  (void)e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
+    locate(tile);
+    produceSteps(firstStep(tile));
+    return success();
+  });
+  b.setInsertionPointToStart(roles.thenBlock());
+  NVVM::SetMaxRegisterOp::create(b, l, kConsumerRegisters,
+                                 NVVM::SetMaxRegisterAction::increase);
+  return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
+    locate(tile);
+    return finish({consumeSteps(firstStep(tile))});
+  });
+}
+
+/// full[s] completes when the copying thread arrived (announcing the
+/// stage's bytes) and the bytes landed; empty[s] when the first thread of
+/// each multiplying warpgroup arrived, the warpgroup's products of the
+/// stage done (wgmma.wait_group waits for the whole warpgroup's), as
+/// CUTLASS does, rather than 256 shared-memory atomics a K step.
+void TensorCoreMatmul::initBarriers() {
+  auto first = scf::IfOp::create(
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, idx(0)),
+      false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    for (int64_t s = 0; s < stages; ++s) {
+      NVVM::MBarrierInitOp::create(b, l, fullBarrier(idx(s)),
+                                   e.constant(b.getI32Type(), 1), Value());
+      NVVM::MBarrierInitOp::create(
+          b, l, emptyBarrier(idx(s)),
+          e.constant(b.getI32Type(), t.threads() / 128), Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(b, l);
+  }
+  gpu::BarrierOp::create(b, l);
+}
+
+Value TensorCoreMatmul::consumeSteps(Value first) {
+  Type accType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(accumulators(), b.getF32Type()));
+  Value zeros = LLVM::UndefOp::create(b, l, accType);
+  for (int64_t i = 0; i < accumulators(); ++i)
+    zeros = LLVM::InsertValueOp::create(b, l, zeros, e.f32(0), i);
+  Value signals = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                        rem(tid, 128), idx(0));
+  auto release = [&](Value g) {
+    auto ifOp = scf::IfOp::create(b, l, signals, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    NVVM::MBarrierArriveOp::create(b, l, Type(), emptyBarrier(rem(g, stages)),
+                                   Value());
+  };
+  Value acc = e.loop(kTiles, {zeros}, [&](Value kt, ValueRange c) {
+    Value g = add(first, kt);
+    waitBarrier(fullBarrier(rem(g, stages)), phaseOf(g));
+    // multiplyWgmma waits for the products of step g - 1: its stage is
+    // free for the copies of step g - 1 + stages.
+    Value next = multiplyWgmma(rem(g, stages), c[0]);
+    auto previous = scf::IfOp::create(
+        b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, kt, idx(0)),
+        false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(previous.thenBlock());
+    release(arith::SubIOp::create(b, l, g, idx(1)));
+    return SmallVector<Value>{next};
+  })[0];
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+  release(add(first, idx(kTiles - 1)));
+  return acc;
+}
+
+void TensorCoreMatmul::produceSteps(Value first) {
+  Value aRow0 = p.transposeA ? Value() : m0,
+        aCol0 = p.transposeA ? m0 : Value();
+  Value bRow0 = p.transposeB ? n0 : Value(),
+        bCol0 = p.transposeB ? Value() : n0;
+  e.loop(kTiles, {}, [&](Value kt, ValueRange) {
+    Value g = add(first, kt), stage = rem(g, stages);
+    Value phase =
+        arith::XOrIOp::create(b, l, phaseOf(g), e.constant(b.getI32Type(), 1));
+    waitBarrier(emptyBarrier(stage), phase);
+    Value full = fullBarrier(stage);
+    NVVM::MBarrierArriveExpectTxOp::create(
+        b, l, Type(), full, e.constant(b.getI32Type(), stageElements * 2),
+        NVVM::MemScopeKind::CTA, false, Value());
+    Value k0 = mul(kt, t.bk), bytes = mul(stage, stageElements * 2);
+    copyWithTma(0, aRow0 ? aRow0 : k0, aCol0 ? aCol0 : k0, bytes, full);
+    copyWithTma(1, bRow0 ? bRow0 : k0, bCol0 ? bCol0 : k0,
+                add(bytes, idx(bOp.offset * 2)), full);
+    return SmallVector<Value>{};
+  });
+}
+
+void TensorCoreMatmul::copyWithTma(unsigned which, Value row0, Value col0,
+                                   Value stageBytes, Value full) {
+  const TmaOperand &op = tmaMaps[which];
+  unsigned arg = e.kernel().getInputs().size() + e.kernel().getNumResults();
+  Value map = e.gpuFunc().getArgument(arg + which);
+  auto i32 = [&](Value v) {
+    return arith::IndexCastOp::create(b, l, b.getI32Type(), v);
+  };
+  for (int64_t j = 0; j < op.boxes; ++j) {
+    SmallVector<Value> at = {i32(add(col0, idx(j * kTmaBoxCols))), i32(row0)};
+    if (op.rank == 3)
+      at.push_back(i32(batch));
+    // The CTA's own shared memory, as the cluster's window addresses it.
+    Value dst = LLVM::AddrSpaceCastOp::create(
+        b, l, LLVM::LLVMPointerType::get(b.getContext(), 7),
+        sharedPointer(add(stageBytes, idx(j * op.boxRows * 128))));
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, l, dst, map, at, full, ValueRange{}, Value(), Value(),
+        NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
+  }
+}
+
+Value TensorCoreMatmul::fullBarrier(Value stage) {
+  return sharedPointer(add(idx(barrierOffset), mul(stage, 8)));
+}
+
+Value TensorCoreMatmul::emptyBarrier(Value stage) {
+  return sharedPointer(add(idx(barrierOffset + stages * 8), mul(stage, 8)));
+}
+
+Value TensorCoreMatmul::sharedPointer(Value byteOffset) {
+  Value address = arith::IndexCastOp::create(b, l, b.getI64Type(),
+                                             add(sharedBase, byteOffset));
+  return LLVM::IntToPtrOp::create(
+      b, l, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+}
+
+Value TensorCoreMatmul::phaseOf(Value g) {
+  return arith::IndexCastOp::create(b, l, b.getI32Type(),
+                                    rem(div(g, stages), 2));
+}
+
+void TensorCoreMatmul::waitBarrier(Value barrier, Value phase) {
+  // The suspend-time hint CUTLASS uses (ns): the thread sleeps in the
+  // instruction instead of spinning.
+  NVVM::MBarrierTryWaitParityOp::create(b, l, barrier, phase,
+                                        e.constant(b.getI32Type(), 10000000));
+}
+
+void TensorCoreMatmul::syncConsumers() {
+  if (!tma) {
+    gpu::BarrierOp::create(b, l);
+    return;
+  }
+  // Named barrier 1: the copying warpgroup never joins it.
+  NVVM::BarrierOp::create(b, l, Type(), e.constant(b.getI32Type(), 1),
+                          e.constant(b.getI32Type(), t.threads()),
+                          NVVM::BarrierReductionAttr(), Value());
 }
 
 /// Copies run `ahead` K steps before the products that read them: stages
@@ -457,9 +693,12 @@ SmallVector<Value> TensorCoreMatmul::multiply(Value stage, ValueRange acc) {
 /// shared memory (the pipeline's, once every warp is done with it) and
 /// leave it in whole rows, so that stores to unaligned rows coalesce.
 LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
-  bool staged = configValue(e.kernel(), "stage_output");
-  if (staged)
-    gpu::BarrierOp::create(b, l);
+  if (configValue(e.kernel(), "stage_output")) {
+    for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols)
+      if (failed(storeStagedColumns(acc, c0)))
+        return failure();
+    return success();
+  }
   int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
   Value localRow = add(warpRow, div(lane, 4));
   Value localCol = add(warpCol, mul(rem(lane, 4), 2));
@@ -469,12 +708,34 @@ LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
         Value r = add(localRow, idx(mi * 16 + h * 8));
         Value c = add(localCol, idx(ni * 8));
         int64_t at = (mi * tilesN + ni) * 4 + h * 2;
-        if (failed(storePair(r, c, acc[at], acc[at + 1], staged)))
+        if (failed(storePair(r, c, acc[at], acc[at + 1], false)))
           return failure();
       }
-  if (!staged)
-    return success();
-  gpu::BarrierOp::create(b, l);
+  return success();
+}
+
+/// The first barrier ends the reads of the staged tile by the copy
+/// before; the second makes this chunk's writes visible to the copy.
+LogicalResult TensorCoreMatmul::storeStagedColumns(ValueRange acc, int64_t c0) {
+  syncConsumers();
+  stagedFirstCol = c0;
+  int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
+  Value localRow = add(warpRow, div(lane, 4));
+  Value localCol = add(warpCol, mul(rem(lane, 4), 2));
+  for (int64_t mi = 0; mi < tilesM; ++mi)
+    for (int64_t ni = 0; ni < tilesN; ++ni)
+      for (int64_t h = 0; h < 2; ++h) {
+        // With wgmma a warp holds whole rows: its n8 tiles are columns
+        // ni * 8 (warpCol = 0), and the chunk picks them statically.
+        if (stagedCols != t.bn && (ni * 8 < c0 || ni * 8 >= c0 + stagedCols))
+          continue;
+        Value r = add(localRow, idx(mi * 16 + h * 8));
+        Value c = add(localCol, idx(ni * 8));
+        int64_t at = (mi * tilesN + ni) * 4 + h * 2;
+        if (failed(storePair(r, c, acc[at], acc[at + 1], true)))
+          return failure();
+      }
+  syncConsumers();
   copyOutput();
   return success();
 }
@@ -484,15 +745,12 @@ LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
 Value TensorCoreMatmul::outputTile() {
   Type type = mlir::cast<RankedTensorType>(e.kernel().getResult(0).getType())
                   .getElementType();
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
-  // Persistent kernels stage past the two stages the next tile's first
-  // copies fill.
-  int64_t offset =
-      configValue(e.kernel(), "persistent") ? 2 * stageElements * 2 : 0;
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
   return memref::ViewOp::create(
-      b, l, MemRefType::get({t.bm * (t.bn + 8)}, type, AffineMap(), workgroup),
-      sharedBytes, idx(offset), ValueRange{});
+      b, l,
+      MemRefType::get({t.bm * (stagedCols + 8)}, type, AffineMap(), workgroup),
+      sharedBytes, idx(outputOffset), ValueRange{});
 }
 
 /// Thread tid stores vectors tid, tid + threads, ... of the staged tile, of
@@ -510,16 +768,16 @@ void TensorCoreMatmul::copyOutput() {
   if (stride % vec)
     vec = 1;
   auto vectorType = VectorType::get({vec}, type);
-  e.loop(t.bm * t.bn / vec / t.threads(), {}, [&](Value i, ValueRange) {
+  e.loop(t.bm * stagedCols / vec / t.threads(), {}, [&](Value i, ValueRange) {
     Value at = mul(add(tid, mul(i, t.threads())), vec);
-    Value r = div(at, t.bn), c = rem(at, t.bn);
-    Value row = add(m0, r), col = add(n0, c);
+    Value r = div(at, stagedCols), c = rem(at, stagedCols);
+    Value row = add(m0, r), col = add(n0, add(c, idx(stagedFirstCol)));
     Value inside = arith::AndIOp::create(b, l, less(row, idx(p.m)),
                                          less(col, idx(stride)));
     auto ifOp = scf::IfOp::create(b, l, inside, false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
-    Value from = add(mul(r, t.bn + 8), c);
+    Value from = add(mul(r, stagedCols + 8), c);
     Value linear = add(mul(add(mul(batch, p.m), row), stride), col);
     if (vec == 1) {
       Value v = memref::LoadOp::create(b, l, tile, ValueRange{from});
@@ -598,8 +856,10 @@ LogicalResult TensorCoreMatmul::storeResultPair(unsigned result, Value value,
   auto toShared = [&](Value x, Value cc) {
     if (dtype != x.getType())
       x = arith::TruncFOp::create(b, l, dtype, x);
-    memref::StoreOp::create(b, l, x, tile,
-                            ValueRange{add(mul(at.r, t.bn + 8), cc)});
+    memref::StoreOp::create(
+        b, l, x, tile,
+        ValueRange{add(mul(at.r, stagedCols + 8),
+                       arith::SubIOp::create(b, l, cc, idx(stagedFirstCol)))});
   };
   FailureOr<Value> x0 = e.elementAt(value, index(at.linear, at.col));
   if (failed(x0))

@@ -88,7 +88,6 @@ constexpr MatmulTile kWgmmaTiles[] = {
 };
 
 constexpr int64_t kRegistersPerSM = 65536;
-constexpr int64_t kSharedPerSM = 227 * 1024;
 
 /// Blocks of `t` one multiprocessor holds: accumulators plus about 72
 /// registers of fragments and addresses a thread; the pipeline's stages.
@@ -169,4 +168,40 @@ SharedTile kfuse::kf::sharedTileA(const MatmulTile &t, bool transposeA) {
 SharedTile kfuse::kf::sharedTileB(const MatmulTile &t, bool transposeB) {
   int64_t pad = t.wgmma ? 0 : kSharedRowPad;
   return transposeB ? SharedTile{t.bn, t.bk, pad} : SharedTile{t.bk, t.bn, pad};
+}
+
+int64_t kfuse::kf::stagedOutputCols(const MatmulTile &t, bool tma) {
+  return tma ? std::min<int64_t>(t.bn, 128) : t.bn;
+}
+
+std::array<TmaOperand, 2> kfuse::kf::tmaOperands(KernelOp kernel) {
+  MatmulOp op = matmulOf(kernel);
+  MatmulProblem p = MatmulProblem::of(op);
+  auto tileSize = [&](StringRef name) {
+    return kernel.getConfigAttr().getAs<IntegerAttr>(name).getInt();
+  };
+  MatmulTile t{tileSize("tile_m"),
+               tileSize("tile_n"),
+               tileSize("tile_k"),
+               8,
+               1,
+               1,
+               true};
+  auto describe = [&](Value operand, SharedTile tile, int64_t rows,
+                      int64_t cols, bool shared) {
+    unsigned input = mlir::cast<BlockArgument>(operand).getArgNumber();
+    int64_t stride = rowStrideOf(kernel.getInputs()[input]);
+    bool batched = p.batch > 1 && !shared;
+    return TmaOperand{input,
+                      batched ? 3 : 2,
+                      {cols, rows, p.batch},
+                      {stride, rows * stride},
+                      tile.rows,
+                      tile.cols / kTmaBoxCols};
+  };
+  return {describe(op.getA(), sharedTileA(t, p.transposeA),
+                   p.transposeA ? p.k : p.m, p.transposeA ? p.m : p.k, false),
+          describe(op.getB(), sharedTileB(t, p.transposeB),
+                   p.transposeB ? p.n : p.k, p.transposeB ? p.k : p.n,
+                   p.sharedB)};
 }

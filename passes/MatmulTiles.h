@@ -12,6 +12,7 @@
 
 #include "ir/KFDialect.h"
 
+#include <array>
 #include <optional>
 #include <string>
 
@@ -77,6 +78,28 @@ struct SharedTile {
 SharedTile sharedTileA(const MatmulTile &t, bool transposeA);
 SharedTile sharedTileB(const MatmulTile &t, bool transposeB);
 
+/// How a warp-specialised matmul (config `tma`) copies one operand with
+/// the TMA: the operand as a row-major [batch,] rows x cols matrix in
+/// memory (cols contiguous, rows `strides[0]` elements apart, batches
+/// `strides[1]`), one copy a box of boxRows x 64 columns (128 bytes: the
+/// swizzle span), a stage's tile `boxes` boxes side by side along cols,
+/// each one 64-column atom column of the wgmma layout (Wgmma.h).
+struct TmaOperand {
+  unsigned input; ///< the kernel input it reads
+  int64_t rank;   ///< 2, or 3 with a batch dim
+  int64_t dims[3], strides[2];
+  int64_t boxRows, boxes;
+};
+constexpr int64_t kTmaBoxCols = 64;
+/// A and B of the matmul kernel `kernel`, in that order.
+std::array<TmaOperand, 2> tmaOperands(KernelOp kernel);
+
+/// Columns of the output tile that the epilogue stages in shared memory at
+/// a time: all of them, or with the TMA's pipeline (which keeps filling
+/// its stages during the epilogue, past which the output is staged) at
+/// most 128, so that four stages of a 128x256 tile fit beside them.
+int64_t stagedOutputCols(const MatmulTile &t, bool tma);
+
 /// Bytes of shared memory of one pipeline stage (both operands).
 int64_t stageBytes(const MatmulTile &t, const MatmulProblem &p);
 
@@ -84,6 +107,10 @@ int64_t stageBytes(const MatmulTile &t, const MatmulProblem &p);
 /// what a Hopper SM has, so that two blocks of a small tile stay resident;
 /// wgmma tiles need deeper pipelines more than a second block.
 constexpr int64_t kMaxPipelineBytes = 113 * 1024;
+/// Shared memory one block may take on a Hopper SM.
+constexpr int64_t kSharedPerSM = 227 * 1024;
+/// Stages of a warp-specialised (TMA) pipeline at most.
+constexpr int64_t kMaxTmaStages = 8;
 constexpr int64_t kMaxWgmmaPipelineBytes = 200 * 1024;
 
 /// kf-promote-shared's decision: as many stages (2 to 4) of copies in

@@ -43,6 +43,12 @@ inline constexpr llvm::StringLiteral kOnlineSoftmaxRefusal =
 /// padded: one row stride (elements) per result, 0 for a dense result.
 inline constexpr llvm::StringLiteral kPaddedRows = "padded_rows";
 
+/// The gpu.func attribute that counts its last arguments that are TMA
+/// tensor maps, which kf-grid-constants turns into by-value grid constants
+/// of kTensorMapBytes bytes (a CUtensorMap).
+inline constexpr llvm::StringLiteral kTensorMapArgs = "kf.tensor_maps";
+constexpr unsigned kTensorMapBytes = 128;
+
 /// The row stride kf-pad chose for `value` (a kf.kernel result): its buffer
 /// holds rows of that many elements, the row's elements first and zeros
 /// after them. 0 when the buffer is dense.

@@ -200,8 +200,13 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
     (`stage_output`). A wgmma matmul with more tiles than SMs, four
     stages and room for the staged output in the last two becomes
     persistent (`persistent`, `grid` = SMs): the next tile's first copies
-    overlap this tile's epilogue. Records the dynamic shared memory the
-    launch needs (`shared_bytes`). Other kernels are untouched.
+    overlap this tile's epilogue. With `tma`, a wgmma matmul whose A has a
+    tile's rows at least is warp-specialised instead (`tma`, `block` =
+    384): a third warpgroup copies both operands with the TMA into up to 8
+    stages that mbarriers hand over, the output is staged 128 columns at
+    a time past them, and the block loops over tiles (`grid` = SMs at
+    most). Records the dynamic shared memory the launch needs
+    (`shared_bytes`). Other kernels are untouched.
 
     After:
     ```mlir
@@ -213,6 +218,8 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
   let options = [
     Option<"sms", "sms", "int64_t", /*default=*/"132",
            "streaming multiprocessors on the target GPU">,
+    Option<"tma", "tma", "bool", /*default=*/"true",
+           "warp-specialise wgmma matmuls around TMA copies">,
   ];
 }
 
@@ -258,6 +265,20 @@ def KFLowerNVGPUPass : Pass<"kf-lower-nvgpu", "mlir::gpu::GPUModuleOp"> {
     Option<"indexBitwidth", "index-bitwidth", "unsigned", /*default=*/"64",
            "bits of the index type">,
   ];
+  let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect"];
+}
+
+def KFGridConstantsPass : Pass<"kf-grid-constants", "mlir::gpu::GPUModuleOp"> {
+  let summary = "Make the tensor-map kernel parameters by-value grid constants";
+  let description = [{
+    kf-lower-to-gpu counts the last gpu.func arguments that carry a TMA
+    tensor map (a CUtensorMap passed by value) in the function attribute
+    `kf.tensor_maps`. The lowering of gpu.func drops the argument
+    attributes such an argument needs, so this pass, run after
+    convert-gpu-to-nvvm, gives those llvm.func arguments `llvm.byval = !llvm.array<128 x i8>`, an alignment
+    of 64 and `nvvm.grid_constant`: the TMA then reads the map in parameter
+    space instead of a local copy.
+  }];
   let dependentDialects = ["mlir::LLVM::LLVMDialect", "mlir::NVVM::NVVMDialect"];
 }
 

@@ -70,6 +70,7 @@ void kfuse::kf::buildLLVMLoweringPipeline(OpPassManager &pm,
   nvvm.indexBitwidth = indexBits;
   nvvm.useBarePtrCallConv = true;
   gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  gpu.addPass(createKFGridConstantsPass());
   // NVVM ops written as PTX (wgmma) become inline assembly.
   gpu.addPass(createConvertNVVMToLLVMPass());
   gpu.addPass(createReconcileUnrealizedCastsPass());

@@ -55,7 +55,8 @@ namespace kfuse::runtime {
   X(cuEventDestroy_v2)                                                         \
   X(cuEventRecord)                                                             \
   X(cuEventSynchronize)                                                        \
-  X(cuEventElapsedTime_v2)
+  X(cuEventElapsedTime_v2)                                                     \
+  X(cuTensorMapEncodeTiled)
 
 /// The process's one driver connection: device 0 and its primary context.
 class Driver {

@@ -27,7 +27,7 @@ static void blob(std::ostringstream &os, const std::string &name,
 
 std::string Plan::serialize() const {
   std::ostringstream os;
-  os << "kfuse-plan 2\n";
+  os << "kfuse-plan 3\n";
   os << "buffers " << buffers.size() << "\n";
   for (const BufferDesc &b : buffers) {
     os << "b " << int(b.role) << " " << b.index << " " << dtypeName(b.dtype)
@@ -42,7 +42,15 @@ std::string Plan::serialize() const {
        << l.sharedBytes << " " << l.flops << " " << l.buffers.size();
     for (uint32_t b : l.buffers)
       os << " " << b;
-    os << "\n";
+    os << " " << l.tensorMaps.size() << "\n";
+    for (const TensorMapDesc &m : l.tensorMaps) {
+      os << "m " << m.buffer << " " << m.rank;
+      for (uint32_t d = 0; d < m.rank; ++d)
+        os << " " << m.dims[d] << " " << m.box[d];
+      for (uint32_t d = 1; d < m.rank; ++d)
+        os << " " << m.strides[d - 1];
+      os << "\n";
+    }
   }
   os << "copies " << copies.size() << "\n";
   for (const CopyDesc &c : copies)
@@ -131,13 +139,36 @@ private:
   bool good = true;
 };
 
+/// "m BUFFER RANK (DIM BOX)... STRIDE...": a rank of 1 to 3, boxes of 1 to
+/// 256 elements (what the TMA takes).
+std::optional<TensorMapDesc> readTensorMap(Reader &r, size_t numBuffers) {
+  TensorMapDesc m;
+  r.expect("m");
+  m.buffer = r.number<uint32_t>();
+  m.rank = r.number<uint32_t>();
+  if (!r.ok() || m.buffer >= numBuffers || m.rank < 1 || m.rank > 3)
+    return std::nullopt;
+  for (uint32_t d = 0; d < m.rank; ++d) {
+    m.dims[d] = r.number<uint64_t>();
+    m.box[d] = r.number<uint32_t>();
+    if (m.box[d] < 1 || m.box[d] > 256)
+      return std::nullopt;
+  }
+  for (uint32_t d = 1; d < m.rank; ++d)
+    m.strides[d - 1] = r.number<uint64_t>();
+  r.endLine();
+  if (!r.ok())
+    return std::nullopt;
+  return m;
+}
+
 } // namespace
 
 std::optional<Plan> Plan::deserialize(std::string_view text) {
   Reader r(text);
   Plan plan;
   r.expect("kfuse-plan");
-  r.expect("2");
+  r.expect("3");
   r.endLine();
   r.expect("buffers");
   size_t numBuffers = r.count();
@@ -177,7 +208,13 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
         return std::nullopt;
       l.buffers.push_back(buffer);
     }
+    size_t maps = r.count();
     r.endLine();
+    for (size_t m = 0; m < maps && r.ok(); ++m)
+      if (std::optional<TensorMapDesc> map = readTensorMap(r, numBuffers))
+        l.tensorMaps.push_back(*map);
+      else
+        return std::nullopt;
     plan.launches.push_back(std::move(l));
   }
   r.expect("copies");

@@ -33,11 +33,24 @@ struct BufferDesc {
   uint64_t bytes;
 };
 
+/// A TMA tensor map over a buffer of 16-bit elements, which the launch
+/// builds (the buffer's address changes from run to run) and passes by
+/// value: `rank` dims, innermost first, the byte strides of dims 1 and up,
+/// the box one copy moves, and the 128-byte swizzle that wgmma's operand
+/// layouts use. Out-of-bounds elements read as zeros.
+struct TensorMapDesc {
+  uint32_t buffer = 0, rank = 0;
+  uint64_t dims[3] = {}, strides[2] = {};
+  uint32_t box[3] = {};
+};
+
 struct LaunchDesc {
   std::string kernel;
   uint32_t grid = 0, block = 0, sharedBytes = 0;
   std::vector<uint32_t> buffers; ///< one per kernel parameter
-  uint64_t flops = 0;            ///< arithmetic it does, for the roofline
+  /// Kernel parameters after the buffers: one CUtensorMap each.
+  std::vector<TensorMapDesc> tensorMaps;
+  uint64_t flops = 0; ///< arithmetic it does, for the roofline
 };
 
 struct CopyDesc {

@@ -156,6 +156,11 @@ std::vector<MatmulCase> cases() {
       {"persistent_batched_tb_f16", {6}, 700, 1100, 192, false, true, f16,
        false, Epilogue::BiasGelu},
       {"batched_shared_b_f16", {2, 3}, 33, 24, 64, false, false, f16, true},
+      // On sm_90 with a tile's rows of A: TMA copies of a B shared by the
+      // batches (a 2-d map) and of a transposed, batched A (3-d, M-major
+      // boxes) with a K tail.
+      {"tma_shared_b_bf16", {3}, 200, 264, 136, false, false, bf16, true},
+      {"tma_ta_batched_f16", {2}, 300, 200, 100, true, false, f16},
       {"f32_result_bf16", {}, 130, 136, 128, false, false, bf16, false,
        Epilogue::None, true},
       {"bias_gelu_bf16", {}, 257, 512, 128, false, false, bf16, false,

@@ -22,8 +22,17 @@ Plan samplePlan() {
   p.buffers = {{BufferRole::Input, 0, DType::bf16, {4, 8}, 64},
                {BufferRole::Output, 0, DType::f32, {4}, 16},
                {BufferRole::Temp, 0, DType::i1, {}, 1}};
-  p.launches = {{"k0_pointwise", 1, 256, 0, {0, 2}, 32},
-                {"k1_reduction", 2, 128, 64, {2, 1}, 4}};
+  p.launches = {{"k0_pointwise", 1, 256, 0, {0, 2}, {}, 32},
+                {"k1_reduction", 2, 128, 64, {2, 1}, {}, 4}};
+  TensorMapDesc map;
+  map.buffer = 0;
+  map.rank = 2;
+  map.dims[0] = 8;
+  map.dims[1] = 4;
+  map.strides[0] = 16;
+  map.box[0] = 8;
+  map.box[1] = 3;
+  p.launches[1].tensorMaps = {map};
   p.copies = {{1, 0}};
   p.ptx = ".version 8.0\n.target sm_90\n";
   p.cubin = std::string("\x7f" "ELF\0\x01\n binary", 14);
@@ -47,6 +56,18 @@ void expectEqual(const Plan &a, const Plan &b) {
     EXPECT_EQ(a.launches[i].sharedBytes, b.launches[i].sharedBytes);
     EXPECT_EQ(a.launches[i].buffers, b.launches[i].buffers);
     EXPECT_EQ(a.launches[i].flops, b.launches[i].flops);
+    ASSERT_EQ(a.launches[i].tensorMaps.size(), b.launches[i].tensorMaps.size());
+    for (size_t m = 0; m < a.launches[i].tensorMaps.size(); ++m) {
+      const TensorMapDesc &x = a.launches[i].tensorMaps[m],
+                          &y = b.launches[i].tensorMaps[m];
+      EXPECT_EQ(x.buffer, y.buffer);
+      ASSERT_EQ(x.rank, y.rank);
+      for (uint32_t d = 0; d < x.rank; ++d) {
+        EXPECT_EQ(x.dims[d], y.dims[d]);
+        EXPECT_EQ(x.box[d], y.box[d]);
+      }
+      EXPECT_EQ(x.strides[0], y.strides[0]);
+    }
   }
   EXPECT_EQ(a.copies.size(), b.copies.size());
   EXPECT_EQ(a.ptx, b.ptx);
@@ -83,12 +104,15 @@ TEST(Plan, RejectsCorruptFields) {
   };
   EXPECT_FALSE(corrupt("bf16", "f64"));           // unknown dtype
   EXPECT_FALSE(corrupt("b 0 0", "b 7 0"));        // unknown role
-  EXPECT_FALSE(corrupt(" 0 2\n", " 0 9\n"));      // buffer out of range
+  EXPECT_FALSE(corrupt(" 0 2 0\n", " 0 9 0\n"));  // buffer out of range
   std::string ptxSize = std::to_string(samplePlan().ptx.size());
   EXPECT_FALSE(corrupt("blob ptx " + ptxSize,
                        "blob ptx " + ptxSize + "1")); // wrong length
   EXPECT_FALSE(corrupt("launches 2", "launches 3"));
-  EXPECT_FALSE(corrupt("kfuse-plan 2", "kfuse-plan 1"));
+  EXPECT_FALSE(corrupt("kfuse-plan 3", "kfuse-plan 2"));
+  EXPECT_FALSE(corrupt("m 0 2 8 8", "m 0 2 8 0")); // an empty box
+  EXPECT_FALSE(corrupt("m 0 2", "m 5 2"));         // map of no buffer
+  EXPECT_FALSE(corrupt("m 0 2", "m 0 4"));         // rank past 3
 }
 
 class DiskCacheTest : public ::testing::Test {

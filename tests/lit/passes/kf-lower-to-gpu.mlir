@@ -239,3 +239,39 @@ func.func @padded_operand_copy(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf1
   %0 = kf.matmul %x, %w : tensor<512x768xbf16>, tensor<768x1001xbf16> -> tensor<512x1001xbf16>
   return %0 : tensor<512x1001xbf16>
 }
+
+// -----
+
+// A warp-specialised wgmma matmul: A's and B's tensor maps come after the
+// buffers; thread 0 sets up a full and an empty mbarrier for each of the
+// 8 stages of the 128x64 tile (24 KiB a stage). The
+// multiplying warpgroups take registers (setmaxnreg) and wait for each
+// stage's bytes before their wgmmas, then free the stage of the step
+// before; one thread of the copying warpgroup waits for a free stage,
+// announces its bytes and copies A (one 128-row box, K-major) and B (one
+// 64-column box, N-major) with the TMA. The output leaves through a barrier of
+// the multiplying threads only.
+// ATTN-LABEL: func.func @matmul_tma
+// ATTN: gpu.func @k0_matmul
+// ATTN-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) kernel attributes {{{.*}}kf.tensor_maps = 2 : i64
+// ATTN-COUNT-16: nvvm.mbarrier.init
+// ATTN-NOT: nvvm.mbarrier.init
+// ATTN: nvvm.fence.mbarrier.init
+// ATTN: gpu.barrier
+// ATTN: nvvm.setmaxregister  increase 232
+// ATTN: scf.for
+// ATTN: nvvm.mbarrier.try_wait.parity
+// ATTN-COUNT-4: nvvm.wgmma.mma_async
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 1
+// ATTN: nvvm.mbarrier.arrive
+// ATTN: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// ATTN: nvvm.setmaxregister  decrease 40
+// ATTN: nvvm.mbarrier.try_wait.parity
+// ATTN: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c24576_i32
+// ATTN-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// ATTN-NOT: nvvm.cp.async.bulk.tensor
+// ATTN: gpu.return
+func.func @matmul_tma(%a: tensor<256x128xbf16>, %b: tensor<128x512xbf16>) -> tensor<256x512xbf16> {
+  %c = kf.matmul %a, %b : tensor<256x128xbf16>, tensor<128x512xbf16> -> tensor<256x512xbf16>
+  return %c : tensor<256x512xbf16>
+}

@@ -1,5 +1,6 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" --kf-promote-shared | FileCheck %s
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" --kf-promote-shared | FileCheck %s --check-prefix=WGMMA
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" --kf-promote-shared="tma=false" | FileCheck %s --check-prefix=WGMMA
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" --kf-promote-shared | FileCheck %s --check-prefix=TMA
 
 // A 128x128 mma.sync tile, K step 32: A as [128][32+8], B as [32][128+8]
 // bf16 is 18,944 bytes a stage; four stages fit the 113 KiB budget.
@@ -12,6 +13,14 @@
 // WGMMA-LABEL: func.func @large
 // WGMMA: grid = 132 : i64
 // WGMMA-SAME: persistent = 1 : i64, shared_bytes = 196608 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
+// Warp-specialised: three warpgroups; four stages of 48 KiB and 16 bytes
+// of mbarriers, and the output staged 128 columns at a time past them
+// ([128][128+8] bf16, 34 KiB): 231,488 bytes. The block loops over tiles.
+// TMA-LABEL: func.func @large
+// TMA: block = 384 : i64, grid = 132 : i64
+// TMA-NOT: persistent
+// TMA-SAME: shared_bytes = 231488 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
+// TMA-SAME: tma = 1 : i64
 func.func @large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
   %c = kf.matmul %a, %b : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
   return %c : tensor<4096x4096xbf16>
@@ -45,6 +54,9 @@ func.func @pointwise(%x: tensor<64xf32>) -> tensor<64xf32> {
 // in the pipeline's 192 KiB).
 // WGMMA-LABEL: func.func @odd_rows
 // WGMMA: shared_bytes = 196608 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
+// TMA-LABEL: func.func @odd_rows
+// TMA: shared_bytes = 231488 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
+// TMA-SAME: tma = 1 : i64
 // CHECK-LABEL: func.func @odd_rows
 // CHECK: shared_bytes = 81920 : i64, smem_pad = 8 : i64, stage_output = 1 : i64, stages = 4 : i64
 func.func @odd_rows(%a: tensor<256x768xbf16>, %b: tensor<50257x768xbf16>) -> tensor<256x50257xbf16> {
@@ -80,4 +92,27 @@ func.func @attention_bias(%q: tensor<1x4x640x64xbf16>, %k: tensor<1x4x640x64xbf1
   %0 = kf.attention %q, %k, %v bias %b : tensor<1x4x640x640xbf16> {scale = 0.125 : f64} : tensor<1x4x640x64xbf16>, tensor<1x4x640x64xbf16>, tensor<1x4x640x64xbf16> -> tensor<1x4x640x64xbf16>
   %1 = kf.attention %q2, %k2, %k2 bias %b2 : tensor<1x4x200x333xbf16> {scale = 0.125 : f64} : tensor<1x4x200x64xbf16>, tensor<1x4x333x64xbf16>, tensor<1x4x333x64xbf16> -> tensor<1x4x200x64xbf16>
   return %0, %1 : tensor<1x4x640x64xbf16>, tensor<1x4x200x64xbf16>
+}
+
+// -----
+
+// Decode-sized M (16 rows, under a 128-row tile): A's TMA boxes would be
+// mostly zero fill, so the cp.async pipeline stays. With 128 rows and a
+// narrow 128x64 tile (24 KiB a stage) the TMA pipeline takes its most
+// stages, 8, beside the output staged [128][64+8].
+// TMA-LABEL: func.func @decode
+// TMA-NOT: tma
+// TMA: stages = 4 : i64
+// TMA-NOT: tma
+// TMA-LABEL: func.func @narrow
+// TMA: block = 384 : i64
+// TMA-SAME: shared_bytes = 215168 : i64
+// TMA-SAME: stages = 8 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64, tma = 1 : i64
+func.func @decode(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<16x4096xbf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
+  return %c : tensor<16x4096xbf16>
+}
+func.func @narrow(%a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16> {
+  %c = kf.matmul %a, %b : tensor<1024x1024xbf16>, tensor<1024x1024xbf16> -> tensor<1024x1024xbf16>
+  return %c : tensor<1024x1024xbf16>
 }

@@ -1,0 +1,56 @@
+//===- TensorMaps.cpp - the TMA tensor maps of one launch -----------------===//
+
+#include "runtime/TensorMaps.h"
+
+namespace kfuse::runtime {
+
+static Status encode(Driver &d, CUtensorMap &map, const TensorMapDesc &desc,
+                     DType dtype, CUdeviceptr address) {
+  if (dtype != DType::bf16 && dtype != DType::f16)
+    return Error(ErrorCode::CompileFailed,
+                 std::string("a TMA tensor map over a ") + dtypeName(dtype) +
+                     " buffer: the kernels copy 16-bit operands only");
+  cuuint64_t dims[3], strides[2];
+  cuuint32_t box[3], elementStrides[3] = {1, 1, 1};
+  for (uint32_t i = 0; i < desc.rank; ++i) {
+    dims[i] = desc.dims[i];
+    box[i] = desc.box[i];
+    if (i > 0)
+      strides[i - 1] = desc.strides[i - 1];
+  }
+  return d.check(d.cuTensorMapEncodeTiled(
+                     &map,
+                     dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                          : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                     desc.rank, reinterpret_cast<void *>(address), dims,
+                     strides, box, elementStrides,
+                     CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                     CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                     CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                 "cuTensorMapEncodeTiled");
+}
+
+Status LaunchTensorMaps::update(Driver &d, const Plan &plan,
+                                const LaunchDesc &launch,
+                                const CUdeviceptr *table) {
+  size_t n = launch.tensorMaps.size();
+  if (maps.size() != n) {
+    maps.assign(n, CUtensorMap{});
+    encodedFor.assign(n, 0);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const TensorMapDesc &desc = launch.tensorMaps[i];
+    CUdeviceptr address = table[desc.buffer];
+    if (encodedFor[i] == address)
+      continue;
+    encodedFor[i] = 0;
+    if (Status s =
+            encode(d, maps[i], desc, plan.buffers[desc.buffer].dtype, address);
+        !s)
+      return s;
+    encodedFor[i] = address;
+  }
+  return Status::ok();
+}
+
+} // namespace kfuse::runtime
