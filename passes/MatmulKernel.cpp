@@ -21,13 +21,12 @@
 // tiles are then stored in the 128-byte swizzled layouts those
 // descriptors describe: K-major operands as rows of 64 elements, 16-byte
 // chunk c of row r at chunk c ^ (r % 8); M/N-major ones as atoms of 8 K
-// rows by 64 M/N elements, swizzled the same way.
+// rows by 64 M/N elements, swizzled the same way. With `tma` as well, a
+// third warpgroup copies the tiles instead (MatmulPipeline.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/KFDialect.h"
-#include "passes/KernelTemplates.h"
-#include "passes/MatmulTiles.h"
+#include "passes/MatmulKernel.h"
 #include "passes/Wgmma.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -37,119 +36,7 @@
 using namespace mlir;
 using namespace kfuse::kf;
 
-namespace {
-
-/// Registers a thread of the copying and of the multiplying warpgroups of
-/// a warp-specialised block (setmaxnreg).
-constexpr int32_t kProducerRegisters = 40, kConsumerRegisters = 232;
-
-/// One operand as the copies see it: a row-major [rows, cols] matrix per
-/// batch in global memory, rows `stride` elements apart (kf-pad may have
-/// padded them, with zeros), staged as a SharedTile at `offset` of a stage.
-struct StagedOperand {
-  Value memref;
-  SharedTile tile;
-  int64_t offset, rows, cols, stride, batchStride;
-  /// Rows run along M/N and columns along K (as mma wants them).
-  bool kContiguous;
-};
-
-class TensorCoreMatmul : IndexArithmetic {
-public:
-  TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul);
-  LogicalResult emit();
-
-private:
-  /// Config `tma`: warps 0-7 multiply, one thread of warps 8-11 copies (see the
-  /// file comment); the block loops over output tiles.
-  LogicalResult emitWarpSpecialized();
-  void initBarriers();
-  /// The multiplying warps' K loop for the tile whose first K step is
-  /// global step `first` (steps count on across the block's tiles).
-  Value consumeSteps(Value first);
-  /// The copying thread's K loop for the same tile.
-  void produceSteps(Value first);
-  /// The TMA copies of `op`'s tile at (row0, col0) into the stage at byte
-  /// `stageBytes`, completing on mbarrier `full`.
-  void copyWithTma(unsigned which, Value row0, Value col0, Value stageBytes,
-                   Value full);
-  /// The mbarriers of stage `stage`: its tiles landed (full), its products
-  /// are done (empty). Shared-memory pointers.
-  Value fullBarrier(Value stage);
-  Value emptyBarrier(Value stage);
-  Value sharedPointer(Value byteOffset);
-  /// The parity of the phase of a stage's barriers that global K step `g`
-  /// waits for.
-  Value phaseOf(Value g);
-  void waitBarrier(Value barrier, Value phase);
-  /// A barrier of the threads that multiply (all threads without `tma`).
-  void syncConsumers();
-
-  void locate(Value tile);
-  void locateWarp();
-  /// K steps of copies in flight before the products that read them.
-  int64_t ahead() const;
-  void prologue();
-  /// The K loop; the accumulators (one struct with wgmma).
-  SmallVector<Value> steps();
-  LogicalResult finish(SmallVector<Value> acc);
-  int64_t accumulators() const {
-    return (t.bm / t.warpsM / 16) * (t.bn / t.warpsN / 8) * 4;
-  }
-  /// Issues the copies of K step `kTile` into pipeline stage `stage`.
-  void loadStage(Value kTile, Value stage);
-  void copyTile(const StagedOperand &op, Value batchBase, Value row0,
-                Value col0, Value stageBase);
-  /// Element offset in a stage of element (r, col) of `op`'s tile.
-  Value sharedOffset(const StagedOperand &op, Value r, Value col);
-  /// The products of one stage, added to `acc`.
-  SmallVector<Value> multiply(Value stage, ValueRange acc);
-  /// The same with wgmma: `acc` is the warpgroup's accumulator struct.
-  Value multiplyWgmma(Value stage, Value acc);
-  /// ldmatrix.x4 at element `offset` of the shared buffer, as four
-  /// 32-bit mma operands.
-  SmallVector<Value> loadFragments(Value offset, bool transpose);
-  /// d = a * b + c for one m16n8k16 tile; appends d's four values.
-  void mma(ArrayRef<Value> a, ArrayRef<Value> b, ArrayRef<Value> c,
-           SmallVectorImpl<Value> &out);
-  LogicalResult storeTile(ValueRange acc);
-  /// The accumulators of the staged columns [c0, c0 + stagedCols) of the
-  /// tile, through the staged output.
-  LogicalResult storeStagedColumns(ValueRange acc, int64_t c0);
-  /// Where an output pair goes: tile-local (r, c), the column, the row of
-  /// the [batch * M, N] output and the linear index of (row, col).
-  /// (The element after it has linear1, col1: the same SSA values the
-  /// accumulators were recorded under.)
-  struct OutputPair {
-    Value r, c, col, col1, outRow, linear, linear1;
-  };
-  LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged);
-  LogicalResult storeResultPair(unsigned result, Value value,
-                                const OutputPair &at, Value tile);
-  Value outputTile();
-  /// Copies the staged columns out.
-  void copyOutput();
-  /// `v`, a vector of the output row from column `col`, with its lanes at
-  /// columns >= N (never written by the epilogue) set to zero.
-  Value zeroPastRow(Value v, Value col);
-
-  MatmulOp matmul;
-  MatmulProblem p;
-  MatmulTile t;
-  int64_t stages, stageElements, mTiles, nTiles, kTiles;
-  bool tma;
-  std::array<TmaOperand, 2> tmaMaps;
-  /// Byte offsets in shared memory of the staged output and the mbarriers.
-  int64_t outputOffset, barrierOffset;
-  /// Columns of the output tile staged at a time (stagedOutputCols), and
-  /// the first of those being staged.
-  int64_t stagedCols, stagedFirstCol = 0;
-  Type dtype;
-  StagedOperand a, bOp;
-  Value sharedBytes, shared, sharedBase, tid, lane, m0, n0, warpRow, warpCol, batch;
-  /// Per-lane element offsets of the ldmatrix rows, inside a stage.
-  Value laneA, laneB;
-};
+namespace kfuse::kf::detail {
 
 TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
     : IndexArithmetic(e), matmul(matmul),
@@ -247,189 +134,6 @@ LogicalResult TensorCoreMatmul::finish(SmallVector<Value> acc) {
       acc.push_back(LLVM::ExtractValueOp::create(b, l, all, i));
   }
   return storeTile(acc);
-}
-
-//===----------------------------------------------------------------------===//
-// Warp specialisation (config `tma`)
-//===----------------------------------------------------------------------===//
-
-LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
-  initBarriers();
-  Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
-  Value grid = gpu::GridDimOp::create(b, l, gpu::Dimension::x);
-  int64_t tiles = p.batch * mTiles * nTiles;
-  // The K steps of the tiles this block did before `tile`.
-  auto firstStep = [&](Value tile) {
-    Value done = arith::DivUIOp::create(
-        b, l, arith::SubIOp::create(b, l, tile, bid), grid);
-    return mul(done, kTiles);
-  };
-  auto roles = scf::IfOp::create(b, l, less(tid, idx(t.threads())), true);
-  OpBuilder::InsertionGuard guard(b);
-  // The copying warpgroup gives registers to the multiplying ones, which
-  // hold 128 accumulators a thread: 2 x 128 x 232 + 128 x 40 registers
-  // fill the SM's 64 Ki.
-  b.setInsertionPointToStart(roles.elseBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, kProducerRegisters,
-                                 NVVM::SetMaxRegisterAction::decrease);
-  auto leader =
-      scf::IfOp::create(b, l,
-                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                              tid, idx(t.threads())),
-                        false);
-  b.setInsertionPointToStart(leader.thenBlock());
-  (void)e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-    locate(tile);
-    produceSteps(firstStep(tile));
-    return success();
-  });
-  b.setInsertionPointToStart(roles.thenBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, kConsumerRegisters,
-                                 NVVM::SetMaxRegisterAction::increase);
-  return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-    locate(tile);
-    return finish({consumeSteps(firstStep(tile))});
-  });
-}
-
-/// full[s] completes when the copying thread arrived (announcing the
-/// stage's bytes) and the bytes landed; empty[s] when the first thread of
-/// each multiplying warpgroup arrived, the warpgroup's products of the
-/// stage done (wgmma.wait_group waits for the whole warpgroup's), as
-/// CUTLASS does, rather than 256 shared-memory atomics a K step.
-void TensorCoreMatmul::initBarriers() {
-  auto first = scf::IfOp::create(
-      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, idx(0)),
-      false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(first.thenBlock());
-    for (int64_t s = 0; s < stages; ++s) {
-      NVVM::MBarrierInitOp::create(b, l, fullBarrier(idx(s)),
-                                   e.constant(b.getI32Type(), 1), Value());
-      NVVM::MBarrierInitOp::create(
-          b, l, emptyBarrier(idx(s)),
-          e.constant(b.getI32Type(), t.threads() / 128), Value());
-    }
-    NVVM::FenceMbarrierInitOp::create(b, l);
-  }
-  gpu::BarrierOp::create(b, l);
-}
-
-Value TensorCoreMatmul::consumeSteps(Value first) {
-  Type accType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(accumulators(), b.getF32Type()));
-  Value zeros = LLVM::UndefOp::create(b, l, accType);
-  for (int64_t i = 0; i < accumulators(); ++i)
-    zeros = LLVM::InsertValueOp::create(b, l, zeros, e.f32(0), i);
-  Value signals = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                        rem(tid, 128), idx(0));
-  auto release = [&](Value g) {
-    auto ifOp = scf::IfOp::create(b, l, signals, false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    NVVM::MBarrierArriveOp::create(b, l, Type(), emptyBarrier(rem(g, stages)),
-                                   Value());
-  };
-  Value acc = e.loop(kTiles, {zeros}, [&](Value kt, ValueRange c) {
-    Value g = add(first, kt);
-    waitBarrier(fullBarrier(rem(g, stages)), phaseOf(g));
-    // multiplyWgmma waits for the products of step g - 1: its stage is
-    // free for the copies of step g - 1 + stages.
-    Value next = multiplyWgmma(rem(g, stages), c[0]);
-    auto previous = scf::IfOp::create(
-        b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, kt, idx(0)),
-        false);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(previous.thenBlock());
-    release(arith::SubIOp::create(b, l, g, idx(1)));
-    return SmallVector<Value>{next};
-  })[0];
-  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
-  release(add(first, idx(kTiles - 1)));
-  return acc;
-}
-
-void TensorCoreMatmul::produceSteps(Value first) {
-  Value aRow0 = p.transposeA ? Value() : m0,
-        aCol0 = p.transposeA ? m0 : Value();
-  Value bRow0 = p.transposeB ? n0 : Value(),
-        bCol0 = p.transposeB ? Value() : n0;
-  e.loop(kTiles, {}, [&](Value kt, ValueRange) {
-    Value g = add(first, kt), stage = rem(g, stages);
-    Value phase =
-        arith::XOrIOp::create(b, l, phaseOf(g), e.constant(b.getI32Type(), 1));
-    waitBarrier(emptyBarrier(stage), phase);
-    Value full = fullBarrier(stage);
-    NVVM::MBarrierArriveExpectTxOp::create(
-        b, l, Type(), full, e.constant(b.getI32Type(), stageElements * 2),
-        NVVM::MemScopeKind::CTA, false, Value());
-    Value k0 = mul(kt, t.bk), bytes = mul(stage, stageElements * 2);
-    copyWithTma(0, aRow0 ? aRow0 : k0, aCol0 ? aCol0 : k0, bytes, full);
-    copyWithTma(1, bRow0 ? bRow0 : k0, bCol0 ? bCol0 : k0,
-                add(bytes, idx(bOp.offset * 2)), full);
-    return SmallVector<Value>{};
-  });
-}
-
-void TensorCoreMatmul::copyWithTma(unsigned which, Value row0, Value col0,
-                                   Value stageBytes, Value full) {
-  const TmaOperand &op = tmaMaps[which];
-  unsigned arg = e.kernel().getInputs().size() + e.kernel().getNumResults();
-  Value map = e.gpuFunc().getArgument(arg + which);
-  auto i32 = [&](Value v) {
-    return arith::IndexCastOp::create(b, l, b.getI32Type(), v);
-  };
-  for (int64_t j = 0; j < op.boxes; ++j) {
-    SmallVector<Value> at = {i32(add(col0, idx(j * kTmaBoxCols))), i32(row0)};
-    if (op.rank == 3)
-      at.push_back(i32(batch));
-    // The CTA's own shared memory, as the cluster's window addresses it.
-    Value dst = LLVM::AddrSpaceCastOp::create(
-        b, l, LLVM::LLVMPointerType::get(b.getContext(), 7),
-        sharedPointer(add(stageBytes, idx(j * op.boxRows * 128))));
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, l, dst, map, at, full, ValueRange{}, Value(), Value(),
-        NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
-  }
-}
-
-Value TensorCoreMatmul::fullBarrier(Value stage) {
-  return sharedPointer(add(idx(barrierOffset), mul(stage, 8)));
-}
-
-Value TensorCoreMatmul::emptyBarrier(Value stage) {
-  return sharedPointer(add(idx(barrierOffset + stages * 8), mul(stage, 8)));
-}
-
-Value TensorCoreMatmul::sharedPointer(Value byteOffset) {
-  Value address = arith::IndexCastOp::create(b, l, b.getI64Type(),
-                                             add(sharedBase, byteOffset));
-  return LLVM::IntToPtrOp::create(
-      b, l, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
-}
-
-Value TensorCoreMatmul::phaseOf(Value g) {
-  return arith::IndexCastOp::create(b, l, b.getI32Type(),
-                                    rem(div(g, stages), 2));
-}
-
-void TensorCoreMatmul::waitBarrier(Value barrier, Value phase) {
-  // The suspend-time hint CUTLASS uses (ns): the thread sleeps in the
-  // instruction instead of spinning.
-  NVVM::MBarrierTryWaitParityOp::create(b, l, barrier, phase,
-                                        e.constant(b.getI32Type(), 10000000));
-}
-
-void TensorCoreMatmul::syncConsumers() {
-  if (!tma) {
-    gpu::BarrierOp::create(b, l);
-    return;
-  }
-  // Named barrier 1: the copying warpgroup never joins it.
-  NVVM::BarrierOp::create(b, l, Type(), e.constant(b.getI32Type(), 1),
-                          e.constant(b.getI32Type(), t.threads()),
-                          NVVM::BarrierReductionAttr(), Value());
 }
 
 /// Copies run `ahead` K steps before the products that read them: stages
@@ -893,9 +597,9 @@ LogicalResult TensorCoreMatmul::storeResultPair(unsigned result, Value value,
   return second();
 }
 
-} // namespace
+} // namespace kfuse::kf::detail
 
 LogicalResult kfuse::kf::emitTensorCoreMatmul(KernelEmitter &e,
                                               MatmulOp matmul) {
-  return TensorCoreMatmul(e, matmul).emit();
+  return detail::TensorCoreMatmul(e, matmul).emit();
 }

@@ -68,6 +68,8 @@ Status Driver::open() {
                  "the CUDA driver has no " #symbol ": too old a driver");
   KFUSE_CUDA_FUNCTIONS(KFUSE_LOAD)
 #undef KFUSE_LOAD
+  cuTensorMapEncodeTiled = reinterpret_cast<decltype(cuTensorMapEncodeTiled)>(
+      dlsym(library, "cuTensorMapEncodeTiled"));
   CUresult init = cuInit(0);
   if (init == CUDA_ERROR_NO_DEVICE)
     return Error(ErrorCode::NoDevice, "no GPU: the CUDA driver sees none");

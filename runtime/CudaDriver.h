@@ -55,8 +55,7 @@ namespace kfuse::runtime {
   X(cuEventDestroy_v2)                                                         \
   X(cuEventRecord)                                                             \
   X(cuEventSynchronize)                                                        \
-  X(cuEventElapsedTime_v2)                                                     \
-  X(cuTensorMapEncodeTiled)
+  X(cuEventElapsedTime_v2)
 
 /// The process's one driver connection: device 0 and its primary context.
 class Driver {
@@ -68,6 +67,9 @@ public:
 #define KFUSE_DECLARE(name) decltype(&::name) name = nullptr;
   KFUSE_CUDA_FUNCTIONS(KFUSE_DECLARE)
 #undef KFUSE_DECLARE
+  /// CUDA 12 and later (the TMA's tensor maps); null on older drivers,
+  /// which run everything but sm_90 matmuls.
+  decltype(&::cuTensorMapEncodeTiled) cuTensorMapEncodeTiled = nullptr;
 
   /// Turns `result` of `call` into a Status; a sticky error also marks the
   /// context unusable.

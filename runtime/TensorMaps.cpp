@@ -6,6 +6,10 @@ namespace kfuse::runtime {
 
 static Status encode(Driver &d, CUtensorMap &map, const TensorMapDesc &desc,
                      DType dtype, CUdeviceptr address) {
+  if (!d.cuTensorMapEncodeTiled)
+    return Error(ErrorCode::DeviceError,
+                 "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or "
+                 "later), which kernels compiled for sm_90 need");
   if (dtype != DType::bf16 && dtype != DType::f16)
     return Error(ErrorCode::CompileFailed,
                  std::string("a TMA tensor map over a ") + dtypeName(dtype) +

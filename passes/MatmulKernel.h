@@ -1,0 +1,142 @@
+//===- MatmulKernel.h - the tensor-core matmul template's class -*- C++ -*-===//
+//
+// Internal to kf-lower-to-gpu: the template of MatmulKernel.cpp, whose
+// warp-specialised TMA pipeline lives in MatmulPipeline.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_PASSES_MATMULKERNEL_H
+#define KFUSE_PASSES_MATMULKERNEL_H
+
+#include "ir/KFDialect.h"
+#include "passes/KernelTemplates.h"
+#include "passes/MatmulTiles.h"
+
+#include <array>
+
+namespace kfuse::kf::detail {
+
+using llvm::ArrayRef;
+using mlir::LogicalResult;
+using mlir::SmallVector;
+using mlir::SmallVectorImpl;
+using mlir::Type;
+using mlir::Value;
+using mlir::ValueRange;
+
+/// Registers a thread of the copying and of the multiplying warpgroups of
+/// a warp-specialised block (setmaxnreg).
+constexpr int32_t kProducerRegisters = 40, kConsumerRegisters = 232;
+
+/// One operand as the copies see it: a row-major [rows, cols] matrix per
+/// batch in global memory, rows `stride` elements apart (kf-pad may have
+/// padded them, with zeros), staged as a SharedTile at `offset` of a stage.
+struct StagedOperand {
+  Value memref;
+  SharedTile tile;
+  int64_t offset, rows, cols, stride, batchStride;
+  /// Rows run along M/N and columns along K (as mma wants them).
+  bool kContiguous;
+};
+
+class TensorCoreMatmul : IndexArithmetic {
+public:
+  TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul);
+  LogicalResult emit();
+
+private:
+  /// Config `tma`: warps 0-7 multiply, one thread of warps 8-11 copies (see the
+  /// file comment); the block loops over output tiles.
+  LogicalResult emitWarpSpecialized();
+  void initBarriers();
+  /// The multiplying warps' K loop for the tile whose first K step is
+  /// global step `first` (steps count on across the block's tiles).
+  Value consumeSteps(Value first);
+  /// The copying thread's K loop for the same tile.
+  void produceSteps(Value first);
+  /// The TMA copies of `op`'s tile at (row0, col0) into the stage at byte
+  /// `stageBytes`, completing on mbarrier `full`.
+  void copyWithTma(unsigned which, Value row0, Value col0, Value stageBytes,
+                   Value full);
+  /// The mbarriers of stage `stage`: its tiles landed (full), its products
+  /// are done (empty). Shared-memory pointers.
+  Value fullBarrier(Value stage);
+  Value emptyBarrier(Value stage);
+  Value sharedPointer(Value byteOffset);
+  /// The parity of the phase of a stage's barriers that global K step `g`
+  /// waits for.
+  Value phaseOf(Value g);
+  void waitBarrier(Value barrier, Value phase);
+  /// A barrier of the threads that multiply (all threads without `tma`).
+  void syncConsumers();
+
+  void locate(Value tile);
+  void locateWarp();
+  /// K steps of copies in flight before the products that read them.
+  int64_t ahead() const;
+  void prologue();
+  /// The K loop; the accumulators (one struct with wgmma).
+  SmallVector<Value> steps();
+  LogicalResult finish(SmallVector<Value> acc);
+  int64_t accumulators() const {
+    return (t.bm / t.warpsM / 16) * (t.bn / t.warpsN / 8) * 4;
+  }
+  /// Issues the copies of K step `kTile` into pipeline stage `stage`.
+  void loadStage(Value kTile, Value stage);
+  void copyTile(const StagedOperand &op, Value batchBase, Value row0,
+                Value col0, Value stageBase);
+  /// Element offset in a stage of element (r, col) of `op`'s tile.
+  Value sharedOffset(const StagedOperand &op, Value r, Value col);
+  /// The products of one stage, added to `acc`.
+  SmallVector<Value> multiply(Value stage, ValueRange acc);
+  /// The same with wgmma: `acc` is the warpgroup's accumulator struct.
+  Value multiplyWgmma(Value stage, Value acc);
+  /// ldmatrix.x4 at element `offset` of the shared buffer, as four
+  /// 32-bit mma operands.
+  SmallVector<Value> loadFragments(Value offset, bool transpose);
+  /// d = a * b + c for one m16n8k16 tile; appends d's four values.
+  void mma(ArrayRef<Value> a, ArrayRef<Value> b, ArrayRef<Value> c,
+           SmallVectorImpl<Value> &out);
+  LogicalResult storeTile(ValueRange acc);
+  /// The accumulators of the staged columns [c0, c0 + stagedCols) of the
+  /// tile, through the staged output.
+  LogicalResult storeStagedColumns(ValueRange acc, int64_t c0);
+  /// Where an output pair goes: tile-local (r, c), the column, the row of
+  /// the [batch * M, N] output and the linear index of (row, col).
+  /// (The element after it has linear1, col1: the same SSA values the
+  /// accumulators were recorded under.)
+  struct OutputPair {
+    Value r, c, col, col1, outRow, linear, linear1;
+  };
+  LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged);
+  LogicalResult storeResultPair(unsigned result, Value value,
+                                const OutputPair &at, Value tile);
+  Value outputTile();
+  /// Copies the staged columns out.
+  void copyOutput();
+  /// `v`, a vector of the output row from column `col`, with its lanes at
+  /// columns >= N (never written by the epilogue) set to zero.
+  Value zeroPastRow(Value v, Value col);
+
+  MatmulOp matmul;
+  MatmulProblem p;
+  MatmulTile t;
+  int64_t stages, stageElements, mTiles, nTiles, kTiles;
+  bool tma;
+  std::array<TmaOperand, 2> tmaMaps;
+  /// Byte offsets in shared memory of the staged output and the mbarriers.
+  int64_t outputOffset, barrierOffset;
+  /// Columns of the output tile staged at a time (stagedOutputCols), and
+  /// the first of those being staged.
+  int64_t stagedCols, stagedFirstCol = 0;
+  Type dtype;
+  StagedOperand a, bOp;
+  Value sharedBytes, shared, sharedBase, tid, lane, m0, n0, warpRow, warpCol,
+      batch;
+  /// Per-lane element offsets of the ldmatrix rows, inside a stage.
+  Value laneA, laneB;
+};
+
+} // namespace kfuse::kf::detail
+
+#endif // KFUSE_PASSES_MATMULKERNEL_H

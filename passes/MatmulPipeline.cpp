@@ -1,0 +1,202 @@
+//===- MatmulPipeline.cpp - the warp-specialised TMA matmul pipeline ------===//
+//
+// Config `tma` (kf-promote-shared): the block's first two warpgroups only
+// multiply; one thread of the third copies A's and B's tiles of each K step
+// with the TMA, into the same swizzled layouts (a box of 64 columns is one
+// 128-byte swizzle span). Per stage two mbarriers hand the stage over:
+// full[s] completes when the copying thread has announced the stage's bytes
+// and they have landed, empty[s] when both multiplying warpgroups are done
+// with it. Nobody waits at a block barrier in the K loop. The block loops
+// over output tiles, its K steps counted on across them, so that the copies
+// of the next tile land while this tile's epilogue runs (the output is
+// staged past the stages).
+//
+//===----------------------------------------------------------------------===//
+
+#include "passes/MatmulKernel.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+using namespace kfuse::kf::detail;
+
+LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
+  initBarriers();
+  Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
+  Value grid = gpu::GridDimOp::create(b, l, gpu::Dimension::x);
+  int64_t tiles = p.batch * mTiles * nTiles;
+  // The K steps of the tiles this block did before `tile`.
+  auto firstStep = [&](Value tile) {
+    Value done = arith::DivUIOp::create(
+        b, l, arith::SubIOp::create(b, l, tile, bid), grid);
+    return mul(done, kTiles);
+  };
+  auto roles = scf::IfOp::create(b, l, less(tid, idx(t.threads())), true);
+  OpBuilder::InsertionGuard guard(b);
+  // The copying warpgroup gives registers to the multiplying ones, which
+  // hold 128 accumulators a thread: 2 x 128 x 232 + 128 x 40 registers
+  // fill the SM's 64 Ki.
+  b.setInsertionPointToStart(roles.elseBlock());
+  NVVM::SetMaxRegisterOp::create(b, l, kProducerRegisters,
+                                 NVVM::SetMaxRegisterAction::decrease);
+  auto leader =
+      scf::IfOp::create(b, l,
+                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                              tid, idx(t.threads())),
+                        false);
+  b.setInsertionPointToStart(leader.thenBlock());
+  (void)e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
+    locate(tile);
+    produceSteps(firstStep(tile));
+    return success();
+  });
+  b.setInsertionPointToStart(roles.thenBlock());
+  NVVM::SetMaxRegisterOp::create(b, l, kConsumerRegisters,
+                                 NVVM::SetMaxRegisterAction::increase);
+  return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
+    locate(tile);
+    return finish({consumeSteps(firstStep(tile))});
+  });
+}
+
+/// full[s] completes when the copying thread arrived (announcing the
+/// stage's bytes) and the bytes landed; empty[s] when the first thread of
+/// each multiplying warpgroup arrived, the warpgroup's products of the
+/// stage done (wgmma.wait_group waits for the whole warpgroup's), as
+/// CUTLASS does, rather than 256 shared-memory atomics a K step.
+void TensorCoreMatmul::initBarriers() {
+  auto first = scf::IfOp::create(
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, idx(0)),
+      false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    for (int64_t s = 0; s < stages; ++s) {
+      NVVM::MBarrierInitOp::create(b, l, fullBarrier(idx(s)),
+                                   e.constant(b.getI32Type(), 1), Value());
+      NVVM::MBarrierInitOp::create(
+          b, l, emptyBarrier(idx(s)),
+          e.constant(b.getI32Type(), t.threads() / 128), Value());
+    }
+    NVVM::FenceMbarrierInitOp::create(b, l);
+  }
+  gpu::BarrierOp::create(b, l);
+}
+
+Value TensorCoreMatmul::consumeSteps(Value first) {
+  Type accType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(accumulators(), b.getF32Type()));
+  Value zeros = LLVM::UndefOp::create(b, l, accType);
+  for (int64_t i = 0; i < accumulators(); ++i)
+    zeros = LLVM::InsertValueOp::create(b, l, zeros, e.f32(0), i);
+  Value signals = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                        rem(tid, 128), idx(0));
+  auto release = [&](Value g) {
+    auto ifOp = scf::IfOp::create(b, l, signals, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    NVVM::MBarrierArriveOp::create(b, l, Type(), emptyBarrier(rem(g, stages)),
+                                   Value());
+  };
+  Value acc = e.loop(kTiles, {zeros}, [&](Value kt, ValueRange c) {
+    Value g = add(first, kt);
+    waitBarrier(fullBarrier(rem(g, stages)), phaseOf(g));
+    // multiplyWgmma waits for the products of step g - 1: its stage is
+    // free for the copies of step g - 1 + stages.
+    Value next = multiplyWgmma(rem(g, stages), c[0]);
+    auto previous = scf::IfOp::create(
+        b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, kt, idx(0)),
+        false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(previous.thenBlock());
+    release(arith::SubIOp::create(b, l, g, idx(1)));
+    return SmallVector<Value>{next};
+  })[0];
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+  release(add(first, idx(kTiles - 1)));
+  return acc;
+}
+
+void TensorCoreMatmul::produceSteps(Value first) {
+  Value aRow0 = p.transposeA ? Value() : m0,
+        aCol0 = p.transposeA ? m0 : Value();
+  Value bRow0 = p.transposeB ? n0 : Value(),
+        bCol0 = p.transposeB ? Value() : n0;
+  e.loop(kTiles, {}, [&](Value kt, ValueRange) {
+    Value g = add(first, kt), stage = rem(g, stages);
+    Value phase =
+        arith::XOrIOp::create(b, l, phaseOf(g), e.constant(b.getI32Type(), 1));
+    waitBarrier(emptyBarrier(stage), phase);
+    Value full = fullBarrier(stage);
+    NVVM::MBarrierArriveExpectTxOp::create(
+        b, l, Type(), full, e.constant(b.getI32Type(), stageElements * 2),
+        NVVM::MemScopeKind::CTA, false, Value());
+    Value k0 = mul(kt, t.bk), bytes = mul(stage, stageElements * 2);
+    copyWithTma(0, aRow0 ? aRow0 : k0, aCol0 ? aCol0 : k0, bytes, full);
+    copyWithTma(1, bRow0 ? bRow0 : k0, bCol0 ? bCol0 : k0,
+                add(bytes, idx(bOp.offset * 2)), full);
+    return SmallVector<Value>{};
+  });
+}
+
+void TensorCoreMatmul::copyWithTma(unsigned which, Value row0, Value col0,
+                                   Value stageBytes, Value full) {
+  const TmaOperand &op = tmaMaps[which];
+  unsigned arg = e.kernel().getInputs().size() + e.kernel().getNumResults();
+  Value map = e.gpuFunc().getArgument(arg + which);
+  auto i32 = [&](Value v) {
+    return arith::IndexCastOp::create(b, l, b.getI32Type(), v);
+  };
+  for (int64_t j = 0; j < op.boxes; ++j) {
+    SmallVector<Value> at = {i32(add(col0, idx(j * kTmaBoxCols))), i32(row0)};
+    if (op.rank == 3)
+      at.push_back(i32(batch));
+    // The CTA's own shared memory, as the cluster's window addresses it.
+    Value dst = LLVM::AddrSpaceCastOp::create(
+        b, l, LLVM::LLVMPointerType::get(b.getContext(), 7),
+        sharedPointer(add(stageBytes, idx(j * op.boxRows * 128))));
+    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
+        b, l, dst, map, at, full, ValueRange{}, Value(), Value(),
+        NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
+  }
+}
+
+Value TensorCoreMatmul::fullBarrier(Value stage) {
+  return sharedPointer(add(idx(barrierOffset), mul(stage, 8)));
+}
+
+Value TensorCoreMatmul::emptyBarrier(Value stage) {
+  return sharedPointer(add(idx(barrierOffset + stages * 8), mul(stage, 8)));
+}
+
+Value TensorCoreMatmul::sharedPointer(Value byteOffset) {
+  Value address = arith::IndexCastOp::create(b, l, b.getI64Type(),
+                                             add(sharedBase, byteOffset));
+  return LLVM::IntToPtrOp::create(
+      b, l, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+}
+
+Value TensorCoreMatmul::phaseOf(Value g) {
+  return arith::IndexCastOp::create(b, l, b.getI32Type(),
+                                    rem(div(g, stages), 2));
+}
+
+void TensorCoreMatmul::waitBarrier(Value barrier, Value phase) {
+  // The suspend-time hint CUTLASS uses (ns): the thread sleeps in the
+  // instruction instead of spinning.
+  NVVM::MBarrierTryWaitParityOp::create(b, l, barrier, phase,
+                                        e.constant(b.getI32Type(), 10000000));
+}
+
+void TensorCoreMatmul::syncConsumers() {
+  if (!tma) {
+    gpu::BarrierOp::create(b, l);
+    return;
+  }
+  // Named barrier 1: the copying warpgroup never joins it.
+  NVVM::BarrierOp::create(b, l, Type(), e.constant(b.getI32Type(), 1),
+                          e.constant(b.getI32Type(), t.threads()),
+                          NVVM::BarrierReductionAttr(), Value());
+}
