@@ -148,10 +148,28 @@ Expected<FusionReport> checkFusion(const Graph &graph,
   report.unfusedKernels = unfused->kernels;
   report.fusedMs = fused->ms;
   report.unfusedMs = unfused->ms;
-  report.fusedNotSlower =
-      !options.time ||
-      fused->ms <= std::max(unfused->ms * (1 + options.noiseMargin),
-                            unfused->ms + options.noiseFloorMs);
+  auto notSlower = [&] {
+    return report.fusedMs <=
+           std::max(report.unfusedMs * (1 + options.noiseMargin),
+                    report.unfusedMs + options.noiseFloorMs);
+  };
+  report.fusedNotSlower = !options.time || notSlower();
+  if (!report.fusedNotSlower) {
+    // A clock change while one mode was timed (an idle GPU ramping up)
+    // slows only that mode: time both once more, the faster median of each
+    // counting. A fused graph that is really slower stays slower.
+    Expected<Run> fused2 =
+        runMode(graph, Fusion::Fused, inputs, shapes, options);
+    if (!fused2)
+      return fused2.error();
+    Expected<Run> unfused2 =
+        runMode(graph, Fusion::Unfused, inputs, shapes, options);
+    if (!unfused2)
+      return unfused2.error();
+    report.fusedMs = std::min(report.fusedMs, fused2->ms);
+    report.unfusedMs = std::min(report.unfusedMs, unfused2->ms);
+    report.fusedNotSlower = notSlower();
+  }
   return report;
 }
 

@@ -55,6 +55,8 @@ struct FusionReport {
   size_t fusedKernels = 0, unfusedKernels = 0;
   double fusedMs = 0, unfusedMs = 0; ///< medians; 0 when not timed
   bool valuesMatch = false;
+  /// Within the noise margins; when not, both modes are timed a second
+  /// time and the faster median of each decides.
   bool fusedNotSlower = false;
   bool passed() const { return valuesMatch && fusedNotSlower; }
   std::string summary() const;

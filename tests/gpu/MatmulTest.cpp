@@ -160,7 +160,7 @@ std::vector<MatmulCase> cases() {
       // batches (a 2-d map) and of a transposed, batched A (3-d, M-major
       // boxes) with a K tail.
       {"tma_shared_b_bf16", {3}, 200, 264, 136, false, false, bf16, true},
-      {"tma_ta_batched_f16", {2}, 300, 200, 100, true, false, f16},
+      {"tma_ta_batched_f16", {2}, 296, 200, 100, true, false, f16},
       {"f32_result_bf16", {}, 130, 136, 128, false, false, bf16, false,
        Epilogue::None, true},
       {"bias_gelu_bf16", {}, 257, 512, 128, false, false, bf16, false,
