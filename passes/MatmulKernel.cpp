@@ -158,14 +158,8 @@ SmallVector<Value> TensorCoreMatmul::steps() {
   int64_t kTiles = (p.k + t.bk - 1) / t.bk;
   int64_t ahead = this->ahead();
   SmallVector<Value> init(accumulators(), e.f32(0));
-  if (t.wgmma) {
-    Type accType = LLVM::LLVMStructType::getLiteral(
-        b.getContext(), SmallVector<Type>(accumulators(), b.getF32Type()));
-    Value zeros = LLVM::UndefOp::create(b, l, accType);
-    for (int64_t i = 0; i < accumulators(); ++i)
-      zeros = LLVM::InsertValueOp::create(b, l, zeros, init[i], i);
-    init = {zeros};
-  }
+  if (t.wgmma)
+    init = {zeroAccumulators()};
   return e.loop(kTiles, init, [&](Value kt, ValueRange c) {
     // The copies of step kt have landed once at most ahead - 1 groups are
     // pending; the barrier also ends every warp's use of the stage the
@@ -187,6 +181,16 @@ SmallVector<Value> TensorCoreMatmul::steps() {
       return SmallVector<Value>{multiplyWgmma(rem(kt, stages), c[0])};
     return multiply(rem(kt, stages), c);
   });
+}
+
+Value TensorCoreMatmul::zeroAccumulators() {
+  Type accType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(accumulators(), b.getF32Type()));
+  Value zeros = LLVM::UndefOp::create(b, l, accType);
+  Value zero = e.f32(0);
+  for (int64_t i = 0; i < accumulators(); ++i)
+    zeros = LLVM::InsertValueOp::create(b, l, zeros, zero, i);
+  return zeros;
 }
 
 /// Output tile `tile` (of the batch's tiles), with tile rows grouped for

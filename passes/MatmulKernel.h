@@ -78,6 +78,8 @@ private:
   /// The K loop; the accumulators (one struct with wgmma).
   SmallVector<Value> steps();
   LogicalResult finish(SmallVector<Value> acc);
+  /// A warpgroup's wgmma accumulator struct, all zeros.
+  Value zeroAccumulators();
   int64_t accumulators() const {
     return (t.bm / t.warpsM / 16) * (t.bn / t.warpsN / 8) * 4;
   }

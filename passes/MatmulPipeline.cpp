@@ -47,11 +47,12 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
                                               tid, idx(t.threads())),
                         false);
   b.setInsertionPointToStart(leader.thenBlock());
-  (void)e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-    locate(tile);
-    produceSteps(firstStep(tile));
-    return success();
-  });
+  if (failed(e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
+        locate(tile);
+        produceSteps(firstStep(tile));
+        return success();
+      })))
+    return failure();
   b.setInsertionPointToStart(roles.thenBlock());
   NVVM::SetMaxRegisterOp::create(b, l, kConsumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
@@ -86,11 +87,7 @@ void TensorCoreMatmul::initBarriers() {
 }
 
 Value TensorCoreMatmul::consumeSteps(Value first) {
-  Type accType = LLVM::LLVMStructType::getLiteral(
-      b.getContext(), SmallVector<Type>(accumulators(), b.getF32Type()));
-  Value zeros = LLVM::UndefOp::create(b, l, accType);
-  for (int64_t i = 0; i < accumulators(); ++i)
-    zeros = LLVM::InsertValueOp::create(b, l, zeros, e.f32(0), i);
+  Value zeros = zeroAccumulators();
   Value signals = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                         rem(tid, 128), idx(0));
   auto release = [&](Value g) {
