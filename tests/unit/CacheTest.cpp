@@ -1,5 +1,6 @@
 //===- CacheTest.cpp - plans, the disk cache, corrupt entries -------------===//
 
+#include "compiler/CompileGraph.h"
 #include "kfuse/kfuse.h"
 #include "runtime/DiskCache.h"
 #include "runtime/Plan.h"
@@ -113,6 +114,50 @@ TEST(Plan, RejectsCorruptFields) {
   EXPECT_FALSE(corrupt("m 0 2 8 8", "m 0 2 8 0")); // an empty box
   EXPECT_FALSE(corrupt("m 0 2", "m 5 2"));         // map of no buffer
   EXPECT_FALSE(corrupt("m 0 2", "m 0 4"));         // rank past 3
+}
+
+/// The TMA tensor maps a warp-specialised matmul's launch carries: what
+/// the kernel's copies assume (innermost dim first, the box one copy
+/// moves, byte strides) must be what the runtime encodes.
+TEST(Plan, WarpSpecialisedMatmulCarriesTensorMaps) {
+  compiler::CompileRequest request;
+  request.graphText = R"(
+func.func @mm(%a: tensor<3x64x256xbf16> {kf.name = "a"},
+              %b: tensor<512x64xbf16> {kf.name = "b"})
+    -> (tensor<3x256x512xbf16> {kf.name = "y"}) {
+  %y = kf.matmul %a, %b {transpose_a = true, transpose_b = true}
+      : tensor<3x64x256xbf16>, tensor<512x64xbf16> -> tensor<3x256x512xbf16>
+  return %y : tensor<3x256x512xbf16>
+})";
+  Expected<Plan> plan = compiler::compileGraph(request);
+  ASSERT_TRUE(plan) << plan.error().message();
+  ASSERT_EQ(plan->launches.size(), 1u);
+  const LaunchDesc &launch = plan->launches[0];
+  EXPECT_EQ(launch.block, 384u);
+  ASSERT_EQ(launch.tensorMaps.size(), 2u) << plan->dumps["fused"];
+  // A: [3, K = 64, M = 256], M contiguous (transposed): 64-column boxes
+  // of the K step's 64 rows, batches 64 rows apart.
+  const TensorMapDesc &a = launch.tensorMaps[0];
+  EXPECT_EQ(a.buffer, 0u);
+  ASSERT_EQ(a.rank, 3u);
+  EXPECT_EQ(a.dims[0], 256u);
+  EXPECT_EQ(a.dims[1], 64u);
+  EXPECT_EQ(a.dims[2], 3u);
+  EXPECT_EQ(a.box[0], 64u);
+  EXPECT_EQ(a.box[1], 64u);
+  EXPECT_EQ(a.box[2], 1u);
+  EXPECT_EQ(a.strides[0], 256u * 2);
+  EXPECT_EQ(a.strides[1], 64u * 256 * 2);
+  // B: [N = 512, K = 64], shared by the batches: 2-d, K contiguous, one
+  // box of the tile's N rows.
+  const TensorMapDesc &b = launch.tensorMaps[1];
+  EXPECT_EQ(b.buffer, 1u);
+  ASSERT_EQ(b.rank, 2u);
+  EXPECT_EQ(b.dims[0], 64u);
+  EXPECT_EQ(b.dims[1], 512u);
+  EXPECT_EQ(b.box[0], 64u);
+  EXPECT_GE(b.box[1], 32u);
+  EXPECT_EQ(b.strides[0], 64u * 2);
 }
 
 class DiskCacheTest : public ::testing::Test {
