@@ -72,7 +72,8 @@ struct BufferIndex {
 class KernelEmitter {
 public:
   /// `func` is the gpu.func being built: its arguments are one flat memref
-  /// per kernel input, then one per kernel result.
+  /// per kernel input, then one per kernel result (then, for a
+  /// warp-specialised matmul, its TMA tensor maps).
   KernelEmitter(KernelOp kernel, mlir::gpu::GPUFuncOp func);
 
   mlir::OpBuilder &builder() { return b; }
