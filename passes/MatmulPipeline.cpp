@@ -117,10 +117,12 @@ Value TensorCoreMatmul::consumeSteps(Value first) {
 }
 
 void TensorCoreMatmul::produceSteps(Value first) {
-  Value aRow0 = p.transposeA ? Value() : m0,
-        aCol0 = p.transposeA ? m0 : Value();
-  Value bRow0 = p.transposeB ? n0 : Value(),
-        bCol0 = p.transposeB ? Value() : n0;
+  // Where a K step's tile starts in an operand as laid out in memory: at
+  // row m0 (n0) and column k0, or the other way round where K runs along
+  // the rows.
+  auto origin = [](bool kRows, Value mn, Value k0) {
+    return kRows ? std::pair(k0, mn) : std::pair(mn, k0);
+  };
   e.loop(kTiles, {}, [&](Value kt, ValueRange) {
     Value g = add(first, kt), stage = rem(g, stages);
     Value phase =
@@ -131,9 +133,10 @@ void TensorCoreMatmul::produceSteps(Value first) {
         b, l, Type(), full, e.constant(b.getI32Type(), stageElements * 2),
         NVVM::MemScopeKind::CTA, false, Value());
     Value k0 = mul(kt, t.bk), bytes = mul(stage, stageElements * 2);
-    copyWithTma(0, aRow0 ? aRow0 : k0, aCol0 ? aCol0 : k0, bytes, full);
-    copyWithTma(1, bRow0 ? bRow0 : k0, bCol0 ? bCol0 : k0,
-                add(bytes, idx(bOp.offset * 2)), full);
+    auto [aRow, aCol] = origin(p.transposeA, m0, k0);
+    auto [bRow, bCol] = origin(!p.transposeB, n0, k0);
+    copyWithTma(0, aRow, aCol, bytes, full);
+    copyWithTma(1, bRow, bCol, add(bytes, idx(bOp.offset * 2)), full);
     return SmallVector<Value>{};
   });
 }
@@ -153,7 +156,7 @@ void TensorCoreMatmul::copyWithTma(unsigned which, Value row0, Value col0,
     // The CTA's own shared memory, as the cluster's window addresses it.
     Value dst = LLVM::AddrSpaceCastOp::create(
         b, l, LLVM::LLVMPointerType::get(b.getContext(), 7),
-        sharedPointer(add(stageBytes, idx(j * op.boxRows * 128))));
+        sharedPointer(add(stageBytes, idx(j * op.boxRows * kTmaBoxCols * 2))));
     NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
         b, l, dst, map, at, full, ValueRange{}, Value(), Value(),
         NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
