@@ -180,13 +180,12 @@ std::array<TmaOperand, 2> kfuse::kf::tmaOperands(KernelOp kernel) {
   auto tileSize = [&](StringRef name) {
     return kernel.getConfigAttr().getAs<IntegerAttr>(name).getInt();
   };
-  MatmulTile t{tileSize("tile_m"),
-               tileSize("tile_n"),
-               tileSize("tile_k"),
-               8,
-               1,
-               1,
-               true};
+  // What the shared tiles depend on: the block tile, wgmma's layouts.
+  MatmulTile t{};
+  t.bm = tileSize("tile_m");
+  t.bn = tileSize("tile_n");
+  t.bk = tileSize("tile_k");
+  t.wgmma = true;
   auto describe = [&](Value operand, SharedTile tile, int64_t rows,
                       int64_t cols, bool shared) {
     unsigned input = mlir::cast<BlockArgument>(operand).getArgNumber();

@@ -52,7 +52,7 @@ void promoteAttention(KernelOp kernel, DictionaryAttr config) {
 
 /// wgmma tiles on Hopper: the two warpgroups only multiply, and one thread
 /// of a third copies the operand tiles with the TMA, stages handed over
-/// through mbarriers (MatmulKernel.cpp), so that no K step waits at a
+/// through mbarriers (MatmulPipeline.cpp), so that no K step waits at a
 /// block barrier. The output is staged past the stages, which the copies
 /// refill while the epilogue runs; the block loops over tiles. Measured
 /// on the H200 against cp.async with a block barrier a K step (same run):
