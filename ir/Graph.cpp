@@ -368,6 +368,7 @@ std::vector<TensorInfo> Graph::outputs() const {
 Expected<std::string> Graph::toMLIR() const {
   if (!impl_->status)
     return impl_->status.error();
+  std::lock_guard<std::mutex> lock(impl_->printMutex);
   std::string text;
   llvm::raw_string_ostream os(text);
   impl_->module->print(os);

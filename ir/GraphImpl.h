@@ -20,6 +20,8 @@
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <mutex>
+
 namespace kfuse {
 
 /// A context with every dialect a kf graph uses loaded.
@@ -36,6 +38,9 @@ struct GraphImpl {
   /// An op handle: const-ness of the GraphImpl does not reach the IR.
   mutable mlir::func::FuncOp func;
   Status status;
+  /// Printing uniques attributes in the single-threaded context: compiles
+  /// of one graph from several threads print it one at a time.
+  std::mutex printMutex;
 
   /// Per value id: the MLIR value and its shape with symbol ids.
   std::vector<mlir::Value> values;
