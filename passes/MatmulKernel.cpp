@@ -401,50 +401,40 @@ SmallVector<Value> TensorCoreMatmul::multiply(Value stage, ValueRange acc) {
 /// shared memory (the pipeline's, once every warp is done with it) and
 /// leave it in whole rows, so that stores to unaligned rows coalesce.
 LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
-  if (configValue(e.kernel(), "stage_output")) {
-    for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols)
-      if (failed(storeStagedColumns(acc, c0)))
-        return failure();
-    return success();
+  int64_t tilesN = t.bn / t.warpsN / 8;
+  if (!configValue(e.kernel(), "stage_output"))
+    return storePairs(acc, 0, tilesN, false);
+  for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols) {
+    // The first barrier ends the reads of the staged tile by the copy
+    // before; the second makes this chunk's writes visible to the copy.
+    // With wgmma a warp holds whole rows: its n8 tiles are columns ni * 8
+    // (warpCol = 0), and the chunk picks them statically.
+    syncConsumers();
+    stagedFirstCol = c0;
+    bool chunked = stagedCols != t.bn;
+    if (failed(storePairs(acc, chunked ? c0 / 8 : 0,
+                          chunked ? (c0 + stagedCols) / 8 : tilesN, true)))
+      return failure();
+    syncConsumers();
+    copyOutput();
   }
-  int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
-  Value localRow = add(warpRow, div(lane, 4));
-  Value localCol = add(warpCol, mul(rem(lane, 4), 2));
-  for (int64_t mi = 0; mi < tilesM; ++mi)
-    for (int64_t ni = 0; ni < tilesN; ++ni)
-      for (int64_t h = 0; h < 2; ++h) {
-        Value r = add(localRow, idx(mi * 16 + h * 8));
-        Value c = add(localCol, idx(ni * 8));
-        int64_t at = (mi * tilesN + ni) * 4 + h * 2;
-        if (failed(storePair(r, c, acc[at], acc[at + 1], false)))
-          return failure();
-      }
   return success();
 }
 
-/// The first barrier ends the reads of the staged tile by the copy
-/// before; the second makes this chunk's writes visible to the copy.
-LogicalResult TensorCoreMatmul::storeStagedColumns(ValueRange acc, int64_t c0) {
-  syncConsumers();
-  stagedFirstCol = c0;
+LogicalResult TensorCoreMatmul::storePairs(ValueRange acc, int64_t firstN8,
+                                           int64_t endN8, bool staged) {
   int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
   Value localRow = add(warpRow, div(lane, 4));
   Value localCol = add(warpCol, mul(rem(lane, 4), 2));
   for (int64_t mi = 0; mi < tilesM; ++mi)
-    for (int64_t ni = 0; ni < tilesN; ++ni)
+    for (int64_t ni = firstN8; ni < endN8; ++ni)
       for (int64_t h = 0; h < 2; ++h) {
-        // With wgmma a warp holds whole rows: its n8 tiles are columns
-        // ni * 8 (warpCol = 0), and the chunk picks them statically.
-        if (stagedCols != t.bn && (ni * 8 < c0 || ni * 8 >= c0 + stagedCols))
-          continue;
         Value r = add(localRow, idx(mi * 16 + h * 8));
         Value c = add(localCol, idx(ni * 8));
         int64_t at = (mi * tilesN + ni) * 4 + h * 2;
-        if (failed(storePair(r, c, acc[at], acc[at + 1], true)))
+        if (failed(storePair(r, c, acc[at], acc[at + 1], staged)))
           return failure();
       }
-  syncConsumers();
-  copyOutput();
   return success();
 }
 

@@ -100,9 +100,10 @@ private:
   void mma(ArrayRef<Value> a, ArrayRef<Value> b, ArrayRef<Value> c,
            SmallVectorImpl<Value> &out);
   LogicalResult storeTile(ValueRange acc);
-  /// The accumulators of the staged columns [c0, c0 + stagedCols) of the
-  /// tile, through the staged output.
-  LogicalResult storeStagedColumns(ValueRange acc, int64_t c0);
+  /// The accumulator pairs of n8 tiles [firstN8, endN8) of each warp,
+  /// through the epilogue, stored or staged.
+  LogicalResult storePairs(ValueRange acc, int64_t firstN8, int64_t endN8,
+                           bool staged);
   /// Where an output pair goes: tile-local (r, c), the column, the row of
   /// the [batch * M, N] output and the linear index of (row, col).
   /// (The element after it has linear1, col1: the same SSA values the
