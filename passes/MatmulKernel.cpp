@@ -48,6 +48,7 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
        configValue(k, "wgmma") != 0};
   stages = configValue(k, "stages");
   tma = configValue(k, "tma");
+  mmaGroups = tma ? configValue(k, "mma_groups", 1) : 1;
   kTiles = (p.k + t.bk - 1) / t.bk;
   dtype = mlir::cast<RankedTensorType>(matmul.getA().getType()).getElementType();
   SharedTile ta = sharedTileA(t, p.transposeA), tb = sharedTileB(t, p.transposeB);
@@ -82,6 +83,10 @@ LogicalResult TensorCoreMatmul::emit() {
   if (!t.bm || !t.bn || !t.bk || !stages)
     return e.kernel().emitOpError(
         "has no tensor-core tiling: run kf-tile and kf-promote-shared");
+  // The copies of step g wait for the products of step g - stages.
+  if (mmaGroups < 1 || mmaGroups >= stages)
+    return e.kernel().emitOpError("has mma_groups = ")
+           << mmaGroups << ": needs 1 to stages - 1 (" << stages - 1 << ")";
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
   sharedBytes = gpu::DynamicSharedMemoryOp::create(
@@ -289,7 +294,8 @@ Value TensorCoreMatmul::sharedOffset(const StagedOperand &op, Value r,
 }
 
 /// Four k16 steps of m64nNk16 for the warpgroup's 64 rows, left in flight
-/// while the next stage's copies land: waits for those of the step before.
+/// while the next stage's copies land: waits until `mmaGroups` steps' are
+/// in flight.
 Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc) {
   Value stageBytes = add(sharedBase, mul(stage, stageElements * 2));
   // Warpgroup g's 64 rows of A: 64 rows of 128 bytes (K-major) or the g-th
@@ -321,7 +327,7 @@ Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc) {
         /*satfinite=*/nullptr);
   }
   NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 1);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, mmaGroups);
   return acc;
 }
 

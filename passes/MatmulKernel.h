@@ -126,6 +126,9 @@ private:
   MatmulTile t;
   int64_t stages, stageElements, mTiles, nTiles, kTiles;
   bool tma;
+  /// wgmma groups (K steps) a warpgroup keeps in flight: `mma_groups` with
+  /// the TMA pipeline, else 1.
+  int64_t mmaGroups;
   std::array<TmaOperand, 2> tmaMaps;
   /// Byte offsets in shared memory of the staged output and the mbarriers.
   int64_t outputOffset, barrierOffset;

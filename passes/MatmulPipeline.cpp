@@ -6,7 +6,8 @@
 // 128-byte swizzle span). Per stage two mbarriers hand the stage over:
 // full[s] completes when the copying thread has announced the stage's bytes
 // and they have landed, empty[s] when both multiplying warpgroups are done
-// with it. Nobody waits at a block barrier in the K loop. The block loops
+// with it, which is `mma_groups` K steps after their products were issued.
+// Nobody waits at a block barrier in the K loop. The block loops
 // over output tiles, its K steps counted on across them, so that the copies
 // of the next tile land while this tile's epilogue runs (the output is
 // staged past the stages).
@@ -100,19 +101,22 @@ Value TensorCoreMatmul::consumeSteps(Value first) {
   Value acc = e.loop(kTiles, {zeros}, [&](Value kt, ValueRange c) {
     Value g = add(first, kt);
     waitBarrier(fullBarrier(rem(g, stages)), phaseOf(g));
-    // multiplyWgmma waits for the products of step g - 1: its stage is
-    // free for the copies of step g - 1 + stages.
+    // multiplyWgmma waits for the products of step g - mmaGroups: its
+    // stage is free for the copies of step g - mmaGroups + stages.
     Value next = multiplyWgmma(rem(g, stages), c[0]);
-    auto previous = scf::IfOp::create(
-        b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, kt, idx(0)),
-        false);
+    auto done =
+        scf::IfOp::create(b, l,
+                          arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
+                                                kt, idx(mmaGroups)),
+                          false);
     OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(previous.thenBlock());
-    release(arith::SubIOp::create(b, l, g, idx(1)));
+    b.setInsertionPointToStart(done.thenBlock());
+    release(arith::SubIOp::create(b, l, g, idx(mmaGroups)));
     return SmallVector<Value>{next};
   })[0];
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
-  release(add(first, idx(kTiles - 1)));
+  for (int64_t kt = std::max<int64_t>(0, kTiles - mmaGroups); kt < kTiles; ++kt)
+    release(add(first, idx(kt)));
   return acc;
 }
 

@@ -203,9 +203,10 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
     overlap this tile's epilogue. With `tma`, a wgmma matmul whose A has a
     tile's rows at least is warp-specialised instead (`tma`, `block` =
     384): a third warpgroup copies both operands with the TMA into up to 8
-    stages that mbarriers hand over, the output is staged 128 columns at
-    a time past them, and the block loops over tiles (`grid` = SMs at
-    most). Records the dynamic shared memory the launch needs
+    stages that mbarriers hand over, each multiplying warpgroup keeps two
+    K steps of products in flight (`mma_groups`, fewer than `stages`), the
+    output is staged 128 columns at a time past them, and the block loops
+    over tiles (`grid` = SMs at most). Records the dynamic shared memory the launch needs
     (`shared_bytes`). Other kernels are untouched.
 
     After:

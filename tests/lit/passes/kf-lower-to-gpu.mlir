@@ -1,5 +1,10 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s --check-prefix=ATTN
+// A config whose products stay in flight longer than the stages allow is
+// refused, not lowered into a kernel that would wait for itself.
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared \
+// RUN:   | sed 's/mma_groups = 2/mma_groups = 8/' | not kfuse-opt -split-input-file --kf-lower-to-gpu 2>&1 | FileCheck %s --check-prefix=GROUPS
+// GROUPS: error: 'kf.kernel' op has mma_groups = 8: needs 1 to stages - 1 (7)
 
 // A pointwise kernel: flat memref arguments known to be 16-byte aligned,
 // vector loads and stores, f32 math on widened bf16.
@@ -246,8 +251,8 @@ func.func @padded_operand_copy(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf1
 // buffers; thread 0 sets up a full and an empty mbarrier for each of the
 // 8 stages of the 128x64 tile (24 KiB a stage). The
 // multiplying warpgroups take registers (setmaxnreg) and wait for each
-// stage's bytes before their wgmmas, then free the stage of the step
-// before; one thread of the copying warpgroup waits for a free stage,
+// stage's bytes before their wgmmas, then free the stage of the step two
+// before (mma_groups = 2), and after the K loop the last two; one thread of the copying warpgroup waits for a free stage,
 // announces its bytes and copies A (one 128-row box, K-major) and B (one
 // 64-column box, N-major) with the TMA. The output leaves through a barrier of
 // the multiplying threads only.
@@ -262,8 +267,10 @@ func.func @padded_operand_copy(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf1
 // ATTN: scf.for
 // ATTN: nvvm.mbarrier.try_wait.parity
 // ATTN-COUNT-4: nvvm.wgmma.mma_async
-// ATTN: nvvm.wgmma.wait.group.sync.aligned 1
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 2
 // ATTN: nvvm.mbarrier.arrive
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 0
+// ATTN-COUNT-2: nvvm.mbarrier.arrive
 // ATTN: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
 // ATTN: nvvm.setmaxregister  decrease 40
 // ATTN: nvvm.mbarrier.try_wait.parity

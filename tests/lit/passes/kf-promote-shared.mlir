@@ -18,6 +18,7 @@
 // ([128][128+8] bf16, 34 KiB): 231,488 bytes. The block loops over tiles.
 // TMA-LABEL: func.func @large
 // TMA: block = 384 : i64, grid = 132 : i64
+// TMA-SAME: mma_groups = 2 : i64
 // TMA-NOT: persistent
 // TMA-SAME: shared_bytes = 231488 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
 // TMA-SAME: tma = 1 : i64
