@@ -83,7 +83,9 @@ LogicalResult TensorCoreMatmul::emit() {
   if (!t.bm || !t.bn || !t.bk || !stages)
     return e.kernel().emitOpError(
         "has no tensor-core tiling: run kf-tile and kf-promote-shared");
-  // The copies of step g wait for the products of step g - stages.
+  // A stage is free again `mmaGroups` K steps after its products were
+  // issued; from `stages` steps on, its next copies would wait for
+  // products that wait for those copies.
   if (mmaGroups < 1 || mmaGroups >= stages)
     return e.kernel().emitOpError("has mma_groups = ")
            << mmaGroups << ": needs 1 to stages - 1 (" << stages - 1 << ")";
@@ -294,8 +296,8 @@ Value TensorCoreMatmul::sharedOffset(const StagedOperand &op, Value r,
 }
 
 /// Four k16 steps of m64nNk16 for the warpgroup's 64 rows, left in flight
-/// while the next stage's copies land: waits until `mmaGroups` steps' are
-/// in flight.
+/// while the next stage's copies land: then waits until the products of at
+/// most `mmaGroups` K steps, this one's included, are in flight.
 Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc) {
   Value stageBytes = add(sharedBase, mul(stage, stageElements * 2));
   // Warpgroup g's 64 rows of A: 64 rows of 128 bytes (K-major) or the g-th

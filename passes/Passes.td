@@ -206,8 +206,8 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
     stages that mbarriers hand over, each multiplying warpgroup keeps two
     K steps of products in flight (`mma_groups`, fewer than `stages`), the
     output is staged 128 columns at a time past them, and the block loops
-    over tiles (`grid` = SMs at most). Records the dynamic shared memory the launch needs
-    (`shared_bytes`). Other kernels are untouched.
+    over tiles (`grid` = SMs at most). Records the dynamic shared memory
+    the launch needs (`shared_bytes`). Other kernels are untouched.
 
     After:
     ```mlir

@@ -252,8 +252,8 @@ func.func @padded_operand_copy(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf1
 // 8 stages of the 128x64 tile (24 KiB a stage). The
 // multiplying warpgroups take registers (setmaxnreg) and wait for each
 // stage's bytes before their wgmmas, then free the stage of the step two
-// before (mma_groups = 2), and after the K loop the last two; one thread of the copying warpgroup waits for a free stage,
-// announces its bytes and copies A (one 128-row box, K-major) and B (one
+// before (mma_groups = 2), and after the K loop the last two; one thread
+// of the copying warpgroup waits for a free stage, announces its bytes and copies A (one 128-row box, K-major) and B (one
 // 64-column box, N-major) with the TMA. The output leaves through a barrier of
 // the multiplying threads only.
 // ATTN-LABEL: func.func @matmul_tma
