@@ -164,10 +164,7 @@ void TensorCoreMatmul::prologue() {
 SmallVector<Value> TensorCoreMatmul::steps() {
   int64_t kTiles = (p.k + t.bk - 1) / t.bk;
   int64_t ahead = this->ahead();
-  SmallVector<Value> init(accumulators(), e.f32(0));
-  if (t.wgmma)
-    init = {zeroAccumulators()};
-  return e.loop(kTiles, init, [&](Value kt, ValueRange c) {
+  auto step = [&](Value kt, ValueRange c, bool first) {
     // The copies of step kt have landed once at most ahead - 1 groups are
     // pending; the barrier also ends every warp's use of the stage the
     // next copies overwrite. wgmma reads shared memory through the async
@@ -185,19 +182,23 @@ SmallVector<Value> TensorCoreMatmul::steps() {
     }
     NVVM::CpAsyncCommitGroupOp::create(b, l);
     if (t.wgmma)
-      return SmallVector<Value>{multiplyWgmma(rem(kt, stages), c[0])};
+      return SmallVector<Value>{multiplyWgmma(rem(kt, stages), c[0], first)};
     return multiply(rem(kt, stages), c);
+  };
+  if (!t.wgmma)
+    return e.loop(kTiles, SmallVector<Value>(accumulators(), e.f32(0)),
+                  [&](Value kt, ValueRange c) { return step(kt, c, false); });
+  // wgmma: the first K step apart, its products not accumulated.
+  SmallVector<Value> acc = step(idx(0), undefAccumulators(), true);
+  return e.loop(kTiles - 1, acc, [&](Value kt, ValueRange c) {
+    return step(add(kt, idx(1)), c, false);
   });
 }
 
-Value TensorCoreMatmul::zeroAccumulators() {
+Value TensorCoreMatmul::undefAccumulators() {
   Type accType = LLVM::LLVMStructType::getLiteral(
       b.getContext(), SmallVector<Type>(accumulators(), b.getF32Type()));
-  Value zeros = LLVM::UndefOp::create(b, l, accType);
-  Value zero = e.f32(0);
-  for (int64_t i = 0; i < accumulators(); ++i)
-    zeros = LLVM::InsertValueOp::create(b, l, zeros, zero, i);
-  return zeros;
+  return LLVM::UndefOp::create(b, l, accType);
 }
 
 /// Output tile `tile` (of the batch's tiles), with tile rows grouped for
@@ -298,7 +299,7 @@ Value TensorCoreMatmul::sharedOffset(const StagedOperand &op, Value r,
 /// Four k16 steps of m64nNk16 for the warpgroup's 64 rows, left in flight
 /// while the next stage's copies land: then waits until the products of at
 /// most `mmaGroups` K steps, this one's included, are in flight.
-Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc) {
+Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc, bool first) {
   Value stageBytes = add(sharedBase, mul(stage, stageElements * 2));
   // Warpgroup g's 64 rows of A: 64 rows of 128 bytes (K-major) or the g-th
   // atom column (M-major): 8192 bytes either way.
@@ -323,7 +324,8 @@ Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc) {
                                  bOp.kContiguous);
     acc = NVVM::WgmmaMmaAsyncOp::create(
         b, l, acc.getType(), acc, da, db, shape, type, type,
-        NVVM::WGMMATypes::f32, NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMATypes::f32,
+        first && s == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
         NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
         layout(a.kContiguous, true), layout(bOp.kContiguous, false),
         /*satfinite=*/nullptr);
@@ -412,38 +414,119 @@ LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
   int64_t tilesN = t.bn / t.warpsN / 8;
   if (!configValue(e.kernel(), "stage_output"))
     return storePairs(acc, 0, tilesN, false);
+  // With wgmma a warp holds whole rows: its n8 tiles are columns ni * 8
+  // (warpCol = 0), and a chunk of staged columns picks them statically.
+  auto chunk = [&](int64_t c0) {
+    bool chunked = stagedCols != t.bn;
+    return pairSlots(chunked ? c0 / 8 : 0,
+                     chunked ? (c0 + stagedCols) / 8 : tilesN);
+  };
+  // An epilogue that cannot read out of bounds (it reads no inputs, or
+  // the tiles have no edges) is computed for every chunk before any is
+  // stored, branch-free (the copies mask the tile's edges): the
+  // accumulators are dead before the first branch. Else ptxas serialised
+  // the wgmmas of kernels with partial tiles (C7514: "non wgmma
+  // instructions reading accumulator registers"), the lm-head's with
+  // N = 50304 (196.5 tiles of 256) among them.
+  bool upfront = !epilogueReadsInputs() || (p.m % t.bm == 0 && p.n % t.bn == 0);
+  SmallVector<SmallVector<Value>> values;
+  for (int64_t c0 = 0; upfront && c0 < t.bn; c0 += stagedCols) {
+    values.emplace_back();
+    for (const PairSlot &slot : chunk(c0)) {
+      FailureOr<Value> pair = stagedPair(slot, acc);
+      if (failed(pair))
+        return failure();
+      values.back().push_back(*pair);
+    }
+  }
   for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols) {
     // The first barrier ends the reads of the staged tile by the copy
     // before; the second makes this chunk's writes visible to the copy.
-    // With wgmma a warp holds whole rows: its n8 tiles are columns ni * 8
-    // (warpCol = 0), and the chunk picks them statically.
     syncConsumers();
     stagedFirstCol = c0;
-    bool chunked = stagedCols != t.bn;
-    if (failed(storePairs(acc, chunked ? c0 / 8 : 0,
-                          chunked ? (c0 + stagedCols) / 8 : tilesN, true)))
-      return failure();
+    SmallVector<PairSlot> slots = chunk(c0);
+    if (upfront) {
+      writeStaged(slots, values[c0 / stagedCols]);
+    } else {
+      for (const PairSlot &slot : slots)
+        if (failed(storePair(slot.r, slot.c, acc[slot.at], acc[slot.at + 1],
+                             true)))
+          return failure();
+    }
     syncConsumers();
     copyOutput();
   }
   return success();
 }
 
-LogicalResult TensorCoreMatmul::storePairs(ValueRange acc, int64_t firstN8,
-                                           int64_t endN8, bool staged) {
+SmallVector<TensorCoreMatmul::PairSlot>
+TensorCoreMatmul::pairSlots(int64_t firstN8, int64_t endN8) {
   int64_t tilesM = t.bm / t.warpsM / 16, tilesN = t.bn / t.warpsN / 8;
   Value localRow = add(warpRow, div(lane, 4));
   Value localCol = add(warpCol, mul(rem(lane, 4), 2));
+  SmallVector<PairSlot> slots;
   for (int64_t mi = 0; mi < tilesM; ++mi)
     for (int64_t ni = firstN8; ni < endN8; ++ni)
-      for (int64_t h = 0; h < 2; ++h) {
-        Value r = add(localRow, idx(mi * 16 + h * 8));
-        Value c = add(localCol, idx(ni * 8));
-        int64_t at = (mi * tilesN + ni) * 4 + h * 2;
-        if (failed(storePair(r, c, acc[at], acc[at + 1], staged)))
-          return failure();
-      }
+      for (int64_t h = 0; h < 2; ++h)
+        slots.push_back({add(localRow, idx(mi * 16 + h * 8)),
+                         add(localCol, idx(ni * 8)),
+                         (mi * tilesN + ni) * 4 + h * 2});
+  return slots;
+}
+
+LogicalResult TensorCoreMatmul::storePairs(ValueRange acc, int64_t firstN8,
+                                           int64_t endN8, bool staged) {
+  for (const PairSlot &slot : pairSlots(firstN8, endN8))
+    if (failed(
+            storePair(slot.r, slot.c, acc[slot.at], acc[slot.at + 1], staged)))
+      return failure();
   return success();
+}
+
+bool TensorCoreMatmul::epilogueReadsInputs() {
+  for (Operation &op : e.kernel().getBody().front())
+    if (&op != matmul.getOperation() &&
+        llvm::any_of(op.getOperands(),
+                     [](Value v) { return isa<BlockArgument>(v); }))
+      return true;
+  return false;
+}
+
+/// The pair at `slot` through the epilogue, as a 2-vector of the staged
+/// tile's dtype, whether or not it lies inside the output.
+FailureOr<Value> TensorCoreMatmul::stagedPair(const PairSlot &slot,
+                                              ValueRange acc) {
+  OutputPair at = outputPair(slot.r, slot.c);
+  e.setElement(matmul.getResult(), at.linear, acc[slot.at]);
+  e.setElement(matmul.getResult(), at.linear1, acc[slot.at + 1]);
+  auto yield =
+      mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
+  Value value = yield.getValues()[0];
+  Type dtype = mlir::cast<RankedTensorType>(value.getType()).getElementType();
+  SmallVector<Value> pair;
+  for (bool second : {false, true}) {
+    FailureOr<Value> x = e.elementAt(value, pairIndex(value, at, second));
+    if (failed(x))
+      return failure();
+    pair.push_back(x->getType() == dtype
+                       ? *x
+                       : arith::TruncFOp::create(b, l, dtype, *x).getResult());
+  }
+  return vector::FromElementsOp::create(b, l, VectorType::get({2}, dtype), pair)
+      .getResult();
+}
+
+void TensorCoreMatmul::writeStaged(ArrayRef<PairSlot> slots,
+                                   ArrayRef<Value> pairs) {
+  Value tile = outputTile();
+  for (auto [slot, pair] : llvm::zip_equal(slots, pairs)) {
+    Value c = arith::SubIOp::create(b, l, slot.c, idx(stagedFirstCol));
+    Value at = add(mul(slot.r, stagedCols + 8), c);
+    int64_t bytes =
+        2 * mlir::cast<VectorType>(pair.getType()).getElementTypeBitWidth() / 8;
+    vector::StoreOp::create(b, l, pair, tile, ValueRange{at}, false,
+                            llvm::MaybeAlign(bytes));
+  }
 }
 
 /// The output tile as staged in shared memory: [bm, bn + 8] elements of the
@@ -521,20 +604,12 @@ Value TensorCoreMatmul::zeroPastRow(Value v, Value col) {
 /// or written to the staged tile.
 LogicalResult TensorCoreMatmul::storePair(Value r, Value c, Value v0, Value v1,
                                           bool staged) {
-  OutputPair at;
-  at.r = r;
-  at.c = c;
-  at.col = add(n0, c);
-  Value row = add(m0, r);
-  Value inside = arith::AndIOp::create(b, l, less(row, idx(p.m)),
+  OutputPair at = outputPair(r, c);
+  Value inside = arith::AndIOp::create(b, l, less(at.row, idx(p.m)),
                                        less(at.col, idx(p.n)));
   auto ifOp = scf::IfOp::create(b, l, inside, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  at.outRow = add(mul(batch, p.m), row);
-  at.linear = add(mul(at.outRow, p.n), at.col);
-  at.linear1 = add(at.linear, idx(1));
-  at.col1 = add(at.col, idx(1));
   e.setElement(matmul.getResult(), at.linear, v0);
   e.setElement(matmul.getResult(), at.linear1, v1);
   Value tile = staged ? outputTile() : Value();
@@ -545,20 +620,36 @@ LogicalResult TensorCoreMatmul::storePair(Value r, Value c, Value v0, Value v1,
   return success();
 }
 
+TensorCoreMatmul::OutputPair TensorCoreMatmul::outputPair(Value r, Value c) {
+  OutputPair at;
+  at.r = r;
+  at.c = c;
+  at.col = add(n0, c);
+  at.row = add(m0, r);
+  at.outRow = add(mul(batch, p.m), at.row);
+  at.linear = add(mul(at.outRow, p.n), at.col);
+  at.linear1 = add(at.linear, idx(1));
+  at.col1 = add(at.col, idx(1));
+  return at;
+}
+
+ElementIndex TensorCoreMatmul::pairIndex(Value value, const OutputPair &at,
+                                         bool second) {
+  ArrayRef<int64_t> shape = shapeOf(value);
+  Value lin = second ? at.linear1 : at.linear, col = second ? at.col1 : at.col;
+  return shape.back() == p.n
+             ? ElementIndex::rowElement(shape, lin, at.outRow, col)
+             : ElementIndex::linear(shape, lin);
+}
+
 /// One result's pair at `at`: from registers as a 2-vector when rows have
 /// an even length, else an element at a time (the second only when the row
 /// has it); into `tile` when the output is staged.
 LogicalResult TensorCoreMatmul::storeResultPair(unsigned result, Value value,
                                                 const OutputPair &at,
                                                 Value tile) {
-  ArrayRef<int64_t> shape = shapeOf(value);
   Type dtype = mlir::cast<RankedTensorType>(value.getType()).getElementType();
   Value linear1 = at.linear1, col1 = at.col1;
-  auto index = [&](Value lin, Value cc) {
-    return shape.back() == p.n
-               ? ElementIndex::rowElement(shape, lin, at.outRow, cc)
-               : ElementIndex::linear(shape, lin);
-  };
   auto toShared = [&](Value x, Value cc) {
     if (dtype != x.getType())
       x = arith::TruncFOp::create(b, l, dtype, x);
@@ -567,12 +658,12 @@ LogicalResult TensorCoreMatmul::storeResultPair(unsigned result, Value value,
         ValueRange{add(mul(at.r, stagedCols + 8),
                        arith::SubIOp::create(b, l, cc, idx(stagedFirstCol)))});
   };
-  FailureOr<Value> x0 = e.elementAt(value, index(at.linear, at.col));
+  FailureOr<Value> x0 = e.elementAt(value, pairIndex(value, at, false));
   if (failed(x0))
     return failure();
   bool pairs = p.n % 2 == 0 && !dtype.isInteger(1);
   auto second = [&]() -> LogicalResult {
-    FailureOr<Value> x1 = e.elementAt(value, index(linear1, col1));
+    FailureOr<Value> x1 = e.elementAt(value, pairIndex(value, at, true));
     if (failed(x1))
       return failure();
     if (tile) {

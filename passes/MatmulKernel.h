@@ -78,8 +78,11 @@ private:
   /// The K loop; the accumulators (one struct with wgmma).
   SmallVector<Value> steps();
   LogicalResult finish(SmallVector<Value> acc);
-  /// A warpgroup's wgmma accumulator struct, all zeros.
-  Value zeroAccumulators();
+  /// A warpgroup's wgmma accumulator struct, undefined: the first K step's
+  /// first wgmma does not add to it. Zeros moved into the accumulator
+  /// registers instead made ptxas serialise the wgmmas (C7514) of kernels
+  /// whose epilogue branches (partial tiles), the lm-head's among them.
+  Value undefAccumulators();
   int64_t accumulators() const {
     return (t.bm / t.warpsM / 16) * (t.bn / t.warpsN / 8) * 4;
   }
@@ -91,8 +94,9 @@ private:
   Value sharedOffset(const StagedOperand &op, Value r, Value col);
   /// The products of one stage, added to `acc`.
   SmallVector<Value> multiply(Value stage, ValueRange acc);
-  /// The same with wgmma: `acc` is the warpgroup's accumulator struct.
-  Value multiplyWgmma(Value stage, Value acc);
+  /// The same with wgmma: `acc` is the warpgroup's accumulator struct;
+  /// the tile's `first` K step overwrites it.
+  Value multiplyWgmma(Value stage, Value acc, bool first);
   /// ldmatrix.x4 at element `offset` of the shared buffer, as four
   /// 32-bit mma operands.
   SmallVector<Value> loadFragments(Value offset, bool transpose);
@@ -100,20 +104,37 @@ private:
   void mma(ArrayRef<Value> a, ArrayRef<Value> b, ArrayRef<Value> c,
            SmallVectorImpl<Value> &out);
   LogicalResult storeTile(ValueRange acc);
-  /// The accumulator pairs of n8 tiles [firstN8, endN8) of each warp,
-  /// through the epilogue, stored or staged.
+  /// An accumulator pair: tile-local row and column, and its first
+  /// accumulator's index.
+  struct PairSlot {
+    Value r, c;
+    int64_t at;
+  };
+  /// The pairs of n8 tiles [firstN8, endN8) of each warp.
+  SmallVector<PairSlot> pairSlots(int64_t firstN8, int64_t endN8);
+  /// The pairs through the epilogue, stored or staged.
   LogicalResult storePairs(ValueRange acc, int64_t firstN8, int64_t endN8,
                            bool staged);
-  /// Where an output pair goes: tile-local (r, c), the column, the row of
-  /// the [batch * M, N] output and the linear index of (row, col).
-  /// (The element after it has linear1, col1: the same SSA values the
-  /// accumulators were recorded under.)
+  /// Whether the epilogue reads kernel inputs (a bias, a residual) besides
+  /// the matmul's operands.
+  bool epilogueReadsInputs();
+  /// Where an output pair goes: tile-local (r, c), the row and column in
+  /// the batch's [M, N], the row of the [batch * M, N] output and the
+  /// linear index of (row, col). (The element after it has linear1, col1:
+  /// the same SSA values the accumulators were recorded under.)
   struct OutputPair {
-    Value r, c, col, col1, outRow, linear, linear1;
+    Value r, c, row, col, col1, outRow, linear, linear1;
   };
+  OutputPair outputPair(Value r, Value c);
+  /// Where result `value` holds the pair's first or second element.
+  ElementIndex pairIndex(Value value, const OutputPair &at, bool second);
   LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged);
   LogicalResult storeResultPair(unsigned result, Value value,
                                 const OutputPair &at, Value tile);
+  /// The staged pair at `slot`, computed without a branch (an epilogue
+  /// that reads no inputs), as a 2-vector of the output's dtype.
+  mlir::FailureOr<Value> stagedPair(const PairSlot &slot, ValueRange acc);
+  void writeStaged(ArrayRef<PairSlot> slots, ArrayRef<Value> pairs);
   Value outputTile();
   /// Copies the staged columns out.
   void copyOutput();

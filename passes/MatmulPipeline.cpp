@@ -88,7 +88,6 @@ void TensorCoreMatmul::initBarriers() {
 }
 
 Value TensorCoreMatmul::consumeSteps(Value first) {
-  Value zeros = zeroAccumulators();
   Value signals = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                         rem(tid, 128), idx(0));
   auto release = [&](Value g) {
@@ -98,12 +97,15 @@ Value TensorCoreMatmul::consumeSteps(Value first) {
     NVVM::MBarrierArriveOp::create(b, l, Type(), emptyBarrier(rem(g, stages)),
                                    Value());
   };
-  Value acc = e.loop(kTiles, {zeros}, [&](Value kt, ValueRange c) {
+  // Step kt of the tile (the first overwrites the accumulators).
+  auto step = [&](Value kt, Value acc, bool firstStep) {
     Value g = add(first, kt);
     waitBarrier(fullBarrier(rem(g, stages)), phaseOf(g));
     // multiplyWgmma waits for the products of step g - mmaGroups: its
     // stage is free for the copies of step g - mmaGroups + stages.
-    Value next = multiplyWgmma(rem(g, stages), c[0]);
+    Value next = multiplyWgmma(rem(g, stages), acc, firstStep);
+    if (firstStep)
+      return next;
     auto done =
         scf::IfOp::create(b, l,
                           arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge,
@@ -112,7 +114,11 @@ Value TensorCoreMatmul::consumeSteps(Value first) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(done.thenBlock());
     release(arith::SubIOp::create(b, l, g, idx(mmaGroups)));
-    return SmallVector<Value>{next};
+    return next;
+  };
+  Value acc = step(idx(0), undefAccumulators(), true);
+  acc = e.loop(kTiles - 1, {acc}, [&](Value kt, ValueRange c) {
+    return SmallVector<Value>{step(add(kt, idx(1)), c[0], false)};
   })[0];
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
   for (int64_t kt = std::max<int64_t>(0, kTiles - mmaGroups); kt < kTiles; ++kt)

@@ -165,6 +165,12 @@ std::vector<MatmulCase> cases() {
        Epilogue::None, true},
       {"bias_gelu_bf16", {}, 257, 512, 128, false, false, bf16, false,
        Epilogue::BiasGelu},
+      // Whole tiles: epilogues that read inputs are computed for the whole
+      // tile before any of it is staged.
+      {"bias_gelu_whole_tiles_bf16", {}, 256, 512, 192, false, false, bf16,
+       false, Epilogue::BiasGelu},
+      {"residual_whole_tiles_tb_f16", {2}, 128, 256, 64, false, true, f16,
+       false, Epilogue::ResidualScale},
       {"residual_odd_n_tb_bf16", {}, 64, 101, 64, false, true, bf16, false,
        Epilogue::ResidualScale},
       {"relu_cast_f16", {2}, 96, 128, 32, true, false, f16, false,

@@ -251,11 +251,13 @@ func.func @padded_operand_copy(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf1
 // buffers; thread 0 sets up a full and an empty mbarrier for each of the
 // 8 stages of the 128x64 tile (24 KiB a stage). The
 // multiplying warpgroups take registers (setmaxnreg) and wait for each
-// stage's bytes before their wgmmas, then free the stage of the step two
-// before (mma_groups = 2), and after the K loop the last two; one thread
-// of the copying warpgroup waits for a free stage, announces its bytes and copies A (one 128-row box, K-major) and B (one
-// 64-column box, N-major) with the TMA. The output leaves through a barrier of
-// the multiplying threads only.
+// stage's bytes before their wgmmas (the tile's first overwriting the
+// undefined accumulators: scale-d zero), then free the stage of the step
+// two before (mma_groups = 2), and after the K loop the last two; one
+// thread of the copying warpgroup waits for a free stage, announces its
+// bytes and copies A (one 128-row box, K-major) and B (one 64-column box,
+// N-major) with the TMA. The epilogue's pairs are all computed before the
+// first barrier of the multiplying threads only, then staged as pairs.
 // ATTN-LABEL: func.func @matmul_tma
 // ATTN: gpu.func @k0_matmul
 // ATTN-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr) kernel attributes {{{.*}}kf.tensor_maps = 2 : i64
@@ -265,13 +267,22 @@ func.func @padded_operand_copy(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf1
 // ATTN: gpu.barrier
 // ATTN: nvvm.setmaxregister  increase 232
 // ATTN: scf.for
+// ATTN: %[[UNDEF:.*]] = llvm.mlir.undef : !llvm.struct
 // ATTN: nvvm.mbarrier.try_wait.parity
-// ATTN-COUNT-4: nvvm.wgmma.mma_async
+// ATTN: nvvm.wgmma.mma_async %{{.*}}, %{{.*}}, %[[UNDEF]], {{.*}}D[<f32>, <zero>]
+// ATTN-COUNT-3: nvvm.wgmma.mma_async {{.*}}D[<f32>, <one>]
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 2
+// ATTN: scf.for
+// ATTN: nvvm.mbarrier.try_wait.parity
+// ATTN-COUNT-4: nvvm.wgmma.mma_async {{.*}}D[<f32>, <one>]
 // ATTN: nvvm.wgmma.wait.group.sync.aligned 2
 // ATTN: nvvm.mbarrier.arrive
 // ATTN: nvvm.wgmma.wait.group.sync.aligned 0
 // ATTN-COUNT-2: nvvm.mbarrier.arrive
+// ATTN: vector.from_elements {{.*}} : vector<2xbf16>
+// ATTN-NOT: memref.store
 // ATTN: nvvm.barrier id = %{{.*}} number_of_threads = %{{.*}}
+// ATTN: vector.store {{.*}}, vector<2xbf16>
 // ATTN: nvvm.setmaxregister  decrease 40
 // ATTN: nvvm.mbarrier.try_wait.parity
 // ATTN: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c24576_i32
