@@ -1,7 +1,8 @@
 //===- MatmulKernel.h - the tensor-core matmul template's class -*- C++ -*-===//
 //
 // Internal to kf-lower-to-gpu: the template of MatmulKernel.cpp, whose
-// warp-specialised TMA pipeline lives in MatmulPipeline.cpp.
+// warp-specialised TMA pipeline lives in MatmulPipeline.cpp and whose
+// epilogue and output copies live in MatmulEpilogue.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -103,6 +104,7 @@ private:
   /// d = a * b + c for one m16n8k16 tile; appends d's four values.
   void mma(ArrayRef<Value> a, ArrayRef<Value> b, ArrayRef<Value> c,
            SmallVectorImpl<Value> &out);
+  // The epilogue and the output's way out (MatmulEpilogue.cpp).
   LogicalResult storeTile(ValueRange acc);
   /// An accumulator pair: tile-local row and column, and its first
   /// accumulator's index.
