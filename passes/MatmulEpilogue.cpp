@@ -10,8 +10,6 @@
 
 #include "passes/MatmulKernel.h"
 
-#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
-
 using namespace mlir;
 using namespace kfuse::kf;
 

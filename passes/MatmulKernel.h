@@ -133,8 +133,8 @@ private:
   LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged);
   LogicalResult storeResultPair(unsigned result, Value value,
                                 const OutputPair &at, Value tile);
-  /// The staged pair at `slot`, computed without a branch (an epilogue
-  /// that reads no inputs), as a 2-vector of the output's dtype.
+  /// The staged pair at `slot`, computed without a branch (for epilogues
+  /// that cannot read out of bounds), as a 2-vector of the output's dtype.
   mlir::FailureOr<Value> stagedPair(const PairSlot &slot, ValueRange acc);
   void writeStaged(ArrayRef<PairSlot> slots, ArrayRef<Value> pairs);
   Value outputTile();
