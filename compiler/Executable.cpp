@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "compiler/CompileGraph.h"
+#include "compiler/DeviceArguments.h"
 #include "kfuse/Graph.h"
 #include "kfuse/kfuse.h"
 #include "runtime/Debug.h"
@@ -644,7 +645,7 @@ Executable::runOnHost(const std::vector<HostTensor> &inputs) {
   std::vector<std::vector<int64_t>> shapes;
   for (const HostTensor &t : inputs)
     shapes.push_back(t.shape());
-  std::vector<runtime::BufferDesc> outputDescs;
+  std::vector<detail::OutputSpec> outputs;
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     Expected<detail::Specialization *> spec = impl_->specialize(shapes);
@@ -652,41 +653,52 @@ Executable::runOnHost(const std::vector<HostTensor> &inputs) {
       return spec.error();
     for (const runtime::BufferDesc &b : (*spec)->entry->plan.buffers)
       if (b.role == runtime::BufferRole::Output)
-        outputDescs.push_back(b);
+        outputs.push_back({b.dtype, b.shape, b.bytes});
   }
-  std::vector<DeviceBuffer> buffers;
-  std::vector<DeviceTensor> in, out;
-  for (const HostTensor &t : inputs) {
-    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
-    if (!b)
-      return b.error();
-    in.push_back(b->tensor(t.dtype(), Dims(t.shape())));
-    buffers.push_back(b.take());
-  }
-  for (const runtime::BufferDesc &desc : outputDescs) {
-    Expected<DeviceBuffer> b = DeviceBuffer::allocate(desc.bytes);
-    if (!b)
-      return b.error();
-    // Poison: 0xFF bytes are NaN in every float dtype.
-    if (Status s = b->fill(0xFF); !s)
-      return s.error();
-    out.push_back(b->tensor(desc.dtype, Dims(desc.shape)));
-    buffers.push_back(b.take());
-  }
-  if (Status s = run(in.data(), in.size(), out.data(), out.size()); !s)
+  Expected<detail::DeviceArguments> args =
+      detail::deviceArguments(inputs, outputs, /*poison=*/true);
+  if (!args)
+    return args.error();
+  if (Status s = run(args->in.data(), args->in.size(), args->out.data(),
+                     args->out.size());
+      !s)
     return s.error();
   if (Status s = synchronize(); !s)
     return s.error();
   std::vector<HostTensor> results;
-  for (size_t i = 0; i < outputDescs.size(); ++i) {
-    HostTensor t(outputDescs[i].dtype, outputDescs[i].shape);
-    if (Status s = buffers[inputs.size() + i].copyToHost(t.data(),
-                                                         t.sizeInBytes());
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    HostTensor t(outputs[i].dtype, outputs[i].shape);
+    if (Status s = args->buffers[inputs.size() + i].copyToHost(t.data(),
+                                                               t.sizeInBytes());
         !s)
       return s.error();
     results.push_back(std::move(t));
   }
   return results;
+}
+
+Expected<detail::DeviceArguments>
+detail::deviceArguments(const std::vector<HostTensor> &inputs,
+                        const std::vector<OutputSpec> &outputs, bool poison) {
+  DeviceArguments args;
+  for (const HostTensor &t : inputs) {
+    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
+    if (!b)
+      return b.error();
+    args.in.push_back(b->tensor(t.dtype(), Dims(t.shape())));
+    args.buffers.push_back(b.take());
+  }
+  for (const OutputSpec &spec : outputs) {
+    Expected<DeviceBuffer> b = DeviceBuffer::allocate(spec.bytes);
+    if (!b)
+      return b.error();
+    if (poison)
+      if (Status s = b->fill(0xFF); !s)
+        return s.error();
+    args.out.push_back(b->tensor(spec.dtype, Dims(spec.shape)));
+    args.buffers.push_back(b.take());
+  }
+  return args;
 }
 
 Compiler::Compiler(CompileOptions options) : options_(std::move(options)) {}

@@ -1,6 +1,7 @@
 //===- Testing.cpp - regression-testing fusion ----------------------------===//
 
 #include "kfuse/Testing.h"
+#include "compiler/DeviceArguments.h"
 #include "kfuse/Evaluator.h"
 #include "runtime/CudaDriver.h"
 
@@ -63,24 +64,18 @@ Expected<Run> runMode(const Graph &graph, Fusion fusion,
   if (!options.time)
     return run;
   // Time on device buffers (the outputs' contents no longer matter).
-  std::vector<DeviceBuffer> buffers;
-  std::vector<DeviceTensor> in, out;
-  for (const HostTensor &t : inputs) {
-    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
-    if (!b)
-      return b.error();
-    in.push_back(b->tensor(t.dtype(), Dims(t.shape())));
-    buffers.push_back(b.take());
-  }
-  for (const HostTensor &t : run.outputs) {
-    Expected<DeviceBuffer> b = DeviceBuffer::allocate(t.sizeInBytes());
-    if (!b)
-      return b.error();
-    out.push_back(b->tensor(t.dtype(), Dims(t.shape())));
-    buffers.push_back(b.take());
-  }
+  std::vector<detail::OutputSpec> specs;
+  for (const HostTensor &t : run.outputs)
+    specs.push_back({t.dtype(), t.shape(), t.sizeInBytes()});
+  Expected<detail::DeviceArguments> args =
+      detail::deviceArguments(inputs, specs, /*poison=*/false);
+  if (!args)
+    return args.error();
   Expected<std::vector<double>> times = timeOnDevice(
-      [&] { return exe->run(in.data(), in.size(), out.data(), out.size()); },
+      [&] {
+        return exe->run(args->in.data(), args->in.size(), args->out.data(),
+                        args->out.size());
+      },
       options.repetitions);
   if (!times)
     return times.error();
