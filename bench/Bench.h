@@ -85,15 +85,17 @@ Expected<double> medianMs(const std::function<Status()> &once);
 /// Random inputs of `g` on the device; `bytes` counts them.
 Status uploadRandomInputs(const Graph &g, std::vector<DeviceBuffer> &buffers,
                           std::vector<DeviceTensor> &inputs, uint64_t &bytes);
-/// A bf16 tensor of `shape` copied from the device.
-Expected<HostTensor> downloadBf16(const DeviceBuffer &buffer,
-                                  std::vector<int64_t> shape);
-/// `g` compiled fused and unfused and timed on the same buffers;
-/// `inspectFused` sees the fused executable.
-Status timeFusedAndUnfused(
-    const Graph &g, const std::vector<DeviceTensor> &inputs,
-    const DeviceTensor &result, double &fusedMs, double &unfusedMs,
-    const std::function<void(Executable &)> &inspectFused = {});
+/// A tensor of `dtype` and `shape` copied from the device.
+Expected<HostTensor> download(const DeviceBuffer &buffer, DType dtype,
+                              std::vector<int64_t> shape);
+/// `g` compiled fused and unfused (from `base`'s other options) and timed
+/// on the same buffers; `inspectFused` sees the fused executable.
+Status
+timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
+                    const DeviceTensor &result, double &fusedMs,
+                    double &unfusedMs,
+                    const std::function<void(Executable &)> &inspectFused = {},
+                    const CompileOptions &base = {});
 
 int runCosts(const std::string &self, Table &table);
 /// The memory-bound workloads (all, or `only`); `list` prints their names.

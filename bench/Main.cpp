@@ -68,20 +68,22 @@ Status uploadRandomInputs(const Graph &g, std::vector<DeviceBuffer> &buffers,
   return Status::ok();
 }
 
-Expected<HostTensor> downloadBf16(const DeviceBuffer &buffer,
-                                  std::vector<int64_t> shape) {
-  HostTensor t(DType::bf16, std::move(shape));
+Expected<HostTensor> download(const DeviceBuffer &buffer, DType dtype,
+                              std::vector<int64_t> shape) {
+  HostTensor t(dtype, std::move(shape));
   if (Status s = buffer.copyToHost(t.data(), t.sizeInBytes()); !s)
     return s.error();
   return t;
 }
 
-Status timeFusedAndUnfused(
-    const Graph &g, const std::vector<DeviceTensor> &inputs,
-    const DeviceTensor &result, double &fusedMs, double &unfusedMs,
-    const std::function<void(Executable &)> &inspectFused) {
+Status
+timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
+                    const DeviceTensor &result, double &fusedMs,
+                    double &unfusedMs,
+                    const std::function<void(Executable &)> &inspectFused,
+                    const CompileOptions &base) {
   for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
-    CompileOptions options;
+    CompileOptions options = base;
     options.fusion = fusion;
     Expected<Executable> exe = Compiler(options).compile(g);
     if (!exe)

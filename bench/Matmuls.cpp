@@ -2,7 +2,8 @@
 //
 // Each workload is timed in one run: kfuse fused (epilogue in the matmul
 // kernel), kfuse unfused (the epilogue as kernels of its own), and cuBLAS
-// (cublasGemmEx / cublasGemmStridedBatchedEx, f32 compute, opened from
+// (cublasGemmEx / cublasGemmStridedBatchedEx, f32 compute, TF32 for the f32
+// workloads, which kfuse compiles with allowTF32; opened from
 // libcublas.so.13 at run time) on the same device buffers; the floor is the
 // larger of FLOPs / the peak rate and bytes / the copy bandwidth. kfuse's
 // output is also compared with cuBLAS's (relative error), so a fast wrong
@@ -34,8 +35,9 @@ struct CuBlas {
   GemmEx gemm = nullptr;
   GemmStridedBatchedEx batched = nullptr;
 
-  static constexpr int kOpN = 0, kOpT = 1, kBF16 = 14, kF16 = 2,
-                       kCompute32F = 68, kDefaultAlgo = -1;
+  static constexpr int kOpN = 0, kOpT = 1, kBF16 = 14, kF16 = 2, kF32 = 0,
+                       kCompute32F = 68, kCompute32FFastTF32 = 77,
+                       kDefaultAlgo = -1;
 
   static CuBlas *open() {
     static CuBlas blas;
@@ -62,6 +64,9 @@ struct MatmulWorkload {
   std::string name;
   int64_t batch, m, n, k;
   bool transposeB, biasGelu;
+  /// f32 workloads run in TF32 (CompileOptions::allowTF32, and cuBLAS's
+  /// CUBLAS_COMPUTE_32F_FAST_TF32).
+  DType dtype = DType::bf16;
 };
 
 std::vector<MatmulWorkload> matmulWorkloads() {
@@ -76,6 +81,10 @@ std::vector<MatmulWorkload> matmulWorkloads() {
       {"m16_4096x4096", 1, 16, 4096, 4096, true, false},
       {"mm_1792_bf16", 1, 1792, 1792, 1792, false, false},
       {"mm_1794_tb_bf16", 1, 1794, 1794, 1792, true, false},
+      // TF32: B as [N, K] (a linear layer's weight) straight to the tensor
+      // cores; B as [K, N] copied transposed first (kf-pad).
+      {"tf32_4096_tb", 1, 4096, 4096, 4096, true, false, DType::f32},
+      {"tf32_4096_nn", 1, 4096, 4096, 4096, false, false, DType::f32},
   };
 }
 
@@ -86,16 +95,16 @@ Shape batched(const MatmulWorkload &w, int64_t r, int64_t c) {
 }
 
 void buildGraph(Graph &g, const MatmulWorkload &w) {
-  Tensor a = g.input("a", DType::bf16, batched(w, w.m, w.k));
-  Tensor b = g.input("b", DType::bf16,
-                     batched(w, w.transposeB ? w.n : w.k,
-                             w.transposeB ? w.k : w.n));
+  Tensor a = g.input("a", w.dtype, batched(w, w.m, w.k));
+  Tensor b =
+      g.input("b", w.dtype,
+              batched(w, w.transposeB ? w.n : w.k, w.transposeB ? w.k : w.n));
   MatmulOptions o;
   o.transposeB = w.transposeB;
   Tensor y = matmul(a, b, o);
   if (w.biasGelu)
-    y = gelu(y + broadcastTo(g.input("bias", DType::bf16, {w.n}),
-                             batched(w, w.m, w.n)));
+    y = gelu(
+        y + broadcastTo(g.input("bias", w.dtype, {w.n}), batched(w, w.m, w.n)));
   g.output("y", y);
 }
 
@@ -105,16 +114,17 @@ Status runCuBlas(CuBlas &blas, const MatmulWorkload &w, const void *a,
   float one = 1, zero = 0;
   int opB = w.transposeB ? CuBlas::kOpT : CuBlas::kOpN;
   int ldb = w.transposeB ? w.k : w.n;
-  int rc =
-      w.batch == 1
-          ? blas.gemm(blas.handle, opB, CuBlas::kOpN, w.n, w.m, w.k, &one, b,
-                      CuBlas::kBF16, ldb, a, CuBlas::kBF16, w.k, &zero, c,
-                      CuBlas::kBF16, w.n, CuBlas::kCompute32F,
-                      CuBlas::kDefaultAlgo)
-          : blas.batched(blas.handle, opB, CuBlas::kOpN, w.n, w.m, w.k, &one, b,
-                         CuBlas::kBF16, ldb, w.k * w.n, a, CuBlas::kBF16, w.k,
-                         w.m * w.k, &zero, c, CuBlas::kBF16, w.n, w.m * w.n,
-                         w.batch, CuBlas::kCompute32F, CuBlas::kDefaultAlgo);
+  bool tf32 = w.dtype == DType::f32;
+  int type = tf32 ? CuBlas::kF32 : CuBlas::kBF16;
+  int compute = tf32 ? CuBlas::kCompute32FFastTF32 : CuBlas::kCompute32F;
+  int rc = w.batch == 1
+               ? blas.gemm(blas.handle, opB, CuBlas::kOpN, w.n, w.m, w.k, &one,
+                           b, type, ldb, a, type, w.k, &zero, c, type, w.n,
+                           compute, CuBlas::kDefaultAlgo)
+               : blas.batched(blas.handle, opB, CuBlas::kOpN, w.n, w.m, w.k,
+                              &one, b, type, ldb, w.k * w.n, a, type, w.k,
+                              w.m * w.k, &zero, c, type, w.n, w.m * w.n,
+                              w.batch, compute, CuBlas::kDefaultAlgo);
   if (rc != 0)
     return Error(ErrorCode::DeviceError,
                  "cuBLAS GEMM failed with status " + std::to_string(rc));
@@ -152,7 +162,7 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
   std::vector<int64_t> outShape = {w.m, w.n};
   if (w.batch > 1)
     outShape.insert(outShape.begin(), w.batch);
-  uint64_t outBytes = 2 * w.batch * w.m * w.n;
+  uint64_t outBytes = dtypeSize(w.dtype) * w.batch * w.m * w.n;
   bytes += outBytes;
   Expected<DeviceBuffer> out = DeviceBuffer::allocate(outBytes);
   Expected<DeviceBuffer> peer = DeviceBuffer::allocate(outBytes);
@@ -165,11 +175,17 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
   MatmulRow row;
   row.name = w.name;
   row.flops = 2.0 * w.batch * w.m * w.n * w.k;
+  // Dense TF32 runs at half the 16-bit rate on Hopper.
+  if (w.dtype == DType::f32)
+    peakTflops /= 2;
   row.floorMs = std::max(row.flops / (peakTflops * 1e12),
                          bytes / (copyGBs * 1e9)) * 1e3;
+  CompileOptions options;
+  options.allowTF32 = w.dtype == DType::f32;
   if (Status s = timeFusedAndUnfused(
-          g, inputs, out->tensor(DType::bf16, Dims(outShape)), row.fusedMs,
-          row.unfusedMs, [&](Executable &exe) { row.tile = tileOf(exe); });
+          g, inputs, out->tensor(w.dtype, Dims(outShape)), row.fusedMs,
+          row.unfusedMs, [&](Executable &exe) { row.tile = tileOf(exe); },
+          options);
       !s)
     return s.error();
   // Compare with cuBLAS where it computes the same (its time without the
@@ -186,8 +202,8 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
   row.cublasMs = *ms;
   if (w.biasGelu)
     return row;
-  Expected<HostTensor> mine = downloadBf16(*out, outShape);
-  Expected<HostTensor> theirs = downloadBf16(*peer, outShape);
+  Expected<HostTensor> mine = download(*out, w.dtype, outShape);
+  Expected<HostTensor> theirs = download(*peer, w.dtype, outShape);
   if (mine && theirs)
     row.error = relativeError(*mine, *theirs);
   return row;

@@ -113,7 +113,7 @@ Expected<PadRow> measure(const PadWorkload &w) {
       ++mma;
     row.kernels[pad ? 0 : 1] =
         std::to_string(padded) + "p/" + std::to_string(mma) + "tc";
-    Expected<HostTensor> host = downloadBf16(*out, w.outShape);
+    Expected<HostTensor> host = download(*out, DType::bf16, w.outShape);
     if (!host)
       return host.error();
     results.push_back(host.take());

@@ -190,12 +190,12 @@ runtime::TensorMapDesc tensorMapOf(const kf::TmaOperand &o, uint32_t buffer) {
   runtime::TensorMapDesc map;
   map.buffer = buffer;
   map.rank = o.rank;
-  uint32_t box[3] = {kf::kTmaBoxCols, uint32_t(o.boxRows), 1};
+  uint32_t box[3] = {uint32_t(o.boxCols), uint32_t(o.boxRows), 1};
   for (int64_t d = 0; d < o.rank; ++d) {
     map.dims[d] = o.dims[d];
     map.box[d] = box[d];
     if (d > 0)
-      map.strides[d - 1] = o.strides[d - 1] * 2; // 16-bit elements
+      map.strides[d - 1] = o.strides[d - 1] * o.elementBytes;
   }
   return map;
 }
@@ -339,10 +339,13 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   if (request.stopAfter == Stage::Graph)
     return plan;
 
-  kf::KernelPipelineOptions kernelOptions{
-      request.fused, request.multiprocessors, request.aligned,
-      /*wgmma=*/request.arch == "sm_90" || request.arch == "sm_90a",
-      request.padRows};
+  kf::KernelPipelineOptions kernelOptions{request.fused,
+                                          request.multiprocessors,
+                                          request.aligned,
+                                          /*wgmma=*/request.arch == "sm_90" ||
+                                              request.arch == "sm_90a",
+                                          request.padRows,
+                                          request.allowTF32};
   if (failed(run([&](PassManager &pm) {
         kf::buildKernelPipeline(pm, kernelOptions);
       })))

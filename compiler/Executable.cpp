@@ -151,6 +151,7 @@ ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
                     llvmVersion() + "\narch " + options.arch + "\nfusion " +
                     (options.fusion == Fusion::Fused ? "fused" : "unfused") +
                     "\npad rows " + (options.padRows ? "16" : "no") +
+                    "\ntf32 " + (options.allowTF32 ? "allowed" : "no") +
                     "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
@@ -215,6 +216,7 @@ Status ExecutableImpl::compileEntry(
   request.arch = options.arch;
   request.fused = options.fusion == Fusion::Fused;
   request.padRows = options.padRows;
+  request.allowTF32 = options.allowTF32;
   request.aligned = aligned;
   Expected<runtime::Plan> plan = compiler::compileGraph(request);
   if (!plan)

@@ -12,10 +12,11 @@
 
 namespace kfuse::testing {
 
-double tolerance(DType dtype, int64_t reductionLength) {
+double tolerance(DType dtype, int64_t reductionLength, bool allowTF32) {
+  // TF32 keeps f16's 10 mantissa bits of each product's operands.
   double base = dtype == DType::bf16  ? 1e-2
                 : dtype == DType::f16 ? 2e-3
-                : dtype == DType::f32 ? 1e-5
+                : dtype == DType::f32 ? (allowTF32 ? 2e-3 : 1e-5)
                                       : 0.0;
   return base * std::max(1.0, std::sqrt(double(reductionLength)) / 8.0);
 }
@@ -49,6 +50,7 @@ Expected<Run> runMode(const Graph &graph, Fusion fusion,
                       const CheckOptions &options) {
   CompileOptions compile;
   compile.fusion = fusion;
+  compile.allowTF32 = options.allowTF32;
   Expected<Executable> exe = Compiler(compile).compile(graph);
   if (!exe)
     return exe.error();
@@ -128,11 +130,13 @@ Expected<FusionReport> checkFusion(const Graph &graph,
   report.valuesMatch = true;
   std::vector<TensorInfo> outputs = graph.outputs();
   for (size_t i = 0; i < outputs.size(); ++i) {
-    OutputCheck check{outputs[i].name, outputs[i].dtype,
-                      relativeError(fused->outputs[i], (*reference)[i]),
-                      relativeError(unfused->outputs[i], (*reference)[i]),
-                      tolerance(outputs[i].dtype, options.reductionLength),
-                      false};
+    OutputCheck check{
+        outputs[i].name,
+        outputs[i].dtype,
+        relativeError(fused->outputs[i], (*reference)[i]),
+        relativeError(unfused->outputs[i], (*reference)[i]),
+        tolerance(outputs[i].dtype, options.reductionLength, options.allowTF32),
+        false};
     // NaN fails both comparisons.
     check.passed = check.fusedError <= check.tolerance &&
                    check.unfusedError <= check.tolerance;

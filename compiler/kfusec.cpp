@@ -53,6 +53,10 @@ cl::opt<bool> unfused("unfused",
                       cl::desc("One kernel per op (the unfused baseline)"));
 cl::opt<bool> noPad("no-pad",
                     cl::desc("Keep intermediate buffers dense (no kf-pad)"));
+cl::opt<bool> allowTF32(
+    "allow-tf32",
+    cl::desc("f32 matmuls may run on tensor cores in TF32 (about 1e-3 "
+             "relative error)"));
 cl::list<std::string> shapeArgs("shape",
                                 cl::desc("An input's shape, NAME=128x64"));
 cl::list<std::string> bindArgs("bind",
@@ -223,7 +227,8 @@ int printSASS(const std::string &ptx) {
 double toleranceFor(kfuse::DType dtype) {
   switch (dtype) {
   case kfuse::DType::f32:
-    return 1e-4;
+    // TF32 products keep 10 of f32's 23 mantissa bits.
+    return allowTF32 ? 5e-3 : 1e-4;
   case kfuse::DType::f16:
     return 5e-3;
   case kfuse::DType::bf16:
@@ -256,6 +261,7 @@ int profileOnGPU(const kfuse::Graph &graph) {
   kfuse::CompileOptions options;
   options.fusion = unfused ? kfuse::Fusion::Unfused : kfuse::Fusion::Fused;
   options.padRows = !noPad;
+  options.allowTF32 = allowTF32;
   options.arch = arch;
   auto exe = kfuse::Compiler(options).compile(graph);
   if (!exe)
@@ -387,6 +393,7 @@ int main(int argc, char **argv) {
   request.arch = arch;
   request.fused = !unfused;
   request.padRows = !noPad;
+  request.allowTF32 = allowTF32;
   request.stopAfter = emit == Emit::SASS ? kfuse::Stage::PTX
                                          : static_cast<kfuse::Stage>(emit.getValue());
   bool badOptions = false;

@@ -42,10 +42,8 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
     : IndexArithmetic(e), matmul(matmul),
       p(MatmulProblem::of(matmul)) {
   KernelOp k = e.kernel();
-  t = {configValue(k, "tile_m"),  configValue(k, "tile_n"),
-       configValue(k, "tile_k"),  configValue(k, "warps_m"),
-       configValue(k, "warps_n"), configValue(k, "group_m", 1),
-       configValue(k, "wgmma") != 0};
+  t = matmulTileOf(k);
+  t.groupM = std::max<int64_t>(t.groupM, 1);
   stages = configValue(k, "stages");
   tma = configValue(k, "tma");
   mmaGroups = tma ? configValue(k, "mma_groups", 1) : 1;
@@ -70,11 +68,15 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
                p.transposeB ? p.k : p.n, p.sharedB, p.transposeB);
   // Persistent kernels stage their output past the two stages the next
   // tile's first copies fill; with `tma` past all of them.
-  outputOffset = configValue(k, "persistent") ? 2 * stageElements * 2 : 0;
-  stagedCols = stagedOutputCols(t, tma);
+  outputOffset =
+      configValue(k, "persistent") ? 2 * stageElements * t.elementBytes : 0;
+  stagedCols = stagedOutputCols(
+      t, tma,
+      getElementTypeOrSelf(k.getResult(0).getType()).getIntOrFloatBitWidth() /
+          8);
   if (tma) {
     tmaMaps = tmaOperands(k);
-    outputOffset = stages * stageElements * 2;
+    outputOffset = stages * stageElements * t.elementBytes;
     barrierOffset = configValue(k, "shared_bytes") - stages * 16;
   }
 }
@@ -89,6 +91,12 @@ LogicalResult TensorCoreMatmul::emit() {
   if (mmaGroups < 1 || mmaGroups >= stages)
     return e.kernel().emitOpError("has mma_groups = ")
            << mmaGroups << ": needs 1 to stages - 1 (" << stages - 1 << ")";
+  // f32 operands multiply in TF32 only where kf-tile was allowed to say so.
+  if (dtype.isF32() != (configValue(e.kernel(), "tf32") != 0))
+    return e.kernel().emitOpError("has ")
+           << dtype
+           << " operands and tf32 = " << configValue(e.kernel(), "tf32")
+           << ": TF32 tiles are for f32 operands, and f32 needs them";
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
   sharedBytes = gpu::DynamicSharedMemoryOp::create(
@@ -231,11 +239,15 @@ void TensorCoreMatmul::locateWarp() {
   };
   // A fragments: matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15),
   // (8-15, 8-15) of a 16x16 tile.
+  // Along K, 8 columns are 16 bytes: 4 of TF32's 32-bit elements, whose
+  // 16x8 A and 8x8 B fragments are those of a 16-bit operand twice as wide
+  // (transposed operands are 16-bit only).
+  int64_t k8 = t.chunkElements();
   laneA = p.transposeA ? offset(add(l8, mul(hi, 8)), mul(mid, 8), a.tile)
-                       : offset(l16, mul(hi, 8), a.tile);
+                       : offset(l16, mul(hi, k8), a.tile);
   // B fragments of two n8 tiles: (k 0-7, n 0-7), (8-15, 0-7), (0-7, 8-15),
   // (8-15, 8-15).
-  laneB = p.transposeB ? offset(add(l8, mul(hi, 8)), mul(mid, 8), bOp.tile)
+  laneB = p.transposeB ? offset(add(l8, mul(hi, 8)), mul(mid, k8), bOp.tile)
                        : offset(add(l8, mul(mid, 8)), mul(hi, 8), bOp.tile);
 }
 
@@ -252,15 +264,16 @@ void TensorCoreMatmul::loadStage(Value kTile, Value stage) {
     copyTile(bOp, bBase, k0, n0, base);
 }
 
-/// Thread tid copies chunks tid, tid + threads, ... of 8 elements; those
-/// past the matrix are zero-filled (a zero adds nothing to the products).
+/// Thread tid copies 16-byte chunks tid, tid + threads, ...; those past the
+/// matrix are zero-filled (a zero adds nothing to the products).
 void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
                                 Value row0, Value col0, Value stageBase) {
-  int64_t perRow = op.tile.cols / 8;
+  int64_t vec = t.chunkElements();
+  int64_t perRow = op.tile.cols / vec;
   int64_t chunks = op.tile.rows * perRow;
   for (int64_t first = 0; first < chunks; first += t.threads()) {
     Value c = add(tid, idx(first));
-    Value r = div(c, perRow), col = mul(rem(c, perRow), 8);
+    Value r = div(c, perRow), col = mul(rem(c, perRow), vec);
     Value gr = add(row0, r), gc = add(col0, col);
     Value src = add(batchBase, add(mul(gr, op.stride), gc));
     // Tiles start at multiples of their size: only a dim the tile does not
@@ -275,7 +288,7 @@ void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
     Value count;
     if (valid) {
       src = arith::SelectOp::create(b, l, valid, src, idx(0));
-      count = arith::SelectOp::create(b, l, valid, idx(8), idx(0));
+      count = arith::SelectOp::create(b, l, valid, idx(vec), idx(0));
     }
     Value dst = add(stageBase, add(idx(op.offset), sharedOffset(op, r, col)));
     OpBuilder::InsertionGuard g(b);
@@ -284,8 +297,8 @@ void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
       b.setInsertionPointToStart(inRange.thenBlock());
     }
     nvgpu::DeviceAsyncCopyOp::create(b, l, shared, ValueRange{dst}, op.memref,
-                                     ValueRange{src}, b.getIndexAttr(8), count,
-                                     b.getUnitAttr());
+                                     ValueRange{src}, b.getIndexAttr(vec),
+                                     count, b.getUnitAttr());
   }
 }
 
@@ -293,30 +306,33 @@ Value TensorCoreMatmul::sharedOffset(const StagedOperand &op, Value r,
                                      Value col) {
   if (!t.wgmma)
     return add(mul(r, op.tile.stride()), col);
-  return wgmma::swizzledOffset(b, l, r, col, op.kContiguous);
+  return wgmma::swizzledOffset(b, l, r, col, op.kContiguous, t.elementBytes);
 }
 
-/// Four k16 steps of m64nNk16 for the warpgroup's 64 rows, left in flight
-/// while the next stage's copies land: then waits until the products of at
-/// most `mmaGroups` K steps, this one's included, are in flight.
+/// Four 32-byte K steps (m64nNk16, or m64nNk8 in TF32) for the warpgroup's
+/// 64 rows, left in flight while the next stage's copies land: then waits
+/// until the products of at most `mmaGroups` K steps, this one's included,
+/// are in flight.
 Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc, bool first) {
-  Value stageBytes = add(sharedBase, mul(stage, stageElements * 2));
+  Value stageBytes =
+      add(sharedBase, mul(stage, stageElements * t.elementBytes));
   // Warpgroup g's 64 rows of A: 64 rows of 128 bytes (K-major) or the g-th
   // atom column (M-major): 8192 bytes either way.
   Value warpgroup = div(tid, 128);
   Value aBytes = add(stageBytes, mul(warpgroup, 8192));
-  Value bBytes = add(stageBytes, idx(bOp.offset * 2));
+  Value bBytes = add(stageBytes, idx(bOp.offset * t.elementBytes));
   auto layout = [&](bool kContiguous, bool isA) {
     // A is "row" when K-major, B is "col" when K-major.
     return kContiguous == isA ? NVVM::MMALayout::row : NVVM::MMALayout::col;
   };
-  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, t.bn, 16);
-  NVVM::WGMMATypes type =
-      dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, t.bn, t.productK());
+  NVVM::WGMMATypes type = dtype.isBF16()  ? NVVM::WGMMATypes::bf16
+                          : dtype.isF16() ? NVVM::WGMMATypes::f16
+                                          : NVVM::WGMMATypes::tf32;
   NVVM::WgmmaFenceAlignedOp::create(b, l);
-  for (int64_t s = 0; s < t.bk / 16; ++s) {
-    // A k16 step is 32 bytes into a K-major row, two 8-row groups down an
-    // M/N-major atom.
+  for (int64_t s = 0; s < t.bk / t.productK(); ++s) {
+    // A product's K step is 32 bytes into a K-major row, two 8-row groups
+    // down an M/N-major atom (16-bit operands only).
     auto step = [&](bool kContiguous) { return idx(kContiguous ? 32 * s : 2048 * s); };
     Value da = wgmma::descriptor(b, l, add(aBytes, step(a.kContiguous)),
                                  a.kContiguous);
@@ -337,14 +353,14 @@ Value TensorCoreMatmul::multiplyWgmma(Value stage, Value acc, bool first) {
 
 SmallVector<Value> TensorCoreMatmul::loadFragments(Value offset,
                                                    bool transpose) {
-  auto type = VectorType::get({4, 2}, dtype);
+  auto type = VectorType::get({4, 4 / t.elementBytes}, dtype);
   Value frag = nvgpu::LdMatrixOp::create(b, l, type, shared, ValueRange{offset},
                                          transpose, 4);
   SmallVector<Value> regs;
   for (int64_t i = 0; i < 4; ++i) {
     Value pair = vector::ExtractOp::create(b, l, frag, ArrayRef<int64_t>{i});
-    if (dtype.isBF16()) {
-      // NVVM takes bf16 pairs as 32-bit registers.
+    if (!dtype.isF16()) {
+      // NVVM takes bf16 pairs and TF32 values as 32-bit registers.
       Value word = vector::BitCastOp::create(
           b, l, VectorType::get({1}, b.getI32Type()), pair);
       pair = vector::ExtractOp::create(b, l, word, ArrayRef<int64_t>{0});
@@ -359,10 +375,11 @@ void TensorCoreMatmul::mma(ArrayRef<Value> aRegs, ArrayRef<Value> bRegs,
   Type f32 = b.getF32Type();
   auto result = LLVM::LLVMStructType::getLiteral(b.getContext(),
                                                  {f32, f32, f32, f32});
-  NVVM::MMATypes type =
-      dtype.isBF16() ? NVVM::MMATypes::bf16 : NVVM::MMATypes::f16;
+  NVVM::MMATypes type = dtype.isBF16()  ? NVVM::MMATypes::bf16
+                        : dtype.isF16() ? NVVM::MMATypes::f16
+                                        : NVVM::MMATypes::tf32;
   Value d = NVVM::MmaOp::create(
-      b, l, result, aRegs, bRegs, c, ArrayRef<int64_t>{16, 8, 16},
+      b, l, result, aRegs, bRegs, c, ArrayRef<int64_t>{16, 8, t.productK()},
       std::nullopt, std::nullopt, std::array<NVVM::MMATypes, 2>{type, type},
       std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
                                      NVVM::MMALayout::col});
@@ -380,7 +397,7 @@ SmallVector<Value> TensorCoreMatmul::multiply(Value stage, ValueRange acc) {
                                              ? mul(warpCol, bOp.tile.stride())
                                              : warpCol)));
   SmallVector<Value> sums(acc.begin(), acc.end());
-  for (int64_t kk = 0; kk < t.bk; kk += 16) {
+  for (int64_t kk = 0; kk < t.bk; kk += t.productK()) {
     SmallVector<SmallVector<Value>> aFrags, bFrags;
     for (int64_t mi = 0; mi < tilesM; ++mi) {
       int64_t at = p.transposeA ? kk * a.tile.stride() + mi * 16

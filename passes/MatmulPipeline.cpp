@@ -140,13 +140,16 @@ void TensorCoreMatmul::produceSteps(Value first) {
     waitBarrier(emptyBarrier(stage), phase);
     Value full = fullBarrier(stage);
     NVVM::MBarrierArriveExpectTxOp::create(
-        b, l, Type(), full, e.constant(b.getI32Type(), stageElements * 2),
+        b, l, Type(), full,
+        e.constant(b.getI32Type(), stageElements * t.elementBytes),
         NVVM::MemScopeKind::CTA, false, Value());
-    Value k0 = mul(kt, t.bk), bytes = mul(stage, stageElements * 2);
+    Value k0 = mul(kt, t.bk),
+          bytes = mul(stage, stageElements * t.elementBytes);
     auto [aRow, aCol] = origin(p.transposeA, m0, k0);
     auto [bRow, bCol] = origin(!p.transposeB, n0, k0);
     copyWithTma(0, aRow, aCol, bytes, full);
-    copyWithTma(1, bRow, bCol, add(bytes, idx(bOp.offset * 2)), full);
+    copyWithTma(1, bRow, bCol, add(bytes, idx(bOp.offset * t.elementBytes)),
+                full);
     return SmallVector<Value>{};
   });
 }
@@ -160,13 +163,13 @@ void TensorCoreMatmul::copyWithTma(unsigned which, Value row0, Value col0,
     return arith::IndexCastOp::create(b, l, b.getI32Type(), v);
   };
   for (int64_t j = 0; j < op.boxes; ++j) {
-    SmallVector<Value> at = {i32(add(col0, idx(j * kTmaBoxCols))), i32(row0)};
+    SmallVector<Value> at = {i32(add(col0, idx(j * op.boxCols))), i32(row0)};
     if (op.rank == 3)
       at.push_back(i32(batch));
     // The CTA's own shared memory, as the cluster's window addresses it.
     Value dst = LLVM::AddrSpaceCastOp::create(
         b, l, LLVM::LLVMPointerType::get(b.getContext(), 7),
-        sharedPointer(add(stageBytes, idx(j * op.boxRows * kTmaBoxCols * 2))));
+        sharedPointer(add(stageBytes, idx(j * op.boxRows * kTmaBoxBytes))));
     NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
         b, l, dst, map, at, full, ValueRange{}, Value(), Value(),
         NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());

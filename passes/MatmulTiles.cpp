@@ -30,6 +30,8 @@ MatmulProblem MatmulProblem::of(MatmulOp op) {
   p.transposeA = op.getTransposeA();
   p.transposeB = op.getTransposeB();
   p.sharedB = shapeOf(op.getB()).size() == 2 && rank > 2;
+  p.elementBytes =
+      getElementTypeOrSelf(op.getA().getType()).getIntOrFloatBitWidth() / 8;
   return p;
 }
 
@@ -48,24 +50,29 @@ static int64_t operandRowStride(Value operand,
 }
 
 std::optional<std::string>
-kfuse::kf::tensorCoreRefusal(MatmulOp op, bool aligned,
+kfuse::kf::tensorCoreRefusal(MatmulOp op, bool aligned, bool allowTF32,
                              ArrayRef<std::pair<Value, int64_t>> assumed) {
   Type dtype = mlir::cast<RankedTensorType>(op.getA().getType()).getElementType();
-  if (!dtype.isBF16() && !dtype.isF16())
-    return "its operands are " +
-           std::string(dtype.isF32() ? "f32 (exact: no tf32)" : "not bf16/f16");
+  MatmulProblem p = MatmulProblem::of(op);
+  if (dtype.isF32() && !allowTF32)
+    return std::string("its operands are f32 (exact: TF32 not allowed)");
+  if (dtype.isF32() && (p.transposeA || !p.transposeB))
+    return std::string("its f32 operands are not both K-major (TF32 "
+                       "products read A as [M, K] and B as [N, K] only)");
+  if (!dtype.isBF16() && !dtype.isF16() && !dtype.isF32())
+    return std::string("its operands are not bf16, f16 or f32");
   if (!aligned)
     return std::string("its buffers are not known to be 16-byte aligned");
-  MatmulProblem p = MatmulProblem::of(op);
   if (p.m == 0 || p.n == 0 || p.k == 0)
     return std::string("it is empty");
-  // cp.async copies 8 elements: each operand's contiguous rows must be
-  // made of whole, aligned 8-element chunks (kf-pad pads the rows of
-  // intermediate operands to make them so).
+  // cp.async copies 16 bytes: each operand's contiguous rows must be made
+  // of whole, aligned 16-byte chunks (kf-pad pads the rows of intermediate
+  // operands to make them so).
+  int64_t chunk = 16 / p.elementBytes;
   for (Value operand : {op.getA(), op.getB()})
-    if (int64_t stride = operandRowStride(operand, assumed); stride % 8)
+    if (int64_t stride = operandRowStride(operand, assumed); stride % chunk)
       return "a contiguous operand dim (" + std::to_string(stride) +
-             ") is not a multiple of 8";
+             ") is not a multiple of " + std::to_string(chunk);
   return std::nullopt;
 }
 
@@ -120,7 +127,7 @@ double estimatedTime(const MatmulTile &t, const MatmulProblem &p, int64_t sms) {
 int64_t kfuse::kf::stageBytes(const MatmulTile &t, const MatmulProblem &p) {
   return (sharedTileA(t, p.transposeA).elements() +
           sharedTileB(t, p.transposeB).elements()) *
-         2;
+         t.elementBytes;
 }
 
 int64_t kfuse::kf::pipelineStages(const MatmulTile &t, const MatmulProblem &p) {
@@ -145,7 +152,26 @@ MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms,
       bestTime = time;
     }
   }
-  return *best;
+  MatmulTile chosen = *best;
+  chosen.elementBytes = p.elementBytes;
+  chosen.bk = chosen.bk * 2 / p.elementBytes;
+  return chosen;
+}
+
+MatmulTile kfuse::kf::matmulTileOf(KernelOp kernel) {
+  DictionaryAttr config = kernel.getConfigAttr();
+  auto get = [&](StringRef name) {
+    auto value = config ? config.getAs<IntegerAttr>(name) : IntegerAttr();
+    return value ? value.getInt() : 0;
+  };
+  return {get("tile_m"),     get("tile_n"),
+          get("tile_k"),     get("warps_m"),
+          get("warps_n"),    get("group_m"),
+          get("wgmma") != 0, MatmulProblem::of(matmulOf(kernel)).elementBytes};
+}
+
+int64_t kfuse::kf::sharedRowPad(const MatmulTile &t) {
+  return t.wgmma ? 0 : t.chunkElements();
 }
 
 int64_t kfuse::kf::tileRowGroup(const MatmulTile &t, const MatmulProblem &p) {
@@ -156,36 +182,34 @@ int64_t kfuse::kf::tileRowGroup(const MatmulTile &t, const MatmulProblem &p) {
   // time went from 1.195 to 1.03-1.05 ms (kfuse-bench matmul), cuBLAS's.
   constexpr int64_t kResidentABytes = 16 << 20;
   int64_t mTiles = (p.m + t.bm - 1) / t.bm;
-  return p.m * p.k * 2 <= kResidentABytes ? std::max(mTiles, t.groupM)
-                                          : t.groupM;
+  return p.m * p.k * p.elementBytes <= kResidentABytes
+             ? std::max(mTiles, t.groupM)
+             : t.groupM;
 }
 
 SharedTile kfuse::kf::sharedTileA(const MatmulTile &t, bool transposeA) {
-  int64_t pad = t.wgmma ? 0 : kSharedRowPad;
+  int64_t pad = sharedRowPad(t);
   return transposeA ? SharedTile{t.bk, t.bm, pad} : SharedTile{t.bm, t.bk, pad};
 }
 
 SharedTile kfuse::kf::sharedTileB(const MatmulTile &t, bool transposeB) {
-  int64_t pad = t.wgmma ? 0 : kSharedRowPad;
+  int64_t pad = sharedRowPad(t);
   return transposeB ? SharedTile{t.bn, t.bk, pad} : SharedTile{t.bk, t.bn, pad};
 }
 
-int64_t kfuse::kf::stagedOutputCols(const MatmulTile &t, bool tma) {
-  return tma ? std::min<int64_t>(t.bn, 128) : t.bn;
+int64_t kfuse::kf::stagedOutputCols(const MatmulTile &t, bool tma,
+                                    int64_t outputBytes) {
+  // 64 f32 columns (and their 8 of padding) would leave room for three
+  // stages only: with two K steps of products in flight, the copies then
+  // run one step ahead (TF32 4096^3 on the H200: 272 TFLOP/s).
+  return tma ? std::min<int64_t>(t.bn, outputBytes > 2 ? 32 : 128) : t.bn;
 }
 
 std::array<TmaOperand, 2> kfuse::kf::tmaOperands(KernelOp kernel) {
   MatmulOp op = matmulOf(kernel);
   MatmulProblem p = MatmulProblem::of(op);
-  auto tileSize = [&](StringRef name) {
-    return kernel.getConfigAttr().getAs<IntegerAttr>(name).getInt();
-  };
-  // What the shared tiles depend on: the block tile, wgmma's layouts.
-  MatmulTile t{};
-  t.bm = tileSize("tile_m");
-  t.bn = tileSize("tile_n");
-  t.bk = tileSize("tile_k");
-  t.wgmma = true;
+  MatmulTile t = matmulTileOf(kernel);
+  int64_t boxCols = kTmaBoxBytes / p.elementBytes;
   auto describe = [&](Value operand, SharedTile tile, int64_t rows,
                       int64_t cols, bool shared) {
     unsigned input = mlir::cast<BlockArgument>(operand).getArgNumber();
@@ -196,7 +220,9 @@ std::array<TmaOperand, 2> kfuse::kf::tmaOperands(KernelOp kernel) {
                       {cols, rows, p.batch},
                       {stride, rows * stride},
                       tile.rows,
-                      tile.cols / kTmaBoxCols};
+                      boxCols,
+                      tile.cols / boxCols,
+                      p.elementBytes};
   };
   return {describe(op.getA(), sharedTileA(t, p.transposeA),
                    p.transposeA ? p.k : p.m, p.transposeA ? p.m : p.k, false),

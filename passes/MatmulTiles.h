@@ -27,6 +27,9 @@ struct MatmulProblem {
   bool transposeA = false, transposeB = false;
   /// b is rank 2 and shared by every batch.
   bool sharedB = false;
+  /// Bytes of an operand element: 2 (bf16, f16), or 4 (f32, multiplied in
+  /// TF32).
+  int64_t elementBytes = 2;
   static MatmulProblem of(MatmulOp op);
 };
 
@@ -39,19 +42,33 @@ struct MatmulProblem {
 /// computing 64 rows of the tile with m64nNk16 products from shared
 /// memory; warpsM = 8 and warpsN = 1 then give the same warp-to-rows map
 /// as mma.sync tiles of 16 rows a warp.
+///
+/// The tiles are the same bytes for every operand dtype: a TF32 tile steps
+/// K by half as many (4-byte) elements as a 16-bit one, each tensor-core
+/// product taking 32 bytes of K (k8 instead of k16).
 struct MatmulTile {
   int64_t bm, bn, bk, warpsM, warpsN, groupM;
   bool wgmma = false;
+  /// Bytes of an operand element (MatmulProblem::elementBytes).
+  int64_t elementBytes = 2;
   int64_t threads() const { return 32 * warpsM * warpsN; }
+  /// Elements of K in 16 bytes (one cp.async copy, one ldmatrix row).
+  int64_t chunkElements() const { return 16 / elementBytes; }
+  /// Elements of K one tensor-core product takes (32 bytes: k16 or k8).
+  int64_t productK() const { return 32 / elementBytes; }
 };
 
-/// Why the tensor-core template cannot compute `op` (bf16/f16 operands,
-/// 16-byte aligned buffers and rows of a multiple of 8 elements along each
-/// operand's contiguous dim), or nothing when it can. Operand rows are as
-/// kf-pad padded them, or for the kernel arguments in `assumed`, of the
-/// stride given there.
+/// The tile kf-tile recorded in `kernel`'s config.
+MatmulTile matmulTileOf(KernelOp kernel);
+
+/// Why the tensor-core template cannot compute `op`, or nothing when it
+/// can. It needs bf16/f16 operands, or f32 ones with `allowTF32` when both
+/// are K-major (TF32 products read no transposed operands); 16-byte
+/// aligned buffers; rows of whole 16-byte chunks along each operand's
+/// contiguous dim. Operand rows are as kf-pad padded them, or for the
+/// kernel arguments in `assumed`, of the stride given there.
 std::optional<std::string>
-tensorCoreRefusal(MatmulOp op, bool aligned,
+tensorCoreRefusal(MatmulOp op, bool aligned, bool allowTF32,
                   llvm::ArrayRef<std::pair<mlir::Value, int64_t>> assumed = {});
 
 /// The tile with the least estimated time for `p` on `sms` multiprocessors:
@@ -62,10 +79,10 @@ MatmulTile chooseMatmulTile(const MatmulProblem &p, int64_t sms, bool wgmma);
 /// well in L2, so that B is read from HBM once; else `t.groupM`.
 int64_t tileRowGroup(const MatmulTile &t, const MatmulProblem &p);
 
-/// Elements of padding at the end of every shared-memory row of an
-/// mma.sync tile: 16 bytes shift the rows that one ldmatrix reads onto
-/// distinct banks. wgmma tiles are swizzled instead (128-byte pattern).
-constexpr int64_t kSharedRowPad = 8;
+/// Elements of padding at the end of every shared-memory row of `t`: with
+/// mma.sync, 16 bytes shift the rows that one ldmatrix reads onto distinct
+/// banks; wgmma tiles are swizzled instead (128-byte pattern).
+int64_t sharedRowPad(const MatmulTile &t);
 
 /// The shared-memory tile of one operand in one pipeline stage: `rows`
 /// rows of `cols` elements (plus `pad`), as the operand is laid out in
@@ -81,24 +98,26 @@ SharedTile sharedTileB(const MatmulTile &t, bool transposeB);
 /// How a warp-specialised matmul (config `tma`) copies one operand with
 /// the TMA: the operand as a row-major [batch,] rows x cols matrix in
 /// memory (cols contiguous, rows `strides[0]` elements apart, batches
-/// `strides[1]`), one copy a box of boxRows x 64 columns (128 bytes: the
-/// swizzle span), a stage's tile `boxes` boxes side by side along cols,
-/// each one 64-column atom column of the wgmma layout (Wgmma.h).
+/// `strides[1]`), one copy a box of boxRows x boxCols (128 bytes of
+/// columns: the swizzle span), a stage's tile `boxes` boxes side by side
+/// along cols, each one 128-byte atom column of the wgmma layout (Wgmma.h).
 struct TmaOperand {
   unsigned input; ///< the kernel input it reads
   int64_t rank;   ///< 2, or 3 with a batch dim
   int64_t dims[3], strides[2];
-  int64_t boxRows, boxes;
+  int64_t boxRows, boxCols, boxes;
+  int64_t elementBytes;
 };
-constexpr int64_t kTmaBoxCols = 64;
+constexpr int64_t kTmaBoxBytes = 128;
 /// A and B of the matmul kernel `kernel`, in that order.
 std::array<TmaOperand, 2> tmaOperands(KernelOp kernel);
 
 /// Columns of the output tile that the epilogue stages in shared memory at
 /// a time: all of them, or with the TMA's pipeline (which keeps filling
 /// its stages during the epilogue, past which the output is staged) at
-/// most 128, so that four stages of a 128x256 tile fit beside them.
-int64_t stagedOutputCols(const MatmulTile &t, bool tma);
+/// most 128 of a 16-bit output and 32 of an f32 one, so that four stages
+/// of a 128x256 tile fit beside them.
+int64_t stagedOutputCols(const MatmulTile &t, bool tma, int64_t outputBytes);
 
 /// Bytes of shared memory of one pipeline stage (both operands).
 int64_t stageBytes(const MatmulTile &t, const MatmulProblem &p);

@@ -22,7 +22,10 @@
 // (the caller's input, or a buffer kf-pad could not pad) would run on the
 // one-thread-per-output fallback. When the cost model says the copy pays,
 // kf-pad copies the operand into a padded buffer first (a pointwise kernel
-// whose result has `padded_rows`), and the matmul takes tensor cores.
+// whose result has `padded_rows`), and the matmul takes tensor cores. With
+// allow-tf32 the same holds for an f32 matmul whose operand is not K-major
+// (TF32 products take no transposed operands): kf-pad copies it
+// transposed (a tiled transpose kernel) and flips the matmul's flag.
 //
 //===----------------------------------------------------------------------===//
 
@@ -76,31 +79,38 @@ std::optional<RowSpace> rowKernelSpace(KernelOp kernel) {
   return rowSpaceOf(kernel);
 }
 
+/// What kf-pad was told about the target (its options).
+struct Target {
+  bool aligned, allowTF32;
+};
+
 /// The tensor-core matmul `kernel` is, if any, with the operand row strides
 /// decided so far.
-MatmulOp tensorCoreMatmul(KernelOp kernel, bool aligned) {
+MatmulOp tensorCoreMatmul(KernelOp kernel, Target target) {
   if (kernel.getKind() != KernelKind::matmul)
     return MatmulOp();
   MatmulOp matmul = matmulOf(kernel);
-  return tensorCoreRefusal(matmul, aligned) ? MatmulOp() : matmul;
+  return tensorCoreRefusal(matmul, target.aligned, target.allowTF32)
+             ? MatmulOp()
+             : matmul;
 }
 
 /// The producer's template stores result `index` as whole rows of any
 /// stride, writing zeros past the row's end.
-bool writesPaddedRows(KernelOp producer, unsigned index, bool aligned) {
+bool writesPaddedRows(KernelOp producer, unsigned index, Target target) {
   Value result = producer.getResult(index);
   if (std::optional<RowSpace> space = rowKernelSpace(producer))
     return isRowShaped(result, *space);
   // The tensor-core template stages a padded output tile in shared memory
   // and copies it out in rows.
-  return tensorCoreMatmul(producer, aligned) &&
+  return tensorCoreMatmul(producer, target) &&
          isa<FloatType>(getElementTypeOrSelf(result.getType()));
 }
 
 /// Operand `index` of `consumer`, padded to `stride`, is read by row and
 /// column.
 bool readsPaddedRows(KernelOp consumer, unsigned index, int64_t stride,
-                     bool aligned) {
+                     Target target) {
   BlockArgument arg = consumer.getBody().getArgument(index);
   if (std::optional<RowSpace> space = rowKernelSpace(consumer))
     return isRowShaped(arg, *space);
@@ -112,7 +122,8 @@ bool readsPaddedRows(KernelOp consumer, unsigned index, int64_t stride,
   if (!llvm::all_of(arg.getUsers(),
                     [&](Operation *user) { return user == matmul; }))
     return false;
-  return !tensorCoreRefusal(matmul, aligned, {{arg, stride}});
+  return !tensorCoreRefusal(matmul, target.aligned, target.allowTF32,
+                            {{arg, stride}});
 }
 
 /// Estimated seconds of `matmul` on the one-thread-per-output fallback
@@ -146,8 +157,10 @@ void copyIntoPaddedRows(KernelOp kernel, BlockArgument arg, int64_t stride) {
 
 /// Copies the operands of `kernel` (a matmul kernel) whose rows keep it
 /// off tensor cores into padded buffers, when that pays.
-void copyUnalignedOperands(KernelOp kernel, bool aligned) {
+void copyUnalignedOperands(KernelOp kernel, Target target) {
   MatmulOp matmul = matmulOf(kernel);
+  int64_t elementBytes = MatmulProblem::of(matmul).elementBytes;
+  int64_t chunk = 16 / elementBytes;
   SmallVector<std::pair<Value, int64_t>> padded;
   int64_t bytes = 0;
   for (Value operand : {matmul.getA(), matmul.getB()}) {
@@ -157,19 +170,85 @@ void copyUnalignedOperands(KernelOp kernel, bool aligned) {
       return;
     auto type = mlir::cast<RankedTensorType>(operand.getType());
     int64_t stride = rowStrideOf(kernel.getInputs()[arg.getArgNumber()]);
-    if (stride % 8 == 0 || llvm::any_of(padded, [&](auto &entry) {
+    if (stride % chunk == 0 || llvm::any_of(padded, [&](auto &entry) {
           return entry.first == operand;
         }))
       continue;
-    padded.push_back({arg, (stride + 7) / 8 * 8});
+    padded.push_back({arg, (stride + chunk - 1) / chunk * chunk});
     bytes += type.getNumElements() / type.getShape().back() *
-             padded.back().second * 2;
+             padded.back().second * elementBytes;
   }
-  if (padded.empty() || tensorCoreRefusal(matmul, aligned, padded) ||
+  if (padded.empty() ||
+      tensorCoreRefusal(matmul, target.aligned, target.allowTF32, padded) ||
       !paddedCopyPays(matmul, bytes))
     return;
   for (auto [operand, stride] : padded)
     copyIntoPaddedRows(kernel, mlir::cast<BlockArgument>(operand), stride);
+}
+
+/// Makes `kernel` read argument `arg` from a copy with its last two dims
+/// swapped: a pointwise kernel of one transpose (kf-tile's tiled transpose).
+void copyTransposed(KernelOp kernel, BlockArgument arg) {
+  unsigned number = arg.getArgNumber();
+  Value source = kernel.getInputs()[number];
+  auto type = mlir::cast<RankedTensorType>(source.getType());
+  int64_t rank = type.getRank();
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  SmallVector<int64_t> shape(type.getShape());
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  std::swap(shape[rank - 2], shape[rank - 1]);
+  auto transposed = RankedTensorType::get(shape, type.getElementType());
+  OpBuilder b(kernel);
+  Location loc = kernel.getLoc();
+  auto copy =
+      KernelOp::create(b, loc, TypeRange{transposed}, ValueRange{source},
+                       KernelKind::pointwise, DictionaryAttr());
+  Block *block = b.createBlock(&copy.getBody());
+  Value input = block->addArgument(type, source.getLoc());
+  YieldOp::create(b, loc,
+                  TransposeOp::create(b, loc, transposed, input,
+                                      b.getDenseI64ArrayAttr(perm))
+                      .getResult());
+  kernel->setOperand(number, copy.getResult(0));
+  arg.setType(transposed);
+}
+
+/// TF32 products read both operands K-major (A as [M, K], B as [N, K]).
+/// With allow-tf32, an f32 matmul whose operand runs the other way takes
+/// a transposed copy of it, when the tensor cores then take the matmul and
+/// the copy pays; otherwise it stays exact on the CUDA cores.
+void copyIntoKMajor(KernelOp kernel, Target target) {
+  MatmulOp matmul = matmulOf(kernel);
+  MatmulProblem p = MatmulProblem::of(matmul);
+  if (!target.allowTF32 || !target.aligned || p.elementBytes != 4 ||
+      (!p.transposeA && p.transposeB) || !p.m || !p.n || p.k % 4)
+    return;
+  SmallVector<BlockArgument> copied;
+  int64_t bytes = 0;
+  for (auto [operand, kMajor] : {std::pair(matmul.getA(), !p.transposeA),
+                                 std::pair(matmul.getB(), p.transposeB)}) {
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg || !llvm::all_of(arg.getUsers(),
+                              [&](Operation *u) { return u == matmul; }))
+      return;
+    if (kMajor) {
+      // Kept as it is: its rows must already be whole 16-byte chunks.
+      if (rowStrideOf(kernel.getInputs()[arg.getArgNumber()]) % 4)
+        return;
+      continue;
+    }
+    // The same argument as both operands would need both layouts.
+    if (matmul.getA() == matmul.getB())
+      return;
+    copied.push_back(arg);
+    bytes += mlir::cast<RankedTensorType>(arg.getType()).getNumElements() * 4;
+  }
+  if (!paddedCopyPays(matmul, bytes))
+    return;
+  for (BlockArgument arg : copied)
+    copyTransposed(kernel, arg);
+  matmul.setTransposeA(false);
+  matmul.setTransposeB(true);
 }
 
 /// Copies q, k and v of `kernel` (an attention kernel) whose rows have an
@@ -210,8 +289,10 @@ struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
     SmallVector<KernelOp> kernels;
     getOperation().walk([&](KernelOp kernel) { kernels.push_back(kernel); });
     for (KernelOp kernel : kernels) {
-      if (kernel.getKind() == KernelKind::matmul)
-        copyUnalignedOperands(kernel, aligned);
+      if (kernel.getKind() == KernelKind::matmul) {
+        copyIntoKMajor(kernel, target());
+        copyUnalignedOperands(kernel, target());
+      }
       if (kernel.getKind() == KernelKind::attention)
         copyOddAttentionOperands(kernel, aligned, wgmma);
       SmallVector<int64_t> strides;
@@ -222,6 +303,8 @@ struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
                         DenseI64ArrayAttr::get(&getContext(), strides));
     }
   }
+
+  Target target() const { return {aligned, allowTF32}; }
 
   /// The padded row stride of result `index`, or 0 to keep it dense.
   int64_t decideStride(KernelOp kernel, unsigned index) {
@@ -236,12 +319,12 @@ struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
     if (length % perVector == 0 || length == type.getNumElements() ||
         8 * (stride - length) > length)
       return 0;
-    if (!writesPaddedRows(kernel, index, aligned))
+    if (!writesPaddedRows(kernel, index, target()))
       return 0;
     for (OpOperand &use : result.getUses()) {
       auto consumer = dyn_cast<KernelOp>(use.getOwner());
       if (!consumer ||
-          !readsPaddedRows(consumer, use.getOperandNumber(), stride, aligned))
+          !readsPaddedRows(consumer, use.getOperandNumber(), stride, target()))
         return 0;
     }
     return stride;

@@ -149,6 +149,9 @@ def KFPadPass : Pass<"kf-pad", "mlir::ModuleOp"> {
            "every buffer starts on a 16-byte boundary (allows vectors)">,
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
            "the target has wgmma (sm_90a): the FlashAttention template">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 matmuls may take TF32 tensor cores (K-major copies of "
+           "their other operands where that pays)">,
   ];
 }
 
@@ -163,7 +166,8 @@ def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
     (`chunks` vectors a thread, `in_registers` when the row stays in
     registers). A bf16/f16 matmul on aligned buffers gets a tensor-core
     block tile (`mma`, `tile_m`, `tile_n`, `tile_k`, `warps_m`, `warps_n`,
-    `group_m`; `wgmma` with the `wgmma` option), the one whose waves of
+    `group_m`; `wgmma` with the `wgmma` option; `tf32` for an f32 matmul
+    with the `allow-tf32` option), the one whose waves of
     resident blocks on the SMs take the least estimated time; any other
     matmul says why in `no_tensor_cores`. kf-lower-to-gpu reads the config
     and decides nothing.
@@ -183,6 +187,8 @@ def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
            "every buffer starts on a 16-byte boundary (allows vectors)">,
     Option<"wgmma", "wgmma", "bool", /*default=*/"false",
            "the target has Hopper's warpgroup MMA (sm_90a)">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 matmuls may take TF32 tensor cores">,
   ];
 }
 

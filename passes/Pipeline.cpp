@@ -35,12 +35,14 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
     KFPadPassOptions pad;
     pad.aligned = options.aligned;
     pad.wgmma = options.wgmma;
+    pad.allowTF32 = options.allowTF32;
     pm.addPass(createKFPadPass(pad));
   }
   KFTilePassOptions tile;
   tile.sms = options.multiprocessors;
   tile.aligned = options.aligned;
   tile.wgmma = options.wgmma;
+  tile.allowTF32 = options.allowTF32;
   pm.addPass(createKFTilePass(tile));
   KFPromoteSharedPassOptions promote;
   promote.sms = options.multiprocessors;

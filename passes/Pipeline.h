@@ -30,6 +30,8 @@ struct KernelPipelineOptions {
   bool wgmma = false;
   /// kf-pad pads the rows of intermediate buffers.
   bool pad = true;
+  /// f32 matmuls may take TF32 tensor cores (kf-pad, kf-tile).
+  bool allowTF32 = false;
 };
 
 /// Partitioning and launch shapes: kf-fuse, kf-pad, kf-tile, then

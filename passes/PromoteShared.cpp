@@ -2,7 +2,7 @@
 //
 // Analyse: the tensor-core matmul kernels (config `mma`) and their block
 // tiles. Decide: both operand tiles go through shared memory, rows padded
-// by kSharedRowPad, in pipelineStages() stages of asynchronous copies.
+// by sharedRowPad(), in pipelineStages() stages of asynchronous copies.
 // Rewrite: record `stages`, `smem_pad` and `shared_bytes` in the config,
 // which kf-lower-to-gpu and the launch read.
 //
@@ -61,7 +61,8 @@ void specializeWarps(Builder &b, NamedAttrList &entries, const MatmulTile &tile,
                      const MatmulProblem &problem, int64_t outputWidth,
                      int64_t sms) {
   DictionaryAttr config = entries.getDictionary(b.getContext());
-  int64_t staged = tile.bm * (stagedOutputCols(tile, true) + 8) * outputWidth;
+  int64_t staged =
+      tile.bm * (stagedOutputCols(tile, true, outputWidth) + 8) * outputWidth;
   // Two mbarriers (8 bytes each) a stage.
   int64_t stage = stageBytes(tile, problem) + 16;
   int64_t stages =
@@ -127,17 +128,13 @@ struct KFPromoteSharedPass
         return promoteAttention(kernel, config);
       if (!config || !configInt(config, "mma"))
         return;
-      MatmulTile tile{configInt(config, "tile_m"),  configInt(config, "tile_n"),
-                      configInt(config, "tile_k"),  configInt(config, "warps_m"),
-                      configInt(config, "warps_n"), configInt(config, "group_m"),
-                      configInt(config, "wgmma") != 0};
+      MatmulTile tile = matmulTileOf(kernel);
       MatmulProblem problem = MatmulProblem::of(matmulOf(kernel));
       int64_t stages = pipelineStages(tile, problem);
       Builder b(kernel);
       NamedAttrList entries(config);
       entries.set("stages", b.getI64IntegerAttr(stages));
-      entries.set("smem_pad",
-                  b.getI64IntegerAttr(tile.wgmma ? 0 : kSharedRowPad));
+      entries.set("smem_pad", b.getI64IntegerAttr(sharedRowPad(tile)));
       int64_t bytes = stages * stageBytes(tile, problem);
       int64_t outputWidth = 0; // bytes an element, when staged
       // The output tile leaves through shared memory in whole rows, 16

@@ -8,9 +8,9 @@
 //  - row kernels (normalisations and last-axis reductions): one block per
 //    row with enough threads that each holds about 4 vectors, the row kept
 //    in registers when that is at most 32 values a thread (else looped);
-//  - matmuls of bf16/f16 on aligned buffers: a tensor-core block tile per
-//    thread block, the tile chosen per shape by chooseMatmulTile's count of
-//    waves on the SMs;
+//  - matmuls of bf16/f16 on aligned buffers (f32 with allow-tf32, recorded
+//    as `tf32`): a tensor-core block tile per thread block, the tile chosen
+//    per shape by chooseMatmulTile's count of waves on the SMs;
 //  - the rest: one thread per item.
 // Rewrite: record the choice in the kernel's config.
 //
@@ -292,6 +292,9 @@ void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms,
   c.set("group_m", tileRowGroup(t, p));
   if (t.wgmma)
     c.set("wgmma", 1);
+  // f32 operands multiply in TF32 (kf-lower-to-gpu refuses f32 without it).
+  if (p.elementBytes == 4)
+    c.set("tf32", 1);
 }
 
 /// A block per 128 query rows of a head, two warpgroups; head dims padded
@@ -337,7 +340,7 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       // (--emit=fused shows it).
       std::optional<std::string> why;
       if (kernel.getKind() == KernelKind::matmul)
-        why = tensorCoreRefusal(matmulOf(kernel), aligned);
+        why = tensorCoreRefusal(matmulOf(kernel), aligned, allowTF32);
       else if (kernel.getKind() == KernelKind::attention)
         why = flashAttentionRefusal(kernel, aligned, wgmma);
       if (why)
@@ -366,7 +369,7 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
     } else if (kernel.getKind() == KernelKind::pointwise) {
       configurePointwise(c, items, vec, blockSize);
     } else if (kernel.getKind() == KernelKind::matmul &&
-               !tensorCoreRefusal(matmulOf(kernel), aligned)) {
+               !tensorCoreRefusal(matmulOf(kernel), aligned, allowTF32)) {
       configureTensorCoreMatmul(c, matmulOf(kernel), sms, wgmma);
     } else if (kernel.getKind() == KernelKind::attention &&
                !flashAttentionRefusal(kernel, aligned, wgmma)) {

@@ -30,7 +30,7 @@ Value index(OpBuilder &b, Location l, int64_t v) {
 } // namespace
 
 Value swizzledOffset(OpBuilder &b, Location l, Value r, Value col,
-                     bool kContiguous) {
+                     bool kContiguous, int64_t elementBytes) {
   auto add = [&](Value x, Value y) { return arith::AddIOp::create(b, l, x, y); };
   auto mul = [&](Value x, int64_t c) {
     return arith::MulIOp::create(b, l, x, index(b, l, c));
@@ -41,11 +41,15 @@ Value swizzledOffset(OpBuilder &b, Location l, Value r, Value col,
   auto rem = [&](Value x, int64_t c) {
     return arith::RemUIOp::create(b, l, x, index(b, l, c));
   };
-  Value chunk = arith::XOrIOp::create(b, l, rem(div(col, 8), 8), rem(r, 8));
-  if (kContiguous) // rows of 64 elements
-    return add(mul(r, 64), mul(chunk, 8));
-  return add(add(mul(div(col, 64), kAtomColumnBytes / 2), mul(div(r, 8), 512)),
-             add(mul(rem(r, 8), 64), mul(chunk, 8)));
+  // 16-byte chunk c of a 128-byte row r lies at chunk c ^ (r % 8).
+  int64_t perChunk = 16 / elementBytes, perRow = 128 / elementBytes;
+  Value chunk =
+      arith::XOrIOp::create(b, l, rem(div(col, perChunk), 8), rem(r, 8));
+  if (kContiguous)
+    return add(mul(r, perRow), mul(chunk, perChunk));
+  return add(add(mul(div(col, perRow), kAtomColumnBytes / elementBytes),
+                 mul(div(r, 8), 8 * perRow)),
+             add(mul(rem(r, 8), perRow), mul(chunk, perChunk)));
 }
 
 Value descriptor(OpBuilder &b, Location l, Value byteAddress,

@@ -20,11 +20,12 @@ namespace kfuse::kf::wgmma {
 /// Bytes between the atom columns of an M/N-major tile of 64 K rows.
 constexpr int64_t kAtomColumnBytes = 64 * 64 * 2;
 
-/// Element offset of element (r, col) of a 16-bit tile: r along M/N and
-/// col along K when `kContiguous` (rows of 64 elements), else r along K
-/// (64 K rows) and col along M/N.
+/// Element offset of element (r, col) of a tile of `elementBytes`-byte
+/// elements: r along M/N and col along K when `kContiguous` (rows of 128
+/// bytes), else r along K (64 K rows) and col along M/N.
 mlir::Value swizzledOffset(mlir::OpBuilder &b, mlir::Location l, mlir::Value r,
-                           mlir::Value col, bool kContiguous);
+                           mlir::Value col, bool kContiguous,
+                           int64_t elementBytes = 2);
 
 /// The matrix descriptor of a tile at shared-memory byte address
 /// `byteAddress` in the layout above.

@@ -10,10 +10,23 @@ static Status encode(Driver &d, CUtensorMap &map, const TensorMapDesc &desc,
     return Error(ErrorCode::DeviceError,
                  "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or "
                  "later), which kernels compiled for sm_90 need");
-  if (dtype != DType::bf16 && dtype != DType::f16)
+  CUtensorMapDataType type;
+  switch (dtype) {
+  case DType::bf16:
+    type = CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    break;
+  case DType::f16:
+    type = CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    break;
+  case DType::f32: // multiplied in TF32: the tensor cores read its bits
+    type = CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    break;
+  default:
     return Error(ErrorCode::CompileFailed,
                  std::string("a TMA tensor map over a ") + dtypeName(dtype) +
-                     " buffer: the kernels copy 16-bit operands only");
+                     " buffer: the kernels copy bf16, f16 and f32 operands "
+                     "only");
+  }
   cuuint64_t dims[3], strides[2];
   cuuint32_t box[3], elementStrides[3] = {1, 1, 1};
   for (uint32_t i = 0; i < desc.rank; ++i) {
@@ -23,11 +36,8 @@ static Status encode(Driver &d, CUtensorMap &map, const TensorMapDesc &desc,
       strides[i - 1] = desc.strides[i - 1];
   }
   return d.check(d.cuTensorMapEncodeTiled(
-                     &map,
-                     dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                          : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-                     desc.rank, reinterpret_cast<void *>(address), dims,
-                     strides, box, elementStrides,
+                     &map, type, desc.rank, reinterpret_cast<void *>(address),
+                     dims, strides, box, elementStrides,
                      CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),

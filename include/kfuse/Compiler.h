@@ -50,6 +50,10 @@ struct CompileOptions {
   /// kf-pad: rows of buffers between kernels padded to 16 bytes, so that
   /// their kernels use 16-byte accesses and tensor cores.
   bool padRows = true;
+  /// f32 matmuls may run on tensor cores in TF32 (10-bit mantissas,
+  /// f32 accumulation: about 1e-3 relative error, as PyTorch's
+  /// allow_tf32); without it they stay exact, on the CUDA cores.
+  bool allowTF32 = false;
   /// Disk cache directory; empty means $KFUSE_CACHE_DIR, else
   /// $XDG_CACHE_HOME/kfuse, else ~/.cache/kfuse.
   std::string cacheDir;

@@ -23,9 +23,11 @@
 namespace kfuse::testing {
 
 /// Relative-error bound for an output of `dtype` computed with reductions
-/// over `reductionLength` elements: f32 1e-5, f16 2e-3, bf16 1e-2, growing
-/// with the square root of the length past 64; integers and i1 exact.
-double tolerance(DType dtype, int64_t reductionLength = 1);
+/// over `reductionLength` elements: f32 1e-5 (2e-3 where its matmuls may
+/// run in TF32), f16 2e-3, bf16 1e-2, growing with the square root of the
+/// length past 64; integers and i1 exact.
+double tolerance(DType dtype, int64_t reductionLength = 1,
+                 bool allowTF32 = false);
 
 struct CheckOptions {
   /// Input shapes, required when the graph has symbolic dims.
@@ -33,6 +35,9 @@ struct CheckOptions {
   uint64_t seed = 0; ///< 0: a fresh random seed
   /// Longest reduction in the graph, for the tolerance.
   int64_t reductionLength = 1024;
+  /// Compile both modes with CompileOptions::allowTF32 (and widen the f32
+  /// tolerance to match).
+  bool allowTF32 = false;
   int repetitions = 20;
   /// Fused may be this much slower than unfused before it counts (noise).
   double noiseMargin = 0.05;

@@ -1,8 +1,9 @@
 //===- MatmulTest.cpp - matmuls of every layout against the evaluator -----===//
 //
 // Shapes with sizes 1 and primes, partial tiles in M, N and K, every
-// transpose, batches (B per batch or shared), bf16/f16/f32, f32 results and
-// fused epilogues, each on fresh random inputs with poisoned outputs,
+// transpose, batches (B per batch or shared), bf16/f16/f32 (exact, and TF32
+// where allowed), f32 results and fused epilogues, each on fresh random
+// inputs with poisoned outputs,
 // compared with the float64 evaluator at the dtype's tolerance for a
 // reduction of length K. Cases meant for the tensor-core template also
 // check that kf-tile chose it (so a silent fallback fails); the rest check
@@ -34,6 +35,7 @@ struct MatmulCase {
   Epilogue epilogue = Epilogue::None;
   bool resultF32 = false;
   bool tensorCores = true; ///< the tensor-core template must compute it
+  bool allowTF32 = false;  ///< compiled with CompileOptions::allowTF32
 };
 
 void PrintTo(const MatmulCase &c, std::ostream *os) { *os << c.name; }
@@ -104,6 +106,7 @@ TEST_P(Matmul, MatchesEvaluator) {
   CompileOptions options;
   options.diskCache = false;
   options.arch = arch;
+  options.allowTF32 = c.allowTF32;
   Expected<Executable> exe = Compiler(options).compile(g);
   ASSERT_TRUE(exe) << exe.error().message();
   Expected<std::string> fused = exe->dump(Stage::Fused);
@@ -116,12 +119,12 @@ TEST_P(Matmul, MatchesEvaluator) {
   Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
   ASSERT_TRUE(out) << out.error().message();
   double error = relativeError((*out)[0], (*reference)[0]);
-  double tol = kfuse::testing::tolerance(c.dtype, c.k);
+  double tol = kfuse::testing::tolerance(c.dtype, c.k, c.allowTF32);
   EXPECT_LE(error, tol) << "relative error (seed " << seed << ")";
 }
 
 std::vector<MatmulCase> cases() {
-  const DType bf16 = DType::bf16, f16 = DType::f16;
+  const DType bf16 = DType::bf16, f16 = DType::f16, f32 = DType::f32;
   std::vector<MatmulCase> v = {
       {"exact_tiles_bf16", {}, 256, 256, 64, false, false, bf16},
       {"one_row_bf16", {}, 1, 64, 64, false, false, bf16},
@@ -187,6 +190,27 @@ std::vector<MatmulCase> cases() {
        Epilogue::BiasGelu, false, false},
       {"fallback_odd_k_bf16", {}, 33, 40, 27, false, false, bf16, false,
        Epilogue::None, false, false},
+      // f32 with allowTF32: K-major operands go straight to the TF32
+      // tensor cores; an operand of the other layout is copied transposed
+      // first (kf-pad), rows of K % 4 != 0 padded, where the copies pay
+      // (100 MFLOP and more); K tails zero-filled.
+      {"tf32_tb", {}, 1000, 520, 264, false, true, f32, false,
+       Epilogue::None, false, true, true},
+      {"tf32_one_row_tb", {}, 1, 64, 64, false, true, f32, false,
+       Epilogue::None, false, true, true},
+      {"tf32_k_tail_bias_gelu_tb", {}, 2100, 2000, 100, false, true, f32,
+       false, Epilogue::BiasGelu, false, true, true},
+      {"tf32_copied_b", {}, 520, 264, 400, false, false, f32, false,
+       Epilogue::None, false, true, true},
+      {"tf32_copied_a_b_batched", {3}, 387, 256, 196, true, false, f32,
+       false, Epilogue::ResidualScale, false, true, true},
+      {"tf32_shared_b", {2}, 130, 72, 64, false, true, f32, true,
+       Epilogue::None, false, true, true},
+      {"tf32_padded_odd_k_tb", {}, 2000, 1000, 27, false, true, f32, false,
+       Epilogue::None, false, true, true},
+      // Not K-major and K % 4 != 0: the exact fallback.
+      {"tf32_fallback_odd_k", {}, 40, 33, 27, false, false, f32, false,
+       Epilogue::None, false, false, true},
   };
   return v;
 }

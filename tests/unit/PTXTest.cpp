@@ -177,4 +177,41 @@ TEST(PTX, WgmmaMatmulsStayAsynchronous) {
   }
 }
 
+/// f32 matmuls take TF32 tensor cores only when allowed: wgmma k8 on
+/// sm_90 (through the TMA pipeline, and its cp.async form for M = 16),
+/// mma.sync m16n8k8 on sm_80, each accepted by ptxas; exact otherwise.
+TEST(PTX, Tf32OnlyWhenAllowed) {
+  if (!havePtxas())
+    GTEST_SKIP() << "no ptxas at " << KFUSE_PTXAS;
+  for (int64_t m : {int64_t(1000), int64_t(16)}) {
+    Graph g("linear_f32");
+    MatmulOptions transposed;
+    transposed.transposeB = true;
+    g.output("y", matmul(g.input("x", DType::f32, {m, 512}),
+                         g.input("w", DType::f32, {768, 512}), transposed));
+    for (const char *arch : {"sm_90", "sm_80"})
+      for (bool allow : {true, false}) {
+        CompileOptions options;
+        options.diskCache = false;
+        options.arch = arch;
+        options.allowTF32 = allow;
+        Expected<Executable> exe = Compiler(options).compile(g);
+        ASSERT_TRUE(exe) << exe.error().message();
+        Expected<std::string> ptx = exe->dump(Stage::PTX);
+        ASSERT_TRUE(ptx) << ptx.error().message();
+        std::string product = std::string(arch) == "sm_90"
+                                  ? "k8.f32.tf32.tf32"
+                                  : "mma.sync.aligned.m16n8k8.row.col.f32."
+                                    "tf32.tf32.f32";
+        EXPECT_EQ(ptx->find(product) != std::string::npos, allow)
+            << arch << " M = " << m << (allow ? " with" : " without")
+            << " allowTF32";
+        EXPECT_EQ(ptx->find("tf32") != std::string::npos, allow);
+        auto [rc, log] = runPtxas(*ptx, "-v");
+        EXPECT_EQ(rc, 0) << log;
+        EXPECT_EQ(log.find("C7514"), std::string::npos) << log;
+      }
+  }
+}
+
 } // namespace

@@ -1,6 +1,7 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true" | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad --kf-tile | FileCheck %s --check-prefix=UNALIGNED
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true wgmma=true" --kf-tile="aligned=true wgmma=true" | FileCheck %s --check-prefix=WGMMA
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true wgmma=true allow-tf32=true" --kf-tile="aligned=true wgmma=true allow-tf32=true" | FileCheck %s --check-prefix=TF32
 
 // Logits of 1001 columns feed a softmax: 1001 bf16 are 2002 bytes a row,
 // so the matmul's result gets rows of 1008 (16-byte multiples), and the
@@ -139,4 +140,30 @@ func.func @attention_odd_head_dim_bias_from_q(%q: tensor<1x2x21x21xbf16>, %k: te
   %bias = kf.mul %q, %q : tensor<1x2x21x21xbf16>
   %o = kf.attention %q, %k, %k bias %bias : tensor<1x2x21x21xbf16> {scale = 0.125 : f64} : tensor<1x2x21x21xbf16>, tensor<1x2x21x21xbf16>, tensor<1x2x21x21xbf16> -> tensor<1x2x21x21xbf16>
   return %o : tensor<1x2x21x21xbf16>
+}
+
+// -----
+
+// TF32 products read both operands K-major. With allow-tf32, an f32 B of
+// [K, N] is copied transposed (a tiled transpose kernel) and the matmul
+// reads the copy as [N, K]: the copy moves 2 MB, the exact fallback would
+// take 16 GFLOP. A matmul too small for the copy to pay stays exact.
+// TF32-LABEL: func.func @tf32_b_copied_transposed
+// TF32: %[[T:.*]] = kf.kernel pointwise(%arg1 : tensor<1024x512xf32>)
+// TF32-SAME: tiled_transpose = 1
+// TF32: kf.transpose %{{.*}} [1, 0] : tensor<1024x512xf32> -> tensor<512x1024xf32>
+// TF32: kf.kernel matmul(%arg0, %[[T]] : tensor<8192x1024xf32>, tensor<512x1024xf32>)
+// TF32-SAME: tf32 = 1
+// TF32: kf.matmul %{{.*}}, %{{.*}} {transpose_b = true} : tensor<8192x1024xf32>, tensor<512x1024xf32> -> tensor<8192x512xf32>
+// TF32: kf.kernel matmul(%arg2, %arg3 : tensor<64x64xf32>, tensor<64x64xf32>)
+// TF32-SAME: no_tensor_cores = "its f32 operands are not both K-major
+// Without allow-tf32 f32 stays exact, and nothing is copied.
+// WGMMA-LABEL: func.func @tf32_b_copied_transposed
+// WGMMA-NOT: kf.transpose
+// WGMMA: no_tensor_cores = "its operands are f32 (exact: TF32 not allowed)"
+func.func @tf32_b_copied_transposed(%a: tensor<8192x1024xf32>, %b: tensor<1024x512xf32>,
+                                    %x: tensor<64x64xf32>, %y: tensor<64x64xf32>) -> (tensor<8192x512xf32>, tensor<64x64xf32>) {
+  %c = kf.matmul %a, %b : tensor<8192x1024xf32>, tensor<1024x512xf32> -> tensor<8192x512xf32>
+  %z = kf.matmul %x, %y : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  return %c, %z : tensor<8192x512xf32>, tensor<64x64xf32>
 }

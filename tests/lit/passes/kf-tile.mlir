@@ -1,6 +1,7 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile | FileCheck %s --check-prefix=UNALIGNED
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" | FileCheck %s --check-prefix=WGMMA
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true allow-tf32=true" | FileCheck %s --check-prefix=TF32
 
 // Pointwise: 16-byte vectors of f32 (4), 256 threads, the grid covering
 // the work once; large tensors take two vectors a thread step, interleaved
@@ -98,14 +99,27 @@ func.func @matmul_small_m(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>) 
 
 // -----
 
-// f32 operands (no tf32 unless allowed) and rows that are not whole 16-byte
+// f32 operands (no TF32 unless allowed) and rows that are not whole 16-byte
 // chunks take the one-thread-per-output template.
 // CHECK-LABEL: func.func @matmul_f32
 // CHECK-NOT: mma
-// CHECK: no_tensor_cores = "its operands are f32 (exact: no tf32)"
-func.func @matmul_f32(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+// CHECK: no_tensor_cores = "its operands are f32 (exact: TF32 not allowed)"
+// CHECK-NOT: mma
+// CHECK: no_tensor_cores = "its operands are f32 (exact: TF32 not allowed)"
+// With allow-tf32, K-major f32 operands take TF32 tiles: the same 128 bytes
+// of K a step as 16-bit tiles (32 elements); a B that is not K-major keeps
+// the matmul off them (kf-pad copies it transposed first).
+// TF32-LABEL: func.func @matmul_f32
+// TF32: kf.kernel matmul
+// TF32-SAME: no_tensor_cores = "its f32 operands are not both K-major (TF32 products read A as [M, K] and B as [N, K] only)"
+// TF32: kf.kernel matmul
+// TF32-SAME: mma = 1
+// TF32-SAME: tf32 = 1 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 32 : i64
+// TF32-SAME: wgmma = 1
+func.func @matmul_f32(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
   %c = kf.matmul %a, %b : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
-  return %c : tensor<64x64xf32>
+  %d = kf.matmul %a, %b {transpose_b = true} : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  return %c, %d : tensor<64x64xf32>, tensor<64x64xf32>
 }
 // CHECK-LABEL: func.func @matmul_odd_k
 // CHECK-NOT: mma
