@@ -579,7 +579,7 @@ FailureOr<Value> KernelEmitter::scalarOp(Operation *op, ValueRange x) {
         // it cancels to 0 in f32 where the exact value is under 1e-8 x.
         // erfc(-x / sqrt 2) / 2 is exact there but made the memory-bound
         // gelu_bf16 workload 1.38x its floor instead of 1.10x on an H200.
-        // A 16-bit GELU rounds its result to 8 or 11 bits: the cheaper erf
+        // A 16-bit GELU rounds its result to 8 or 11 bits: a cheaper Phi
         // is exact enough there (gelu bf16: 1.10x its HBM floor with
         // libdevice's erff on the H200).
         if (dtype.getIntOrFloatBitWidth() == 16)

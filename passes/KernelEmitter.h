@@ -198,7 +198,7 @@ mlir::Value emitSinCos(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,
 mlir::Value emitExp2Approx(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
 /// f32 1 / (1 + e^-x) from one MUFU.EX2 and one MUFU.RCP, about 5 ulp.
 mlir::Value emitSigmoid(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
-/// x (1 + erf(x / sqrt 2)) / 2 with erf to 1.5e-7 absolute (plus the f32
+/// x Phi(x), Phi(-|x|) to 4.2e-6 relative for |x| <= 4 (plus the f32
 /// roundings), for GELUs whose results are bf16 or f16.
 mlir::Value emitGeluForHalfResults(mlir::OpBuilder &b, mlir::Location l,
                                    mlir::Value x);

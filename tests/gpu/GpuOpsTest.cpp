@@ -189,9 +189,9 @@ TEST(Gpu, SigmoidAndSiluAcrossTheRange) {
   expectElementwiseClose(g, xs, 1e-6, 88 * std::ldexp(1.0, -126));
 }
 
-/// bf16 GELU from -8 to 8 (its erf is the 16-bit approximation): within
-/// bf16 rounding, plus the cancellation of 1 + erf for negative x that
-/// PyTorch's formula shares (a few 1e-7 x).
+/// bf16 GELU from -8 to 8 (its Phi is the 16-bit approximation, 2^Q):
+/// within bf16 rounding, plus a few 1e-7 x of absolute slack (PyTorch's
+/// formula cancels 1 + erf there), and the reference's NaN at -inf.
 TEST(Gpu, Bf16GeluAcrossTheRange) {
   SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(freshSeed());
