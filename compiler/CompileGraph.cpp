@@ -345,7 +345,8 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
                                           /*wgmma=*/request.arch == "sm_90" ||
                                               request.arch == "sm_90a",
                                           request.padRows,
-                                          request.allowTF32};
+                                          request.allowTF32,
+                                          request.splitK};
   if (failed(run([&](PassManager &pm) {
         kf::buildKernelPipeline(pm, kernelOptions);
       })))

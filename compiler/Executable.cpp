@@ -152,6 +152,7 @@ ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
                     (options.fusion == Fusion::Fused ? "fused" : "unfused") +
                     "\npad rows " + (options.padRows ? "16" : "no") +
                     "\ntf32 " + (options.allowTF32 ? "allowed" : "no") +
+                    "\nsplit k " + (options.splitK ? "yes" : "no") +
                     "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
@@ -217,6 +218,7 @@ Status ExecutableImpl::compileEntry(
   request.fused = options.fusion == Fusion::Fused;
   request.padRows = options.padRows;
   request.allowTF32 = options.allowTF32;
+  request.splitK = options.splitK;
   request.aligned = aligned;
   Expected<runtime::Plan> plan = compiler::compileGraph(request);
   if (!plan)

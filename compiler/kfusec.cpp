@@ -57,6 +57,9 @@ cl::opt<bool> allowTF32(
     "allow-tf32",
     cl::desc("f32 matmuls may run on tensor cores in TF32 (about 1e-3 "
              "relative error)"));
+cl::opt<bool> noSplitK("no-split-k",
+                       cl::desc("Keep every matmul's K in one kernel (no "
+                                "kf-split-k)"));
 cl::list<std::string> shapeArgs("shape",
                                 cl::desc("An input's shape, NAME=128x64"));
 cl::list<std::string> bindArgs("bind",
@@ -262,6 +265,7 @@ int profileOnGPU(const kfuse::Graph &graph) {
   options.fusion = unfused ? kfuse::Fusion::Unfused : kfuse::Fusion::Fused;
   options.padRows = !noPad;
   options.allowTF32 = allowTF32;
+  options.splitK = !noSplitK;
   options.arch = arch;
   auto exe = kfuse::Compiler(options).compile(graph);
   if (!exe)
@@ -394,6 +398,7 @@ int main(int argc, char **argv) {
   request.fused = !unfused;
   request.padRows = !noPad;
   request.allowTF32 = allowTF32;
+  request.splitK = !noSplitK;
   request.stopAfter = emit == Emit::SASS ? kfuse::Stage::PTX
                                          : static_cast<kfuse::Stage>(emit.getValue());
   bool badOptions = false;

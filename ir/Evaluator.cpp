@@ -399,25 +399,29 @@ Buffer Interpreter::evalMatmul(MatmulOp op) {
   const Buffer &a = in(op.getA()), &b = in(op.getB());
   size_t ra = a.shape.size(), rb = b.shape.size();
   bool ta = op.getTransposeA(), tb = op.getTransposeB();
-  int64_t m = out.shape[ra - 2], n = out.shape[ra - 1];
+  size_t ro = out.shape.size();
+  int64_t m = out.shape[ro - 2], n = out.shape[ro - 1];
   int64_t k = ta ? a.shape[ra - 2] : a.shape[ra - 1];
+  // Split-K: partial s over [s chunk, (s + 1) chunk), stacked in front.
+  int64_t chunk = op.getKChunk().value_or(k);
   int64_t batches = 1;
   for (size_t d = 0; d + 2 < ra; ++d)
     batches *= a.shape[d];
   bool sharedB = rb == 2;
-  for (int64_t batch = 0; batch < batches; ++batch) {
-    const double *pa = a.data.data() + batch * m * k;
-    const double *pb = b.data.data() + (sharedB ? 0 : batch * k * n);
-    double *pc = out.data.data() + batch * m * n;
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t p = 0; p < k; ++p)
-          acc += (ta ? pa[p * m + i] : pa[i * k + p]) *
-                 (tb ? pb[j * k + p] : pb[p * n + j]);
-        pc[i * n + j] = acc;
-      }
-  }
+  for (int64_t k0 = 0, part = 0; k0 < k; k0 += chunk, ++part)
+    for (int64_t batch = 0; batch < batches; ++batch) {
+      const double *pa = a.data.data() + batch * m * k;
+      const double *pb = b.data.data() + (sharedB ? 0 : batch * k * n);
+      double *pc = out.data.data() + (part * batches + batch) * m * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t p = k0; p < std::min(k, k0 + chunk); ++p)
+            acc += (ta ? pa[p * m + i] : pa[i * k + p]) *
+                   (tb ? pb[j * k + p] : pb[p * n + j]);
+          pc[i * n + j] = acc;
+        }
+    }
   return out;
 }
 

@@ -399,7 +399,7 @@ Tensor matmul(Tensor a, Tensor b, const MatmulOptions &options) {
   Value v = kf::MatmulOp::create(
       builder, g->loc("matmul"), g->tensorType(*shape, out), g->value(a),
       g->value(b), builder.getBoolAttr(options.transposeA),
-      builder.getBoolAttr(options.transposeB));
+      builder.getBoolAttr(options.transposeB), /*k_chunk=*/IntegerAttr());
   return g->wrap(v, *shape);
 }
 

@@ -358,10 +358,14 @@ LogicalResult MatmulOp::verify() {
                                      tensorOf(getResult()))))
     return failure();
   shapes::ShapeDiag diag;
-  FailureOr<shapes::Shape> shape = shapes::inferMatmul(
-      a.getShape(), b.getShape(), getTransposeA(), getTransposeB(), diag);
+  FailureOr<shapes::Shape> shape =
+      shapes::inferMatmul(a.getShape(), b.getShape(), getTransposeA(),
+                          getTransposeB(), diag, getKChunk());
   if (failed(shape))
     return emitOpError() << diag.message();
+  if (getKChunk() && !tensorOf(getResult()).getElementType().isF32())
+    return emitOpError() << "split-K partial sums are f32, got "
+                         << getResult().getType();
   return verifyResultShape(*this, *shape, tensorOf(getResult()));
 }
 

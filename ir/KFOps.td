@@ -260,10 +260,15 @@ def KF_MatmulOp : KF_Op<"matmul", [Pure]> {
     a is [batch..., M, K] (or [..., K, M] with transpose_a), b is
     [batch..., K, N] (or [..., N, K] with transpose_b); b may also be rank 2
     and shared by every batch. The result is [batch..., M, N].
+
+    With `k_chunk` (kernel IR: kf-split-k's split-K) the result is f32
+    [S, batch..., M, N], S = ceil(K / k_chunk): partial s sums the products
+    over k in [s k_chunk, min((s + 1) k_chunk, K)).
   }];
   let arguments = (ins KF_Tensor:$a, KF_Tensor:$b,
                        DefaultValuedAttr<BoolAttr, "false">:$transpose_a,
-                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b);
+                       DefaultValuedAttr<BoolAttr, "false">:$transpose_b,
+                       OptionalAttr<I64Attr>:$k_chunk);
   let results = (outs KF_Tensor:$result);
   let assemblyFormat = [{
     $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)

@@ -145,8 +145,8 @@ FailureOr<Shape> inferReduce(ArrayRef<int64_t> input, ArrayRef<int64_t> axes,
 }
 
 FailureOr<Shape> inferMatmul(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
-                             bool transposeA, bool transposeB,
-                             ShapeDiag &diag) {
+                             bool transposeA, bool transposeB, ShapeDiag &diag,
+                             std::optional<int64_t> kChunk) {
   if (a.size() < 2 || b.size() < 2)
     return diag.fail("operands must have rank >= 2: a is " + diag.str(a) +
                      ", b is " + diag.str(b));
@@ -169,6 +169,13 @@ FailureOr<Shape> inferMatmul(ArrayRef<int64_t> a, ArrayRef<int64_t> b,
   Shape out(a.begin(), a.end() - 2);
   out.push_back(m);
   out.push_back(n);
+  if (kChunk) {
+    if (*kChunk <= 0 || ka <= 0)
+      return diag.fail("k_chunk must be positive and K non-empty, got " +
+                       std::to_string(*kChunk) +
+                       " for K = " + std::to_string(ka));
+    out.insert(out.begin(), (ka + *kChunk - 1) / *kChunk);
+  }
   return out;
 }
 

@@ -70,9 +70,11 @@ mlir::FailureOr<Shape> inferTranspose(llvm::ArrayRef<int64_t> input,
 mlir::FailureOr<Shape> inferReduce(llvm::ArrayRef<int64_t> input,
                                    llvm::ArrayRef<int64_t> axes, bool keepDims,
                                    ShapeDiag &diag);
+/// With `kChunk` (split-K partial sums), the number of K chunks leads.
 mlir::FailureOr<Shape> inferMatmul(llvm::ArrayRef<int64_t> a,
                                    llvm::ArrayRef<int64_t> b, bool transposeA,
-                                   bool transposeB, ShapeDiag &diag);
+                                   bool transposeB, ShapeDiag &diag,
+                                   std::optional<int64_t> kChunk = {});
 mlir::LogicalResult checkAxis(int64_t rank, int64_t axis, ShapeDiag &diag);
 
 struct AttentionShapes {

@@ -251,7 +251,15 @@ LogicalResult PointwiseKernel::computeStep(ArrayRef<SmallVector<Value>> lanes,
 /// One thread per output element of a reduction over any axes, looping
 /// over the reduced elements.
 LogicalResult emitReduction(KernelEmitter &e, int64_t items) {
-  auto reduce = rootValue(e.kernel()).getDefiningOp<ReduceOp>();
+  // The reduction is the result, or (kf-split-k's epilogue kernels) feeds
+  // elementwise ops of the result's shape.
+  Value root = rootValue(e.kernel());
+  auto reduce = root.getDefiningOp<ReduceOp>();
+  if (!reduce)
+    e.kernel().getBody().walk([&](ReduceOp op) { reduce = op; });
+  if (!reduce || shapeOf(reduce) != shapeOf(root))
+    return e.kernel().emitOpError(
+        "has no reduction whose result has the kernel result's shape");
   ArrayRef<int64_t> inShape = shapeOf(reduce.getInput());
   ArrayRef<int64_t> axes = reduce.getAxes();
   SmallVector<int64_t> reducedShape;
@@ -291,8 +299,17 @@ LogicalResult emitReduction(KernelEmitter &e, int64_t items) {
     if (reduce.getKind() == ReduceKind::mean)
       result = arith::DivFOp::create(e.builder(), e.loc(), result,
                                      e.f32(static_cast<double>(count)));
-    e.storeResult(0, item, result);
-    return inner;
+    if (failed(inner) || reduce.getResult() == root) {
+      e.storeResult(0, item, result);
+      return inner;
+    }
+    e.setElement(reduce.getResult(), item, result);
+    FailureOr<Value> out =
+        e.elementAt(root, ElementIndex::linear(shapeOf(root), item));
+    if (failed(out))
+      return failure();
+    e.storeResult(0, item, *out);
+    return success();
   });
 }
 /// A softmax along another axis: one thread per row, three passes.

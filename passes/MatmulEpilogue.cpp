@@ -176,7 +176,7 @@ void TensorCoreMatmul::copyOutput() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value from = add(mul(r, stagedCols + 8), c);
-    Value linear = add(mul(add(mul(batch, p.m), row), stride), col);
+    Value linear = add(mul(add(mul(outBatch, p.m), row), stride), col);
     if (vec == 1) {
       Value v = memref::LoadOp::create(b, l, tile, ValueRange{from});
       if (padded)
@@ -236,7 +236,7 @@ TensorCoreMatmul::OutputPair TensorCoreMatmul::outputPair(Value r, Value c) {
   at.c = c;
   at.col = add(n0, c);
   at.row = add(m0, r);
-  at.outRow = add(mul(batch, p.m), at.row);
+  at.outRow = add(mul(outBatch, p.m), at.row);
   at.linear = add(mul(at.outRow, p.n), at.col);
   at.linear1 = add(at.linear, idx(1));
   at.col1 = add(at.col, idx(1));

@@ -47,7 +47,7 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
   stages = configValue(k, "stages");
   tma = configValue(k, "tma");
   mmaGroups = tma ? configValue(k, "mma_groups", 1) : 1;
-  kTiles = (p.k + t.bk - 1) / t.bk;
+  kTiles = (p.kChunk + t.bk - 1) / t.bk;
   dtype = mlir::cast<RankedTensorType>(matmul.getA().getType()).getElementType();
   SharedTile ta = sharedTileA(t, p.transposeA), tb = sharedTileB(t, p.transposeB);
   stageElements = ta.elements() + tb.elements();
@@ -119,7 +119,7 @@ LogicalResult TensorCoreMatmul::emit() {
   // Persistent: this block's tiles in turn. The first copies of the next
   // tile are in flight while this tile's epilogue runs (the staged output
   // lies past the two stages they fill).
-  int64_t tiles = p.batch * mTiles * nTiles;
+  int64_t tiles = p.splits * p.batch * mTiles * nTiles;
   return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
     locate(tile);
     SmallVector<Value> acc = steps();
@@ -130,10 +130,10 @@ LogicalResult TensorCoreMatmul::emit() {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(more.thenBlock());
-      Value here[] = {batch, m0, n0};
+      std::array<Value, 5> here = {batch, m0, n0, kBase, outBatch};
       locate(next);
       prologue();
-      std::tie(batch, m0, n0) = std::tuple(here[0], here[1], here[2]);
+      std::tie(batch, m0, n0, kBase, outBatch) = std::tuple_cat(here);
     }
     return finish(acc);
   });
@@ -161,7 +161,6 @@ int64_t TensorCoreMatmul::ahead() const {
 
 /// The copies of the first K steps of the current tile, into stages 0, 1..
 void TensorCoreMatmul::prologue() {
-  int64_t kTiles = (p.k + t.bk - 1) / t.bk;
   for (int64_t s = 0; s < ahead(); ++s) {
     if (s < kTiles)
       loadStage(idx(s), idx(s));
@@ -170,7 +169,6 @@ void TensorCoreMatmul::prologue() {
 }
 
 SmallVector<Value> TensorCoreMatmul::steps() {
-  int64_t kTiles = (p.k + t.bk - 1) / t.bk;
   int64_t ahead = this->ahead();
   auto step = [&](Value kt, ValueRange c, bool first) {
     // The copies of step kt have landed once at most ahead - 1 groups are
@@ -209,10 +207,15 @@ Value TensorCoreMatmul::undefAccumulators() {
   return LLVM::UndefOp::create(b, l, accType);
 }
 
-/// Output tile `tile` (of the batch's tiles), with tile rows grouped for
-/// L2 reuse.
+/// Output tile `tile` (of the batch's tiles, of each K chunk's), with tile
+/// rows grouped for L2 reuse.
 void TensorCoreMatmul::locate(Value tile) {
+  int64_t perSplit = p.batch * mTiles * nTiles;
+  Value split = div(tile, perSplit);
+  kBase = mul(split, p.kChunk);
+  tile = rem(tile, perSplit);
   batch = div(tile, mTiles * nTiles);
+  outBatch = add(mul(split, p.batch), batch);
   Value pid = rem(tile, mTiles * nTiles);
   int64_t inGroup = t.groupM * nTiles;
   Value firstM = mul(div(pid, inGroup), t.groupM);
@@ -252,7 +255,7 @@ void TensorCoreMatmul::locateWarp() {
 }
 
 void TensorCoreMatmul::loadStage(Value kTile, Value stage) {
-  Value k0 = mul(kTile, t.bk), base = mul(stage, stageElements);
+  Value k0 = add(kBase, mul(kTile, t.bk)), base = mul(stage, stageElements);
   Value aBase = mul(batch, a.batchStride), bBase = mul(batch, bOp.batchStride);
   if (p.transposeA)
     copyTile(a, aBase, k0, m0, base);
@@ -264,8 +267,11 @@ void TensorCoreMatmul::loadStage(Value kTile, Value stage) {
     copyTile(bOp, bBase, k0, n0, base);
 }
 
-/// Thread tid copies 16-byte chunks tid, tid + threads, ...; those past the
-/// matrix are zero-filled (a zero adds nothing to the products).
+/// Thread tid copies 16-byte chunks tid, tid + threads, ...; those past K
+/// are zero-filled (a zero adds nothing to the products), those past M or
+/// N not copied at all: they only feed outputs that are never stored, so
+/// whatever the stage held there is harmless (M = 16 against 128-row
+/// tiles: 7 of 8 of A's copies).
 void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
                                 Value row0, Value col0, Value stageBase) {
   int64_t vec = t.chunkElements();
@@ -277,24 +283,31 @@ void TensorCoreMatmul::copyTile(const StagedOperand &op, Value batchBase,
     Value gr = add(row0, r), gc = add(col0, col);
     Value src = add(batchBase, add(mul(gr, op.stride), gc));
     // Tiles start at multiples of their size: only a dim the tile does not
-    // divide has edges to test.
-    Value valid;
-    if (op.rows % op.tile.rows)
-      valid = less(gr, idx(op.rows));
-    if (op.cols % op.tile.cols) {
-      Value inside = less(gc, idx(op.cols));
-      valid = valid ? arith::AndIOp::create(b, l, valid, inside) : inside;
-    }
+    // divide has edges to test, and K where the last split-K chunk is
+    // shorter than the others (its last steps lie past K).
+    bool kTail = p.k % p.kChunk != 0;
+    Value rowInside, colInside;
+    if (op.rows % op.tile.rows || (kTail && !op.kContiguous))
+      rowInside = less(gr, idx(op.rows));
+    if (op.cols % op.tile.cols || (kTail && op.kContiguous))
+      colInside = less(gc, idx(op.cols));
+    Value insideK = op.kContiguous ? colInside : rowInside;
+    Value insideMN = op.kContiguous ? rowInside : colInside;
     Value count;
-    if (valid) {
-      src = arith::SelectOp::create(b, l, valid, src, idx(0));
-      count = arith::SelectOp::create(b, l, valid, idx(vec), idx(0));
+    if (insideK) {
+      src = arith::SelectOp::create(b, l, insideK, src, idx(0));
+      count = arith::SelectOp::create(b, l, insideK, idx(vec), idx(0));
     }
     Value dst = add(stageBase, add(idx(op.offset), sharedOffset(op, r, col)));
     OpBuilder::InsertionGuard g(b);
+    Value copies = insideMN;
     if (chunks % t.threads()) {
-      auto inRange = scf::IfOp::create(b, l, less(c, idx(chunks)), false);
-      b.setInsertionPointToStart(inRange.thenBlock());
+      Value inRange = less(c, idx(chunks));
+      copies = copies ? arith::AndIOp::create(b, l, copies, inRange) : inRange;
+    }
+    if (copies) {
+      auto copy = scf::IfOp::create(b, l, copies, false);
+      b.setInsertionPointToStart(copy.thenBlock());
     }
     nvgpu::DeviceAsyncCopyOp::create(b, l, shared, ValueRange{dst}, op.memref,
                                      ValueRange{src}, b.getIndexAttr(vec),

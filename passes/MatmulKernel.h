@@ -162,6 +162,9 @@ private:
   StagedOperand a, bOp;
   Value sharedBytes, shared, sharedBase, tid, lane, m0, n0, warpRow, warpCol,
       batch;
+  /// Split-K: the first K column of this tile's chunk, and the index of
+  /// its partial product among the output's [splits * batch] matrices.
+  Value kBase, outBatch;
   /// Per-lane element offsets of the ldmatrix rows, inside a stage.
   Value laneA, laneB;
 };

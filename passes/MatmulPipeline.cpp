@@ -27,7 +27,7 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
   initBarriers();
   Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
   Value grid = gpu::GridDimOp::create(b, l, gpu::Dimension::x);
-  int64_t tiles = p.batch * mTiles * nTiles;
+  int64_t tiles = p.splits * p.batch * mTiles * nTiles;
   // The K steps of the tiles this block did before `tile`.
   auto firstStep = [&](Value tile) {
     Value done = arith::DivUIOp::create(
@@ -143,7 +143,7 @@ void TensorCoreMatmul::produceSteps(Value first) {
         b, l, Type(), full,
         e.constant(b.getI32Type(), stageElements * t.elementBytes),
         NVVM::MemScopeKind::CTA, false, Value());
-    Value k0 = mul(kt, t.bk),
+    Value k0 = add(kBase, mul(kt, t.bk)),
           bytes = mul(stage, stageElements * t.elementBytes);
     auto [aRow, aCol] = origin(p.transposeA, m0, k0);
     auto [bRow, bCol] = origin(!p.transposeB, n0, k0);

@@ -21,12 +21,18 @@ static ArrayRef<int64_t> shapeOf(Value v) {
 MatmulProblem MatmulProblem::of(MatmulOp op) {
   MatmulProblem p;
   ArrayRef<int64_t> out = shapeOf(op.getResult()), a = shapeOf(op.getA());
+  // Split-K partials stack in a leading dim of their own.
+  if (op.getKChunk()) {
+    p.splits = out.front();
+    out = out.drop_front();
+  }
   size_t rank = out.size();
   for (size_t d = 0; d + 2 < rank; ++d)
     p.batch *= out[d];
   p.m = out[rank - 2];
   p.n = out[rank - 1];
   p.k = op.getTransposeA() ? a[rank - 2] : a[rank - 1];
+  p.kChunk = op.getKChunk().value_or(p.k);
   p.transposeA = op.getTransposeA();
   p.transposeB = op.getTransposeB();
   p.sharedB = shapeOf(op.getB()).size() == 2 && rank > 2;
@@ -131,7 +137,7 @@ int64_t kfuse::kf::stageBytes(const MatmulTile &t, const MatmulProblem &p) {
 }
 
 int64_t kfuse::kf::pipelineStages(const MatmulTile &t, const MatmulProblem &p) {
-  int64_t kTiles = (p.k + t.bk - 1) / t.bk;
+  int64_t kTiles = (p.kChunk + t.bk - 1) / t.bk;
   int64_t budget = t.wgmma ? kMaxWgmmaPipelineBytes : kMaxPipelineBytes;
   int64_t fit = budget / stageBytes(t, p);
   // wgmma keeps one step's products in flight: a third stage at least.
@@ -156,6 +162,17 @@ MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms,
   chosen.elementBytes = p.elementBytes;
   chosen.bk = chosen.bk * 2 / p.elementBytes;
   return chosen;
+}
+
+int64_t kfuse::kf::splitKChunks(const MatmulProblem &p, const MatmulTile &t,
+                                int64_t sms) {
+  int64_t tiles =
+      p.batch * ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn);
+  int64_t slots = sms * blocksPerSM(t, p);
+  int64_t steps = (p.k + t.bk - 1) / t.bk;
+  if (2 * tiles > slots)
+    return 1;
+  return std::clamp<int64_t>(slots / tiles, 1, std::max<int64_t>(steps / 8, 1));
 }
 
 MatmulTile kfuse::kf::matmulTileOf(KernelOp kernel) {

@@ -30,6 +30,9 @@ struct MatmulProblem {
   /// Bytes of an operand element: 2 (bf16, f16), or 4 (f32, multiplied in
   /// TF32).
   int64_t elementBytes = 2;
+  /// Split-K (kf.matmul's k_chunk): `splits` partial products, each over
+  /// `kChunk` of K (the last over what remains); 1 and K without.
+  int64_t splits = 1, kChunk = 0;
   static MatmulProblem of(MatmulOp op);
 };
 
@@ -75,6 +78,10 @@ tensorCoreRefusal(MatmulOp op, bool aligned, bool allowTF32,
 /// waves of resident blocks times the time of one wave, where larger tiles
 /// reuse each loaded byte more (tile and wave quantisation both count).
 MatmulTile chooseMatmulTile(const MatmulProblem &p, int64_t sms, bool wgmma);
+/// kf-split-k's decision: K chunks to compute in parallel, 1 for none.
+/// Split only when the output tiles fill at most half the blocks the SMs
+/// hold, into as many chunks as fill them, each of 8 K steps at least.
+int64_t splitKChunks(const MatmulProblem &p, const MatmulTile &t, int64_t sms);
 /// The tile rows visited together (`group_m`): all of them where A fits
 /// well in L2, so that B is read from HBM once; else `t.groupM`.
 int64_t tileRowGroup(const MatmulTile &t, const MatmulProblem &p);

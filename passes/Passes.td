@@ -155,6 +155,38 @@ def KFPadPass : Pass<"kf-pad", "mlir::ModuleOp"> {
   ];
 }
 
+def KFSplitKPass : Pass<"kf-split-k", "mlir::ModuleOp"> {
+  let summary = "Split the K of tensor-core matmuls that leave SMs idle";
+  let description = [{
+    A tensor-core matmul kernel whose output tiles fill at most half the
+    GPU's block slots (decode-sized M) and whose K spans enough steps becomes
+    two kernels: a matmul kernel computing f32 partial sums over chunks of
+    K (kf.matmul's `k_chunk`, a multiple of the tile's K step), and a
+    reduction kernel summing them and computing the epilogue the matmul
+    kernel had. Runs after kf-pad and before kf-tile.
+
+    After:
+    ```mlir
+    %p = kf.kernel matmul(%x, %w : tensor<16x4096xbf16>, tensor<4096x4096xbf16>) {
+      %0 = kf.matmul %a, %b {k_chunk = 2048 : i64, transpose_b = true}
+          : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<2x16x4096xf32>
+      ...
+    }
+    %y = kf.kernel reduction(%p : tensor<2x16x4096xf32>) { kf.reduce sum ... }
+    ```
+  }];
+  let options = [
+    Option<"sms", "sms", "int64_t", /*default=*/"132",
+           "streaming multiprocessors on the target GPU">,
+    Option<"aligned", "aligned", "bool", /*default=*/"false",
+           "every buffer starts on a 16-byte boundary (allows vectors)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "the target has Hopper's warpgroup MMA (sm_90a)">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 matmuls may take TF32 tensor cores">,
+  ];
+}
+
 def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
   let summary = "Choose each kernel's launch shape";
   let description = [{

@@ -38,6 +38,14 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
     pad.allowTF32 = options.allowTF32;
     pm.addPass(createKFPadPass(pad));
   }
+  if (options.splitK) {
+    KFSplitKPassOptions splitK;
+    splitK.sms = options.multiprocessors;
+    splitK.aligned = options.aligned;
+    splitK.wgmma = options.wgmma;
+    splitK.allowTF32 = options.allowTF32;
+    pm.addPass(createKFSplitKPass(splitK));
+  }
   KFTilePassOptions tile;
   tile.sms = options.multiprocessors;
   tile.aligned = options.aligned;

@@ -32,6 +32,8 @@ struct KernelPipelineOptions {
   bool pad = true;
   /// f32 matmuls may take TF32 tensor cores (kf-pad, kf-tile).
   bool allowTF32 = false;
+  /// Run kf-split-k.
+  bool splitK = true;
 };
 
 /// Partitioning and launch shapes: kf-fuse, kf-pad, kf-tile, then

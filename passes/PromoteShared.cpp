@@ -157,7 +157,9 @@ struct KFPromoteSharedPass
         // tile's first two stages filling while this one's output, staged
         // in the stages past them, is stored.
         int64_t tiles = configInt(config, "items");
-        if (tile.wgmma && stages == 4 &&
+        // (Not for split-K's partial products: their tiles are meant to
+        // fill every block slot, two blocks an SM where they fit.)
+        if (tile.wgmma && stages == 4 && problem.splits == 1 &&
             2 * stageBytes(tile, problem) >= staged && tiles > sms) {
           entries.set("persistent", b.getI64IntegerAttr(1));
           entries.set("grid", b.getI64IntegerAttr(sms));

@@ -123,7 +123,7 @@ FailureOr<Type> inferResultType(Operation *op, const SymbolBindings &bindings) {
       .Case([&](MatmulOp mm) {
         return withShape(shapes::inferMatmul(
             tensorOf(mm.getA()).getShape(), tensorOf(mm.getB()).getShape(),
-            mm.getTransposeA(), mm.getTransposeB(), diag));
+            mm.getTransposeA(), mm.getTransposeB(), diag, mm.getKChunk()));
       })
       .Case([&](TransposeOp t) {
         return withShape(shapes::inferTranspose(
@@ -145,7 +145,8 @@ FailureOr<Type> inferResultType(Operation *op, const SymbolBindings &bindings) {
           in.bias = tensorOf(a.getBias()).getShape();
         return withShape(shapes::inferAttention(in, diag));
       })
-      .Case([&](SelectOp s) { return FailureOr<Type>(s.getOnTrue().getType()); })
+      .Case(
+          [&](SelectOp s) { return FailureOr<Type>(s.getOnTrue().getType()); })
       .Case([&](ConstantOp c) { return FailureOr<Type>(c.getType()); })
       .Default([&](Operation *) -> FailureOr<Type> {
         // Elementwise ops, casts, compares and softmax keep the shape of

@@ -279,7 +279,8 @@ void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms,
                                bool wgmma) {
   MatmulProblem p = MatmulProblem::of(matmul);
   MatmulTile t = chooseMatmulTile(p, sms, wgmma);
-  int64_t tiles = p.batch * ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn);
+  int64_t tiles = p.splits * p.batch * ((p.m + t.bm - 1) / t.bm) *
+                  ((p.n + t.bn - 1) / t.bn);
   c.set("block", t.threads());
   c.set("grid", tiles);
   c.set("items", tiles);

@@ -54,6 +54,9 @@ struct CompileOptions {
   /// f32 accumulation: about 1e-3 relative error, as PyTorch's
   /// allow_tf32); without it they stay exact, on the CUDA cores.
   bool allowTF32 = false;
+  /// kf-split-k: a matmul whose output tiles leave most SMs idle (decode
+  /// sizes, long K) sums partial products over K chunks in a second kernel.
+  bool splitK = true;
   /// Disk cache directory; empty means $KFUSE_CACHE_DIR, else
   /// $XDG_CACHE_HOME/kfuse, else ~/.cache/kfuse.
   std::string cacheDir;

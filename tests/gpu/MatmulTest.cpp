@@ -208,6 +208,16 @@ std::vector<MatmulCase> cases() {
        Epilogue::None, false, true, true},
       {"tf32_padded_odd_k_tb", {}, 2000, 1000, 27, false, true, f32, false,
        Epilogue::None, false, true, true},
+      // Decode-sized M with a long K: kf-split-k computes f32 partial
+      // sums over K chunks and a second kernel adds them and runs the
+      // epilogue (K tails inside the last chunk; batches; TF32).
+      {"split_k_decode_bias_gelu_tb_bf16", {}, 16, 1024, 4096, false, true,
+       bf16, false, Epilogue::BiasGelu},
+      {"split_k_k_tail_f16", {}, 33, 520, 2056, false, false, f16},
+      {"split_k_batched_residual_bf16", {2}, 16, 256, 4096, false, false,
+       bf16, false, Epilogue::ResidualScale},
+      {"split_k_tf32_tb", {}, 16, 512, 2048, false, true, f32, false,
+       Epilogue::None, false, true, true},
       // Not K-major and K % 4 != 0: the exact fallback.
       {"tf32_fallback_odd_k", {}, 40, 33, 27, false, false, f32, false,
        Epilogue::None, false, false, true},

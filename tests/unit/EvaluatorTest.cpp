@@ -68,6 +68,21 @@ TEST(Evaluator, Matmul) {
   EXPECT_EQ(valuesOf(c), (std::vector<double>{4, 2, 10, 5}));
 }
 
+/// kf-split-k's partial products (kernel IR): partial s sums k in
+/// [2 s, 2 s + 2), the last over what remains.
+TEST(Evaluator, SplitKPartials) {
+  Expected<Graph> g = Graph::fromMLIR(R"(
+func.func @partials(%a: tensor<1x5xf32>, %b: tensor<5x2xf32>) -> tensor<3x1x2xf32> {
+  %c = kf.matmul %a, %b {k_chunk = 2 : i64} : tensor<1x5xf32>, tensor<5x2xf32> -> tensor<3x1x2xf32>
+  return %c : tensor<3x1x2xf32>
+})");
+  ASSERT_TRUE(g) << g.error().message();
+  HostTensor c = run(
+      *g, {tensorOf(DType::f32, {1, 5}, {1, 2, 3, 4, 5}),
+           tensorOf(DType::f32, {5, 2}, {1, 10, 1, 10, 1, 10, 1, 10, 1, 10})});
+  EXPECT_EQ(valuesOf(c), (std::vector<double>{3, 30, 7, 70, 5, 50}));
+}
+
 TEST(Evaluator, BatchedMatmulSharesRank2B) {
   Graph g;
   Tensor a = g.input("a", DType::f32, {2, 1, 2});

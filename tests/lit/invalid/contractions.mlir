@@ -141,3 +141,27 @@ func.func @softmax_result(%a: tensor<4x8xf32>) {
   %0 = kf.softmax %a {axis = 1} : (tensor<4x8xf32>) -> tensor<4x8xf16>
   return
 }
+
+// -----
+
+func.func @split_k_zero(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) {
+  // expected-error @+1 {{'kf.matmul' op k_chunk must be positive and K non-empty, got 0 for K = 8}}
+  %0 = kf.matmul %a, %b {k_chunk = 0 : i64} : tensor<4x8xbf16>, tensor<8x4xbf16> -> tensor<1x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @split_k_not_f32(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) {
+  // expected-error @+1 {{'kf.matmul' op split-K partial sums are f32, got 'tensor<2x4x4xbf16>'}}
+  %0 = kf.matmul %a, %b {k_chunk = 4 : i64} : tensor<4x8xbf16>, tensor<8x4xbf16> -> tensor<2x4x4xbf16>
+  return
+}
+
+// -----
+
+func.func @split_k_count(%a: tensor<4x8xbf16>, %b: tensor<8x4xbf16>) {
+  // expected-error @+1 {{'kf.matmul' op}}
+  %0 = kf.matmul %a, %b {k_chunk = 3 : i64} : tensor<4x8xbf16>, tensor<8x4xbf16> -> tensor<2x4x4xf32>
+  return
+}
