@@ -77,6 +77,35 @@ TEST(LargePointwise, Bf16TwoOutputs) {
   checkLargePointwise(g);
 }
 
+/// checkFusion with allowTF32: both modes compile with TF32 tensor cores
+/// and are held to the TF32 tolerance, which the exact one would fail.
+TEST(CheckFusion, Tf32LinearWithEpilogue) {
+  if (Expected<DeviceInfo> gpu = device(); !gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  Graph g("linear_tf32");
+  MatmulOptions transposed;
+  transposed.transposeB = true;
+  Tensor y = matmul(g.input("x", DType::f32, {512, 1024}),
+                    g.input("w", DType::f32, {768, 1024}), transposed);
+  g.output("y",
+           silu(y + broadcastTo(g.input("b", DType::f32, {768}), {512, 768})));
+  kfuse::testing::CheckOptions options;
+  options.allowTF32 = true;
+  options.reductionLength = 1024;
+  options.time = false;
+  Expected<kfuse::testing::FusionReport> report =
+      kfuse::testing::checkFusion(g, options);
+  ASSERT_TRUE(report) << report.error().message();
+  EXPECT_TRUE(report->valuesMatch) << report->summary();
+  ASSERT_EQ(report->outputs.size(), 1u);
+  // TF32 is about 1e-3 off: the exact f32 tolerance would not hold.
+  EXPECT_GT(report->outputs[0].fusedError,
+            kfuse::testing::tolerance(DType::f32, 1024))
+      << report->summary();
+  // (12 output tiles: kf-split-k makes the fused matmul two kernels.)
+  EXPECT_LT(report->fusedKernels, report->unfusedKernels) << report->summary();
+}
+
 TEST(CheckFusion, ReportsSymbolicShapesItCannotGuess) {
   Graph g("sym");
   g.output("y", exp(g.input("x", DType::f32, {"N"})));
