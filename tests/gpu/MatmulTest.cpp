@@ -154,6 +154,11 @@ std::vector<MatmulCase> cases() {
       {"f32_result_n_3_mod_4_bf16", {2}, 90, 523, 64, false, true, bf16,
        false, Epilogue::None, true},
       {"batched_odd_m_n_tb_bf16", {3}, 67, 515, 64, false, true, bf16},
+      // Rows too short for a whole 16-byte chunk after their head (the
+      // bulk copy skipped), or with one.
+      {"narrow_odd_n_tb_bf16", {}, 300, 13, 64, false, true, bf16},
+      {"narrow_odd_n_21_tb_f16", {}, 260, 21, 64, false, true, f16, false,
+       Epilogue::BiasGelu},
       {"f32_result_batched_odd_m_n", {2}, 131, 301, 64, false, true, f16,
        false, Epilogue::None, true},
       {"persistent_batched_tb_f16", {6}, 700, 1100, 192, false, true, f16,
