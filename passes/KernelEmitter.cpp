@@ -534,65 +534,66 @@ static arith::CmpIPredicate intPredicate(ComparePredicate p) {
 }
 
 FailureOr<Value> KernelEmitter::scalarOp(Operation *op, ValueRange x) {
-  Location l = location;
   Type dtype = cast<RankedTensorType>(op->getOperand(0).getType())
                    .getElementType();
+  if (op->getNumOperands() == 1 && !isa<CastOp>(op))
+    return unaryScalarOp(op, dtype, x[0]);
+  return binaryScalarOp(op, dtype, x);
+}
+
+Value KernelEmitter::zeroOf(Type dtype) {
+  if (isa<FloatType>(dtype))
+    return f32(0);
+  return arith::ConstantOp::create(b, location,
+                                   b.getIntegerAttr(computeType(dtype), 0));
+}
+
+FailureOr<Value> KernelEmitter::unaryScalarOp(Operation *op, Type dtype,
+                                              Value x) {
+  Location l = location;
   bool isFloat = isa<FloatType>(dtype);
-  Type type = computeType(dtype);
-  auto zero = [&]() -> Value {
-    return isFloat ? f32(0)
-                   : Value(arith::ConstantOp::create(
-                         b, l, b.getIntegerAttr(type, 0)));
-  };
-  auto sigmoid = [&](Value v) -> Value { return emitSigmoid(b, l, v); };
   return TypeSwitch<Operation *, FailureOr<Value>>(op)
       .Case([&](NegOp) -> Value {
-        return isFloat ? Value(arith::NegFOp::create(b, l, x[0]))
-                       : Value(arith::SubIOp::create(b, l, zero(), x[0]));
+        return isFloat ? Value(arith::NegFOp::create(b, l, x))
+                       : Value(arith::SubIOp::create(b, l, zeroOf(dtype), x));
       })
       .Case([&](AbsOp) -> Value {
-        return isFloat ? Value(math::AbsFOp::create(b, l, x[0]))
-                       : Value(math::AbsIOp::create(b, l, x[0]));
+        return isFloat ? Value(math::AbsFOp::create(b, l, x))
+                       : Value(math::AbsIOp::create(b, l, x));
       })
       .Case([&](ReluOp) -> Value {
-        return isFloat ? Value(arith::MaximumFOp::create(b, l, x[0], zero()))
-                       : Value(arith::MaxSIOp::create(b, l, x[0], zero()));
+        return isFloat
+                   ? Value(arith::MaximumFOp::create(b, l, x, zeroOf(dtype)))
+                   : Value(arith::MaxSIOp::create(b, l, x, zeroOf(dtype)));
       })
-      .Case([&](ExpOp) -> Value { return math::ExpOp::create(b, l, x[0]); })
-      .Case([&](LogOp) -> Value { return math::LogOp::create(b, l, x[0]); })
-      .Case([&](SqrtOp) -> Value { return math::SqrtOp::create(b, l, x[0]); })
-      .Case([&](RsqrtOp) -> Value { return math::RsqrtOp::create(b, l, x[0]); })
-      .Case([&](SinOp) -> Value {
-        return emitSinCos(b, l, x[0], /*cosine=*/false);
-      })
-      .Case([&](CosOp) -> Value {
-        return emitSinCos(b, l, x[0], /*cosine=*/true);
-      })
-      .Case([&](TanhOp) -> Value { return math::TanhOp::create(b, l, x[0]); })
-      .Case([&](ErfOp) -> Value { return math::ErfOp::create(b, l, x[0]); })
-      .Case([&](SigmoidOp) -> Value { return sigmoid(x[0]); })
+      .Case([&](ExpOp) -> Value { return math::ExpOp::create(b, l, x); })
+      .Case([&](LogOp) -> Value { return math::LogOp::create(b, l, x); })
+      .Case([&](SqrtOp) -> Value { return math::SqrtOp::create(b, l, x); })
+      .Case([&](RsqrtOp) -> Value { return math::RsqrtOp::create(b, l, x); })
+      .Case(
+          [&](SinOp) -> Value { return emitSinCos(b, l, x, /*cosine=*/false); })
+      .Case(
+          [&](CosOp) -> Value { return emitSinCos(b, l, x, /*cosine=*/true); })
+      .Case([&](TanhOp) -> Value { return math::TanhOp::create(b, l, x); })
+      .Case([&](ErfOp) -> Value { return math::ErfOp::create(b, l, x); })
+      .Case([&](SigmoidOp) -> Value { return emitSigmoid(b, l, x); })
       .Case([&](SiluOp) -> Value {
-        return arith::MulFOp::create(b, l, x[0], sigmoid(x[0]));
+        return arith::MulFOp::create(b, l, x, emitSigmoid(b, l, x));
       })
-      .Case([&](GeluOp) -> Value {
-        // (1 + erf(x / sqrt 2)) / 2, as PyTorch computes it: below x = -5.9
-        // it cancels to 0 in f32 where the exact value is under 1e-8 x.
-        // erfc(-x / sqrt 2) / 2 is exact there but made the memory-bound
-        // gelu_bf16 workload 1.38x its floor instead of 1.10x on an H200.
-        // A 16-bit GELU rounds its result to 8 or 11 bits: a cheaper Phi
-        // is exact enough there (gelu bf16: 1.10x its HBM floor with
-        // libdevice's erff on the H200).
-        if (dtype.getIntOrFloatBitWidth() == 16)
-          return emitGeluForHalfResults(b, l, x[0]);
-        Value erf = math::ErfOp::create(
-            b, l, arith::MulFOp::create(b, l, x[0], f32(M_SQRT1_2)));
-        Value phi = arith::MulFOp::create(
-            b, l, f32(0.5), arith::AddFOp::create(b, l, f32(1), erf));
-        return arith::MulFOp::create(b, l, x[0], phi);
-      })
+      .Case([&](GeluOp) -> Value { return emitGelu(b, l, x, dtype); })
       .Case([&](ReciprocalOp) -> Value {
-        return arith::DivFOp::create(b, l, f32(1), x[0]);
+        return arith::DivFOp::create(b, l, f32(1), x);
       })
+      .Default([](Operation *op) -> FailureOr<Value> {
+        return op->emitOpError("has no scalar lowering");
+      });
+}
+
+FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
+                                               ValueRange x) {
+  Location l = location;
+  bool isFloat = isa<FloatType>(dtype);
+  return TypeSwitch<Operation *, FailureOr<Value>>(op)
       .Case([&](AddOp) -> Value {
         return isFloat ? Value(arith::AddFOp::create(b, l, x[0], x[1]))
                        : Value(arith::AddIOp::create(b, l, x[0], x[1]));
@@ -610,12 +611,14 @@ FailureOr<Value> KernelEmitter::scalarOp(Operation *op, ValueRange x) {
           return arith::DivFOp::create(b, l, x[0], x[1]);
         // i32: truncated, and x / 0 = 0 (division by zero is undefined on
         // the GPU, so divide by 1 and select).
-        Value isZero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                             x[1], zero());
-        Value one = arith::ConstantOp::create(b, l, b.getIntegerAttr(type, 1));
+        Value zero = zeroOf(dtype);
+        Value isZero =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x[1], zero);
+        Value one = arith::ConstantOp::create(
+            b, l, b.getIntegerAttr(computeType(dtype), 1));
         Value safe = arith::SelectOp::create(b, l, isZero, one, x[1]);
         Value q = arith::DivSIOp::create(b, l, x[0], safe);
-        return arith::SelectOp::create(b, l, isZero, zero(), q);
+        return arith::SelectOp::create(b, l, isZero, zero, q);
       })
       .Case([&](MaxOp) -> Value {
         return isFloat ? Value(arith::MaximumFOp::create(b, l, x[0], x[1]))

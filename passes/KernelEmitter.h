@@ -151,8 +151,16 @@ private:
   mlir::Value load(unsigned argNumber, mlir::Value offset);
   mlir::FailureOr<mlir::Value> compute(mlir::Value tensor, ElementIndex &idx);
   mlir::FailureOr<mlir::Value> broadcastAt(BroadcastOp op, ElementIndex &idx);
+  /// The elementwise `op` on scalars of its compute type: the one-operand
+  /// ops, then those of two or three.
   mlir::FailureOr<mlir::Value> scalarOp(mlir::Operation *op,
                                         mlir::ValueRange operands);
+  mlir::FailureOr<mlir::Value> unaryScalarOp(mlir::Operation *op,
+                                             mlir::Type dtype, mlir::Value x);
+  mlir::FailureOr<mlir::Value>
+  binaryScalarOp(mlir::Operation *op, mlir::Type dtype, mlir::ValueRange x);
+  /// 0 of the compute type of `dtype`.
+  mlir::Value zeroOf(mlir::Type dtype);
   mlir::Value castScalar(mlir::Value v, mlir::Type from, mlir::Type to);
   mlir::FailureOr<mlir::Value> constantAt(ConstantOp op);
   mlir::Value warpReduce(
@@ -202,6 +210,10 @@ mlir::Value emitSigmoid(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
 /// roundings), for GELUs whose results are bf16 or f16.
 mlir::Value emitGeluForHalfResults(mlir::OpBuilder &b, mlir::Location l,
                                    mlir::Value x);
+/// The f32 GELU of an element of `dtype`: emitGeluForHalfResults for
+/// 16-bit results, else x (1 + erf(x / sqrt 2)) / 2 with libdevice's erf.
+mlir::Value emitGelu(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,
+                     mlir::Type dtype);
 
 } // namespace kfuse::kf
 
