@@ -308,6 +308,41 @@ static unsigned indexBitsFor(func::FuncOp func) {
   return largest < (int64_t(1) << 30) ? 32 : 64;
 }
 
+static kf::KernelPipelineOptions kernelOptionsFor(const CompileRequest &r) {
+  return {r.fused,
+          r.multiprocessors,
+          r.aligned,
+          /*wgmma=*/r.arch == "sm_90" || r.arch == "sm_90a",
+          r.padRows,
+          r.allowTF32,
+          r.splitK};
+}
+
+/// The gpu.module of `module` (its kernels' host-side plan already
+/// extracted) lowered to the LLVM dialect and then to PTX, into `plan`.
+static Status emitKernels(const CompileRequest &request, ModuleOp module,
+                          func::FuncOp func, const std::string &diagnostics,
+                          llvm::function_ref<LogicalResult(unsigned)> lower,
+                          StageTimer &timer, runtime::Plan &plan) {
+  if (failed(lower(indexBitsFor(func))))
+    return compileError("lowering to the LLVM dialect", diagnostics);
+  timer.mark("lower to llvm dialect");
+  codegen::Target target;
+  target.arch = request.arch;
+  // wgmma exists only in sm_90a, the arch-specific Hopper target (its code
+  // runs on compute capability 9.0 exactly).
+  if (target.arch == "sm_90" && usesWgmma(func))
+    target.arch = "sm_90a";
+  llvm::Expected<codegen::BackendOutput> backend =
+      codegen::emitPTX(module, target);
+  if (!backend)
+    return compileError("PTX generation", llvm::toString(backend.takeError()));
+  timer.mark("llvm and ptx");
+  plan.dumps["llvm"] = std::move(backend->llvmIR);
+  plan.ptx = std::move(backend->ptx);
+  return Status::ok();
+}
+
 Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   StageTimer timer;
   ParsedGraph parsed(request.graphText);
@@ -339,14 +374,7 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   if (request.stopAfter == Stage::Graph)
     return plan;
 
-  kf::KernelPipelineOptions kernelOptions{request.fused,
-                                          request.multiprocessors,
-                                          request.aligned,
-                                          /*wgmma=*/request.arch == "sm_90" ||
-                                              request.arch == "sm_90a",
-                                          request.padRows,
-                                          request.allowTF32,
-                                          request.splitK};
+  kf::KernelPipelineOptions kernelOptions = kernelOptionsFor(request);
   if (failed(run([&](PassManager &pm) {
         kf::buildKernelPipeline(pm, kernelOptions);
       })))
@@ -367,26 +395,14 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   if (request.stopAfter == Stage::GPU)
     return plan;
 
-  unsigned indexBits = indexBitsFor(func);
-  if (failed(run([&](PassManager &pm) {
-        kf::buildLLVMLoweringPipeline(pm, indexBits);
-      })))
-    return compileError("lowering to the LLVM dialect", diagnostics);
-  timer.mark("lower to llvm dialect");
-  codegen::Target target;
-  target.arch = request.arch;
-  // wgmma exists only in sm_90a, the arch-specific Hopper target (its code
-  // runs on compute capability 9.0 exactly).
-  if (target.arch == "sm_90" && usesWgmma(func))
-    target.arch = "sm_90a";
-  llvm::Expected<codegen::BackendOutput> backend =
-      codegen::emitPTX(*module, target);
-  if (!backend)
-    return compileError("PTX generation",
-                        llvm::toString(backend.takeError()));
-  timer.mark("llvm and ptx");
-  plan.dumps["llvm"] = std::move(backend->llvmIR);
-  plan.ptx = std::move(backend->ptx);
+  auto lower = [&](unsigned indexBits) {
+    return run(
+        [&](PassManager &pm) { kf::buildLLVMLoweringPipeline(pm, indexBits); });
+  };
+  Status emitted =
+      emitKernels(request, *module, func, diagnostics, lower, timer, plan);
+  if (!emitted)
+    return emitted.error();
   return plan;
 }
 
