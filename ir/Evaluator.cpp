@@ -192,6 +192,10 @@ private:
     b.data.assign(n, 0.0);
     return b;
   }
+  /// Ops of the SameOperandsAndResult trait: unary and binary arithmetic.
+  Buffer evalElementwise(Operation *op);
+  Buffer evalIota(IotaOp op);
+  Buffer evalSoftmax(SoftmaxOp op);
   Buffer evalConstant(ConstantOp op);
   Buffer evalBroadcast(BroadcastOp op);
   Buffer evalTranspose(TransposeOp op);
@@ -236,22 +240,8 @@ FailureOr<Buffer> Interpreter::eval(Operation *op) {
       return op->emitOpError() << "result " << type
                                << " is too large for the reference evaluator";
   }
-  if (op->hasTrait<OpTrait::kf::SameOperandsAndResult>()) {
-    Buffer out = like(op->getResult(0));
-    bool integer = mlir::cast<RankedTensorType>(op->getOperand(0).getType())
-                       .getElementType()
-                       .isInteger();
-    if (op->getNumOperands() == 1) {
-      const Buffer &x = in(op->getOperand(0));
-      for (size_t i = 0; i < out.data.size(); ++i)
-        out.data[i] = unaryFn(op, x.data[i]);
-    } else {
-      const Buffer &a = in(op->getOperand(0)), &b = in(op->getOperand(1));
-      for (size_t i = 0; i < out.data.size(); ++i)
-        out.data[i] = binaryFn(op, a.data[i], b.data[i], integer);
-    }
-    return out;
-  }
+  if (op->hasTrait<OpTrait::kf::SameOperandsAndResult>())
+    return evalElementwise(op);
   return TypeSwitch<Operation *, FailureOr<Buffer>>(op)
       .Case([&](CompareOp c) {
         Buffer out = like(c.getResult());
@@ -280,24 +270,8 @@ FailureOr<Buffer> Interpreter::eval(Operation *op) {
         out.shape = like(r.getResult()).shape;
         return out;
       })
-      .Case([&](IotaOp iota) {
-        Buffer out = like(iota.getResult());
-        int64_t dim = iota.getDim();
-        forEachIndex(out.shape, [&](int64_t i, ArrayRef<int64_t> index) {
-          out.data[i] = static_cast<double>(index[dim]);
-        });
-        return out;
-      })
-      .Case([&](SoftmaxOp s) {
-        Buffer out = in(s.getInput());
-        int64_t axis = s.getAxis(), n = out.shape[axis];
-        int64_t stride = stridesOf(out.shape)[axis];
-        for (int64_t base = 0; base < static_cast<int64_t>(out.data.size());
-             ++base)
-          if ((base / stride) % std::max<int64_t>(n, 1) == 0)
-            softmaxRow(&out.data[base], n, stride);
-        return out;
-      })
+      .Case([&](IotaOp iota) { return evalIota(iota); })
+      .Case([&](SoftmaxOp s) { return evalSoftmax(s); })
       .Case([&](ConstantOp c) { return evalConstant(c); })
       .Case([&](BroadcastOp b) { return evalBroadcast(b); })
       .Case([&](TransposeOp t) { return evalTranspose(t); })
@@ -308,6 +282,42 @@ FailureOr<Buffer> Interpreter::eval(Operation *op) {
       .Default([](Operation *op) -> FailureOr<Buffer> {
         return op->emitOpError("is not supported by the reference evaluator");
       });
+}
+
+Buffer Interpreter::evalElementwise(Operation *op) {
+  Buffer out = like(op->getResult(0));
+  bool integer = mlir::cast<RankedTensorType>(op->getOperand(0).getType())
+                     .getElementType()
+                     .isInteger();
+  if (op->getNumOperands() == 1) {
+    const Buffer &x = in(op->getOperand(0));
+    for (size_t i = 0; i < out.data.size(); ++i)
+      out.data[i] = unaryFn(op, x.data[i]);
+  } else {
+    const Buffer &a = in(op->getOperand(0)), &b = in(op->getOperand(1));
+    for (size_t i = 0; i < out.data.size(); ++i)
+      out.data[i] = binaryFn(op, a.data[i], b.data[i], integer);
+  }
+  return out;
+}
+
+Buffer Interpreter::evalIota(IotaOp op) {
+  Buffer out = like(op.getResult());
+  int64_t dim = op.getDim();
+  forEachIndex(out.shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    out.data[i] = static_cast<double>(index[dim]);
+  });
+  return out;
+}
+
+Buffer Interpreter::evalSoftmax(SoftmaxOp op) {
+  Buffer out = in(op.getInput());
+  int64_t axis = op.getAxis(), n = out.shape[axis];
+  int64_t stride = stridesOf(out.shape)[axis];
+  for (int64_t base = 0; base < static_cast<int64_t>(out.data.size()); ++base)
+    if ((base / stride) % std::max<int64_t>(n, 1) == 0)
+      softmaxRow(&out.data[base], n, stride);
+  return out;
 }
 
 Buffer Interpreter::evalConstant(ConstantOp op) {
