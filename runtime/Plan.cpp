@@ -162,8 +162,58 @@ std::optional<TensorMapDesc> readTensorMap(Reader &r, size_t numBuffers) {
   return m;
 }
 
+/// "b ROLE INDEX DTYPE BYTES RANK DIM...".
+std::optional<BufferDesc> readBuffer(Reader &r) {
+  BufferDesc b;
+  r.expect("b");
+  int role = r.number<int>();
+  b.role = static_cast<BufferRole>(role);
+  b.index = r.number<uint32_t>();
+  std::optional<DType> dtype = parseDType(r.word());
+  b.bytes = r.number<uint64_t>();
+  size_t rank = r.count();
+  for (size_t d = 0; d < rank && r.ok(); ++d)
+    b.shape.push_back(r.number<int64_t>());
+  r.endLine();
+  if (!r.ok() || !dtype || role < 0 || role > 2)
+    return std::nullopt;
+  b.dtype = *dtype;
+  return b;
+}
+
+/// "l KERNEL GRID BLOCK SHARED FLOPS ARGS BUFFER... MAPS", then the
+/// launch's tensor maps a line each.
+std::optional<LaunchDesc> readLaunch(Reader &r, size_t numBuffers) {
+  LaunchDesc l;
+  r.expect("l");
+  l.kernel = std::string(r.word());
+  l.grid = r.number<uint32_t>();
+  l.block = r.number<uint32_t>();
+  l.sharedBytes = r.number<uint32_t>();
+  l.flops = r.number<uint64_t>();
+  size_t args = r.count();
+  for (size_t a = 0; a < args && r.ok(); ++a) {
+    uint32_t buffer = r.number<uint32_t>();
+    if (buffer >= numBuffers)
+      return std::nullopt;
+    l.buffers.push_back(buffer);
+  }
+  size_t maps = r.count();
+  r.endLine();
+  for (size_t m = 0; m < maps && r.ok(); ++m)
+    if (std::optional<TensorMapDesc> map = readTensorMap(r, numBuffers))
+      l.tensorMaps.push_back(*map);
+    else
+      return std::nullopt;
+  if (!r.ok())
+    return std::nullopt;
+  return l;
+}
+
 } // namespace
 
+// A failed read leaves `r` failed and ends every loop: the plan is then
+// refused at the end, if not before.
 std::optional<Plan> Plan::deserialize(std::string_view text) {
   Reader r(text);
   Plan plan;
@@ -174,48 +224,19 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
   size_t numBuffers = r.count();
   r.endLine();
   for (size_t i = 0; i < numBuffers && r.ok(); ++i) {
-    BufferDesc b;
-    r.expect("b");
-    int role = r.number<int>();
-    b.role = static_cast<BufferRole>(role);
-    b.index = r.number<uint32_t>();
-    std::optional<DType> dtype = parseDType(r.word());
-    b.bytes = r.number<uint64_t>();
-    size_t rank = r.count();
-    for (size_t d = 0; d < rank && r.ok(); ++d)
-      b.shape.push_back(r.number<int64_t>());
-    r.endLine();
-    if (!dtype || role < 0 || role > 2)
+    std::optional<BufferDesc> b = readBuffer(r);
+    if (!b)
       return std::nullopt;
-    b.dtype = *dtype;
-    plan.buffers.push_back(std::move(b));
+    plan.buffers.push_back(std::move(*b));
   }
   r.expect("launches");
   size_t numLaunches = r.count();
   r.endLine();
   for (size_t i = 0; i < numLaunches && r.ok(); ++i) {
-    LaunchDesc l;
-    r.expect("l");
-    l.kernel = std::string(r.word());
-    l.grid = r.number<uint32_t>();
-    l.block = r.number<uint32_t>();
-    l.sharedBytes = r.number<uint32_t>();
-    l.flops = r.number<uint64_t>();
-    size_t args = r.count();
-    for (size_t a = 0; a < args && r.ok(); ++a) {
-      uint32_t buffer = r.number<uint32_t>();
-      if (buffer >= numBuffers)
-        return std::nullopt;
-      l.buffers.push_back(buffer);
-    }
-    size_t maps = r.count();
-    r.endLine();
-    for (size_t m = 0; m < maps && r.ok(); ++m)
-      if (std::optional<TensorMapDesc> map = readTensorMap(r, numBuffers))
-        l.tensorMaps.push_back(*map);
-      else
-        return std::nullopt;
-    plan.launches.push_back(std::move(l));
+    std::optional<LaunchDesc> l = readLaunch(r, numBuffers);
+    if (!l)
+      return std::nullopt;
+    plan.launches.push_back(std::move(*l));
   }
   r.expect("copies");
   size_t numCopies = r.count();
