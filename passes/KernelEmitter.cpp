@@ -399,31 +399,8 @@ FailureOr<Value> KernelEmitter::compute(Value tensor, ElementIndex &idx) {
                          ElementIndex::linear(r.getInput().getType().getShape(),
                                               idx.getLinear(*this)));
       })
-      .Case([&](SoftmaxOp softmax) -> FailureOr<Value> {
-        auto stats = softmaxStats.find(softmax);
-        if (stats == softmaxStats.end())
-          return softmax.emitOpError("needs its row statistics here");
-        auto [max, sum] = stats->second;
-        FailureOr<Value> x = elementAt(softmax.getInput(), idx);
-        if (failed(x))
-          return failure();
-        Value p = math::ExpOp::create(
-            b, location, arith::SubFOp::create(b, location, *x, max));
-        Value masked = arith::CmpFOp::create(
-            b, location, arith::CmpFPredicate::OEQ, max, f32(-INFINITY));
-        return Value(arith::SelectOp::create(
-            b, location, masked, f32(0),
-            arith::DivFOp::create(b, location, p, sum)));
-      })
-      .Case([&](IotaOp iota) -> FailureOr<Value> {
-        Value position = idx.getMulti(*this)[iota.getDim()];
-        Value i = arith::IndexCastOp::create(b, location, b.getI64Type(),
-                                             position);
-        Type dtype = computeType(iota.getType().getElementType());
-        if (isa<FloatType>(dtype))
-          return Value(arith::SIToFPOp::create(b, location, dtype, i));
-        return Value(arith::TruncIOp::create(b, location, dtype, i));
-      })
+      .Case([&](SoftmaxOp softmax) { return softmaxAt(softmax, idx); })
+      .Case([&](IotaOp iota) { return iotaAt(iota, idx); })
       .Default([&](Operation *op) -> FailureOr<Value> {
         if (!op->hasTrait<OpTrait::kf::Elementwise>())
           return op->emitOpError("cannot be computed element by element "
@@ -437,6 +414,32 @@ FailureOr<Value> KernelEmitter::compute(Value tensor, ElementIndex &idx) {
         }
         return scalarOp(op, operands);
       });
+}
+
+FailureOr<Value> KernelEmitter::softmaxAt(SoftmaxOp op, ElementIndex &idx) {
+  auto stats = softmaxStats.find(op);
+  if (stats == softmaxStats.end())
+    return op.emitOpError("needs its row statistics here");
+  auto [max, sum] = stats->second;
+  FailureOr<Value> x = elementAt(op.getInput(), idx);
+  if (failed(x))
+    return failure();
+  Value p = math::ExpOp::create(b, location,
+                                arith::SubFOp::create(b, location, *x, max));
+  // A fully masked row (max = -inf) gives 0, as the evaluator says.
+  Value masked = arith::CmpFOp::create(b, location, arith::CmpFPredicate::OEQ,
+                                       max, f32(-INFINITY));
+  return Value(arith::SelectOp::create(
+      b, location, masked, f32(0), arith::DivFOp::create(b, location, p, sum)));
+}
+
+Value KernelEmitter::iotaAt(IotaOp op, ElementIndex &idx) {
+  Value position = idx.getMulti(*this)[op.getDim()];
+  Value i = arith::IndexCastOp::create(b, location, b.getI64Type(), position);
+  Type dtype = computeType(op.getType().getElementType());
+  if (isa<FloatType>(dtype))
+    return arith::SIToFPOp::create(b, location, dtype, i);
+  return arith::TruncIOp::create(b, location, dtype, i);
 }
 
 FailureOr<Value> KernelEmitter::constantAt(ConstantOp op) {

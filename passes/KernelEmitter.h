@@ -151,6 +151,9 @@ private:
   mlir::Value load(unsigned argNumber, mlir::Value offset);
   mlir::FailureOr<mlir::Value> compute(mlir::Value tensor, ElementIndex &idx);
   mlir::FailureOr<mlir::Value> broadcastAt(BroadcastOp op, ElementIndex &idx);
+  /// A softmax's element from its row's max and sum (softmaxStats).
+  mlir::FailureOr<mlir::Value> softmaxAt(SoftmaxOp op, ElementIndex &idx);
+  mlir::Value iotaAt(IotaOp op, ElementIndex &idx);
   /// The elementwise `op` on scalars of its compute type: the one-operand
   /// ops, then those of two or three.
   mlir::FailureOr<mlir::Value> scalarOp(mlir::Operation *op,
