@@ -349,53 +349,30 @@ int runOnGPU(const kfuse::Graph &graph) {
   return ok ? 0 : 1;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  llvm::InitLLVM init(argc, argv);
-  registerAsmPrinterCLOptions();
-  registerMLIRContextCLOptions();
-  registerPassManagerCLOptions();
-  cl::ParseCommandLineOptions(argc, argv, "kfuse compiler driver\n");
-
-  auto graph = kfuse::Graph::fromFile(inputFile);
-  if (!graph) {
-    llvm::errs() << graph.error().message();
-    if (!llvm::StringRef(graph.error().message()).ends_with("\n"))
-      llvm::errs() << "\n";
-    return 1;
-  }
-  if (evalFlag)
-    return runEvaluator(*graph);
-  if (runFlag)
-    return runOnGPU(*graph);
-  if (profileFlag)
-    return profileOnGPU(*graph);
-
+/// --explain-fusion, or the --emit stage of the graph's compile.
+int compileAndPrint(const kfuse::Graph &graph) {
   std::vector<std::vector<int64_t>> shapes;
   if (emit != Emit::Graph || !shapeArgs.empty() || !bindArgs.empty()) {
-    auto resolved = inputShapes(*graph);
+    auto resolved = inputShapes(graph);
     if (!resolved)
       return fail(resolved.error().message());
     shapes = *resolved;
   }
-  kfuse::Expected<std::string> text = graph->toMLIR();
+  kfuse::Expected<std::string> text = graph.toMLIR();
   if (!text)
     return fail(text.error().message());
   kfuse::compiler::CompileRequest request;
   request.graphText = *text;
+  request.shapes = shapes;
+  request.fused = !unfused;
   if (explainFlag) {
-    request.shapes = shapes;
-    request.fused = !unfused;
     auto explanation = kfuse::compiler::explainFusion(request, jsonFlag);
     if (!explanation)
       return fail(explanation.error().message());
     llvm::outs() << *explanation;
     return 0;
   }
-  request.shapes = shapes;
   request.arch = arch;
-  request.fused = !unfused;
   request.padRows = !noPad;
   request.allowTF32 = allowTF32;
   request.splitK = !noSplitK;
@@ -418,4 +395,29 @@ int main(int argc, char **argv) {
     llvm::outs() << plan->dumps[kfuse::compiler::stageName(request.stopAfter)]
                  << "\n";
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  registerAsmPrinterCLOptions();
+  registerMLIRContextCLOptions();
+  registerPassManagerCLOptions();
+  cl::ParseCommandLineOptions(argc, argv, "kfuse compiler driver\n");
+
+  auto graph = kfuse::Graph::fromFile(inputFile);
+  if (!graph) {
+    llvm::errs() << graph.error().message();
+    if (!llvm::StringRef(graph.error().message()).ends_with("\n"))
+      llvm::errs() << "\n";
+    return 1;
+  }
+  if (evalFlag)
+    return runEvaluator(*graph);
+  if (runFlag)
+    return runOnGPU(*graph);
+  if (profileFlag)
+    return profileOnGPU(*graph);
+  return compileAndPrint(*graph);
 }
