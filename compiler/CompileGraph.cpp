@@ -184,8 +184,8 @@ uint64_t countFlops(kf::KernelOp kernel) {
   return flops;
 }
 
-/// The TMA tensor map of a warp-specialised matmul operand, over buffer
-/// `buffer`.
+/// The TMA tensor map of an operand of a warp-specialised kernel, over
+/// buffer `buffer`.
 runtime::TensorMapDesc tensorMapOf(const kf::TmaOperand &o, uint32_t buffer) {
   runtime::TensorMapDesc map;
   map.buffer = buffer;

@@ -26,8 +26,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/KFDialect.h"
-#include "passes/KernelTemplates.h"
+#include "passes/AttentionKernel.h"
+#include "passes/AsyncCopy.h"
 #include "passes/Wgmma.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -38,120 +38,7 @@
 
 using namespace mlir;
 using namespace kfuse::kf;
-
-namespace {
-
-
-/// The running softmax state of the thread's two rows (lane / 4 and
-/// lane / 4 + 8 of its warp's 16): max and sum; the accumulators; and the
-/// previous key tile's probabilities (16-bit pairs), whose product with V
-/// is pending.
-struct RowState {
-  SmallVector<Value, 2> max, sum;
-  SmallVector<Value> acc, p;
-
-  SmallVector<Value> flat() const {
-    SmallVector<Value> all;
-    for (ArrayRef<Value> part : {ArrayRef<Value>(max), ArrayRef<Value>(sum),
-                                 ArrayRef<Value>(acc), ArrayRef<Value>(p)})
-      all.append(part.begin(), part.end());
-    return all;
-  }
-  static RowState unflat(ValueRange all, size_t accumulators) {
-    RowState s;
-    s.max = {all[0], all[1]};
-    s.sum = {all[2], all[3]};
-    s.acc.assign(all.begin() + 4, all.begin() + 4 + accumulators);
-    s.p.assign(all.begin() + 4 + accumulators, all.end());
-    return s;
-  }
-};
-
-class FlashAttention : IndexArithmetic {
-public:
-  FlashAttention(KernelEmitter &e, AttentionOp op);
-  LogicalResult emit();
-
-private:
-  void setUp();
-  std::pair<Value, Value> keyTileRanges();
-  void locate(Value block);
-  /// Copies `rows` rows of `cols` (padded) elements from global element
-  /// `base` on (rows `stride` apart, `validRows` and `validCols` real) into
-  /// shared memory at element `sharedAt`, placed by `place(r, c)`.
-  /// `colLimit`, when set, bounds the real columns at run time.
-  void copyTile(Value memref, Value base, int64_t stride, int64_t rows,
-                Value validRows, int64_t cols, int64_t validCols,
-                Value sharedAt, function_ref<Value(Value, Value)> place,
-                Value colLimit = {});
-  void loadQ();
-  void loadK(Value tile);
-  void loadV(Value tile);
-  /// The [block_q, block_k] tile of the staged scores input for key tile
-  /// `tile`, and where element (r, c) of a stage lies.
-  void loadScoresInput(Value tile);
-  Value scoresStage(Value tile);
-  /// Element offsets of the K and V stages of key tile `tile`.
-  Value kStage(Value tile);
-  Value vStage(Value tile);
-  Value vOffset(Value key, Value col);
-  /// The key tiles [first, last) with or without masking.
-  RowState runTiles(Value first, Value last, RowState state, bool masked);
-  RowState step(Value tile, RowState state, bool masked);
-  /// The warp's A fragments of its 16 rows of Q (registers of 16-bit
-  /// pairs, four per k16 step), read from shared memory once.
-  SmallVector<Value> loadQFragments();
-  /// The descriptors of K's k16 steps for the K tile at element `stage`.
-  SmallVector<Value> scoreDescriptors(Value stage);
-  /// The descriptors of V's k16 steps for the V tile at element `stage`.
-  SmallVector<Value> valueDescriptors(Value stage);
-  /// Issues S = Q K^T: the accumulators, in flight.
-  SmallVector<Value> issueScores(ArrayRef<Value> descriptors);
-  /// Issues O += P V.
-  SmallVector<Value> issueValues(ArrayRef<Value> descriptors,
-                                 const RowState &state);
-  /// Masks `s` (causal, and keys past the end) and updates max and sum;
-  /// returns each row's factor for the accumulators and puts P, packed as
-  /// 16-bit pairs, in `state.p`.
-  SmallVector<Value, 2> softmax(Value tile, SmallVector<Value> &s,
-                                RowState &state, bool masked);
-  void mask(Value tile, SmallVector<Value> &s);
-  /// Scales each score and adds the bias operand's element to it, and drops
-  /// the scores the mask operand says not to attend. Rows and keys past
-  /// the ends read the last ones (their scores are dropped or not stored).
-  void applyScoreOperands(Value tile, SmallVector<Value> &s);
-  /// The query row and key of accumulator i of key tile `tile`.
-  std::pair<Value, Value> scorePosition(Value tile, int64_t i);
-  Value treeReduce(SmallVector<Value> values,
-                   function_ref<Value(Value, Value)> combine);
-  SmallVector<Value> packPairs(ArrayRef<Value> p);
-  Value quadReduce(Value v, bool max);
-  Value exp2(Value x);
-  LogicalResult store(const RowState &state);
-  void storeLse(unsigned result, Value outRow, Value max, Value sum,
-                Value empty);
-
-  Value minIndex(Value x, Value y) { return arith::MinUIOp::create(b, l, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, l, x, y); }
-
-  AttentionOp op;
-  int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, blockK, blockQ, threads;
-  /// Elements between the rows of q, k and v: d and dv, or the strides of
-  /// kf-pad's copies of odd rows (zeros past each row's end).
-  int64_t qStride, kStride, vStride;
-  /// What the softmax multiplies scores by before exp2: scale * log2 e, or
-  /// log2 e where a bias operand was added to the scaled scores.
-  double scaleLog2;
-  Type dtype;
-  LogicalResult status = success();
-  Value q, k, v, shared, sharedBase, tid, lane, warpgroup, warpRow;
-  SmallVector<Value> qFragments;
-  /// The input staged with K (stagedScoresInput), or null.
-  BlockArgument stagedInput;
-  /// This block's batch, head, first query row, and the element offsets of
-  /// its head in q/out and in k/v.
-  Value batch, head, q0, qBase, kBase, vBase;
-};
+using namespace kfuse::kf::detail;
 
 FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
     : IndexArithmetic(e), op(op) {
@@ -168,6 +55,9 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   // A warpgroup of 128 threads a 64 query rows.
   blockQ = configValue(e.kernel(), "block_q", 128);
   threads = blockQ * 2;
+  stages = configValue(e.kernel(), "stages", 2);
+  warpSpecialized = configValue(e.kernel(), "tma");
+  barrierOffset = 2 * (blockQ * dp + stages * blockK * (dp + dvp));
   qTiles = (sq + blockQ - 1) / blockQ;
   scaleLog2 = (op.getBias() ? 1.0 : op.getScale().convertToDouble()) * M_LOG2E;
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
@@ -187,12 +77,22 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   vStride = strideOf(op.getV(), dv);
   if (configValue(e.kernel(), "stage_scores_input"))
     stagedInput = stagedScoresInput(e.kernel());
+  if (warpSpecialized) {
+    unsigned maps = e.kernel().getInputs().size() + e.kernel().getNumResults();
+    qMap = e.gpuFunc().getArgument(maps);
+    kMap = e.gpuFunc().getArgument(maps + 1);
+    vMap = e.gpuFunc().getArgument(maps + 2);
+  }
 }
 
 LogicalResult FlashAttention::emit() {
   if (!dp || !dvp)
     return e.kernel().emitOpError("has no attention tiling: run kf-tile");
   setUp();
+  return warpSpecialized ? emitWarpSpecialized() : emitWithCopies();
+}
+
+LogicalResult FlashAttention::emitWithCopies() {
   loadQ();
   loadK(idx(0));
   loadScoresInput(idx(0));
@@ -209,25 +109,38 @@ LogicalResult FlashAttention::emit() {
     gpu::BarrierOp::create(b, l);
     qFragments = loadQFragments();
   }
+  RowState state = runTiles(idx(0), unmasked, initialState(), false);
+  state = runTiles(unmasked, last, state, true);
+  state.acc = finishValues(last, state);
+  if (failed(status))
+    return failure();
+  return store(state);
+}
+
+RowState FlashAttention::initialState() {
   RowState state;
   state.max.assign(2, e.f32(-INFINITY));
   state.sum.assign(2, e.f32(0));
   state.acc.assign(dvp / 2, e.f32(0));
   state.p.assign(blockK / 4, arith::ConstantOp::create(
                                   b, l, b.getI32IntegerAttr(0)));
-  state = runTiles(idx(0), unmasked, state, false);
-  state = runTiles(unmasked, last, state, true);
-  // The last tile's P V.
-  NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
-  wgmma::fenceSharedForAsyncProxy(b, l);
-  gpu::BarrierOp::create(b, l);
-  SmallVector<Value> vDescriptors =
-      valueDescriptors(vStage(arith::SubIOp::create(b, l, last, idx(1))));
-  state.acc = issueValues(vDescriptors, state);
+  return state;
+}
+
+SmallVector<Value> FlashAttention::finishValues(Value last,
+                                                const RowState &state) {
+  Value prior = arith::SubIOp::create(b, l, last, idx(1));
+  if (warpSpecialized) {
+    async::waitParity(b, l, barrier(Barrier::VFull, prior), phaseOf(prior));
+  } else {
+    NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
+    wgmma::fenceSharedForAsyncProxy(b, l);
+    gpu::BarrierOp::create(b, l);
+  }
+  SmallVector<Value> vDescriptors = valueDescriptors(vStage(prior));
+  SmallVector<Value> acc = issueValues(vDescriptors, state);
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
-  if (failed(status))
-    return failure();
-  return store(state);
+  return acc;
 }
 
 /// The dynamic shared memory and the thread's place in the block.
@@ -237,12 +150,11 @@ void FlashAttention::setUp() {
   Value bytes = gpu::DynamicSharedMemoryOp::create(
       b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
                             workgroup));
+  int64_t elements = blockQ * dp + stages * blockK * (dp + dvp) +
+                     (stagedInput ? stages * blockQ * (blockK + 8) : 0);
   shared = memref::ViewOp::create(
-      b, l,
-      MemRefType::get({blockQ * dp + 2 * blockK * (dp + dvp) +
-                       (stagedInput ? 2 * blockQ * (blockK + 8) : 0)},
-                      dtype, AffineMap(), workgroup),
-      bytes, idx(0), ValueRange{});
+      b, l, MemRefType::get({elements}, dtype, AffineMap(), workgroup), bytes,
+      idx(0), ValueRange{});
   sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
   tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   lane = rem(tid, 32);
@@ -269,15 +181,15 @@ std::pair<Value, Value> FlashAttention::keyTileRanges() {
 /// the longest) first: neighbouring blocks share the head's K and V in L2.
 void FlashAttention::locate(Value block) {
   Value qTile = arith::SubIOp::create(b, l, idx(qTiles - 1), rem(block, qTiles));
-  Value bh = div(block, qTiles);
-  batch = div(bh, heads);
-  head = rem(bh, heads);
+  qSlice = div(block, qTiles);
+  batch = div(qSlice, heads);
+  head = rem(qSlice, heads);
   Value kvHead = div(head, heads / kvHeads);
   q0 = mul(qTile, blockQ);
-  qBase = mul(bh, sq * qStride);
-  Value kvIndex = add(mul(batch, kvHeads), kvHead);
-  kBase = mul(kvIndex, sk * kStride);
-  vBase = mul(kvIndex, sk * vStride);
+  qBase = mul(qSlice, sq * qStride);
+  kvSlice = add(mul(batch, kvHeads), kvHead);
+  kBase = mul(kvSlice, sk * kStride);
+  vBase = mul(kvSlice, sk * vStride);
 }
 
 void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
@@ -324,15 +236,15 @@ void FlashAttention::loadQ() {
 }
 
 Value FlashAttention::kStage(Value tile) {
-  return add(idx(blockQ * dp), mul(rem(tile, 2), blockK * dp));
+  return add(idx(blockQ * dp), mul(rem(tile, stages), blockK * dp));
 }
 
 Value FlashAttention::vStage(Value tile) {
-  return add(idx(blockQ * dp + 2 * blockK * dp),
-             mul(rem(tile, 2), blockK * dvp));
+  return add(idx(blockQ * dp + stages * blockK * dp),
+             mul(rem(tile, stages), blockK * dvp));
 }
 
-/// K as K-major chunks [dp / 64][64 keys][64], two stages.
+/// K as K-major chunks [dp / 64][64 keys][64].
 void FlashAttention::loadK(Value tile) {
   Value k0 = mul(tile, blockK);
   Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
@@ -344,8 +256,8 @@ void FlashAttention::loadK(Value tile) {
 }
 
 Value FlashAttention::scoresStage(Value tile) {
-  return add(idx(blockQ * dp + 2 * blockK * (dp + dvp)),
-             mul(rem(tile, 2), blockQ * (blockK + 8)));
+  return add(idx(blockQ * dp + stages * blockK * (dp + dvp)),
+             mul(rem(tile, stages), blockQ * (blockK + 8)));
 }
 
 /// Rows of the block's queries, columns of the tile's keys, zero past the
@@ -370,7 +282,7 @@ Value FlashAttention::vOffset(Value key, Value col) {
              wgmma::swizzledOffset(b, l, rem(key, 64), col, false));
 }
 
-/// V tiles, two stages.
+/// V tiles, in their stages.
 void FlashAttention::loadV(Value tile) {
   Value k0 = mul(tile, blockK);
   Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
@@ -393,15 +305,12 @@ RowState FlashAttention::runTiles(Value first, Value last, RowState state,
   return RowState::unflat(loop.getResults(), accumulators);
 }
 
-/// Key tile j: K_j and V_{j-1} have landed; the copies of K_{j+1} and V_j
-/// start. S_j = Q K_j^T and O += P_{j-1} V_{j-1} are issued together, and
-/// the softmax of S_j runs while the second product computes (FlashAttention
-/// 3's overlap within a warpgroup); O is rescaled once that is done.
-RowState FlashAttention::step(Value tile, RowState state, bool masked) {
+/// The copies of K_{j+1} and V_j start once every thread's copies of K_j
+/// and V_{j-1} landed, into the stages the products do not read.
+void FlashAttention::startCopies(Value tile) {
   NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
   wgmma::fenceSharedForAsyncProxy(b, l);
   gpu::BarrierOp::create(b, l);
-  // The next tiles' copies, into the stages the products do not read.
   // (Issued after the products instead, measured on the H200: 430 -> 370
   // TFLOP/s.)
   Value next = add(tile, idx(1));
@@ -415,45 +324,68 @@ RowState FlashAttention::step(Value tile, RowState state, bool masked) {
   }
   loadV(tile);
   NVVM::CpAsyncCommitGroupOp::create(b, l);
+}
 
+/// Key tile j, once K_j and V_{j-1} are in shared memory: S_j = Q K_j^T
+/// and O += P_{j-1} V_{j-1} are issued together, and the softmax of S_j
+/// runs while the second product computes (FlashAttention 3's overlap
+/// within a warpgroup); O is rescaled once that is done.
+RowState FlashAttention::step(Value tile, RowState state, bool masked,
+                              bool first) {
+  if (warpSpecialized)
+    awaitTiles(tile, first);
+  else
+    startCopies(tile);
   // Every descriptor is computed before the products are issued: ptxas
   // serialises wgmma when other instructions define their inputs between
   // the first and the wait.
   SmallVector<Value> sDescriptors = scoreDescriptors(kStage(tile));
   Value prior = arith::SubIOp::create(b, l, tile, idx(1));
-  SmallVector<Value> vDescriptors = valueDescriptors(vStage(prior));
-  // O += P V is queued behind S. (At tile 0 this adds P = 0 times the
-  // zeros of V stage 1: no branch around the products.)
+  SmallVector<Value> vDescriptors;
+  if (!first)
+    vDescriptors = valueDescriptors(vStage(prior));
+  // O += P V is queued behind S. (Without the TMA, tile 0 adds P = 0 times
+  // the zeros of V stage 1: no branch around the products.)
   SmallVector<Value> s = issueScores(sDescriptors);
-  state.acc = issueValues(vDescriptors, state);
+  if (!first)
+    state.acc = issueValues(vDescriptors, state);
   SmallVector<Value> pInFlight = state.p;
-  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 1);
-  SmallVector<Value, 2> rescale = softmax(tile, s, state, masked);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, first ? 0 : 1);
+  if (warpSpecialized)
+    release(barrier(Barrier::KEmpty, tile));
+  SmallVector<Value, 2> factors = softmax(tile, s, state, masked);
+  if (first)
+    return state;
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
   // The new P must not take the registers the product just read.
   wgmma::keepRegistersUntilHere(b, l, pInFlight);
-  // Here rather than between the two products, where ptxas would make S
-  // complete first (C7517: it injects a wait). Only when a max moved: late
-  // in a row it rarely does, and this is a third of the softmax's work.
+  if (warpSpecialized)
+    release(barrier(Barrier::VEmpty, prior));
+  state.acc = rescaled(state, factors);
+  return state;
+}
+
+/// Here rather than between the two products, where ptxas would make S
+/// complete first (C7517: it injects a wait). Only when a max moved: late
+/// in a row it rarely does, and this is a third of the softmax's work.
+SmallVector<Value> FlashAttention::rescaled(const RowState &state,
+                                            ArrayRef<Value> factors) {
   Value one = e.f32(1);
   Value moved = arith::OrIOp::create(
       b, l,
-      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, rescale[0], one),
-      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, rescale[1], one));
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, factors[0], one),
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, factors[1], one));
   auto ifMoved = scf::IfOp::create(b, l, TypeRange(ValueRange(state.acc)),
                                    moved, true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(ifMoved.thenBlock());
-    SmallVector<Value> scaled;
-    for (int64_t i = 0; i < int64_t(state.acc.size()); ++i)
-      scaled.push_back(fmul(state.acc[i], rescale[i % 4 / 2]));
-    scf::YieldOp::create(b, l, scaled);
-    b.setInsertionPointToStart(ifMoved.elseBlock());
-    scf::YieldOp::create(b, l, state.acc);
-  }
-  state.acc.assign(ifMoved.getResults().begin(), ifMoved.getResults().end());
-  return state;
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifMoved.thenBlock());
+  SmallVector<Value> scaled;
+  for (int64_t i = 0; i < int64_t(state.acc.size()); ++i)
+    scaled.push_back(fmul(state.acc[i], factors[i % 4 / 2]));
+  scf::YieldOp::create(b, l, scaled);
+  b.setInsertionPointToStart(ifMoved.elseBlock());
+  scf::YieldOp::create(b, l, state.acc);
+  return SmallVector<Value>(ifMoved.getResults());
 }
 
 SmallVector<Value> FlashAttention::loadQFragments() {
@@ -777,8 +709,6 @@ LogicalResult FlashAttention::store(const RowState &state) {
   }
   return success();
 }
-
-} // namespace
 
 LogicalResult kfuse::kf::emitFlashAttention(KernelEmitter &e, AttentionOp op) {
   return FlashAttention(e, op).emit();

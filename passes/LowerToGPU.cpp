@@ -616,7 +616,8 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
     args.push_back(memrefOf(v));
   unsigned buffers = args.size();
   if (configValue(kernel, "tma"))
-    args.append(2, LLVM::LLVMPointerType::get(kernel.getContext()));
+    args.append(tmaOperands(kernel).size(),
+                LLVM::LLVMPointerType::get(kernel.getContext()));
   DictionaryAttr config = kernel.getConfigAttr();
   if (!config || !config.getAs<IntegerAttr>("block") ||
       !config.getAs<IntegerAttr>("items"))

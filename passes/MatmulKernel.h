@@ -25,10 +25,6 @@ using mlir::Type;
 using mlir::Value;
 using mlir::ValueRange;
 
-/// Registers a thread of the copying and of the multiplying warpgroups of
-/// a warp-specialised block (setmaxnreg).
-constexpr int32_t kProducerRegisters = 40, kConsumerRegisters = 232;
-
 /// One operand as the copies see it: a row-major [rows, cols] matrix per
 /// batch in global memory, rows `stride` elements apart (kf-pad may have
 /// padded them, with zeros), staged as a SharedTile at `offset` of a stage.
@@ -67,7 +63,6 @@ private:
   /// The parity of the phase of a stage's barriers that global K step `g`
   /// waits for.
   Value phaseOf(Value g);
-  void waitBarrier(Value barrier, Value phase);
   /// A barrier of the threads that multiply (all threads without `tma`).
   void syncConsumers();
 
@@ -152,7 +147,7 @@ private:
   /// wgmma groups (K steps) a warpgroup keeps in flight: `mma_groups` with
   /// the TMA pipeline, else 1.
   int64_t mmaGroups;
-  std::array<TmaOperand, 2> tmaMaps;
+  SmallVector<TmaOperand, 3> tmaMaps;
   /// Byte offsets in shared memory of the staged output and the mbarriers.
   int64_t outputOffset, barrierOffset;
   /// Columns of the output tile staged at a time (stagedOutputCols), and

@@ -14,6 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "passes/AsyncCopy.h"
 #include "passes/MatmulKernel.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -40,7 +41,7 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
   // hold 128 accumulators a thread: 2 x 128 x 232 + 128 x 40 registers
   // fill the SM's 64 Ki.
   b.setInsertionPointToStart(roles.elseBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, kProducerRegisters,
+  NVVM::SetMaxRegisterOp::create(b, l, async::kProducerRegisters,
                                  NVVM::SetMaxRegisterAction::decrease);
   auto leader =
       scf::IfOp::create(b, l,
@@ -55,7 +56,7 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
       })))
     return failure();
   b.setInsertionPointToStart(roles.thenBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, kConsumerRegisters,
+  NVVM::SetMaxRegisterOp::create(b, l, async::kConsumerRegisters,
                                  NVVM::SetMaxRegisterAction::increase);
   return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
     locate(tile);
@@ -100,7 +101,7 @@ Value TensorCoreMatmul::consumeSteps(Value first) {
   // Step kt of the tile (the first overwrites the accumulators).
   auto step = [&](Value kt, Value acc, bool firstStep) {
     Value g = add(first, kt);
-    waitBarrier(fullBarrier(rem(g, stages)), phaseOf(g));
+    async::waitParity(b, l, fullBarrier(rem(g, stages)), phaseOf(g));
     // multiplyWgmma waits for the products of step g - mmaGroups: its
     // stage is free for the copies of step g - mmaGroups + stages.
     Value next = multiplyWgmma(rem(g, stages), acc, firstStep);
@@ -137,7 +138,7 @@ void TensorCoreMatmul::produceSteps(Value first) {
     Value g = add(first, kt), stage = rem(g, stages);
     Value phase =
         arith::XOrIOp::create(b, l, phaseOf(g), e.constant(b.getI32Type(), 1));
-    waitBarrier(emptyBarrier(stage), phase);
+    async::waitParity(b, l, emptyBarrier(stage), phase);
     Value full = fullBarrier(stage);
     NVVM::MBarrierArriveExpectTxOp::create(
         b, l, Type(), full,
@@ -159,20 +160,14 @@ void TensorCoreMatmul::copyWithTma(unsigned which, Value row0, Value col0,
   const TmaOperand &op = tmaMaps[which];
   unsigned arg = e.kernel().getInputs().size() + e.kernel().getNumResults();
   Value map = e.gpuFunc().getArgument(arg + which);
-  auto i32 = [&](Value v) {
-    return arith::IndexCastOp::create(b, l, b.getI32Type(), v);
-  };
   for (int64_t j = 0; j < op.boxes; ++j) {
-    SmallVector<Value> at = {i32(add(col0, idx(j * op.boxCols))), i32(row0)};
+    SmallVector<Value> at = {add(col0, idx(j * op.boxCols)), row0};
     if (op.rank == 3)
-      at.push_back(i32(batch));
-    // The CTA's own shared memory, as the cluster's window addresses it.
-    Value dst = LLVM::AddrSpaceCastOp::create(
-        b, l, LLVM::LLVMPointerType::get(b.getContext(), 7),
-        sharedPointer(add(stageBytes, idx(j * op.boxRows * kTmaBoxBytes))));
-    NVVM::CpAsyncBulkTensorGlobalToSharedClusterOp::create(
-        b, l, dst, map, at, full, ValueRange{}, Value(), Value(),
-        NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
+      at.push_back(batch);
+    async::loadBox(
+        b, l, map, at,
+        sharedPointer(add(stageBytes, idx(j * op.boxRows * kTmaBoxBytes))),
+        full);
   }
 }
 
@@ -185,22 +180,12 @@ Value TensorCoreMatmul::emptyBarrier(Value stage) {
 }
 
 Value TensorCoreMatmul::sharedPointer(Value byteOffset) {
-  Value address = arith::IndexCastOp::create(b, l, b.getI64Type(),
-                                             add(sharedBase, byteOffset));
-  return LLVM::IntToPtrOp::create(
-      b, l, LLVM::LLVMPointerType::get(b.getContext(), 3), address);
+  return async::sharedPointer(b, l, add(sharedBase, byteOffset));
 }
 
 Value TensorCoreMatmul::phaseOf(Value g) {
   return arith::IndexCastOp::create(b, l, b.getI32Type(),
                                     rem(div(g, stages), 2));
-}
-
-void TensorCoreMatmul::waitBarrier(Value barrier, Value phase) {
-  // The suspend-time hint CUTLASS uses (ns): the thread sleeps in the
-  // instruction instead of spinning.
-  NVVM::MBarrierTryWaitParityOp::create(b, l, barrier, phase,
-                                        e.constant(b.getI32Type(), 10000000));
 }
 
 void TensorCoreMatmul::syncConsumers() {

@@ -222,7 +222,9 @@ int64_t kfuse::kf::stagedOutputCols(const MatmulTile &t, bool tma,
   return tma ? std::min<int64_t>(t.bn, outputBytes > 2 ? 32 : 128) : t.bn;
 }
 
-std::array<TmaOperand, 2> kfuse::kf::tmaOperands(KernelOp kernel) {
+SmallVector<TmaOperand, 3> kfuse::kf::tmaOperands(KernelOp kernel) {
+  if (attentionOf(kernel))
+    return attentionTmaOperands(kernel);
   MatmulOp op = matmulOf(kernel);
   MatmulProblem p = MatmulProblem::of(op);
   MatmulTile t = matmulTileOf(kernel);

@@ -116,8 +116,12 @@ struct TmaOperand {
   int64_t elementBytes;
 };
 constexpr int64_t kTmaBoxBytes = 128;
-/// A and B of the matmul kernel `kernel`, in that order.
-std::array<TmaOperand, 2> tmaOperands(KernelOp kernel);
+/// The operands that the warp-specialised kernel `kernel` (config `tma`)
+/// copies with the TMA, one tensor-map parameter each: a matmul's A and B,
+/// an attention's Q, K and V, in that order.
+llvm::SmallVector<TmaOperand, 3> tmaOperands(KernelOp kernel);
+/// Q, K and V of the attention kernel `kernel` (AttentionPipeline.cpp).
+llvm::SmallVector<TmaOperand, 3> attentionTmaOperands(KernelOp kernel);
 
 /// Columns of the output tile that the epilogue stages in shared memory at
 /// a time: all of them, or with the TMA's pipeline (which keeps filling

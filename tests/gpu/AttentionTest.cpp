@@ -126,6 +126,8 @@ std::vector<AttentionCase> cases() {
       {"causal_fewer_queries", 1, 2, 2, 100, 300, 64, 64, true},
       {"causal_more_queries", 1, 2, 2, 300, 100, 64, 64, true},
       {"grouped_query_causal", 1, 8, 2, 192, 192, 128, 128, true},
+      // Many key tiles: the TMA pipeline's stages go round several times.
+      {"d128_long_causal_gqa", 1, 4, 2, 520, 700, 128, 128, true},
       {"d96_padded", 1, 2, 1, 130, 150, 96, 96, false, f16},
       {"d256", 1, 1, 1, 128, 200, 256, 256, true},
       {"d40_dv72", 1, 2, 2, 70, 90, 40, 72, false},

@@ -160,6 +160,53 @@ func.func @mm(%a: tensor<3x64x256xbf16> {kf.name = "a"},
   EXPECT_EQ(b.strides[0], 64u * 2);
 }
 
+/// A warp-specialised attention's launch carries Q's, K's and V's maps:
+/// [batch * heads, rows, head dim] (K and V with the KV heads), boxes of 64
+/// head-dim columns (zeros past 96) by the block's 128 queries or the key
+/// tile's 64 keys.
+TEST(Plan, WarpSpecialisedAttentionCarriesTensorMaps) {
+  compiler::CompileRequest request;
+  request.graphText = R"(
+func.func @attn(%q: tensor<2x4x300x96xbf16> {kf.name = "q"},
+                %k: tensor<2x2x200x96xbf16> {kf.name = "k"},
+                %v: tensor<2x2x200x64xbf16> {kf.name = "v"})
+    -> (tensor<2x4x300x64xbf16> {kf.name = "o"}) {
+  %o = kf.attention %q, %k, %v {causal = true, scale = 0.1 : f64}
+      : tensor<2x4x300x96xbf16>, tensor<2x2x200x96xbf16>,
+        tensor<2x2x200x64xbf16> -> tensor<2x4x300x64xbf16>
+  return %o : tensor<2x4x300x64xbf16>
+})";
+  Expected<Plan> plan = compiler::compileGraph(request);
+  ASSERT_TRUE(plan) << plan.error().message();
+  ASSERT_EQ(plan->launches.size(), 1u);
+  const LaunchDesc &launch = plan->launches[0];
+  EXPECT_EQ(launch.block, 384u);
+  EXPECT_EQ(launch.grid, 2u * 4 * 3);
+  ASSERT_EQ(launch.tensorMaps.size(), 3u) << plan->dumps["fused"];
+  struct Expect {
+    uint32_t buffer;
+    uint64_t cols, rows, slices;
+    uint32_t boxRows;
+  };
+  const Expect expected[] = {
+      {0, 96, 300, 8, 128}, {1, 96, 200, 4, 64}, {2, 64, 200, 4, 64}};
+  for (size_t i = 0; i < 3; ++i) {
+    SCOPED_TRACE("map " + std::to_string(i));
+    const TensorMapDesc &m = launch.tensorMaps[i];
+    const Expect &x = expected[i];
+    EXPECT_EQ(m.buffer, x.buffer);
+    ASSERT_EQ(m.rank, 3u);
+    EXPECT_EQ(m.dims[0], x.cols);
+    EXPECT_EQ(m.dims[1], x.rows);
+    EXPECT_EQ(m.dims[2], x.slices);
+    EXPECT_EQ(m.box[0], 64u);
+    EXPECT_EQ(m.box[1], x.boxRows);
+    EXPECT_EQ(m.box[2], 1u);
+    EXPECT_EQ(m.strides[0], x.cols * 2);
+    EXPECT_EQ(m.strides[1], x.rows * x.cols * 2);
+  }
+}
+
 class DiskCacheTest : public ::testing::Test {
 protected:
   void SetUp() override {

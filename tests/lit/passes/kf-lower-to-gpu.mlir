@@ -1,5 +1,6 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s --check-prefix=ATTN
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared="tma=false" --kf-lower-to-gpu | FileCheck %s --check-prefix=COPIES
 // A config whose products stay in flight longer than the stages allow is
 // refused, not lowered into a kernel that would wait for itself.
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared \
@@ -76,25 +77,74 @@ func.func @matmul_bias(%a: tensor<256x128xbf16>, %b: tensor<128x256xbf16>, %bias
 
 // -----
 
-// The FlashAttention template: Q, K and V tiles copied asynchronously into
+// The FlashAttention template without the TMA: Q, K and V tiles copied
+// asynchronously (cp.async) into
 // dynamic shared memory; Q's fragments loaded once with ldmatrix; per key
 // tile S = Q K^T (register-A wgmma, PTX) and O += P V queued together, one
 // group waited before the softmax (exp2, quad shuffles) and both after;
 // O / l stored in pairs.
+// COPIES-LABEL: gpu.func @k0_attention
+// COPIES-SAME: known_block_size = array<i32: 256, 1, 1>
+// COPIES: gpu.dynamic_shared_memory
+// COPIES: nvgpu.device_async_copy
+// COPIES: nvgpu.ldmatrix
+// COPIES: scf.for
+// COPIES: nvvm.wgmma.fence.aligned
+// COPIES: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// COPIES: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// COPIES: nvvm.wgmma.wait.group.sync.aligned 1
+// COPIES: ex2.approx.ftz.f32
+// COPIES: gpu.shuffle  xor
+// COPIES: nvvm.wgmma.wait.group.sync.aligned 0
+// COPIES: vector.store {{.*}} vector<2xbf16>
+//
+// With the TMA (config `tma`): warpgroups 0 and 1 multiply, one thread of
+// warpgroup 2 copies Q, K and V through three tensor maps; mbarriers hand
+// the stages over, so no block barrier follows their initialisation. Tile
+// 0 (no P V before it) is peeled; the multiplying warpgroups release K
+// once S is done and V once P V is.
 // ATTN-LABEL: gpu.func @k0_attention
-// ATTN-SAME: known_block_size = array<i32: 256, 1, 1>
-// ATTN: gpu.dynamic_shared_memory
-// ATTN: nvgpu.device_async_copy
+// ATTN-SAME: %arg4: !llvm.ptr, %arg5: !llvm.ptr, %arg6: !llvm.ptr
+// ATTN-SAME: kf.tensor_maps = 3 : i64, known_block_size = array<i32: 384, 1, 1>
+// ATTN-COUNT-9: nvvm.mbarrier.init
+// ATTN: nvvm.fence.mbarrier.init
+// ATTN: gpu.barrier
+// ATTN-NOT: gpu.barrier
+// ATTN-NOT: nvgpu.device_async_copy
+// ATTN: nvvm.setmaxregister increase 232
+// ATTN: nvvm.mbarrier.try_wait.parity
 // ATTN: nvgpu.ldmatrix
-// ATTN: scf.for
-// ATTN: nvvm.wgmma.fence.aligned
-// ATTN: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
-// ATTN: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
-// ATTN: nvvm.wgmma.wait.group.sync.aligned 1
-// ATTN: ex2.approx.ftz.f32
-// ATTN: gpu.shuffle  xor
+// ATTN: nvvm.mbarrier.try_wait.parity
+// ATTN-NOT: nvvm.mbarrier.try_wait.parity
+// ATTN: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// ATTN-NOT: m64n128k16
 // ATTN: nvvm.wgmma.wait.group.sync.aligned 0
+// ATTN: nvvm.mbarrier.arrive
+// ATTN: ex2.approx.ftz.f32
+// ATTN: scf.for
+// ATTN-COUNT-2: nvvm.mbarrier.try_wait.parity
+// ATTN: wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// ATTN: wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 1
+// ATTN: nvvm.mbarrier.arrive
+// ATTN: ex2.approx.ftz.f32
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 0
+// ATTN: nvvm.mbarrier.arrive
+// ATTN-NOT: gpu.barrier
 // ATTN: vector.store {{.*}} vector<2xbf16>
+// ATTN-NOT: gpu.barrier
+// ATTN: nvvm.setmaxregister decrease 40
+// ATTN: nvvm.mbarrier.arrive.expect_tx
+// ATTN-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// ATTN: scf.for
+// ATTN: nvvm.mbarrier.try_wait.parity
+// ATTN: nvvm.mbarrier.arrive.expect_tx
+// ATTN-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// ATTN: nvvm.mbarrier.try_wait.parity
+// ATTN: nvvm.mbarrier.arrive.expect_tx
+// ATTN-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global
+// ATTN-NOT: gpu.barrier
+// ATTN: gpu.return
 func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>, %v: tensor<1x2x256x128xbf16>) -> tensor<1x2x256x128xbf16> {
   %o = kf.attention %q, %k, %v {causal = true, scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
   return %o : tensor<1x2x256x128xbf16>

@@ -68,9 +68,16 @@ func.func @odd_rows(%a: tensor<256x768xbf16>, %b: tensor<50257x768xbf16>) -> ten
 // -----
 
 // FlashAttention keeps a 128-row Q tile and two stages of 64-key K and V
-// tiles: (128 x 128 + 2 x 64 x (128 + 128)) x 2 bytes = 96 KiB.
+// tiles: (128 x 128 + 2 x 64 x (128 + 128)) x 2 bytes = 96 KiB. With the
+// TMA a third warpgroup copies them (384 threads), and nine mbarriers (Q's,
+// and per stage K and V full and empty) follow the tiles: 72 bytes more.
 // WGMMA-LABEL: func.func @attention
-// WGMMA: shared_bytes = 98304 : i64, stages = 2 : i64
+// WGMMA: block = 256 : i64
+// WGMMA-SAME: shared_bytes = 98304 : i64, stages = 2 : i64
+// WGMMA-NOT: tma
+// TMA-LABEL: func.func @attention
+// TMA: block = 384 : i64
+// TMA-SAME: shared_bytes = 98376 : i64, stages = 2 : i64, tma = 1 : i64
 func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>, %v: tensor<1x2x256x128xbf16>) -> tensor<1x2x256x128xbf16> {
   %o = kf.attention %q, %k, %v {scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
   return %o : tensor<1x2x256x128xbf16>
@@ -81,7 +88,11 @@ func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>,
 // FlashAttention with a bias of q's dtype over rows of whole 16-byte
 // chunks (640 keys): two stages of its [128, 64] tiles, rows padded to 72,
 // join Q (16 KiB at head dim 64) and K/V (32 KiB): 16384 + 32768 + 36864.
-// With 333 keys the bias is read from global memory instead.
+// With 333 keys the bias is read from global memory instead. Head dim 64
+// keeps the cp.async kernel, TMA or not (two blocks fit an SM).
+// TMA-LABEL: func.func @attention_bias
+// TMA-NOT: tma = 1
+// TMA: return
 // WGMMA-LABEL: func.func @attention_bias
 // WGMMA: shared_bytes = 86016 : i64
 // WGMMA-SAME: stage_scores_input = 1
