@@ -4,7 +4,8 @@
 // 64 a warpgroup, and streams the head's keys and values through shared
 // memory `block_k` (64) at a time: the copies of K for the next tile and
 // of V for this one (cp.async, zero-filled past the sequence and the head
-// dim) fly while the products run. Per key tile j a warpgroup issues
+// dim) fly while the products run. (With config `tma` a third warpgroup
+// copies them instead: AttentionPipeline.cpp.) Per key tile j a warpgroup issues
 //   S_j = Q K_j^T            wgmma m64n64k16, Q from registers (head dims
 //                            up to 128) or shared memory, K from shared,
 //   O += P_{j-1} V_{j-1}     wgmma m64nDk16, P from registers (the

@@ -225,7 +225,7 @@ def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
 }
 
 def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
-  let summary = "Decide what tensor-core matmuls stage in shared memory";
+  let summary = "Decide what tensor-core matmuls and FlashAttention stage in shared memory";
   let description = [{
     For every matmul kernel that kf-tile gave a tensor-core tile (`mma`),
     decides the shared-memory pipeline: both operands' block tiles are
@@ -244,8 +244,13 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
     stages that mbarriers hand over, each multiplying warpgroup keeps two
     K steps of products in flight (`mma_groups`, fewer than `stages`), the
     output is staged 128 columns at a time past them, and the block loops
-    over tiles (`grid` = SMs at most). Records the dynamic shared memory
-    the launch needs (`shared_bytes`). Other kernels are untouched.
+    over tiles (`grid` = SMs at most). A FlashAttention kernel (`flash`)
+    keeps its Q tile and two stages of K and V tiles, and of a bias or
+    mask input with whole 16-byte rows (`stage_scores_input`); with `tma`,
+    head dims of 128 or more and nothing staged, a third warpgroup copies
+    Q, K and V with the TMA (`tma`, `block` = 384). Records the dynamic
+    shared memory the launch needs (`shared_bytes`). Other kernels are
+    untouched.
 
     After:
     ```mlir
