@@ -3,12 +3,70 @@
 #include "passes/AsyncCopy.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 
 namespace kfuse::kf::async {
+
+namespace {
+
+Value index(OpBuilder &b, Location l, int64_t v) {
+  return arith::ConstantIndexOp::create(b, l, v);
+}
+
+} // namespace
+
+LogicalResult splitRoles(OpBuilder &b, Location l, Value tid, int64_t computing,
+                         function_ref<LogicalResult()> copy,
+                         function_ref<LogicalResult()> compute) {
+  auto roles =
+      scf::IfOp::create(b, l,
+                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                              tid, index(b, l, computing)),
+                        true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(roles.elseBlock());
+  NVVM::SetMaxRegisterOp::create(b, l, kProducerRegisters,
+                                 NVVM::SetMaxRegisterAction::decrease);
+  auto leader =
+      scf::IfOp::create(b, l,
+                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                              tid, index(b, l, computing)),
+                        false);
+  b.setInsertionPointToStart(leader.thenBlock());
+  if (failed(copy()))
+    return failure();
+  b.setInsertionPointToStart(roles.thenBlock());
+  NVVM::SetMaxRegisterOp::create(b, l, kConsumerRegisters,
+                                 NVVM::SetMaxRegisterAction::increase);
+  return compute();
+}
+
+void initBarriers(OpBuilder &b, Location l, Value tid,
+                  function_ref<void()> init) {
+  auto first =
+      scf::IfOp::create(b, l,
+                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                              tid, index(b, l, 0)),
+                        false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(first.thenBlock());
+    init();
+    NVVM::FenceMbarrierInitOp::create(b, l);
+  }
+  gpu::BarrierOp::create(b, l);
+}
+
+void initBarrier(OpBuilder &b, Location l, Value barrier, int32_t arrivals) {
+  NVVM::MBarrierInitOp::create(
+      b, l, barrier,
+      arith::ConstantOp::create(b, l, b.getI32IntegerAttr(arrivals)), Value());
+}
 
 Value sharedPointer(OpBuilder &b, Location l, Value address) {
   Value i64 = arith::IndexCastOp::create(b, l, b.getI64Type(), address);

@@ -20,6 +20,24 @@ namespace kfuse::kf::async {
 /// SM's 64 Ki.
 constexpr int32_t kProducerRegisters = 40, kConsumerRegisters = 232;
 
+/// Splits a warp-specialised block: threads [0, `computing`) raise their
+/// registers to kConsumerRegisters and run `compute`; the copying
+/// warpgroup past them lowers its registers to kProducerRegisters, and its
+/// first thread runs `copy`. Both at the builder's insertion point.
+mlir::LogicalResult
+splitRoles(mlir::OpBuilder &b, mlir::Location l, mlir::Value tid,
+           int64_t computing, llvm::function_ref<mlir::LogicalResult()> copy,
+           llvm::function_ref<mlir::LogicalResult()> compute);
+
+/// Thread 0 (`tid`) initialises the block's mbarriers (`init`, through
+/// initBarrier) and fences them; the block then waits for it.
+void initBarriers(mlir::OpBuilder &b, mlir::Location l, mlir::Value tid,
+                  llvm::function_ref<void()> init);
+/// An mbarrier whose phases complete on `arrivals` arrivals (and the bytes
+/// announced to it).
+void initBarrier(mlir::OpBuilder &b, mlir::Location l, mlir::Value barrier,
+                 int32_t arrivals);
+
 /// A pointer (address space 3) to shared-memory byte address `address`
 /// (an index).
 mlir::Value sharedPointer(mlir::OpBuilder &b, mlir::Location l,

@@ -35,23 +35,13 @@ static constexpr int64_t kMultiplyingThreads = 256;
 LogicalResult FlashAttention::emitWarpSpecialized() {
   initBarriers();
   auto [unmasked, last] = keyTileRanges();
-  auto roles =
-      scf::IfOp::create(b, l, less(tid, idx(kMultiplyingThreads)), true);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(roles.elseBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, async::kProducerRegisters,
-                                 NVVM::SetMaxRegisterAction::decrease);
-  auto leader =
-      scf::IfOp::create(b, l,
-                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                              tid, idx(kMultiplyingThreads)),
-                        false);
-  b.setInsertionPointToStart(leader.thenBlock());
-  produceTiles(last);
-  b.setInsertionPointToStart(roles.thenBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, async::kConsumerRegisters,
-                                 NVVM::SetMaxRegisterAction::increase);
-  return consumeTiles(unmasked, last);
+  return async::splitRoles(
+      b, l, tid, kMultiplyingThreads,
+      [&] {
+        produceTiles(last);
+        return success();
+      },
+      [&] { return consumeTiles(unmasked, last); });
 }
 
 /// Q's barrier first, then per stage K full, V full, K empty, V empty.
@@ -74,26 +64,17 @@ Value FlashAttention::phaseOf(Value tile) {
 /// multiplying warpgroup, as CUTLASS does, once wgmma.wait_group says the
 /// warpgroup's products are done.
 void FlashAttention::initBarriers() {
-  auto first = scf::IfOp::create(
-      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, idx(0)),
-      false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(first.thenBlock());
-    auto init = [&](Value at, int32_t count) {
-      NVVM::MBarrierInitOp::create(b, l, at, e.constant(b.getI32Type(), count),
-                                   Value());
-    };
-    init(barrier(Barrier::QFull), 1);
+  async::initBarriers(b, l, tid, [&] {
+    async::initBarrier(b, l, barrier(Barrier::QFull), 1);
     for (int64_t s = 0; s < stages; ++s) {
-      init(barrier(Barrier::KFull, idx(s)), 1);
-      init(barrier(Barrier::VFull, idx(s)), 1);
-      init(barrier(Barrier::KEmpty, idx(s)), kMultiplyingThreads / 128);
-      init(barrier(Barrier::VEmpty, idx(s)), kMultiplyingThreads / 128);
+      async::initBarrier(b, l, barrier(Barrier::KFull, idx(s)), 1);
+      async::initBarrier(b, l, barrier(Barrier::VFull, idx(s)), 1);
+      async::initBarrier(b, l, barrier(Barrier::KEmpty, idx(s)),
+                         kMultiplyingThreads / 128);
+      async::initBarrier(b, l, barrier(Barrier::VEmpty, idx(s)),
+                         kMultiplyingThreads / 128);
     }
-    NVVM::FenceMbarrierInitOp::create(b, l);
-  }
-  gpu::BarrierOp::create(b, l);
+  });
 }
 
 void FlashAttention::produceTiles(Value last) {

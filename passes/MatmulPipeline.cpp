@@ -35,33 +35,23 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
         b, l, arith::SubIOp::create(b, l, tile, bid), grid);
     return mul(done, kTiles);
   };
-  auto roles = scf::IfOp::create(b, l, less(tid, idx(t.threads())), true);
-  OpBuilder::InsertionGuard guard(b);
   // The copying warpgroup gives registers to the multiplying ones, which
-  // hold 128 accumulators a thread: 2 x 128 x 232 + 128 x 40 registers
-  // fill the SM's 64 Ki.
-  b.setInsertionPointToStart(roles.elseBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, async::kProducerRegisters,
-                                 NVVM::SetMaxRegisterAction::decrease);
-  auto leader =
-      scf::IfOp::create(b, l,
-                        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                              tid, idx(t.threads())),
-                        false);
-  b.setInsertionPointToStart(leader.thenBlock());
-  if (failed(e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-        locate(tile);
-        produceSteps(firstStep(tile));
-        return success();
-      })))
-    return failure();
-  b.setInsertionPointToStart(roles.thenBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, async::kConsumerRegisters,
-                                 NVVM::SetMaxRegisterAction::increase);
-  return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-    locate(tile);
-    return finish({consumeSteps(firstStep(tile))});
-  });
+  // hold 128 accumulators a thread.
+  return async::splitRoles(
+      b, l, tid, t.threads(),
+      [&] {
+        return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
+          locate(tile);
+          produceSteps(firstStep(tile));
+          return success();
+        });
+      },
+      [&] {
+        return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
+          locate(tile);
+          return finish({consumeSteps(firstStep(tile))});
+        });
+      });
 }
 
 /// full[s] completes when the copying thread arrived (announcing the
@@ -70,22 +60,12 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
 /// stage done (wgmma.wait_group waits for the whole warpgroup's), as
 /// CUTLASS does, rather than 256 shared-memory atomics a K step.
 void TensorCoreMatmul::initBarriers() {
-  auto first = scf::IfOp::create(
-      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, idx(0)),
-      false);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(first.thenBlock());
+  async::initBarriers(b, l, tid, [&] {
     for (int64_t s = 0; s < stages; ++s) {
-      NVVM::MBarrierInitOp::create(b, l, fullBarrier(idx(s)),
-                                   e.constant(b.getI32Type(), 1), Value());
-      NVVM::MBarrierInitOp::create(
-          b, l, emptyBarrier(idx(s)),
-          e.constant(b.getI32Type(), t.threads() / 128), Value());
+      async::initBarrier(b, l, fullBarrier(idx(s)), 1);
+      async::initBarrier(b, l, emptyBarrier(idx(s)), t.threads() / 128);
     }
-    NVVM::FenceMbarrierInitOp::create(b, l);
-  }
-  gpu::BarrierOp::create(b, l);
+  });
 }
 
 Value TensorCoreMatmul::consumeSteps(Value first) {
