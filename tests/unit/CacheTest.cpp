@@ -116,6 +116,23 @@ TEST(Plan, RejectsCorruptFields) {
   EXPECT_FALSE(corrupt("m 0 2", "m 0 4"));         // rank past 3
 }
 
+/// Tensor map `m` reads buffer `buffer` as `dims` (innermost first, as
+/// many as its rank) in boxes of `box`, dims 1 and up `strides` bytes
+/// apart.
+static void expectMap(const TensorMapDesc &m, uint32_t buffer,
+                      std::vector<uint64_t> dims, std::vector<uint32_t> box,
+                      std::vector<uint64_t> strides) {
+  EXPECT_EQ(m.buffer, buffer);
+  ASSERT_EQ(m.rank, dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    SCOPED_TRACE("dim " + std::to_string(d));
+    EXPECT_EQ(m.dims[d], dims[d]);
+    EXPECT_EQ(m.box[d], box[d]);
+    if (d > 0)
+      EXPECT_EQ(m.strides[d - 1], strides[d - 1]);
+  }
+}
+
 /// The TMA tensor maps a warp-specialised matmul's launch carries: what
 /// the kernel's copies assume (innermost dim first, the box one copy
 /// moves, byte strides) must be what the runtime encodes.
@@ -137,27 +154,13 @@ func.func @mm(%a: tensor<3x64x256xbf16> {kf.name = "a"},
   ASSERT_EQ(launch.tensorMaps.size(), 2u) << plan->dumps["fused"];
   // A: [3, K = 64, M = 256], M contiguous (transposed): 64-column boxes
   // of the K step's 64 rows, batches 64 rows apart.
-  const TensorMapDesc &a = launch.tensorMaps[0];
-  EXPECT_EQ(a.buffer, 0u);
-  ASSERT_EQ(a.rank, 3u);
-  EXPECT_EQ(a.dims[0], 256u);
-  EXPECT_EQ(a.dims[1], 64u);
-  EXPECT_EQ(a.dims[2], 3u);
-  EXPECT_EQ(a.box[0], 64u);
-  EXPECT_EQ(a.box[1], 64u);
-  EXPECT_EQ(a.box[2], 1u);
-  EXPECT_EQ(a.strides[0], 256u * 2);
-  EXPECT_EQ(a.strides[1], 64u * 256 * 2);
+  expectMap(launch.tensorMaps[0], 0, {256, 64, 3}, {64, 64, 1},
+            {256 * 2, 64 * 256 * 2});
   // B: [N = 512, K = 64], shared by the batches: 2-d, K contiguous, one
   // box of the tile's N rows.
   const TensorMapDesc &b = launch.tensorMaps[1];
-  EXPECT_EQ(b.buffer, 1u);
-  ASSERT_EQ(b.rank, 2u);
-  EXPECT_EQ(b.dims[0], 64u);
-  EXPECT_EQ(b.dims[1], 512u);
-  EXPECT_EQ(b.box[0], 64u);
+  expectMap(b, 1, {64, 512}, {64, b.box[1]}, {64 * 2});
   EXPECT_GE(b.box[1], 32u);
-  EXPECT_EQ(b.strides[0], 64u * 2);
 }
 
 /// A warp-specialised attention's launch carries Q's, K's and V's maps:
@@ -183,28 +186,12 @@ func.func @attn(%q: tensor<2x4x300x96xbf16> {kf.name = "q"},
   EXPECT_EQ(launch.block, 384u);
   EXPECT_EQ(launch.grid, 2u * 4 * 3);
   ASSERT_EQ(launch.tensorMaps.size(), 3u) << plan->dumps["fused"];
-  struct Expect {
-    uint32_t buffer;
-    uint64_t cols, rows, slices;
-    uint32_t boxRows;
-  };
-  const Expect expected[] = {
-      {0, 96, 300, 8, 128}, {1, 96, 200, 4, 64}, {2, 64, 200, 4, 64}};
-  for (size_t i = 0; i < 3; ++i) {
-    SCOPED_TRACE("map " + std::to_string(i));
-    const TensorMapDesc &m = launch.tensorMaps[i];
-    const Expect &x = expected[i];
-    EXPECT_EQ(m.buffer, x.buffer);
-    ASSERT_EQ(m.rank, 3u);
-    EXPECT_EQ(m.dims[0], x.cols);
-    EXPECT_EQ(m.dims[1], x.rows);
-    EXPECT_EQ(m.dims[2], x.slices);
-    EXPECT_EQ(m.box[0], 64u);
-    EXPECT_EQ(m.box[1], x.boxRows);
-    EXPECT_EQ(m.box[2], 1u);
-    EXPECT_EQ(m.strides[0], x.cols * 2);
-    EXPECT_EQ(m.strides[1], x.rows * x.cols * 2);
-  }
+  expectMap(launch.tensorMaps[0], 0, {96, 300, 8}, {64, 128, 1},
+            {96 * 2, 300 * 96 * 2});
+  expectMap(launch.tensorMaps[1], 1, {96, 200, 4}, {64, 64, 1},
+            {96 * 2, 200 * 96 * 2});
+  expectMap(launch.tensorMaps[2], 2, {64, 200, 4}, {64, 64, 1},
+            {64 * 2, 200 * 64 * 2});
 }
 
 class DiskCacheTest : public ::testing::Test {
