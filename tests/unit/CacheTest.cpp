@@ -133,25 +133,34 @@ static void expectMap(const TensorMapDesc &m, uint32_t buffer,
   }
 }
 
+/// Compiles `graph` into `plan`, which must be one warp-specialised
+/// (384-thread) launch.
+static void compileWarpSpecialised(const char *graph, Plan &plan) {
+  compiler::CompileRequest request;
+  request.graphText = graph;
+  Expected<Plan> compiled = compiler::compileGraph(request);
+  ASSERT_TRUE(compiled) << compiled.error().message();
+  ASSERT_EQ(compiled->launches.size(), 1u);
+  EXPECT_EQ(compiled->launches[0].block, 384u);
+  plan = std::move(*compiled);
+}
+
 /// The TMA tensor maps a warp-specialised matmul's launch carries: what
 /// the kernel's copies assume (innermost dim first, the box one copy
 /// moves, byte strides) must be what the runtime encodes.
 TEST(Plan, WarpSpecialisedMatmulCarriesTensorMaps) {
-  compiler::CompileRequest request;
-  request.graphText = R"(
+  Plan plan;
+  ASSERT_NO_FATAL_FAILURE(compileWarpSpecialised(R"(
 func.func @mm(%a: tensor<3x64x256xbf16> {kf.name = "a"},
               %b: tensor<512x64xbf16> {kf.name = "b"})
     -> (tensor<3x256x512xbf16> {kf.name = "y"}) {
   %y = kf.matmul %a, %b {transpose_a = true, transpose_b = true}
       : tensor<3x64x256xbf16>, tensor<512x64xbf16> -> tensor<3x256x512xbf16>
   return %y : tensor<3x256x512xbf16>
-})";
-  Expected<Plan> plan = compiler::compileGraph(request);
-  ASSERT_TRUE(plan) << plan.error().message();
-  ASSERT_EQ(plan->launches.size(), 1u);
-  const LaunchDesc &launch = plan->launches[0];
-  EXPECT_EQ(launch.block, 384u);
-  ASSERT_EQ(launch.tensorMaps.size(), 2u) << plan->dumps["fused"];
+})",
+                                                 plan));
+  const LaunchDesc &launch = plan.launches[0];
+  ASSERT_EQ(launch.tensorMaps.size(), 2u) << plan.dumps["fused"];
   // A: [3, K = 64, M = 256], M contiguous (transposed): 64-column boxes
   // of the K step's 64 rows, batches 64 rows apart.
   expectMap(launch.tensorMaps[0], 0, {256, 64, 3}, {64, 64, 1},
@@ -168,8 +177,8 @@ func.func @mm(%a: tensor<3x64x256xbf16> {kf.name = "a"},
 /// head-dim columns (zeros past 96) by the block's 128 queries or the key
 /// tile's 64 keys.
 TEST(Plan, WarpSpecialisedAttentionCarriesTensorMaps) {
-  compiler::CompileRequest request;
-  request.graphText = R"(
+  Plan plan;
+  ASSERT_NO_FATAL_FAILURE(compileWarpSpecialised(R"(
 func.func @attn(%q: tensor<2x4x300x96xbf16> {kf.name = "q"},
                 %k: tensor<2x2x200x96xbf16> {kf.name = "k"},
                 %v: tensor<2x2x200x64xbf16> {kf.name = "v"})
@@ -178,14 +187,11 @@ func.func @attn(%q: tensor<2x4x300x96xbf16> {kf.name = "q"},
       : tensor<2x4x300x96xbf16>, tensor<2x2x200x96xbf16>,
         tensor<2x2x200x64xbf16> -> tensor<2x4x300x64xbf16>
   return %o : tensor<2x4x300x64xbf16>
-})";
-  Expected<Plan> plan = compiler::compileGraph(request);
-  ASSERT_TRUE(plan) << plan.error().message();
-  ASSERT_EQ(plan->launches.size(), 1u);
-  const LaunchDesc &launch = plan->launches[0];
-  EXPECT_EQ(launch.block, 384u);
+})",
+                                                 plan));
+  const LaunchDesc &launch = plan.launches[0];
   EXPECT_EQ(launch.grid, 2u * 4 * 3);
-  ASSERT_EQ(launch.tensorMaps.size(), 3u) << plan->dumps["fused"];
+  ASSERT_EQ(launch.tensorMaps.size(), 3u) << plan.dumps["fused"];
   expectMap(launch.tensorMaps[0], 0, {96, 300, 8}, {64, 128, 1},
             {96 * 2, 300 * 96 * 2});
   expectMap(launch.tensorMaps[1], 1, {96, 200, 4}, {64, 64, 1},
