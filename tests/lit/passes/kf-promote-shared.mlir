@@ -85,6 +85,25 @@ func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>,
 
 // -----
 
+// Rows the TMA cannot copy: head dim 100 makes q's and k's rows 200
+// bytes, not whole 16-byte chunks, so the block copies with cp.async (4-
+// and 8-byte copies) even with the TMA on. Head dim 96 pads to 128 and
+// copies with the TMA (zeros past 96 from the tensor maps).
+// TMA-LABEL: func.func @attention_rows
+// TMA: block = 256 : i64
+// TMA-NOT: tma = 1
+// TMA: block = 384 : i64
+// TMA-SAME: head_dim = 128 : i64
+// TMA-SAME: tma = 1 : i64
+func.func @attention_rows(%q: tensor<1x2x256x100xbf16>, %k: tensor<1x2x256x100xbf16>, %v: tensor<1x2x256x128xbf16>,
+                          %q2: tensor<1x2x256x96xbf16>, %k2: tensor<1x2x256x96xbf16>) -> (tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>) {
+  %o = kf.attention %q, %k, %v {scale = 0.1 : f64} : tensor<1x2x256x100xbf16>, tensor<1x2x256x100xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
+  %o2 = kf.attention %q2, %k2, %v {scale = 0.1 : f64} : tensor<1x2x256x96xbf16>, tensor<1x2x256x96xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
+  return %o, %o2 : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>
+}
+
+// -----
+
 // FlashAttention with a bias of q's dtype over rows of whole 16-byte
 // chunks (640 keys): two stages of its [128, 64] tiles, rows padded to 72,
 // join Q (16 KiB at head dim 64) and K/V (32 KiB): 16384 + 32768 + 36864.
