@@ -607,6 +607,36 @@ LogicalResult checkPaddedBuffers(KernelOp kernel) {
   return success();
 }
 
+/// The body of the emitter's kernel, by the template its kind and config
+/// pick: `items` (threads or blocks) of work.
+LogicalResult emitBody(KernelEmitter &e, int64_t items) {
+  KernelOp kernel = e.kernel();
+  std::optional<RowSpace> rows = rowSpaceOf(kernel);
+  switch (kernel.getKind()) {
+  case KernelKind::pointwise:
+    if (configValue(kernel, "tiled_transpose"))
+      return emitTiledTranspose(e, tiledTransposeOf(kernel));
+    if (paddedRowStride(kernel.getResult(0)))
+      return emitPaddedRows(e, items);
+    return PointwiseKernel(e, items).emit();
+  case KernelKind::reduction:
+    if (configValue(kernel, "columns"))
+      return emitColumns(e, *columnSpaceOf(kernel));
+    return rows ? emitRows(e, *rows) : emitReduction(e, items);
+  case KernelKind::normalization:
+    return rows ? emitRows(e, *rows) : emitSoftmax(e, items);
+  case KernelKind::matmul:
+    return configValue(kernel, "mma")
+               ? emitTensorCoreMatmul(e, matmulOf(kernel))
+               : emitMatmul(e, items);
+  case KernelKind::attention:
+    return configValue(kernel, "flash")
+               ? emitFlashAttention(e, attentionOf(kernel))
+               : emitAttention(e, items);
+  }
+  llvm_unreachable("unknown kernel kind");
+}
+
 LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
                           StringRef name) {
   SmallVector<Type> args;
@@ -643,37 +673,7 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   if (args.size() > buffers)
     func->setAttr(kTensorMapArgs, b.getI64IntegerAttr(args.size() - buffers));
   KernelEmitter emitter(kernel, func);
-  LogicalResult status = failure();
-  std::optional<RowSpace> rows = rowSpaceOf(kernel);
-  switch (kernel.getKind()) {
-  case KernelKind::pointwise:
-    if (configValue(kernel, "tiled_transpose"))
-      status = emitTiledTranspose(emitter, tiledTransposeOf(kernel));
-    else if (paddedRowStride(kernel.getResult(0)))
-      status = emitPaddedRows(emitter, items);
-    else
-      status = PointwiseKernel(emitter, items).emit();
-    break;
-  case KernelKind::reduction:
-    if (configValue(kernel, "columns"))
-      status = emitColumns(emitter, *columnSpaceOf(kernel));
-    else
-      status = rows ? emitRows(emitter, *rows) : emitReduction(emitter, items);
-    break;
-  case KernelKind::normalization:
-    status = rows ? emitRows(emitter, *rows) : emitSoftmax(emitter, items);
-    break;
-  case KernelKind::matmul:
-    status = configValue(kernel, "mma")
-                 ? emitTensorCoreMatmul(emitter, matmulOf(kernel))
-                 : emitMatmul(emitter, items);
-    break;
-  case KernelKind::attention:
-    status = configValue(kernel, "flash")
-                 ? emitFlashAttention(emitter, attentionOf(kernel))
-                 : emitAttention(emitter, items);
-    break;
-  }
+  LogicalResult status = emitBody(emitter, items);
   gpu::ReturnOp::create(emitter.builder(), kernel.getLoc());
   kernel->setAttr("gpu_func", b.getStringAttr(name));
   return status;
