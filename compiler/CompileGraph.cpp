@@ -190,7 +190,10 @@ runtime::TensorMapDesc tensorMapOf(const kf::TmaOperand &o, uint32_t buffer) {
   runtime::TensorMapDesc map;
   map.buffer = buffer;
   map.rank = o.rank;
+  // Interleaved rows: a box of one row of each of boxRows groups.
   uint32_t box[3] = {uint32_t(o.boxCols), uint32_t(o.boxRows), 1};
+  if (o.rowGroups > 1)
+    std::swap(box[1], box[2]);
   for (int64_t d = 0; d < o.rank; ++d) {
     map.dims[d] = o.dims[d];
     map.box[d] = box[d];

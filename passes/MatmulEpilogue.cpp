@@ -36,8 +36,11 @@ LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
   // accumulators are dead before the first branch. Else ptxas serialised
   // the wgmmas of kernels with partial tiles (C7514: "non wgmma
   // instructions reading accumulator registers"), the lm-head's with
-  // N = 50304 (196.5 tiles of 256) among them.
-  bool upfront = !epilogueReadsInputs() || (p.m % t.bm == 0 && p.n % t.bn == 0);
+  // N = 50304 (196.5 tiles of 256) among them. (Interleaved rows read
+  // their inputs at columns clamped into the row: see outputPair.)
+  bool rowEdges = (rows.active() ? p.m / rows.groups : p.m) % t.bm != 0;
+  bool colEdges = !rows.active() && p.n % t.bn != 0;
+  bool upfront = !epilogueReadsInputs() || (!rowEdges && !colEdges);
   SmallVector<SmallVector<Value>> values;
   for (int64_t c0 = 0; upfront && c0 < t.bn; c0 += stagedCols) {
     values.emplace_back();
@@ -163,13 +166,18 @@ void TensorCoreMatmul::copyOutput() {
   int64_t padded = e.paddedStride(outArg);
   int64_t stride = padded ? padded : p.n;
   int64_t vec = 16 / (type.getIntOrFloatBitWidth() / 8);
-  if (stride % vec)
+  if (stride % vec && !rows.active())
     vec = 1;
   auto vectorType = VectorType::get({vec}, type);
   e.loop(t.bm * stagedCols / vec / t.threads(), {}, [&](Value i, ValueRange) {
     Value at = mul(add(tid, mul(i, t.threads())), vec);
     Value r = div(at, stagedCols), c = rem(at, stagedCols);
-    Value row = add(m0, r), col = add(n0, add(c, idx(stagedFirstCol)));
+    Value row = outputRow(r), col = add(n0, add(c, idx(stagedFirstCol)));
+    if (rows.active()) {
+      copyAlignedVector(tile, out, add(mul(r, stagedCols + 8), c),
+                        add(mul(row, p.n), col), row, col, vec);
+      return SmallVector<Value>{};
+    }
     Value inside = arith::AndIOp::create(b, l, less(row, idx(p.m)),
                                          less(col, idx(stride)));
     auto ifOp = scf::IfOp::create(b, l, inside, false);
@@ -193,6 +201,36 @@ void TensorCoreMatmul::copyOutput() {
     }
     return SmallVector<Value>{};
   });
+}
+
+void TensorCoreMatmul::copyAlignedVector(Value tile, Value out, Value from,
+                                         Value linear, Value row, Value col,
+                                         int64_t vec) {
+  Type type = mlir::cast<MemRefType>(out.getType()).getElementType();
+  Value rowInside = less(row, idx(p.m));
+  // Unsigned: the columns before the row's start are past N too.
+  Value whole = arith::AndIOp::create(b, l, less(col, idx(p.n)),
+                                      less(add(col, idx(vec - 1)), idx(p.n)));
+  auto ifOp = scf::IfOp::create(
+      b, l, arith::AndIOp::create(b, l, rowInside, whole), true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  auto vectorType = VectorType::get({vec}, type);
+  Value v = vector::LoadOp::create(b, l, vectorType, tile, ValueRange{from},
+                                   false, llvm::MaybeAlign(16));
+  vector::StoreOp::create(b, l, v, out, ValueRange{linear}, false,
+                          llvm::MaybeAlign(16));
+  // A vector across the row's start or end: the row's elements of it.
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  for (int64_t k = 0; k < vec; ++k) {
+    Value inside = arith::AndIOp::create(b, l, rowInside,
+                                         less(add(col, idx(k)), idx(p.n)));
+    auto element = scf::IfOp::create(b, l, inside, false);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(element.thenBlock());
+    Value x = memref::LoadOp::create(b, l, tile, ValueRange{add(from, idx(k))});
+    memref::StoreOp::create(b, l, x, out, ValueRange{add(linear, idx(k))});
+  }
 }
 
 Value TensorCoreMatmul::zeroPastRow(Value v, Value col) {
@@ -235,8 +273,24 @@ TensorCoreMatmul::OutputPair TensorCoreMatmul::outputPair(Value r, Value c) {
   at.r = r;
   at.c = c;
   at.col = add(n0, c);
-  at.row = add(m0, r);
+  at.row = outputRow(r);
   at.outRow = add(mul(outBatch, p.m), at.row);
+  if (rows.active()) {
+    // The first and last tiles of a row reach past its ends, where the
+    // epilogue's inputs have no elements: their columns are clamped into
+    // the row (the copy out never stores what is computed there). The two
+    // elements keep distinct indices, under which their values are
+    // recorded, even where both clamp to one column.
+    auto clamp = [&](Value col) -> Value {
+      Value inRow = arith::MaxSIOp::create(b, l, col, idx(0));
+      return arith::MinSIOp::create(b, l, inRow, idx(p.n - 1));
+    };
+    at.col1 = clamp(add(at.col, idx(1)));
+    at.col = clamp(at.col);
+    at.linear = add(mul(at.outRow, p.n), at.col);
+    at.linear1 = add(mul(at.outRow, p.n), at.col1);
+    return at;
+  }
   at.linear = add(mul(at.outRow, p.n), at.col);
   at.linear1 = add(at.linear, idx(1));
   at.col1 = add(at.col, idx(1));

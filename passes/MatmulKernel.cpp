@@ -51,8 +51,8 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
   dtype = mlir::cast<RankedTensorType>(matmul.getA().getType()).getElementType();
   SharedTile ta = sharedTileA(t, p.transposeA), tb = sharedTileB(t, p.transposeB);
   stageElements = ta.elements() + tb.elements();
-  mTiles = (p.m + t.bm - 1) / t.bm;
-  nTiles = (p.n + t.bn - 1) / t.bn;
+  rows = rowInterleaveOf(k);
+  std::tie(mTiles, nTiles) = matmulTileCounts(p, t, rows);
   auto staged = [&](Value v, SharedTile tile, int64_t offset, int64_t rows,
                     int64_t cols, bool shared, bool kContiguous) {
     unsigned number = mlir::cast<BlockArgument>(v).getArgNumber();
@@ -222,8 +222,25 @@ void TensorCoreMatmul::locate(Value tile) {
   Value groupRows = arith::MinUIOp::create(
       b, l, arith::SubIOp::create(b, l, idx(mTiles), firstM), idx(t.groupM));
   Value inner = rem(pid, inGroup);
-  m0 = mul(add(firstM, arith::RemUIOp::create(b, l, inner, groupRows)), t.bm);
+  Value mTile = add(firstM, arith::RemUIOp::create(b, l, inner, groupRows));
+  if (rows.active()) {
+    int64_t perGroup = mTiles / rows.groups;
+    rowGroup = div(mTile, perGroup);
+    mTile = rem(mTile, perGroup);
+  }
+  m0 = mul(mTile, t.bm);
   n0 = mul(arith::DivUIOp::create(b, l, inner, groupRows), t.bn);
+  // Group g's tiles start (g * N) % align columns left of the tile grid,
+  // the first of them before column 0.
+  if (rows.active())
+    n0 = arith::SubIOp::create(
+        b, l, n0, rem(mul(rowGroup, p.n % rows.align), rows.align));
+}
+
+Value TensorCoreMatmul::outputRow(Value r) {
+  if (!rows.active())
+    return add(m0, r);
+  return add(rowGroup, mul(add(m0, r), rows.groups));
 }
 
 /// The warp's place in a tile and the per-lane ldmatrix offsets.

@@ -67,6 +67,8 @@ private:
   void syncConsumers();
 
   void locate(Value tile);
+  /// The output row of the tile's local row `r`.
+  Value outputRow(Value r);
   void locateWarp();
   /// K steps of copies in flight before the products that read them.
   int64_t ahead() const;
@@ -135,6 +137,11 @@ private:
   Value outputTile();
   /// Copies the staged columns out.
   void copyOutput();
+  /// With interleaved rows: the `vec`-element vector of the staged tile at
+  /// `from`, row `row` and column `col` of the output, whole where it lies
+  /// inside the row, else its elements that do.
+  void copyAlignedVector(Value tile, Value out, Value from, Value linear,
+                         Value row, Value col, int64_t vec);
   /// `v`, a vector of the output row from column `col`, with its lanes at
   /// columns >= N (never written by the epilogue) set to zero.
   Value zeroPastRow(Value v, Value col);
@@ -142,6 +149,7 @@ private:
   MatmulOp matmul;
   MatmulProblem p;
   MatmulTile t;
+  RowInterleave rows;
   int64_t stages, stageElements, mTiles, nTiles, kTiles;
   bool tma;
   /// wgmma groups (K steps) a warpgroup keeps in flight: `mma_groups` with
@@ -160,6 +168,9 @@ private:
   /// Split-K: the first K column of this tile's chunk, and the index of
   /// its partial product among the output's [splits * batch] matrices.
   Value kBase, outBatch;
+  /// With interleaved rows: the tile's group of rows (m0 then counts rows
+  /// of the group).
+  Value rowGroup;
   /// Per-lane element offsets of the ldmatrix rows, inside a stage.
   Value laneA, laneB;
 };

@@ -142,7 +142,9 @@ void TensorCoreMatmul::copyWithTma(unsigned which, Value row0, Value col0,
   Value map = e.gpuFunc().getArgument(arg + which);
   for (int64_t j = 0; j < op.boxes; ++j) {
     SmallVector<Value> at = {add(col0, idx(j * op.boxCols)), row0};
-    if (op.rank == 3)
+    if (op.rowGroups > 1)
+      at = {at[0], rowGroup, row0};
+    else if (op.rank == 3)
       at.push_back(batch);
     async::loadBox(
         b, l, map, at,

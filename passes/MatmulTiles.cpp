@@ -5,6 +5,8 @@
 
 #include "llvm/ADT/STLExtras.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace kfuse::kf;
 
@@ -187,6 +189,55 @@ MatmulTile kfuse::kf::matmulTileOf(KernelOp kernel) {
           get("wgmma") != 0, MatmulProblem::of(matmulOf(kernel)).elementBytes};
 }
 
+RowInterleave kfuse::kf::rowInterleaveOf(KernelOp kernel) {
+  DictionaryAttr config = kernel.getConfigAttr();
+  auto groups =
+      config ? config.getAs<IntegerAttr>("row_groups") : IntegerAttr();
+  auto align = config ? config.getAs<IntegerAttr>("row_align") : IntegerAttr();
+  if (!groups || !align)
+    return {};
+  return {groups.getInt(), align.getInt()};
+}
+
+std::pair<int64_t, int64_t> kfuse::kf::matmulTileCounts(const MatmulProblem &p,
+                                                        const MatmulTile &t,
+                                                        RowInterleave rows) {
+  if (!rows.active())
+    return {(p.m + t.bm - 1) / t.bm, (p.n + t.bn - 1) / t.bn};
+  // Each group's rows are tiled on their own; the columns reach past N by
+  // the largest shift, align - gcd(N, align).
+  int64_t perGroup = (p.m / rows.groups + t.bm - 1) / t.bm;
+  int64_t reach = p.n + rows.align - std::gcd(p.n, rows.align);
+  return {rows.groups * perGroup, (reach + t.bn - 1) / t.bn};
+}
+
+RowInterleave kfuse::kf::chooseRowInterleave(const MatmulProblem &p,
+                                             const MatmulTile &t,
+                                             int64_t stride,
+                                             int64_t outputBytes) {
+  // B's tiles start at the shifted columns: along its rows where B is
+  // K-major; an N-major box cannot start off a 16-byte boundary
+  // (CUDA_ERROR_ILLEGAL_INSTRUCTION on the H200).
+  if (stride % (16 / outputBytes) == 0 || stride != p.n || p.batch != 1 ||
+      p.splits != 1 || p.transposeA || !p.transposeB)
+    return {};
+  auto [plainM, plainN] = matmulTileCounts(p, t);
+  // Whole 128-byte lines where a group still fills its tiles' rows (M of
+  // 8192 at least for N = 50257: 64 groups), else whole 16-byte vectors
+  // (8 groups at most).
+  for (int64_t bytes : {kTmaBoxBytes, int64_t(16)}) {
+    int64_t align = bytes / outputBytes;
+    RowInterleave rows{align / std::gcd(p.n, align), align};
+    if (p.m % rows.groups || t.bn % align ||
+        stagedOutputCols(t, true, outputBytes) % align)
+      continue;
+    auto [m, n] = matmulTileCounts(p, t, rows);
+    if (50 * m * n <= 51 * plainM * plainN)
+      return rows;
+  }
+  return {};
+}
+
 int64_t kfuse::kf::sharedRowPad(const MatmulTile &t) {
   return t.wgmma ? 0 : t.chunkElements();
 }
@@ -243,9 +294,20 @@ SmallVector<TmaOperand, 3> kfuse::kf::tmaOperands(KernelOp kernel) {
                       tile.cols / boxCols,
                       p.elementBytes};
   };
-  return {describe(op.getA(), sharedTileA(t, p.transposeA),
-                   p.transposeA ? p.k : p.m, p.transposeA ? p.m : p.k, false),
-          describe(op.getB(), sharedTileB(t, p.transposeB),
-                   p.transposeB ? p.n : p.k, p.transposeB ? p.k : p.n,
-                   p.sharedB)};
+  TmaOperand a =
+      describe(op.getA(), sharedTileA(t, p.transposeA),
+               p.transposeA ? p.k : p.m, p.transposeA ? p.m : p.k, false);
+  if (RowInterleave rows = rowInterleaveOf(kernel); rows.active())
+    a = {a.input,
+         3,
+         {p.k, rows.groups, p.m / rows.groups},
+         {a.strides[0], rows.groups * a.strides[0]},
+         a.boxRows,
+         a.boxCols,
+         a.boxes,
+         a.elementBytes,
+         rows.groups};
+  return {a, describe(op.getB(), sharedTileB(t, p.transposeB),
+                      p.transposeB ? p.n : p.k, p.transposeB ? p.k : p.n,
+                      p.sharedB)};
 }

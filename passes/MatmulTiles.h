@@ -64,6 +64,33 @@ struct MatmulTile {
 /// The tile kf-tile recorded in `kernel`'s config.
 MatmulTile matmulTileOf(KernelOp kernel);
 
+/// Output tiles whose rows start on aligned addresses although the rows
+/// have an odd length (config `row_groups`, `row_align`). Row r of the
+/// output starts r * N elements in, which `align` (elements) divides only
+/// every `groups`-th row: the tiles take rows `groups` apart (tile rows of
+/// group g are rows g, g + groups, ...), all starting at the same offset
+/// from an `align` boundary, and each group's tile columns are shifted left
+/// by that offset, (g * N) % align. Every row segment a tile stores then
+/// starts on an aligned address and leaves in whole vectors; only a row's
+/// first and last segments are cut, at columns 0 and N.
+struct RowInterleave {
+  int64_t groups = 1, align = 1;
+  bool active() const { return groups > 1; }
+};
+RowInterleave rowInterleaveOf(KernelOp kernel);
+/// Output tiles along M and along N for `t` on `p`, as `rows` places them.
+std::pair<int64_t, int64_t> matmulTileCounts(const MatmulProblem &p,
+                                             const MatmulTile &t,
+                                             RowInterleave rows = {});
+/// kf-promote-shared's decision for a warp-specialised matmul whose output
+/// rows are `stride` elements of `outputBytes` apart: interleave where
+/// those rows are not whole 16-byte vectors, to 128-byte boundaries, or to
+/// 16-byte ones, whichever first costs at most 2% more tiles. Single
+/// products of K-major operands only (A's tile rows are then a 3-d box of
+/// the TMA, B's shifted columns its rows).
+RowInterleave chooseRowInterleave(const MatmulProblem &p, const MatmulTile &t,
+                                  int64_t stride, int64_t outputBytes);
+
 /// Why the tensor-core template cannot compute `op`, or nothing when it
 /// can. It needs bf16/f16 operands, or f32 ones with `allowTF32` when both
 /// are K-major (TF32 products read no transposed operands); 16-byte
@@ -114,6 +141,10 @@ struct TmaOperand {
   int64_t dims[3], strides[2];
   int64_t boxRows, boxCols, boxes;
   int64_t elementBytes;
+  /// RowInterleave::groups of A: dims are then {cols, groups, rows /
+  /// groups} (a box of rows `groups` apart), strides {stride, groups *
+  /// stride}.
+  int64_t rowGroups = 1;
 };
 constexpr int64_t kTmaBoxBytes = 128;
 /// The operands that the warp-specialised kernel `kernel` (config `tma`)

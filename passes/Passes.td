@@ -244,7 +244,11 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
     stages that mbarriers hand over, each multiplying warpgroup keeps two
     K steps of products in flight (`mma_groups`, fewer than `stages`), the
     output is staged 128 columns at a time past them, and the block loops
-    over tiles (`grid` = SMs at most). A FlashAttention kernel (`flash`)
+    over tiles (`grid` = SMs at most). Where that output's rows are not
+    whole 16-byte vectors, its tiles take rows `row_groups` apart, each
+    group's columns shifted so that its rows start on `row_align`-element
+    (128- or 16-byte) boundaries (`items` counts the tiles that makes).
+    A FlashAttention kernel (`flash`)
     keeps its Q tile and two stages of K and V tiles, and of a bias or
     mask input with whole 16-byte rows (`stage_scores_input`); with `tma`,
     head dims of 128 or more and nothing staged, a third warpgroup copies

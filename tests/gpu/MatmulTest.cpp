@@ -36,6 +36,9 @@ struct MatmulCase {
   bool resultF32 = false;
   bool tensorCores = true; ///< the tensor-core template must compute it
   bool allowTF32 = false;  ///< compiled with CompileOptions::allowTF32
+  /// On sm_90, kf-promote-shared must interleave the output's rows
+  /// (RowInterleave), so that their odd lengths leave in whole vectors.
+  bool interleavedRows = false;
 };
 
 void PrintTo(const MatmulCase &c, std::ostream *os) { *os << c.name; }
@@ -116,6 +119,9 @@ TEST_P(Matmul, MatchesEvaluator) {
   EXPECT_EQ(fused->find("wgmma = 1") != std::string::npos,
             c.tensorCores && arch == "sm_90")
       << *fused;
+  EXPECT_EQ(fused->find("row_groups") != std::string::npos,
+            c.interleavedRows && arch == "sm_90")
+      << *fused;
   Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
   ASSERT_TRUE(out) << out.error().message();
   double error = relativeError((*out)[0], (*reference)[0]);
@@ -184,6 +190,24 @@ std::vector<MatmulCase> cases() {
        Epilogue::ResidualScale},
       {"relu_cast_f16", {2}, 96, 128, 32, true, false, f16, false,
        Epilogue::CastF32},
+      // Odd output rows, interleaved (sm_90): tiles take every 64th row
+      // (128-byte boundaries) or every 8th or 4th (16-byte ones), each
+      // group's columns shifted so that the rows start aligned; the first
+      // and last tiles of a row reach past its ends. Groups of 125 rows
+      // leave row edges in the tiles (the bias read at clamped columns);
+      // whole groups compute an epilogue reading a residual up front. Not
+      // with B as [K, N]: the TMA cannot copy its N-major boxes from
+      // shifted columns (an illegal instruction at odd ones).
+      {"interleaved_128b_row_edges_bias_gelu_tb_bf16", {}, 8000, 301, 64,
+       false, true, bf16, false, Epilogue::BiasGelu, false, true, false, true},
+      {"interleaved_128b_residual_tb_bf16", {}, 8192, 301, 64, false, true,
+       bf16, false, Epilogue::ResidualScale, false, true, false, true},
+      {"interleaved_16b_tb_f16", {}, 1024, 1001, 128, false, true, f16, false,
+       Epilogue::None, false, true, false, true},
+      {"interleaved_f32_result_tb_bf16", {}, 8192, 999, 64, false, true, bf16,
+       false, Epilogue::None, true, true, false, true},
+      {"n_major_b_not_interleaved_bf16", {}, 1024, 1001, 64, false, false,
+       bf16},
       // Operand rows that are not whole 16-byte chunks: kf-pad copies the
       // operand into padded rows (zeros past the end) and the matmul
       // takes tensor cores, zero-filled K tails included.

@@ -172,6 +172,30 @@ func.func @mm(%a: tensor<3x64x256xbf16> {kf.name = "a"},
   EXPECT_GE(b.box[1], 32u);
 }
 
+/// Interleaved output rows (N = 1001 f16, 8 groups): A's map views its 1024
+/// rows as [128 rows of each group][8 groups][K], and a box is one row of
+/// each of 128 groups apart by 8 rows, i.e. one group's tile rows.
+TEST(Plan, InterleavedRowsReadAThroughA3dMap) {
+  Plan plan;
+  ASSERT_NO_FATAL_FAILURE(compileWarpSpecialised(R"(
+func.func @mm(%a: tensor<1024x128xf16> {kf.name = "a"},
+              %b: tensor<1001x128xf16> {kf.name = "b"})
+    -> (tensor<1024x1001xf16> {kf.name = "y"}) {
+  %y = kf.matmul %a, %b {transpose_b = true}
+      : tensor<1024x128xf16>, tensor<1001x128xf16> -> tensor<1024x1001xf16>
+  return %y : tensor<1024x1001xf16>
+})",
+                                                 plan));
+  const LaunchDesc &launch = plan.launches[0];
+  ASSERT_EQ(launch.tensorMaps.size(), 2u) << plan.dumps["fused"];
+  ASSERT_NE(plan.dumps["fused"].find("row_groups = 8"), std::string::npos)
+      << plan.dumps["fused"];
+  expectMap(launch.tensorMaps[0], 0, {128, 8, 128}, {64, 1, 128},
+            {128 * 2, 8 * 128 * 2});
+  const TensorMapDesc &b = launch.tensorMaps[1];
+  expectMap(b, 1, {128, 1001}, {64, b.box[1]}, {128 * 2});
+}
+
 /// A warp-specialised attention's launch carries Q's, K's and V's maps:
 /// [batch * heads, rows, head dim] (K and V with the KV heads), boxes of 64
 /// head-dim columns (zeros past 96) by the block's 128 queries or the key

@@ -343,3 +343,22 @@ func.func @matmul_tma(%a: tensor<256x128xbf16>, %b: tensor<128x512xbf16>) -> ten
   %c = kf.matmul %a, %b : tensor<256x128xbf16>, tensor<128x512xbf16> -> tensor<256x512xbf16>
   return %c : tensor<256x512xbf16>
 }
+
+// -----
+
+// Odd rows, interleaved (row_groups = 8, row_align = 8): a tile takes every
+// 8th row, so A's box is 3-d (one row of each of 128 groups); the rows then
+// leave in 16-byte vectors, and a vector across a row's start or end (the
+// tiles of group g start g columns left of the grid) in elements.
+// ATTN-LABEL: func.func @interleaved_rows
+// ATTN: gpu.func @k0_matmul
+// ATTN: vector.load {{.*}} vector<8xf16>
+// ATTN-NEXT: vector.store {{.*}} : memref<1025024xf16>, vector<8xf16>
+// ATTN-NEXT: } else {
+// ATTN-COUNT-8: memref.store {{.*}} : memref<1025024xf16>
+// ATTN: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg3, %{{.*}}, box[%{{.*}}, %{{.*}}, %{{.*}}] :
+// ATTN: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg4, %{{.*}}, box[%{{.*}}, %{{.*}}] :
+func.func @interleaved_rows(%a: tensor<1024x128xf16>, %b: tensor<1001x128xf16>) -> tensor<1024x1001xf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<1024x128xf16>, tensor<1001x128xf16> -> tensor<1024x1001xf16>
+  return %c : tensor<1024x1001xf16>
+}

@@ -55,7 +55,9 @@ func.func @pointwise(%x: tensor<64xf32>) -> tensor<64xf32> {
 // in the pipeline's 192 KiB).
 // WGMMA-LABEL: func.func @odd_rows
 // WGMMA: shared_bytes = 196608 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
+// 256 rows are too few to interleave (see @lm_head_rows): 64 groups of 4.
 // TMA-LABEL: func.func @odd_rows
+// TMA-NOT: row_groups
 // TMA: shared_bytes = 231488 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
 // TMA-SAME: tma = 1 : i64
 // CHECK-LABEL: func.func @odd_rows
@@ -63,6 +65,33 @@ func.func @pointwise(%x: tensor<64xf32>) -> tensor<64xf32> {
 func.func @odd_rows(%a: tensor<256x768xbf16>, %b: tensor<50257x768xbf16>) -> tensor<256x50257xbf16> {
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<256x768xbf16>, tensor<50257x768xbf16> -> tensor<256x50257xbf16>
   return %c : tensor<256x50257xbf16>
+}
+
+// -----
+
+// The lm-head: row r starts r * 50257 elements in, on a 128-byte boundary
+// (64 bf16) every 64th row only. The tiles take rows 64 apart (64 groups
+// of 128 rows: one tile row each), each group's columns shifted so that
+// its rows start aligned; the columns reach 63 further, still 197 tiles.
+// TMA-LABEL: func.func @lm_head_rows
+// TMA: items = 12608 : i64
+// TMA-SAME: row_align = 64 : i64, row_groups = 64 : i64
+// TMA-SAME: stage_output = 1 : i64
+func.func @lm_head_rows(%a: tensor<8192x768xbf16>, %b: tensor<50257x768xbf16>) -> tensor<8192x50257xbf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<8192x768xbf16>, tensor<50257x768xbf16> -> tensor<8192x50257xbf16>
+  return %c : tensor<8192x50257xbf16>
+}
+
+// -----
+
+// 1024 rows in 64 groups would be 16 a tile; on 16-byte boundaries (8 f16)
+// every 8th row: 8 groups of 128 rows.
+// TMA-LABEL: func.func @vector_rows
+// TMA: items = 128 : i64
+// TMA-SAME: row_align = 8 : i64, row_groups = 8 : i64
+func.func @vector_rows(%a: tensor<1024x128xf16>, %b: tensor<1001x128xf16>) -> tensor<1024x1001xf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<1024x128xf16>, tensor<1001x128xf16> -> tensor<1024x1001xf16>
+  return %c : tensor<1024x1001xf16>
 }
 
 // -----
