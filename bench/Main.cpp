@@ -3,7 +3,7 @@
 //   kfuse-bench costs [--json FILE]      compile, cache and launch costs
 //   kfuse-bench memory [--list] [--workload NAME] [--json FILE]
 //                                        memory-bound workloads vs floor
-//   kfuse-bench matmul [--list] [--workload NAME]
+//   kfuse-bench matmul [--list] [--workload NAME|pairs]
 //                                        tensor-core matmuls vs cuBLAS
 //   kfuse-bench attention [--list] [--workload NAME] [--peers PEERS.PY]
 //                                        FlashAttention vs unfused and SDPA
@@ -107,7 +107,7 @@ static int usage() {
                "usage: kfuse-bench costs [--json FILE]\n"
                "       kfuse-bench memory [--list] [--workload NAME] "
                "[--json FILE]\n"
-               "       kfuse-bench matmul [--list] [--workload NAME]\n"
+               "       kfuse-bench matmul [--list] [--workload NAME|pairs]\n"
                "       kfuse-bench pad [--list] [--workload NAME]\n"
                "       kfuse-bench attention [--list] [--workload NAME] "
                "[--peers PEERS.PY]\n");

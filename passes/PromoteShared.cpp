@@ -83,10 +83,10 @@ void promoteAttention(KernelOp kernel, DictionaryAttr config, bool tma) {
 /// 50257) are tiled in interleaved groups of rows, so that every row
 /// segment of a tile starts on a 128-byte boundary (`row_groups`,
 /// `row_align`; see RowInterleave) and leaves in 16-byte vectors. H200,
-/// the lm-head's time over N = 50304's (`kfuse-bench matmul --workload
-/// lm_head_pair`, two runs): 1.152 and 1.154 with the rows stored an
-/// element at a time, 1.058 twice with 16-byte boundaries, 1.034 and
-/// 1.035 with 128-byte ones.
+/// the lm-head's time over N = 50304's (the two timed in turns, as
+/// `kfuse-bench matmul --workload pairs` does; two runs): 1.152 and 1.154 with
+/// the rows stored an element at a time, 1.058 twice with 16-byte
+/// boundaries, 1.034 and 1.035 with 128-byte ones.
 void specializeWarps(Builder &b, NamedAttrList &entries, const MatmulTile &tile,
                      const MatmulProblem &problem, int64_t outputWidth,
                      int64_t outputStride, int64_t sms) {
