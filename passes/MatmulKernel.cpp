@@ -91,6 +91,8 @@ LogicalResult TensorCoreMatmul::emit() {
   if (mmaGroups < 1 || mmaGroups >= stages)
     return e.kernel().emitOpError("has mma_groups = ")
            << mmaGroups << ": needs 1 to stages - 1 (" << stages - 1 << ")";
+  if (rows.active() && failed(checkRowInterleave()))
+    return failure();
   // f32 operands multiply in TF32 only where kf-tile was allowed to say so.
   if (dtype.isF32() != (configValue(e.kernel(), "tf32") != 0))
     return e.kernel().emitOpError("has ")
@@ -137,6 +139,29 @@ LogicalResult TensorCoreMatmul::emit() {
     }
     return finish(acc);
   });
+}
+
+/// Interleaved rows as chooseRowInterleave() makes them: whole groups of
+/// rows, a shift of whole vectors' worth of rows apart, tiles and staged
+/// columns of whole aligned runs, and the operands and output only the
+/// interleaving copies and stores address.
+LogicalResult TensorCoreMatmul::checkRowInterleave() {
+  auto refuse = [&](StringRef why) {
+    return e.kernel().emitOpError("has row_groups = ")
+           << rows.groups << ", row_align = " << rows.align << ": " << why;
+  };
+  if (!tma || !configValue(e.kernel(), "stage_output"))
+    return refuse("needs the TMA pipeline and a staged output");
+  if (p.batch != 1 || p.splits != 1 || p.transposeA || !p.transposeB)
+    return refuse("needs one product of K-major operands");
+  int64_t outputBytes = getElementTypeOrSelf(e.kernel().getResult(0).getType())
+                            .getIntOrFloatBitWidth() /
+                        8;
+  if (p.m % rows.groups || rows.groups * p.n % rows.align ||
+      t.bn % rows.align || stagedCols % rows.align ||
+      rows.align * outputBytes % 16)
+    return refuse("does not align the rows of this output and tile");
+  return success();
 }
 
 /// The accumulators out of their struct (wgmma), then the epilogue.

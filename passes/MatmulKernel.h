@@ -42,6 +42,9 @@ public:
   LogicalResult emit();
 
 private:
+  /// Refuses a config whose `row_groups` and `row_align` would not align
+  /// the output's rows (or that the template cannot interleave).
+  LogicalResult checkRowInterleave();
   /// Config `tma`: warps 0-7 multiply, one thread of warps 8-11 copies (see the
   /// file comment); the block loops over output tiles.
   LogicalResult emitWarpSpecialized();

@@ -6,6 +6,10 @@
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared \
 // RUN:   | sed 's/mma_groups = 2/mma_groups = 8/' | not kfuse-opt -split-input-file --kf-lower-to-gpu 2>&1 | FileCheck %s --check-prefix=GROUPS
 // GROUPS: error: 'kf.kernel' op has mma_groups = 8: needs 1 to stages - 1 (7)
+// Interleaved rows whose groups would not start aligned are refused too.
+// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared \
+// RUN:   | sed 's/row_groups = 8/row_groups = 4/' | not kfuse-opt -split-input-file --kf-lower-to-gpu 2>&1 | FileCheck %s --check-prefix=INTERLEAVE
+// INTERLEAVE: error: 'kf.kernel' op has row_groups = 4, row_align = 8: does not align the rows of this output and tile
 
 // A pointwise kernel: flat memref arguments known to be 16-byte aligned,
 // vector loads and stores, f32 math on widened bf16.
