@@ -23,8 +23,18 @@ struct LoadedModule {
   std::vector<KernelResources> resources; ///< likewise
 };
 
-/// Loads the plan's cubin, or JIT-links its PTX through the driver (then
-/// fills plan.cubin and plan.ptxasLog, and sets `jitted`).
+/// The CUDA toolkit's ptxas: $KFUSE_PTXAS ("off" for none), else
+/// $CUDA_HOME/bin/ptxas, else /usr/local/cuda/bin/ptxas; "" when none runs.
+std::string findPtxas();
+
+/// PTX -> cubin by the toolkit's ptxas at `ptxas` (-O3, for the PTX's
+/// .target), into plan.cubin and plan.ptxasLog; false, the plan untouched,
+/// when that fails.
+bool assembleWithPtxas(const std::string &ptxas, Plan &plan);
+
+/// Loads the plan's cubin, or compiles its PTX (then fills plan.cubin and
+/// plan.ptxasLog, and sets `jitted`): warp-specialised kernels by the
+/// toolkit's ptxas where there is one, else through the driver's JIT.
 Expected<LoadedModule> loadPlan(Driver &driver, Plan &plan, bool &jitted);
 
 /// One report per launch: the driver's figures where the module is loaded

@@ -3,6 +3,7 @@
 #include "compiler/CompileGraph.h"
 #include "kfuse/kfuse.h"
 #include "runtime/DiskCache.h"
+#include "runtime/Module.h"
 #include "runtime/Plan.h"
 
 #include <gtest/gtest.h>
@@ -200,6 +201,46 @@ func.func @mm(%a: tensor<1024x128xf16> {kf.name = "a"},
 /// [batch * heads, rows, head dim] (K and V with the KV heads), boxes of 64
 /// head-dim columns (zeros past 96) by the block's 128 queries or the key
 /// tile's 64 keys.
+/// Warp-specialised kernels are assembled by the toolkit's ptxas (the
+/// driver's JIT spilled the matmul's multiplying warpgroups): a cubin for
+/// the PTX's target, with ptxas's report of no spills.
+TEST(Plan, ToolkitPtxasAssemblesWarpSpecialisedKernels) {
+  std::string ptxas = findPtxas();
+  if (ptxas.empty())
+    GTEST_SKIP() << "no ptxas from the CUDA toolkit on this machine";
+  Plan plan;
+  ASSERT_NO_FATAL_FAILURE(compileWarpSpecialised(R"(
+func.func @mm(%a: tensor<512x256xbf16> {kf.name = "a"},
+              %b: tensor<256x1024xbf16> {kf.name = "b"},
+              %bias: tensor<1024xbf16> {kf.name = "bias"})
+    -> (tensor<512x1024xbf16> {kf.name = "y"}) {
+  %c = kf.matmul %a, %b : tensor<512x256xbf16>, tensor<256x1024xbf16>
+      -> tensor<512x1024xbf16>
+  %bb = kf.broadcast %bias : tensor<1024xbf16> -> tensor<512x1024xbf16>
+  %s = kf.add %c, %bb : tensor<512x1024xbf16>
+  %y = kf.gelu %s : tensor<512x1024xbf16>
+  return %y : tensor<512x1024xbf16>
+})",
+                                                 plan));
+  ASSERT_NE(plan.ptx.find("setmaxnreg"), std::string::npos);
+  ASSERT_TRUE(assembleWithPtxas(ptxas, plan)) << plan.ptx.substr(0, 400);
+  ASSERT_GE(plan.cubin.size(), 4u);
+  EXPECT_EQ(plan.cubin.substr(0, 4), "\x7f"
+                                     "ELF");
+  std::vector<KernelReport> reports = kernelReports(plan, nullptr);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_GT(reports[0].registers, 0) << plan.ptxasLog;
+  EXPECT_EQ(reports[0].spillBytes, 0) << plan.ptxasLog;
+  EXPECT_EQ(plan.ptxasLog.find("serialized"), std::string::npos)
+      << plan.ptxasLog;
+
+  // A PTX ptxas rejects leaves the plan as it was.
+  Plan broken;
+  broken.ptx = ".version 8.0\n.target sm_90a\nnot ptx";
+  EXPECT_FALSE(assembleWithPtxas(ptxas, broken));
+  EXPECT_TRUE(broken.cubin.empty());
+}
+
 TEST(Plan, WarpSpecialisedAttentionCarriesTensorMaps) {
   Plan plan;
   ASSERT_NO_FATAL_FAILURE(compileWarpSpecialised(R"(
