@@ -210,9 +210,9 @@ mlir::Value emitExp2Approx(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
 /// f32 1 / (1 + e^-x) from one MUFU.EX2 and one MUFU.RCP, about 5 ulp.
 mlir::Value emitSigmoid(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
 /// x Phi(x), Phi(-|x|) to 4.2e-6 relative for |x| <= 4 (plus the f32
-/// roundings), for GELUs whose results are bf16 or f16.
+/// roundings) for GELUs whose results are f16, to 3.7e-4 for bf16 ones.
 mlir::Value emitGeluForHalfResults(mlir::OpBuilder &b, mlir::Location l,
-                                   mlir::Value x);
+                                   mlir::Value x, bool bf16);
 /// The f32 GELU of an element of `dtype`: emitGeluForHalfResults for
 /// 16-bit results, else x (1 + erf(x / sqrt 2)) / 2 with libdevice's erf.
 mlir::Value emitGelu(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,

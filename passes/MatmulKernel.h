@@ -51,7 +51,12 @@ private:
   void initBarriers();
   /// The multiplying warps' K loop for the tile whose first K step is
   /// global step `first` (steps count on across the block's tiles).
-  Value consumeSteps(Value first);
+  /// `beforeDrain`, where given, runs before the wait for the last
+  /// products.
+  Value consumeSteps(Value first, llvm::function_ref<void()> beforeDrain);
+  /// Loads the epilogue's inputs (a bias, a residual) for the tile while
+  /// its last products are in flight.
+  LogicalResult prefetchEpilogueInputs();
   /// The copying thread's K loop for the same tile.
   void produceSteps(Value first);
   /// The TMA copies of `op`'s tile at (row0, col0) into the stage at byte
@@ -106,6 +111,9 @@ private:
            SmallVectorImpl<Value> &out);
   // The epilogue and the output's way out (MatmulEpilogue.cpp).
   LogicalResult storeTile(ValueRange acc);
+  /// Whether the staged epilogue is computed for every chunk before any is
+  /// stored, branch-free.
+  bool computesUpfront();
   /// An accumulator pair: tile-local row and column, and its first
   /// accumulator's index.
   struct PairSlot {
@@ -128,6 +136,9 @@ private:
     Value r, c, row, col, col1, outRow, linear, linear1;
   };
   OutputPair outputPair(Value r, Value c);
+  /// The OutputPairs of the pair slots whose inputs were prefetched, by
+  /// their first accumulator.
+  llvm::DenseMap<int64_t, OutputPair> prefetchedPairs;
   /// Where result `value` holds the pair's first or second element.
   ElementIndex pairIndex(Value value, const OutputPair &at, bool second);
   LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged);

@@ -49,7 +49,12 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
       [&] {
         return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
           locate(tile);
-          return finish({consumeSteps(firstStep(tile))});
+          LogicalResult prefetched = success();
+          Value acc = consumeSteps(
+              firstStep(tile), [&] { prefetched = prefetchEpilogueInputs(); });
+          if (failed(prefetched))
+            return failure();
+          return finish({acc});
         });
       });
 }
@@ -68,7 +73,8 @@ void TensorCoreMatmul::initBarriers() {
   });
 }
 
-Value TensorCoreMatmul::consumeSteps(Value first) {
+Value TensorCoreMatmul::consumeSteps(Value first,
+                                     function_ref<void()> beforeDrain) {
   Value signals = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                         rem(tid, 128), idx(0));
   auto release = [&](Value g) {
@@ -101,6 +107,8 @@ Value TensorCoreMatmul::consumeSteps(Value first) {
   acc = e.loop(kTiles - 1, {acc}, [&](Value kt, ValueRange c) {
     return SmallVector<Value>{step(add(kt, idx(1)), c[0], false)};
   })[0];
+  if (beforeDrain)
+    beforeDrain();
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
   for (int64_t kt = std::max<int64_t>(0, kTiles - mmaGroups); kt < kTiles; ++kt)
     release(add(first, idx(kt)));

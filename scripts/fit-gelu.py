@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-# Fits the GELU polynomial of passes/FastMath.cpp: Phi(-a) = 2^Q(a) for
-# a = |x| in [0, 6], Q of degree 7, near-minimax in absolute error of Q
+# Fits the GELU polynomials of passes/FastMath.cpp: Phi(-a) = 2^Q(a) for
+# a = |x| in [0, 6], Q of the degree given (7 if none: f16 results; 5:
+# bf16 results), near-minimax in absolute error of Q
 # (= relative error of Phi(-a): Lawson-weighted least squares on Chebyshev
 # points), then measures with every step rounded to f32: the relative
 # error of Phi(-a) on [0, 4], that Q keeps falling past 6 (so that the
 # clamp at 13 gives 2^Q < 2^-126, flushed to zero). Pure Python.
-import math, struct
+import math, struct, sys
 def f32(v): return struct.unpack('f', struct.pack('f', v))[0]
 def log2_phi_minus(a): return math.log2(0.5 * math.erfc(a / math.sqrt(2)))
 def solve(rows, ys, ws):
@@ -18,7 +19,7 @@ def solve(rows, ys, ws):
             if r != c:
                 f = M[r][c] / M[c][c]; M[r] = [x - f * y for x, y in zip(M[r], M[c])]
     return [M[i][n] / M[i][i] for i in range(n)]
-DEG, A, N = 7, 6.0, 400
+DEG, A, N = int(sys.argv[1]) if len(sys.argv) > 1 else 7, 6.0, 400
 s = A / 2
 xs = [s * (1 - math.cos(math.pi * (i + 0.5) / N)) for i in range(N)]
 # The basis (a/s - 1)^k keeps the normal equations well conditioned.

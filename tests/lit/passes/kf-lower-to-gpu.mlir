@@ -366,3 +366,54 @@ func.func @interleaved_rows(%a: tensor<1024x128xf16>, %b: tensor<1001x128xf16>) 
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<1024x128xf16>, tensor<1001x128xf16> -> tensor<1024x1001xf16>
   return %c : tensor<1024x1001xf16>
 }
+
+// -----
+
+// A GELU rounded to bf16 takes Phi(-|x|) as 2^Q, Q of degree 5 (five FMAs,
+// one ex2); one rounded to f16, whose results keep 11 bits, of degree 7.
+// CHECK-LABEL: gpu.func @k0_pointwise
+// CHECK: arith.extf %{{.*}} : bf16 to f32
+// CHECK-COUNT-5: math.fma
+// CHECK-NOT: math.fma
+// CHECK: ex2.approx.ftz.f32
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+func.func @gelu_bf16(%x: tensor<3xbf16>) -> tensor<3xbf16> {
+  %y = kf.gelu %x : tensor<3xbf16>
+  return %y : tensor<3xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: gpu.func @k0_pointwise
+// CHECK: arith.extf %{{.*}} : f16 to f32
+// CHECK-COUNT-7: math.fma
+// CHECK-NOT: math.fma
+// CHECK: ex2.approx.ftz.f32
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+func.func @gelu_f16(%x: tensor<3xf16>) -> tensor<3xf16> {
+  %y = kf.gelu %x : tensor<3xf16>
+  return %y : tensor<3xf16>
+}
+
+// -----
+
+// A bias read by the TMA matmul's epilogue is loaded after the K loop,
+// before the wait for the tile's last products: none of its loads is left
+// for the epilogue.
+// ATTN-LABEL: func.func @matmul_tma_bias
+// ATTN: gpu.func @k0_matmul
+// ATTN: nvvm.setmaxregister  increase 232
+// ATTN: scf.for
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 2
+// ATTN: memref.load %{{.*}} : memref<512xbf16>
+// ATTN: nvvm.wgmma.wait.group.sync.aligned 0
+// ATTN-NOT: memref<512xbf16>
+// ATTN: arith.addf
+// ATTN-NOT: memref<512xbf16>
+// ATTN: nvvm.setmaxregister  decrease 40
+func.func @matmul_tma_bias(%a: tensor<256x128xbf16>, %b: tensor<128x512xbf16>, %bias: tensor<512xbf16>) -> tensor<256x512xbf16> {
+  %c = kf.matmul %a, %b : tensor<256x128xbf16>, tensor<128x512xbf16> -> tensor<256x512xbf16>
+  %bb = kf.broadcast %bias : tensor<512xbf16> -> tensor<256x512xbf16>
+  %y = kf.add %c, %bb : tensor<256x512xbf16>
+  return %y : tensor<256x512xbf16>
+}
