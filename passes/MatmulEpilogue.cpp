@@ -112,24 +112,24 @@ bool TensorCoreMatmul::computesUpfront() {
 /// first staged chunk's prefetched; 1.038, 1.042 with all of them.
 LogicalResult TensorCoreMatmul::prefetchEpilogueInputs() {
   prefetchedPairs.clear();
-  if (!configValue(e.kernel(), "stage_output") || !epilogueReadsInputs() ||
-      !computesUpfront())
+  if (!configValue(e.kernel(), "stage_output") || !computesUpfront())
     return success();
   // The inputs broadcast down the columns, one element a column.
   SmallVector<Value> columns;
-  int64_t bytes = 0, columnsPerThread = t.bn / t.warpsN / 8 * 2;
+  int64_t tilesN = t.bn / t.warpsN / 8, bytes = 0;
   for (Operation &op : e.kernel().getBody().front()) {
     auto broadcast = dyn_cast<BroadcastOp>(op);
     if (!broadcast || !isa<BlockArgument>(broadcast.getInput()) ||
         broadcast.getInput().getType().getNumElements() != p.n)
       continue;
     columns.push_back(broadcast.getResult());
-    bytes += columnsPerThread *
+    // A thread holds two columns of each n8 tile.
+    bytes += 2 * tilesN *
              broadcast.getInput().getType().getElementTypeBitWidth() / 8;
   }
   if (columns.empty() || bytes > 32 * 4)
     return success();
-  for (const PairSlot &slot : pairSlots(0, t.bn / t.warpsN / 8)) {
+  for (const PairSlot &slot : pairSlots(0, tilesN)) {
     OutputPair at = outputPair(slot.r, slot.c);
     prefetchedPairs[slot.at] = at;
     for (Value column : columns)
