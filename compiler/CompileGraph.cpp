@@ -7,6 +7,7 @@
 #include "ir/ShapeInference.h"
 #include "passes/MatmulTiles.h"
 #include "passes/Passes.h"
+#include "passes/PointwiseTemplate.h"
 #include "passes/Pipeline.h"
 #include "runtime/Debug.h"
 
@@ -255,6 +256,42 @@ runtime::Plan extractPlan(func::FuncOp func) {
   return plan;
 }
 
+/// The inputs and outputs that may share a buffer (Plan::inPlace): those
+/// of a plan that is one launch of the pointwise template, where the input
+/// is streamed (read at each element before the element's results are
+/// stored), the output is that kernel's result of the same shape and
+/// element size, and no copy reads the input after the kernel.
+std::vector<runtime::InPlaceDesc> inPlacePairs(func::FuncOp func,
+                                               const runtime::Plan &plan) {
+  auto kernels = llvm::to_vector(func.getOps<kf::KernelOp>());
+  if (kernels.size() != 1 || !kf::usesPointwiseTemplate(kernels[0]))
+    return {};
+  kf::KernelOp kernel = kernels[0];
+  const runtime::LaunchDesc &launch = plan.launches[0];
+  SmallVector<BlockArgument> streamed = kf::streamedInputs(kernel);
+  size_t numInputs = kernel.getInputs().size();
+  std::vector<runtime::InPlaceDesc> pairs;
+  for (uint32_t input = 0; input < plan.numInputs(); ++input) {
+    bool readsOnlyStreamed = true;
+    for (size_t i = 0; i < numInputs; ++i)
+      if (launch.buffers[i] == input)
+        readsOnlyStreamed &=
+            llvm::is_contained(streamed, kernel.getBody().getArgument(i));
+    for (const runtime::CopyDesc &copy : plan.copies)
+      readsOnlyStreamed &= copy.src != input;
+    if (!readsOnlyStreamed)
+      continue;
+    const runtime::BufferDesc &in = plan.buffers[input];
+    for (size_t r = 0; r < kernel.getNumResults(); ++r) {
+      const runtime::BufferDesc &out = plan.buffers[launch.buffers[numInputs + r]];
+      if (out.role == runtime::BufferRole::Output && out.shape == in.shape &&
+          dtypeSize(out.dtype) == dtypeSize(in.dtype))
+        pairs.push_back({input, launch.buffers[numInputs + r]});
+    }
+  }
+  return pairs;
+}
+
 bool usesWgmma(func::FuncOp func) {
   bool found = false;
   func.walk([&](kf::KernelOp kernel) {
@@ -390,6 +427,7 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   if (failed(run([](PassManager &pm) { kf::buildGPUPipeline(pm); })))
     return compileError("kf-lower-to-gpu", diagnostics);
   runtime::Plan extracted = extractPlan(func);
+  extracted.inPlace = inPlacePairs(func, extracted);
   extracted.dumps = std::move(plan.dumps);
   plan = std::move(extracted);
   auto gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();

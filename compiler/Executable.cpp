@@ -17,6 +17,7 @@
 #include "runtime/DiskCache.h"
 #include "runtime/Module.h"
 #include "runtime/TensorMaps.h"
+#include "runtime/Workspace.h"
 
 #include <algorithm>
 #include <atomic>
@@ -93,17 +94,22 @@ CacheStats cacheStats() {
 namespace detail {
 
 /// One specialisation of an Executable: its shapes, its shared compiled
-/// entry, and its own temporaries and launch table.
+/// entry, its launch table and where its temporaries lie in a workspace.
 struct Specialization {
   std::vector<Dims> inputShapes;
   bool aligned; ///< compiled for 16-byte-aligned buffers
   std::string key;
   std::shared_ptr<CacheEntry> entry;
+  /// Buffer addresses of the run being enqueued, indexed as plan.buffers.
   std::vector<CUdeviceptr> table;
   /// Per launch: the TMA tensor maps its kernel takes (most take none).
   std::vector<runtime::LaunchTensorMaps> tensorMaps;
-  bool tempsAllocated = false;
-  ~Specialization();
+  /// Where the temporaries lie in a run's workspace.
+  runtime::WorkspaceLayout workspace;
+  /// The run being enqueued: its outputs that overlap an input, and the
+  /// workspace with room for them.
+  std::vector<uint32_t> redirected;
+  runtime::WorkspaceLayout runLayout;
 };
 
 struct ExecutableImpl {
@@ -127,22 +133,15 @@ struct ExecutableImpl {
   void writeDumps(const runtime::Plan &plan, const std::string &key) const;
   Status checkArguments(const Specialization &spec, const DeviceTensor *in,
                         const DeviceTensor *out) const;
-  /// Launches the plan; with `events`, records events[k] before kernel k
-  /// and events[kernels] after the last (for profiling).
+  /// Runs the plan on the caller's buffers in a workspace of its own;
+  /// with `events`, records events[k] before kernel k and events[kernels]
+  /// after the last (for profiling).
   Status launch(Driver &driver, Specialization &spec, const DeviceTensor *in,
                 const DeviceTensor *out, CUstream stream, CUevent *events);
+  /// The plan's kernels and copies on the buffers in spec.table.
+  Status enqueue(Driver &driver, Specialization &spec, CUstream stream,
+                 CUevent *events);
 };
-
-Specialization::~Specialization() {
-  if (!tempsAllocated)
-    return;
-  Expected<Driver *> d = Driver::get();
-  if (!d)
-    return;
-  for (const runtime::BufferDesc &b : entry->plan.buffers)
-    if (b.role == runtime::BufferRole::Temp)
-      (*d)->cuMemFree_v2(table[&b - entry->plan.buffers.data()]);
-}
 
 std::string
 ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
@@ -287,6 +286,7 @@ ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes,
   spec->aligned = aligned;
   spec->entry = std::move(entry);
   spec->table.assign(spec->entry->plan.buffers.size(), 0);
+  spec->workspace = runtime::WorkspaceLayout::of(spec->entry->plan);
   specializations.push_back(std::move(spec));
   return specializations.back().get();
 }
@@ -360,19 +360,51 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
                               CUstream stream, CUevent *events) {
   const runtime::Plan &plan = spec.entry->plan;
   size_t numIn = inputs.size(), numOut = outputs.size();
-  if (!spec.tempsAllocated) {
-    for (size_t i = numIn + numOut; i < plan.buffers.size(); ++i)
-      if (Status s = d.check(d.cuMemAlloc_v2(&spec.table[i],
-                                             plan.buffers[i].bytes),
-                             "cuMemAlloc");
-          !s)
-        return s;
-    spec.tempsAllocated = true;
-  }
   for (size_t i = 0; i < numIn; ++i)
     spec.table[i] = reinterpret_cast<CUdeviceptr>(in[i].data);
   for (size_t i = 0; i < numOut; ++i)
     spec.table[numIn + i] = reinterpret_cast<CUdeviceptr>(out[i].data);
+  if (auto pair = runtime::overlappingOutputs(plan, spec.table.data()))
+    return invalid("run: outputs '" + outputs[pair->first - numIn].name +
+                   "' and '" + outputs[pair->second - numIn].name +
+                   "' overlap in memory; give each output a buffer of its "
+                   "own");
+  // Outputs over inputs that the plan cannot compute in place are computed
+  // into the workspace, after the temporaries, and copied out at the end.
+  runtime::outputsOverInputs(plan, spec.table.data(), spec.redirected);
+  if (spec.workspace.bytes == 0 && spec.redirected.empty())
+    return enqueue(d, spec, stream, events);
+  runtime::WorkspaceLayout &layout = spec.runLayout;
+  layout = spec.workspace; // keeps its capacity: no allocation
+  std::vector<uint64_t> &offsets = layout.offsets;
+  for (uint32_t o : spec.redirected)
+    offsets[o] = layout.append(plan.buffers[o].bytes);
+  Expected<runtime::WorkspacePool *> pool = runtime::WorkspacePool::get(d);
+  if (!pool)
+    return pool.error();
+  Expected<CUdeviceptr> workspace = (*pool)->allocate(layout.bytes, stream);
+  if (!workspace)
+    return workspace.error();
+  for (size_t i = numIn + numOut; i < plan.buffers.size(); ++i)
+    spec.table[i] = *workspace + offsets[i];
+  for (uint32_t o : spec.redirected)
+    spec.table[o] = *workspace + offsets[o];
+  Status status = enqueue(d, spec, stream, events);
+  for (uint32_t o : spec.redirected)
+    if (status)
+      status = d.check(d.cuMemcpyDtoDAsync_v2(
+                           reinterpret_cast<CUdeviceptr>(out[o - numIn].data),
+                           spec.table[o], plan.buffers[o].bytes, stream),
+                       "cuMemcpyDtoDAsync");
+  // Released in stream order whatever happened: the work already enqueued
+  // may still use it.
+  Status released = (*pool)->release(*workspace, stream);
+  return status ? released : status;
+}
+
+Status ExecutableImpl::enqueue(Driver &d, Specialization &spec,
+                               CUstream stream, CUevent *events) {
+  const runtime::Plan &plan = spec.entry->plan;
   constexpr size_t kMaxParams = 256;
   void *params[kMaxParams];
   for (size_t k = 0; k < plan.launches.size(); ++k) {

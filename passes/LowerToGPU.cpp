@@ -13,6 +13,7 @@
 #include "ir/KFDialect.h"
 #include "passes/KernelTemplates.h"
 #include "passes/MatmulTiles.h"
+#include "passes/PointwiseTemplate.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -132,13 +133,7 @@ PointwiseKernel::PointwiseKernel(KernelEmitter &e, int64_t items)
       vec(configValue(e.kernel(), "vec", 1)),
       unroll(configValue(e.kernel(), "unroll", 1)), step(vec * unroll),
       steps(items / step) {
-  // Inputs read element for element (only through elementwise ops).
-  for (BlockArgument arg : e.kernel().getBody().front().getArguments())
-    if (mlir::cast<RankedTensorType>(arg.getType()).getShape() == shape &&
-        llvm::all_of(arg.getUsers(), [](Operation *user) {
-          return user->hasTrait<OpTrait::kf::Elementwise>();
-        }))
-      streamed.push_back(arg);
+  streamed = streamedInputs(e.kernel());
   // Inputs broadcast over the output (a row vector, a column scalar): read
   // together with the streamed ones, not between the math of two lanes,
   // where an opaque libdevice asm would keep LLVM from merging them into
@@ -574,6 +569,29 @@ MemRefType memrefOf(Value tensor) {
   return MemRefType::get({elements}, type.getElementType());
 }
 
+} // namespace
+
+bool kfuse::kf::usesPointwiseTemplate(KernelOp kernel) {
+  return kernel.getKind() == KernelKind::pointwise &&
+         !configValue(kernel, "tiled_transpose") &&
+         !paddedRowStride(kernel.getResult(0));
+}
+
+SmallVector<BlockArgument> kfuse::kf::streamedInputs(KernelOp kernel) {
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  ArrayRef<int64_t> shape = shapeOf(yield.getValues()[0]);
+  SmallVector<BlockArgument> streamed;
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    if (mlir::cast<RankedTensorType>(arg.getType()).getShape() == shape &&
+        llvm::all_of(arg.getUsers(), [](Operation *user) {
+          return user->hasTrait<OpTrait::kf::Elementwise>();
+        }))
+      streamed.push_back(arg);
+  return streamed;
+}
+
+namespace {
+
 /// Only the row and tensor-core matmul templates address padded rows (by
 /// row and column), and the padded-rows template writes them; kf-pad pads
 /// nothing else.
@@ -614,11 +632,11 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
   std::optional<RowSpace> rows = rowSpaceOf(kernel);
   switch (kernel.getKind()) {
   case KernelKind::pointwise:
+    if (usesPointwiseTemplate(kernel))
+      return PointwiseKernel(e, items).emit();
     if (configValue(kernel, "tiled_transpose"))
       return emitTiledTranspose(e, tiledTransposeOf(kernel));
-    if (paddedRowStride(kernel.getResult(0)))
-      return emitPaddedRows(e, items);
-    return PointwiseKernel(e, items).emit();
+    return emitPaddedRows(e, items);
   case KernelKind::reduction:
     if (configValue(kernel, "columns"))
       return emitColumns(e, *columnSpaceOf(kernel));

@@ -34,6 +34,12 @@ namespace kfuse::runtime {
   X(cuCtxSynchronize)                                                          \
   X(cuMemAlloc_v2)                                                             \
   X(cuMemFree_v2)                                                              \
+  X(cuMemGetInfo_v2)                                                           \
+  X(cuMemPoolCreate)                                                           \
+  X(cuMemPoolSetAttribute)                                                     \
+  X(cuMemPoolGetAttribute)                                                     \
+  X(cuMemAllocFromPoolAsync)                                                   \
+  X(cuMemFreeAsync)                                                            \
   X(cuMemcpyHtoD_v2)                                                           \
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemcpyDtoDAsync_v2)                                                      \

@@ -2,6 +2,9 @@
 
 #include "kfuse/Compiler.h"
 #include "runtime/CudaDriver.h"
+#include "runtime/Workspace.h"
+
+#include <utility>
 
 namespace kfuse {
 
@@ -40,6 +43,29 @@ Expected<DeviceInfo> device() {
     return d.error();
   return DeviceInfo{(*d)->name, (*d)->multiprocessors, (*d)->computeMajor,
                     (*d)->computeMinor};
+}
+
+Expected<DeviceMemory> deviceMemory() {
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  DeviceMemory memory;
+  size_t free = 0, total = 0;
+  if (Status s = (*d)->check((*d)->cuMemGetInfo_v2(&free, &total),
+                             "cuMemGetInfo");
+      !s)
+    return s.error();
+  memory.freeBytes = free;
+  memory.totalBytes = total;
+  Expected<runtime::WorkspacePool *> pool = runtime::WorkspacePool::get(**d);
+  if (!pool)
+    return pool.error();
+  Expected<runtime::WorkspacePool::Usage> usage = (*pool)->usage();
+  if (!usage)
+    return usage.error();
+  memory.workspaceReservedBytes = usage->reservedBytes;
+  memory.workspaceUsedBytes = usage->usedBytes;
+  return memory;
 }
 
 Status synchronize() {
@@ -164,6 +190,44 @@ Status DeviceBuffer::fill(unsigned char value) {
   if (!d)
     return d.error();
   return (*d)->check((*d)->cuMemsetD8_v2(ptr_, value, bytes_), "cuMemsetD8");
+}
+
+Expected<DeviceStream> DeviceStream::create() {
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  CUstream stream = nullptr;
+  if (Status s = (*d)->check(
+          (*d)->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
+          "cuStreamCreate");
+      !s)
+    return s.error();
+  DeviceStream result;
+  result.stream_ = stream;
+  return result;
+}
+
+DeviceStream::DeviceStream(DeviceStream &&other) noexcept
+    : stream_(std::exchange(other.stream_, nullptr)) {}
+
+DeviceStream &DeviceStream::operator=(DeviceStream &&other) noexcept {
+  std::swap(stream_, other.stream_);
+  return *this;
+}
+
+DeviceStream::~DeviceStream() {
+  if (!stream_)
+    return;
+  if (Expected<Driver *> d = Driver::get())
+    (*d)->cuStreamDestroy_v2(static_cast<CUstream>(stream_));
+}
+
+Status DeviceStream::synchronize() const {
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  return (*d)->check((*d)->cuStreamSynchronize(static_cast<CUstream>(stream_)),
+                     "cuStreamSynchronize");
 }
 
 } // namespace kfuse

@@ -9,16 +9,16 @@
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <mutex>
 #include <set>
 #include <ctime>
 #include <fcntl.h>
-#include <fstream>
-#include <sstream>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace kfuse::runtime {
 
@@ -26,8 +26,8 @@ static constexpr std::string_view kMagic = "kfuse-cache 2\n";
 
 /// The checksum line that follows the magic: any flipped or missing byte
 /// of the rest (key and plan) changes it. xxh3 is quick enough that a
-/// cache hit stays well under a millisecond; the directory is the user's
-/// own (0700), so this guards against corruption, not against an attacker.
+/// cache hit stays well under a millisecond. It guards against corruption,
+/// not against an attacker: that is OwnDirectory's job.
 static std::string checksumLine(std::string_view body) {
   return "xxh3 " + llvm::utohexstr(llvm::xxh3_64bits(body)) + "\n";
 }
@@ -60,18 +60,158 @@ std::string DiskCache::pathFor(const std::string &key) const {
   return dir + "/" + digest(key) + ".kfc";
 }
 
+static Status ioError(const std::string &what) {
+  return Error(ErrorCode::IOError, what + ": " + std::strerror(errno));
+}
+
+namespace {
+
+/// The cache directory, opened only if it is the user's own: a directory
+/// (not a symbolic link) owned by the effective uid, which no group or
+/// other user may write. Entries are machine code that kfuse loads and
+/// runs, and their checksum is no key: anyone who can write the directory
+/// can plant an entry that passes it. The checks are on the open
+/// descriptor and entries are opened relative to it, so the directory
+/// cannot be swapped between the check and the use.
+class OwnDirectory {
+public:
+  /// Leaves errno as open() left it when the directory is not there.
+  static Expected<OwnDirectory> open(const std::string &dir) {
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      errno = ELOOP;
+      return untrusted(dir, "is a symbolic link");
+    }
+    OwnDirectory d;
+    d.fd = ::open(dir.c_str(),
+                  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (d.fd < 0)
+      return Error(ErrorCode::IOError, "cannot open the cache directory " +
+                                           dir + ": " + std::strerror(errno));
+    if (::fstat(d.fd, &st) != 0)
+      return ioError("cannot read the cache directory " + dir).error();
+    errno = EPERM;
+    if (st.st_uid != ::geteuid())
+      return untrusted(dir, "is owned by uid " + std::to_string(st.st_uid) +
+                                ", not by this user (uid " +
+                                std::to_string(::geteuid()) + ")");
+    if (st.st_mode & (S_IWGRP | S_IWOTH))
+      return untrusted(dir, "is writable by other users (mode " +
+                                modeText(st.st_mode) + ")");
+    return d;
+  }
+
+  OwnDirectory(OwnDirectory &&other) noexcept
+      : fd(std::exchange(other.fd, -1)) {}
+  ~OwnDirectory() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+
+  /// The whole file `name`, or nothing when it is missing, unreadable or
+  /// a symbolic link.
+  std::optional<std::string> read(const std::string &name) const {
+    int file = ::openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (file < 0)
+      return std::nullopt;
+    std::string text;
+    char buffer[1 << 16];
+    for (;;) {
+      ssize_t n = ::read(file, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        ::close(file);
+        return n == 0 ? std::optional<std::string>(text) : std::nullopt;
+      }
+      text.append(buffer, size_t(n));
+    }
+  }
+
+  /// Writes `text` to a fresh temporary file and renames it to `name`.
+  Status writeAtomically(const std::string &name, const std::string &text,
+                         const std::string &dir) const;
+
+private:
+  OwnDirectory() = default;
+  static Error untrusted(const std::string &dir, const std::string &why) {
+    return Error(ErrorCode::IOError,
+                 "the cache directory " + dir + " " + why +
+                     "; kfuse does not trust it and runs without the disk "
+                     "cache (set KFUSE_CACHE_DIR to a directory of your own)");
+  }
+  static std::string modeText(mode_t mode) {
+    char text[8];
+    std::snprintf(text, sizeof text, "%04o", unsigned(mode & 07777));
+    return text;
+  }
+  int fd = -1;
+};
+
+Status OwnDirectory::writeAtomically(const std::string &name,
+                                     const std::string &text,
+                                     const std::string &dir) const {
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = name + ".tmp." + std::to_string(getpid()) + "." +
+                    std::to_string(counter++);
+  std::string where = dir + "/" + tmp;
+  int file = ::openat(fd, tmp.c_str(),
+                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                      0600);
+  if (file < 0)
+    return ioError("cannot write " + where);
+  size_t written = 0;
+  while (written < text.size()) {
+    ssize_t n = ::write(file, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    written += size_t(n);
+  }
+  // No fsync: a torn file after a crash fails the load checks and is
+  // replaced, and compiles stay fast.
+  Status status;
+  if (written < text.size() || ::close(file) != 0)
+    status = ioError("cannot write " + where);
+  else if (::renameat(fd, tmp.c_str(), fd, name.c_str()) != 0)
+    status = ioError("cannot rename " + where + " to " + name);
+  if (!status)
+    ::unlinkat(fd, tmp.c_str(), 0);
+  return status;
+}
+
+/// An untrusted directory is reported once per process and directory on
+/// stderr, whether or not KFUSE_DEBUG is set: the user should know that
+/// their compiles are not cached, and why.
+void warnOnce(const std::string &dir, const std::string &message) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!warned.insert(dir).second)
+      return;
+  }
+  std::fprintf(stderr, "kfuse: warning: %s\n", message.c_str());
+}
+
+} // namespace
+
 std::optional<Plan> DiskCache::load(const std::string &key,
                                     bool *rejected) const {
   if (rejected)
     *rejected = false;
-  std::string path = pathFor(key);
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  Expected<OwnDirectory> directory = OwnDirectory::open(dir);
+  if (!directory) {
+    if (errno != ENOENT) // a missing directory is an empty cache
+      warnOnce(dir, directory.error().message());
     return std::nullopt;
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string text = buffer.str();
-  std::string_view rest(text);
+  }
+  std::string name = digest(key) + ".kfc", path = dir + "/" + name;
+  std::optional<std::string> text = directory->read(name);
+  if (!text)
+    return std::nullopt;
+  std::string_view rest(*text);
   auto reject = [&](const char *why) -> std::optional<Plan> {
     debugLog("cache entry " + path + " " + why + "; ignored");
     if (rejected)
@@ -94,10 +234,6 @@ std::optional<Plan> DiskCache::load(const std::string &key,
   if (!plan)
     return reject("does not hold a plan");
   return plan;
-}
-
-static Status ioError(const std::string &what) {
-  return Error(ErrorCode::IOError, what + ": " + std::strerror(errno));
 }
 
 /// Temporary files of writers that died before renaming them (a killed
@@ -138,43 +274,19 @@ Status DiskCache::store(const std::string &key, const Plan &plan) const {
     if (last)
       break;
   }
+  // An existing directory is used only if it is the user's own: another
+  // user may have created it first (a shared /tmp).
+  Expected<OwnDirectory> directory = OwnDirectory::open(dir);
+  if (!directory) {
+    warnOnce(dir, directory.error().message());
+    return directory.error();
+  }
   sweepAbandonedWrites(dir);
-  std::string path = pathFor(key);
-  static std::atomic<uint64_t> counter{0};
-  std::string tmp = path + ".tmp." + std::to_string(getpid()) + "." +
-                    std::to_string(counter++);
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
-  if (fd < 0)
-    return ioError("cannot write " + tmp);
   std::string body =
       "key " + std::to_string(key.size()) + "\n" + key + "\n" + plan.serialize();
-  std::string text = std::string(kMagic) + checksumLine(body) + body;
-  size_t written = 0;
-  while (written < text.size()) {
-    ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      Status s = ioError("cannot write " + tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return s;
-    }
-    written += n;
-  }
-  // No fsync: a torn file after a crash fails the load checks and is
-  // replaced, and compiles stay fast.
-  if (::close(fd) != 0) {
-    Status s = ioError("cannot write " + tmp);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Status s = ioError("cannot rename " + tmp + " to " + path);
-    ::unlink(tmp.c_str());
-    return s;
-  }
-  return Status::ok();
+  return directory->writeAtomically(
+      digest(key) + ".kfc", std::string(kMagic) + checksumLine(body) + body,
+      dir);
 }
 
 } // namespace kfuse::runtime

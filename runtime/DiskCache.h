@@ -6,6 +6,11 @@
 // is compared; a corrupt, truncated or mismatched entry is ignored (and
 // replaced by the next store), with a KFUSE_DEBUG message.
 //
+// The directory is trusted only when it is the user's own: a directory, not
+// a symbolic link, owned by the effective uid and writable by no group or
+// other user. Otherwise nothing is loaded from it or stored in it, and
+// kfuse says so once on stderr: entries hold machine code that kfuse runs.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef KFUSE_RUNTIME_DISKCACHE_H
@@ -35,7 +40,8 @@ public:
   /// whether a file was there but ignored (corrupt or another key).
   std::optional<Plan> load(const std::string &key,
                            bool *rejected = nullptr) const;
-  /// Creates the directory (0700) if needed.
+  /// Creates the directory (0700) if needed; refuses one that is not the
+  /// user's own.
   Status store(const std::string &key, const Plan &plan) const;
 
 private:

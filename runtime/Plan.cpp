@@ -20,6 +20,13 @@ size_t Plan::count(BufferRole role) const {
   return n;
 }
 
+bool Plan::allowsInPlace(uint32_t input, uint32_t output) const {
+  for (const InPlaceDesc &pair : inPlace)
+    if (pair.input == input && pair.output == output)
+      return true;
+  return false;
+}
+
 static void blob(std::ostringstream &os, const std::string &name,
                  const std::string &data) {
   os << "blob " << name << " " << data.size() << "\n" << data << "\n";
@@ -27,7 +34,7 @@ static void blob(std::ostringstream &os, const std::string &name,
 
 std::string Plan::serialize() const {
   std::ostringstream os;
-  os << "kfuse-plan 3\n";
+  os << "kfuse-plan 4\n";
   os << "buffers " << buffers.size() << "\n";
   for (const BufferDesc &b : buffers) {
     os << "b " << int(b.role) << " " << b.index << " " << dtypeName(b.dtype)
@@ -55,6 +62,9 @@ std::string Plan::serialize() const {
   os << "copies " << copies.size() << "\n";
   for (const CopyDesc &c : copies)
     os << "c " << c.dst << " " << c.src << "\n";
+  os << "in-place " << inPlace.size() << "\n";
+  for (const InPlaceDesc &pair : inPlace)
+    os << "i " << pair.input << " " << pair.output << "\n";
   blob(os, "ptx", ptx);
   blob(os, "cubin", cubin);
   blob(os, "ptxas", ptxasLog);
@@ -218,7 +228,7 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
   Reader r(text);
   Plan plan;
   r.expect("kfuse-plan");
-  r.expect("3");
+  r.expect("4");
   r.endLine();
   r.expect("buffers");
   size_t numBuffers = r.count();
@@ -248,6 +258,17 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
     if (c.dst >= numBuffers || c.src >= numBuffers)
       return std::nullopt;
     plan.copies.push_back(c);
+  }
+  r.expect("in-place");
+  size_t numInPlace = r.count();
+  r.endLine();
+  for (size_t i = 0; i < numInPlace && r.ok(); ++i) {
+    r.expect("i");
+    InPlaceDesc pair{r.number<uint32_t>(), r.number<uint32_t>()};
+    r.endLine();
+    if (pair.input >= numBuffers || pair.output >= numBuffers)
+      return std::nullopt;
+    plan.inPlace.push_back(pair);
   }
   plan.ptx = r.blob("ptx");
   plan.cubin = r.blob("cubin");

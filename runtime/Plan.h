@@ -3,7 +3,8 @@
 // A Plan is everything the runtime needs to run one specialisation of a
 // graph, and nothing of MLIR or LLVM: the buffers (the caller's inputs and
 // outputs, and temporaries), the kernel launches in order, copies for
-// outputs that are inputs or repeat another output, the PTX (and the cubin
+// outputs that are inputs or repeat another output, which outputs may share
+// memory with an input, the PTX (and the cubin
 // and ptxas log once loaded on a GPU), and the text of every compiler
 // stage for dumps. It is what the disk cache stores.
 //
@@ -57,10 +58,19 @@ struct CopyDesc {
   uint32_t dst, src;
 };
 
+/// An input and an output that may be one buffer (the same address and
+/// size): the plan reads each element of the input before it writes the
+/// same element of the output, and nothing else touches them. run() gives
+/// any other overlap of an output with an input a temporary of its own.
+struct InPlaceDesc {
+  uint32_t input, output; ///< buffer indices
+};
+
 struct Plan {
   std::vector<BufferDesc> buffers; ///< inputs, then outputs, then temporaries
   std::vector<LaunchDesc> launches;
   std::vector<CopyDesc> copies; ///< after the launches
+  std::vector<InPlaceDesc> inPlace;
   std::string ptx;
   std::string cubin;    ///< set once loaded through the driver
   std::string ptxasLog; ///< likewise
@@ -69,6 +79,7 @@ struct Plan {
   size_t numInputs() const { return count(BufferRole::Input); }
   size_t numOutputs() const { return count(BufferRole::Output); }
   size_t count(BufferRole role) const;
+  bool allowsInPlace(uint32_t input, uint32_t output) const;
 
   /// A self-describing text form; deserialize rejects anything malformed.
   std::string serialize() const;

@@ -21,6 +21,10 @@ strip --strip-unneeded "$stage"/kfuse/lib/libkfuse.so.*.* "$stage"/kfuse/bin/*
 mkdir -p "$root/.bundle"
 cp -r "$root/examples" "$stage/kfuse/examples"
 cp -r "$root/tests/lit/fuzz" "$stage/kfuse/fuzz-regressions"
+# The unit tests' data, where kfuse-unit-tests looks beside its bin/.
+mkdir -p "$stage/kfuse/tests/lit"
+cp -r "$root/tests/corpus" "$stage/kfuse/tests/corpus"
+cp -r "$root/tests/lit/ops" "$stage/kfuse/tests/lit/ops"
 cp "$root/bench/peers.py" "$stage/kfuse/bin/"
 tar -C "$stage" -cf - kfuse | xz -T2 -6 > "$root/.bundle/kfuse.tar.xz"
 ls -la "$root/.bundle/kfuse.tar.xz"

@@ -124,6 +124,27 @@ private:
   size_t bytes_ = 0;
 };
 
+/// A CUDA stream owned by kfuse, for callers without a CUDA runtime of
+/// their own. Non-blocking: it does not wait for the legacy default stream,
+/// nor that stream for it (DeviceBuffer's copies run on that stream, so
+/// synchronize() first).
+class DeviceStream {
+public:
+  static Expected<DeviceStream> create();
+  DeviceStream() = default;
+  DeviceStream(DeviceStream &&other) noexcept;
+  DeviceStream &operator=(DeviceStream &&other) noexcept;
+  ~DeviceStream();
+
+  /// The CUstream, for Executable::run.
+  void *handle() const { return stream_; }
+  /// Waits for the work enqueued on this stream.
+  Status synchronize() const;
+
+private:
+  void *stream_ = nullptr;
+};
+
 /// The GPU kfuse runs on, or the reason there is none ("no CUDA driver",
 /// "no GPU").
 struct DeviceInfo {
@@ -132,6 +153,16 @@ struct DeviceInfo {
   int computeMajor, computeMinor;
 };
 Expected<DeviceInfo> device();
+
+/// Device memory as the driver sees it, and what kfuse's pool of run
+/// workspaces (the temporaries between a run's kernels, outputs that
+/// overlap an input) holds of it: the largest set of runs in flight at once.
+struct DeviceMemory {
+  uint64_t freeBytes = 0, totalBytes = 0;
+  uint64_t workspaceReservedBytes = 0; ///< taken from the device by the pool
+  uint64_t workspaceUsedBytes = 0;     ///< of those, by runs still enqueued
+};
+Expected<DeviceMemory> deviceMemory();
 
 /// The target PTX text was written for (its `.target` line): "sm_90a"
 /// where kfuse used Hopper's wgmma for an "sm_90" compile. Empty if none.
@@ -194,7 +225,12 @@ struct ExecutableImpl;
 class Executable {
 public:
   /// Runs on device tensors; `stream` is a CUstream (null: the default
-  /// stream). Returns once the work is enqueued.
+  /// stream). Returns once the work is enqueued. Calls on several streams
+  /// may overlap on the GPU: each run's temporaries are its own, taken from
+  /// a stream-ordered pool. An output may share memory with an input (an
+  /// in-place update): where the plan cannot compute it in place, the
+  /// output is computed into a temporary and copied over. Two outputs that
+  /// overlap are refused, naming both.
   Status run(const DeviceTensor *inputs, size_t numInputs,
              const DeviceTensor *outputs, size_t numOutputs,
              void *stream = nullptr);

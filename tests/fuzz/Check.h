@@ -39,6 +39,19 @@ struct CheckResult {
 
 CheckResult checkGraph(const BuiltGraph &built, const CheckConfig &config);
 
+/// For an integer output computed by casting a computed float: whether
+/// `actual` differs from `expected` only as rounding that float in
+/// `leastPrecise` can make it. Kernels may keep an intermediate in f32 (as
+/// the evaluator keeps it in f64) or store it in its own dtype (an unfused
+/// kernel rounds a bf16 matmul result): where the rounding crosses an
+/// integer, truncation lands one apart. Each such element may be off by 1
+/// plus the rounding at its size, and there are few of them: about
+/// sum |e| u / 2 (u the unit roundoff of `leastPrecise`) on uniformly
+/// placed fractions, with four standard deviations and two to spare. A
+/// cast that rounds to nearest instead of truncating flips about half.
+bool plausibleRoundingFlips(const HostTensor &actual, const HostTensor &expected,
+                            DType leastPrecise);
+
 } // namespace kfuse::fuzz
 
 #endif // KFUSE_TESTS_FUZZ_CHECK_H

@@ -8,7 +8,8 @@
 // for the FlashAttention template check that kf-tile chose it. Attention
 // written from primitives goes through kfuse::testing::checkFusion: the
 // rewrite must fire, match the evaluator and the unfused graph (which
-// materialises the scores), and be faster. Skips, saying so, without a GPU.
+// materialises the scores); speed is kfuse-bench's to show, not a test's.
+// Skips, saying so, without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -177,7 +178,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Attention, ::testing::ValuesIn(cases()),
 class AttentionRewrite : public ::testing::TestWithParam<
                              std::pair<std::string, bench::AttentionShape>> {};
 
-TEST_P(AttentionRewrite, PrimitivesMatchUnfusedAndAreFaster) {
+TEST_P(AttentionRewrite, PrimitivesMatchUnfused) {
   Expected<DeviceInfo> gpu = device();
   if (!gpu)
     GTEST_SKIP() << "no GPU: " << gpu.error().message();
@@ -192,11 +193,12 @@ TEST_P(AttentionRewrite, PrimitivesMatchUnfusedAndAreFaster) {
       << compiled->fused;
   kfuse::testing::CheckOptions check;
   check.reductionLength = shape.seq + shape.headDim;
+  check.time = false;
   Expected<kfuse::testing::FusionReport> report =
       kfuse::testing::checkFusion(g, check);
   ASSERT_TRUE(report) << report.error().message();
   EXPECT_EQ(report->fusedKernels, 1u) << report->summary();
-  EXPECT_TRUE(report->passed()) << report->summary();
+  EXPECT_TRUE(report->valuesMatch) << report->summary();
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -1,8 +1,9 @@
 //===- FusionTest.cpp - every benchmark workload through checkFusion ------===//
 //
 // The memory-bound workloads of kfuse-bench, at test size: fused and
-// unfused against the reference evaluator, and fused not slower than
-// unfused. Skips, saying so, without a GPU.
+// unfused against the reference evaluator, and fused in no more kernels.
+// No test here asserts speed (a sanitizer or a busy GPU would fail it):
+// kfuse-bench times fused against unfused. Skips, saying so, without a GPU.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,7 +18,7 @@ namespace {
 
 class Workloads : public ::testing::TestWithParam<bench::Workload> {};
 
-TEST_P(Workloads, FusedMatchesUnfusedAndIsNotSlower) {
+TEST_P(Workloads, FusedMatchesUnfused) {
   Expected<DeviceInfo> gpu = device();
   if (!gpu)
     GTEST_SKIP() << "no GPU: " << gpu.error().message();
@@ -25,12 +26,11 @@ TEST_P(Workloads, FusedMatchesUnfusedAndIsNotSlower) {
   GetParam().build(g);
   kfuse::testing::CheckOptions options;
   options.reductionLength = 1024;
-  options.noiseMargin = 0.25; // small tensors: launch overheads dominate
+  options.time = false;
   Expected<kfuse::testing::FusionReport> report =
       kfuse::testing::checkFusion(g, options);
   ASSERT_TRUE(report) << report.error().message();
   EXPECT_TRUE(report->valuesMatch) << report->summary();
-  EXPECT_TRUE(report->fusedNotSlower) << report->summary();
   EXPECT_LE(report->fusedKernels, report->unfusedKernels) << report->summary();
 }
 
@@ -46,7 +46,7 @@ INSTANTIATE_TEST_SUITE_P(
 /// ragged last one where the grid is a wave of resident blocks.
 void checkLargePointwise(Graph &g) {
   kfuse::testing::CheckOptions options;
-  options.repetitions = 5;
+  options.time = false;
   Expected<kfuse::testing::FusionReport> report =
       kfuse::testing::checkFusion(g, options);
   ASSERT_TRUE(report) << report.error().message();

@@ -16,7 +16,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <dirent.h>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -70,8 +72,25 @@ std::string parseAndCompile(const std::string &text, const std::string &name) {
   return "";
 }
 
-const std::string kCorpus = KFUSE_SOURCE_DIR "/tests/corpus/bad-input";
-const std::string kOps = KFUSE_SOURCE_DIR "/tests/lit/ops";
+/// The folder of test data (corpus/, lit/ops/): $KFUSE_TEST_DATA, else
+/// tests/ beside the binary's bin/ folder (how scripts/gpu-bundle.sh lays it
+/// out on a machine without the source tree), else the source tree's.
+std::string testData() {
+  if (const char *env = std::getenv("KFUSE_TEST_DATA"); env && *env)
+    return env;
+  std::error_code error;
+  std::filesystem::path exe =
+      std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    std::filesystem::path beside = exe.parent_path().parent_path() / "tests";
+    if (std::filesystem::is_directory(beside / "corpus", error))
+      return beside.string();
+  }
+  return KFUSE_SOURCE_DIR "/tests";
+}
+
+const std::string kCorpus = testData() + "/corpus/bad-input";
+const std::string kOps = testData() + "/lit/ops";
 
 TEST(BadInputTest, CorpusFilesGiveTheErrorsTheyName) {
   std::vector<std::string> files = filesIn(kCorpus);

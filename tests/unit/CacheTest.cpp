@@ -9,10 +9,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 #include <fstream>
+#include <iostream>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <thread>
+#include <unistd.h>
 
 using namespace kfuse;
 using namespace kfuse::runtime;
@@ -36,6 +39,7 @@ Plan samplePlan() {
   map.box[1] = 3;
   p.launches[1].tensorMaps = {map};
   p.copies = {{1, 0}};
+  p.inPlace = {{0, 1}};
   p.ptx = ".version 8.0\n.target sm_90\n";
   p.cubin = std::string("\x7f" "ELF\0\x01\n binary", 14);
   p.ptxasLog = "ptxas info : Used 8 registers";
@@ -72,6 +76,9 @@ void expectEqual(const Plan &a, const Plan &b) {
     }
   }
   EXPECT_EQ(a.copies.size(), b.copies.size());
+  ASSERT_EQ(a.inPlace.size(), b.inPlace.size());
+  for (size_t i = 0; i < a.inPlace.size(); ++i)
+    EXPECT_TRUE(b.allowsInPlace(a.inPlace[i].input, a.inPlace[i].output));
   EXPECT_EQ(a.ptx, b.ptx);
   EXPECT_EQ(a.cubin, b.cubin);
   EXPECT_EQ(a.ptxasLog, b.ptxasLog);
@@ -111,10 +118,69 @@ TEST(Plan, RejectsCorruptFields) {
   EXPECT_FALSE(corrupt("blob ptx " + ptxSize,
                        "blob ptx " + ptxSize + "1")); // wrong length
   EXPECT_FALSE(corrupt("launches 2", "launches 3"));
-  EXPECT_FALSE(corrupt("kfuse-plan 3", "kfuse-plan 2"));
+  EXPECT_FALSE(corrupt("kfuse-plan 4", "kfuse-plan 3"));
+  EXPECT_FALSE(corrupt("i 0 1", "i 0 7"));         // in place on no buffer
   EXPECT_FALSE(corrupt("m 0 2 8 8", "m 0 2 8 0")); // an empty box
   EXPECT_FALSE(corrupt("m 0 2", "m 5 2"));         // map of no buffer
   EXPECT_FALSE(corrupt("m 0 2", "m 0 4"));         // rank past 3
+}
+
+/// The (input, output) buffer pairs a graph's plan lets share memory.
+std::vector<std::pair<uint32_t, uint32_t>>
+inPlacePairs(const std::function<void(Graph &)> &build) {
+  Graph g("in_place");
+  build(g);
+  Expected<std::string> text = g.toMLIR();
+  EXPECT_TRUE(text);
+  if (!text)
+    return {};
+  compiler::CompileRequest request;
+  request.graphText = *text;
+  request.stopAfter = Stage::GPU;
+  Expected<Plan> plan = compiler::compileGraph(request);
+  EXPECT_TRUE(plan) << plan.error().message();
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  if (plan)
+    for (const InPlaceDesc &p : plan->inPlace)
+      pairs.push_back({p.input, p.output});
+  return pairs;
+}
+
+/// Only a lone pointwise kernel's streamed inputs may share memory with
+/// its outputs of the same element size; run() computes any other overlap
+/// through a temporary (tests/gpu/RuntimeTest.cpp runs them).
+TEST(Plan, RecordsWhichOutputsMayShareAnInputsBuffer) {
+  using Pairs = std::vector<std::pair<uint32_t, uint32_t>>;
+  EXPECT_EQ(inPlacePairs([](Graph &g) {
+              Tensor x = g.input("x", DType::f32, {64, 100});
+              Tensor w = g.input("w", DType::f32, {64, 100});
+              g.output("y", exp(x) * 0.5 + x * w);
+            }),
+            (Pairs{{0, 2}, {1, 2}}));
+  EXPECT_EQ(inPlacePairs([](Graph &g) { // a broadcast row is not streamed
+              Tensor x = g.input("x", DType::f32, {64, 100});
+              g.output("y", x + g.input("row", DType::f32, {100}));
+            }),
+            (Pairs{{0, 2}}));
+  EXPECT_EQ(inPlacePairs([](Graph &g) { // 4-byte inputs, 2-byte outputs
+              g.output("y", cast(g.input("x", DType::f32, {4096}), DType::bf16));
+            }),
+            Pairs{});
+  EXPECT_EQ(inPlacePairs([](Graph &g) {
+              Tensor x = g.input("x", DType::f32, {256, 256});
+              g.output("y", transpose(x, {1, 0}) + x);
+            }),
+            Pairs{});
+  EXPECT_EQ(inPlacePairs([](Graph &g) {
+              g.output("y", softmax(g.input("x", DType::f32, {64, 100})));
+            }),
+            Pairs{});
+  EXPECT_EQ(inPlacePairs([](Graph &g) { // a copy reads x after the kernel
+              Tensor x = g.input("x", DType::f32, {4096});
+              g.output("same", x);
+              g.output("y", x * 2.0);
+            }),
+            Pairs{});
 }
 
 /// Tensor map `m` reads buffer `buffer` as `dims` (innermost first, as
@@ -334,6 +400,73 @@ TEST_F(DiskCacheTest, AbandonedTemporaryFilesAreSwept) {
   EXPECT_FALSE(std::filesystem::exists(old));
   EXPECT_TRUE(std::filesystem::exists(fresh));
   EXPECT_TRUE(cache.load("first") && cache.load("second"));
+}
+
+/// Entries are machine code that kfuse loads and runs, and their checksum
+/// is no key: a cache directory that another user created, can write or
+/// has pointed elsewhere is refused. An entry planted there, whole and
+/// with a valid checksum, is never loaded, and nothing is stored there.
+TEST_F(DiskCacheTest, RefusesDirectoriesThatAreNotTheUsersOwn) {
+  DiskCache own(dir);
+  ASSERT_TRUE(own.store("planted", samplePlan()));
+  std::string base = dir.substr(0, dir.size() - 4);
+  auto plantIn = [&](const std::string &other) {
+    std::filesystem::create_directory(other);
+    std::filesystem::copy_file(own.pathFor("planted"),
+                               DiskCache(other).pathFor("planted"));
+  };
+  auto expectRefused = [&](const std::string &other, const std::string &why) {
+    SCOPED_TRACE(other);
+    DiskCache cache(other);
+    EXPECT_FALSE(cache.load("planted"));
+    Status stored = cache.store("new", samplePlan());
+    ASSERT_FALSE(stored);
+    EXPECT_NE(stored.message().find(why), std::string::npos) << stored.message();
+    EXPECT_NE(stored.message().find("does not trust"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(cache.pathFor("new")));
+  };
+  std::string open = base + "/world-writable";
+  plantIn(open);
+  ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+  expectRefused(open, "writable by other users (mode 0777)");
+  std::string group = base + "/group-writable";
+  plantIn(group);
+  ASSERT_EQ(chmod(group.c_str(), 0770), 0);
+  expectRefused(group, "writable by other users");
+  // A link to the user's own directory is refused too: where it points
+  // can change under the process.
+  std::string link = base + "/link";
+  std::filesystem::create_directory_symlink(dir, link);
+  expectRefused(link, "is a symbolic link");
+  if (geteuid() != 0) {
+    std::cout << "[  NOTE    ] not root: the directory owned by another "
+                 "user is not tested (chown needs root)\n";
+    return;
+  }
+  std::string foreign = base + "/foreign";
+  plantIn(foreign);
+  ASSERT_EQ(chmod(foreign.c_str(), 0700), 0);
+  ASSERT_EQ(chown(foreign.c_str(), 4242, 4242), 0);
+  expectRefused(foreign, "owned by uid 4242");
+}
+
+/// A compile with an untrusted cache directory still compiles, and writes
+/// nothing there.
+TEST_F(DiskCacheTest, CompilerRunsWithoutAnUntrustedDirectory) {
+  std::string base = dir.substr(0, dir.size() - 4);
+  std::filesystem::create_directories(base + "/shared");
+  ASSERT_EQ(chmod((base + "/shared").c_str(), 0777), 0);
+  CompileOptions options;
+  options.cacheDir = base + "/shared";
+  Graph g("untrusted");
+  g.output("y", sigmoid(g.input("x", DType::f32, {"N"})) - 2.0);
+  CacheStats before = cacheStats();
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe);
+  ASSERT_TRUE(exe->dump(Stage::PTX, {{777}}));
+  EXPECT_EQ(cacheStats().compiles, before.compiles + 1);
+  EXPECT_EQ(cacheStats().diskHits, before.diskHits);
+  EXPECT_TRUE(std::filesystem::is_empty(base + "/shared"));
 }
 
 TEST_F(DiskCacheTest, CompilerUsesItAcrossInstances) {
