@@ -12,10 +12,11 @@
 #    pointwise layouts, a hundred compiled shapes) and GpuFault, whose
 #    out-of-bounds store is the point of the test. Every template runs.
 #  - racecheck and synccheck: the tests of the templates that share memory
-#    between threads or wait at barriers (rows, column reductions, tiled
-#    transposes, padded rows, both matmul pipelines, FlashAttention with
-#    its warp-specialised TMA pipeline), the memory-bound workloads, and
-#    two streams at once.
+#    between threads or wait at barriers: every op (rows, column
+#    reductions, tiled transposes), padded rows, the sm_90 matmuls (the
+#    warp-specialised TMA pipeline, cp.async for small M, split-K) and a
+#    few sm_80 ones (mma.sync), FlashAttention (its warp-specialised TMA
+#    pipeline), the memory-bound workloads, and two streams at once.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-logs}
@@ -30,7 +31,7 @@ sanitizer=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
 
 declare -A filter=(
   [memcheck]="*-GpuFault.*:Gpu.MoreThan2To31Elements:Gpu.*AcrossTheRange:LargePointwise.*:Workspace.*"
-  [racecheck]="AllOps/GpuOps.*:Shapes/Matmul.*:Shapes/Attention.*:Graphs/PaddedRows.*:MemoryBound/Workloads.*:Graphs/TwoStreams.*:Templates/OutputOverInput.*"
+  [racecheck]="AllOps/GpuOps.*:Shapes/Matmul.*_sm_90:Shapes/Matmul.*/persistent_bf16_sm_80:Shapes/Matmul.*/k_tail_bf16_sm_80:Shapes/Matmul.*/batched_bf16_sm_80:Shapes/Attention.*:Graphs/PaddedRows.*:MemoryBound/Workloads.*:Graphs/TwoStreams.*:Templates/OutputOverInput.*"
 )
 filter[synccheck]=${filter[racecheck]}
 
