@@ -18,7 +18,7 @@ run() {
   local name=$1; shift
   "$@" > "$out/$name.log" 2>&1
   local rc=$?
-  summary+=("$name: exit $rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) \]' "$out/$name.log" | tr '\n' ' ')")
+  summary+=("$name: exit $rc; $(grep -E '^\[  (PASSED|FAILED|SKIPPED) +\]' "$out/$name.log" | tr '\n' ' ')")
   return 0
 }
 run gpu-tests "$bin/kfuse-gpu-tests" "$@"

@@ -43,7 +43,7 @@ for tool in "${@:-memcheck racecheck synccheck}"; do
       --error-exitcode 99 "$tests" --gtest_filter="${filter[$t]}" \
       > "$log" 2>&1
     rc=$?
-    tests_line=$(grep -E '^\[  (PASSED|FAILED) \]' "$log" | tr '\n' ' ')
+    tests_line=$(grep -E '^\[  (PASSED|FAILED) +\]' "$log" | tr '\n' ' ')
     reports=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)
     [ $rc -eq 124 ] && reports="$reports (stopped at the ${limit} s limit)"
     summary+=("$t: exit $rc; ${tests_line:-no gtest summary}; ${reports:-no sanitizer summary}")
