@@ -222,6 +222,26 @@ std::optional<LaunchDesc> readLaunch(Reader &r, size_t numBuffers) {
 
 } // namespace
 
+/// A counted list of buffer index pairs: `heading N`, then N lines
+/// `tag A B`; nothing if an index is past `numBuffers`.
+static std::optional<std::vector<std::pair<uint32_t, uint32_t>>>
+readBufferPairs(Reader &r, const char *heading, const char *tag,
+                size_t numBuffers) {
+  r.expect(heading);
+  size_t count = r.count();
+  r.endLine();
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  for (size_t i = 0; i < count && r.ok(); ++i) {
+    r.expect(tag);
+    uint32_t a = r.number<uint32_t>(), b = r.number<uint32_t>();
+    r.endLine();
+    if (a >= numBuffers || b >= numBuffers)
+      return std::nullopt;
+    pairs.push_back({a, b});
+  }
+  return pairs;
+}
+
 // A failed read leaves `r` failed and ends every loop: the plan is then
 // refused at the end, if not before.
 std::optional<Plan> Plan::deserialize(std::string_view text) {
@@ -248,28 +268,14 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
       return std::nullopt;
     plan.launches.push_back(std::move(*l));
   }
-  r.expect("copies");
-  size_t numCopies = r.count();
-  r.endLine();
-  for (size_t i = 0; i < numCopies && r.ok(); ++i) {
-    r.expect("c");
-    CopyDesc c{r.number<uint32_t>(), r.number<uint32_t>()};
-    r.endLine();
-    if (c.dst >= numBuffers || c.src >= numBuffers)
-      return std::nullopt;
-    plan.copies.push_back(c);
-  }
-  r.expect("in-place");
-  size_t numInPlace = r.count();
-  r.endLine();
-  for (size_t i = 0; i < numInPlace && r.ok(); ++i) {
-    r.expect("i");
-    InPlaceDesc pair{r.number<uint32_t>(), r.number<uint32_t>()};
-    r.endLine();
-    if (pair.input >= numBuffers || pair.output >= numBuffers)
-      return std::nullopt;
-    plan.inPlace.push_back(pair);
-  }
+  auto copies = readBufferPairs(r, "copies", "c", numBuffers);
+  auto inPlace = readBufferPairs(r, "in-place", "i", numBuffers);
+  if (!copies || !inPlace)
+    return std::nullopt;
+  for (auto [dst, src] : *copies)
+    plan.copies.push_back({dst, src});
+  for (auto [input, output] : *inPlace)
+    plan.inPlace.push_back({input, output});
   plan.ptx = r.blob("ptx");
   plan.cubin = r.blob("cubin");
   plan.ptxasLog = r.blob("ptxas");

@@ -3,14 +3,7 @@
 # the GPU tests, the unit tests and the benchmark. Logs go to $OUT (or
 # ./gpu-logs); a short table is printed last.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-out=${OUT:-$root/gpu-logs}
-mkdir -p "$out"
-dest=$(mktemp -d)
-tar -C "$dest" -xJf "$root/.bundle/kfuse.tar.xz"
-export LD_LIBRARY_PATH="$dest/kfuse/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export KFUSE_CACHE_DIR="$dest/cache"
-bin=$dest/kfuse/bin
+source "$(dirname "$0")/gpu-unpack.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv \
   > "$out/gpu.txt" 2>&1
 summary=()

@@ -18,14 +18,8 @@
 #    few sm_80 ones (mma.sync), FlashAttention (its warp-specialised TMA
 #    pipeline), the memory-bound workloads, and two streams at once.
 set -uo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-out=${OUT:-$root/gpu-logs}
-mkdir -p "$out"
-dest=$(mktemp -d)
-tar -C "$dest" -xJf "$root/.bundle/kfuse.tar.xz"
-export LD_LIBRARY_PATH="$dest/kfuse/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export KFUSE_CACHE_DIR="$dest/cache"
-tests=$dest/kfuse/bin/kfuse-gpu-tests
+source "$(dirname "$0")/gpu-unpack.sh"
+tests=$bin/kfuse-gpu-tests
 limit=${KFUSE_SANITIZE_SECONDS:-170}
 sanitizer=${COMPUTE_SANITIZER:-/usr/local/cuda/bin/compute-sanitizer}
 
