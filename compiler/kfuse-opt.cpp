@@ -5,7 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ir/KFDialect.h"
-#include "passes/Pipeline.h"
+#include "compiler/PassPipeline.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

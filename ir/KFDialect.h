@@ -21,6 +21,11 @@
 namespace kfuse::kf {
 /// Name of the function-argument attribute that names symbolic dims.
 inline constexpr llvm::StringLiteral kDimSymbolsAttr = "kf.dim_symbols";
+
+/// The shape of a value of ranked tensor type (every kf value).
+inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
+  return mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
+}
 } // namespace kfuse::kf
 
 #endif // KFUSE_IR_KFDIALECT_H

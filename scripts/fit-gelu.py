@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Fits the GELU polynomials of passes/FastMath.cpp: Phi(-a) = 2^Q(a) for
+# Fits the GELU polynomials of codegen/emitter/FastMath.cpp: Phi(-a) = 2^Q(a) for
 # a = |x| in [0, 6], Q of the degree given (7 if none: f16 results; 5:
 # bf16 results), near-minimax in absolute error of Q
 # (= relative error of Phi(-a): Lawson-weighted least squares on Chebyshev

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Fits the polynomials of passes/FastMath.cpp: sin r = r + r^3 p(r^2) and
+# Fits the polynomials of codegen/emitter/FastMath.cpp: sin r = r + r^3 p(r^2) and
 # cos r = 1 - r^2/2 + r^4 q(r^2) on |r| <= 1.02 pi/4, near-minimax in relative
 # error (Lawson-weighted least squares on Chebyshev points), then measures
 # their error in ulps with every step rounded to f32. Pure Python.

@@ -1,0 +1,225 @@
+//===- KernelAnalysis.cpp - what a kf.kernel computes and how -------------===//
+//
+// The analyses of kf.kernel ops that several passes and the templates
+// share: the spaces a kernel's work lies in (rows, columns, a tiled
+// transpose), its work items, its attention op and whether FlashAttention
+// takes it, the row strides kf-pad chose, and the launch config kf-tile and
+// kf-promote-shared recorded.
+//
+//===----------------------------------------------------------------------===//
+
+#include "analysis/KernelAnalysis.h"
+
+#include "mlir/IR/TypeUtilities.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+int64_t kfuse::kf::paddedRowStride(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  auto kernel = result ? dyn_cast<KernelOp>(result.getOwner()) : KernelOp();
+  if (!kernel)
+    return 0;
+  auto strides = kernel->getAttrOfType<DenseI64ArrayAttr>(kPaddedRows);
+  if (!strides || int64_t(strides.size()) != kernel.getNumResults())
+    return 0;
+  return strides[result.getResultNumber()];
+}
+
+int64_t kfuse::kf::rowStrideOf(Value value) {
+  if (int64_t stride = paddedRowStride(value))
+    return stride;
+  auto type = mlir::cast<RankedTensorType>(value.getType());
+  return type.getRank() ? type.getShape().back() : 1;
+}
+
+KernelKind kfuse::kf::kernelKindOf(Operation *op) {
+  if (isa<ReduceOp>(op))
+    return KernelKind::reduction;
+  if (isa<SoftmaxOp>(op))
+    return KernelKind::normalization;
+  if (isa<MatmulOp>(op))
+    return KernelKind::matmul;
+  if (isa<AttentionOp>(op))
+    return KernelKind::attention;
+  return KernelKind::pointwise;
+}
+
+std::optional<RowSpace> kfuse::kf::rowSpaceOf(KernelOp kernel) {
+  std::optional<RowSpace> space;
+  bool ok = true;
+  auto addRows = [&](Value input) {
+    ArrayRef<int64_t> shape = shapeOf(input);
+    if (shape.empty()) {
+      ok = false;
+      return;
+    }
+    int64_t length = shape.back();
+    int64_t rows = length ? mlir::cast<RankedTensorType>(input.getType())
+                                    .getNumElements() /
+                                length
+                          : 0;
+    if (space && (space->rows != rows || space->length != length))
+      ok = false;
+    space = RowSpace{rows, length};
+  };
+  kernel.getBody().walk([&](Operation *op) {
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      int64_t rank = shapeOf(reduce.getInput()).size();
+      if (reduce.getAxes().size() != 1 || reduce.getAxes()[0] != rank - 1 ||
+          !isa<FloatType>(reduce.getType().getElementType()))
+        ok = false;
+      addRows(reduce.getInput());
+    } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+      if (int64_t(softmax.getAxis()) != int64_t(shapeOf(softmax).size()) - 1)
+        ok = false;
+      addRows(softmax.getInput());
+    }
+  });
+  if (!ok || !space)
+    return std::nullopt;
+  return space;
+}
+
+std::optional<RowSpace> kfuse::kf::columnSpaceOf(KernelOp kernel) {
+  if (kernel.getKind() != KernelKind::reduction)
+    return std::nullopt;
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  auto reduce = yield.getValues()[0].getDefiningOp<ReduceOp>();
+  if (!reduce || !isa<FloatType>(reduce.getType().getElementType()) ||
+      &kernel.getBody().front().front() != reduce.getOperation())
+    return std::nullopt;
+  ArrayRef<int64_t> axes = reduce.getAxes(), in = shapeOf(reduce.getInput());
+  int64_t rows = 1;
+  for (auto [i, axis] : llvm::enumerate(axes)) {
+    if (axis != static_cast<int64_t>(i))
+      return std::nullopt; // not a prefix of the dims
+    rows *= in[axis];
+  }
+  int64_t columns = 1;
+  for (size_t d = axes.size(); d < in.size(); ++d)
+    columns *= in[d];
+  if (columns < 32)
+    return std::nullopt;
+  return RowSpace{rows, columns};
+}
+
+TransposeOp kfuse::kf::tiledTransposeOf(KernelOp kernel) {
+  if (kernel.getKind() != KernelKind::pointwise)
+    return nullptr;
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  TransposeOp found;
+  int count = 0;
+  kernel.getBody().walk([&](TransposeOp t) {
+    ++count;
+    found = t;
+  });
+  if (count != 1 || !isa<BlockArgument>(found.getInput()) ||
+      found.getType().getElementType().isInteger(1) ||
+      yield.getValues().size() != 1 ||
+      shapeOf(yield.getValues()[0]) != shapeOf(found.getResult()))
+    return nullptr;
+  ArrayRef<int64_t> perm = found.getPerm();
+  int64_t rank = perm.size();
+  if (rank < 2 || perm[rank - 1] != rank - 2 || perm[rank - 2] != rank - 1)
+    return nullptr;
+  for (int64_t d = 0; d + 2 < rank; ++d)
+    if (perm[d] != d)
+      return nullptr;
+  return found;
+}
+
+int64_t kfuse::kf::kernelWorkItems(KernelOp kernel) {
+  if (kernel.getKind() == KernelKind::reduction ||
+      kernel.getKind() == KernelKind::normalization)
+    if (std::optional<RowSpace> rows = rowSpaceOf(kernel))
+      return rows->rows;
+  auto resultType = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
+  int64_t elements = resultType.getNumElements();
+  if (kernel.getKind() != KernelKind::normalization)
+    return elements;
+  // A softmax along another axis: one thread per row.
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  auto softmax = yield.getValues()[0].getDefiningOp<SoftmaxOp>();
+  int64_t rowLength = resultType.getDimSize(softmax.getAxis());
+  return rowLength ? elements / rowLength : 0;
+}
+
+AttentionOp kfuse::kf::attentionOf(KernelOp kernel) {
+  auto ops = kernel.getBody().getOps<AttentionOp>();
+  return ops.empty() ? AttentionOp() : *ops.begin();
+}
+
+
+std::optional<std::string>
+kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma,
+                                 ArrayRef<std::pair<Value, int64_t>> assumed) {
+  AttentionOp op = attentionOf(kernel);
+  Type dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  if (!dtype.isBF16() && !dtype.isF16())
+    return std::string("its operands are not bf16/f16");
+  if (!aligned)
+    return std::string("its buffers are not known to be 16-byte aligned");
+  if (!wgmma)
+    return std::string("the FlashAttention template needs sm_90 (wgmma)");
+  for (Value operand : {op.getQ(), op.getK(), op.getV()})
+    if (!isa<BlockArgument>(operand))
+      return std::string("an operand is computed in the kernel");
+  int64_t d = shapeOf(op.getQ())[3], dv = shapeOf(op.getV())[3];
+  if (d > 256 || dv > 256 || d == 0 || dv == 0)
+    return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +
+           " are not in 1..256";
+  // Rows of whole 4-byte words: cp.async copies 4, 8 or 16 bytes.
+  for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
+    auto arg = mlir::cast<BlockArgument>(operand);
+    auto it = llvm::find_if(assumed, [&](auto &e) { return e.first == arg; });
+    int64_t stride = it != assumed.end()
+                         ? it->second
+                         : rowStrideOf(kernel.getInputs()[arg.getArgNumber()]);
+    if (stride % 2)
+      return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +
+             " leave rows of odd length, not copied into padded rows";
+  }
+  for (Value operand : {op.getQ(), op.getK()})
+    for (int64_t dim : shapeOf(operand))
+      if (dim == 0)
+        return std::string("it is empty");
+  return std::nullopt;
+}
+
+BlockArgument kfuse::kf::stagedScoresInput(KernelOp kernel) {
+  AttentionOp op = attentionOf(kernel);
+  SmallVector<Value> pending;
+  for (Value operand : {op.getMask(), op.getBias()})
+    if (operand)
+      pending.push_back(operand);
+  if (pending.empty())
+    return BlockArgument();
+  ArrayRef<int64_t> scores =
+      mlir::cast<RankedTensorType>(pending[0].getType()).getShape();
+  if (scores.back() % 8)
+    return BlockArgument();
+  SmallVector<BlockArgument> found;
+  while (!pending.empty()) {
+    Value value = pending.pop_back_val();
+    auto type = mlir::cast<RankedTensorType>(value.getType());
+    if (type.getShape() != scores)
+      continue;
+    if (auto arg = dyn_cast<BlockArgument>(value)) {
+      // Staged in the shared buffer of q's dtype.
+      if (type.getElementType() == getElementTypeOrSelf(op.getQ().getType()) &&
+          !llvm::is_contained(found, arg))
+        found.push_back(arg);
+    } else if (Operation *def = value.getDefiningOp();
+               def && def->hasTrait<OpTrait::kf::Elementwise>()) {
+      llvm::append_range(pending, def->getOperands());
+    }
+  }
+  return found.size() == 1 ? found[0] : BlockArgument();
+}
+
+int64_t kfuse::kf::configValue(KernelOp kernel, StringRef name,
+                               int64_t otherwise) {
+  auto attr = kernel.getConfigAttr().getAs<IntegerAttr>(name);
+  return attr ? attr.getInt() : otherwise;
+}

@@ -1,0 +1,80 @@
+//===- KernelAnalysis.h - what a kf.kernel computes and how -----*- C++ -*-===//
+//
+// Analyses of kf.kernel ops shared by the graph passes (transforms/), the
+// lowering and its templates (codegen/) and the compiler: read-only
+// questions about a kernel's body and the decisions recorded on it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_ANALYSIS_KERNELANALYSIS_H
+#define KFUSE_ANALYSIS_KERNELANALYSIS_H
+
+#include "ir/KFDialect.h"
+
+#include <optional>
+#include <string>
+
+namespace kfuse::kf {
+
+/// The attribute kf-pad leaves on a kf.kernel whose results' rows it
+/// padded: one row stride (elements) per result, 0 for a dense result.
+inline constexpr llvm::StringLiteral kPaddedRows = "padded_rows";
+
+/// The row stride kf-pad chose for `value` (a kf.kernel result): its buffer
+/// holds rows of that many elements, the row's elements first and zeros
+/// after them. 0 when the buffer is dense.
+int64_t paddedRowStride(mlir::Value value);
+
+/// Elements between consecutive rows of `value`'s buffer: the padded
+/// stride, else its last dim.
+int64_t rowStrideOf(mlir::Value value);
+
+/// The kernel template that computes `op` on its own.
+KernelKind kernelKindOf(mlir::Operation *op);
+
+/// The [rows, length] space of a kernel whose reductions and softmaxes all
+/// work along the last axis of tensors of one row length: such a kernel
+/// runs one thread block per row and keeps the row on chip.
+struct RowSpace {
+  int64_t rows;
+  int64_t length;
+};
+std::optional<RowSpace> rowSpaceOf(KernelOp kernel);
+
+/// A reduction kernel that reduces the leading dims of its input
+/// ([rows..., columns...] to [columns...]): [rows, columns].
+std::optional<RowSpace> columnSpaceOf(KernelOp kernel);
+
+/// The transpose of the last two dims of a kernel input, in a pointwise
+/// kernel over the transposed shape: staged through shared-memory tiles.
+TransposeOp tiledTransposeOf(KernelOp kernel);
+
+/// Work items of a kernel (elements, rows or outputs, by kind): what
+/// kf-tile sizes the grid for and kf-lower-to-gpu loops over.
+int64_t kernelWorkItems(KernelOp kernel);
+
+/// The attention op of an attention kernel.
+AttentionOp attentionOf(KernelOp kernel);
+
+/// Why an attention kernel cannot run the FlashAttention template
+/// (bf16/f16, aligned, wgmma, head dims up to 256 in rows of whole 4-byte
+/// words: odd ones padded by kf-pad), or nothing. `assumed` gives row
+/// strides for kernel arguments in place of what kf-pad decided.
+std::optional<std::string> flashAttentionRefusal(
+    KernelOp kernel, bool aligned, bool wgmma,
+    llvm::ArrayRef<std::pair<mlir::Value, int64_t>> assumed = {});
+
+/// The input of an attention kernel that the FlashAttention template
+/// stages in shared memory next to K and V, a tile per key tile: the input
+/// of q's dtype over the scores' shape [B, H, Sq, Sk] (Sk a multiple of 8,
+/// so rows are whole 16-byte chunks) that the bias or mask is computed
+/// from, if there is one such input.
+mlir::BlockArgument stagedScoresInput(KernelOp kernel);
+
+/// An integer of the kernel's launch config, or `otherwise`.
+int64_t configValue(KernelOp kernel, llvm::StringRef name,
+                    int64_t otherwise = 0);
+
+} // namespace kfuse::kf
+
+#endif // KFUSE_ANALYSIS_KERNELANALYSIS_H

@@ -1,0 +1,334 @@
+//===- MatmulTiling.cpp - tensor-core tiles for matmul kernels ------------===//
+
+#include "analysis/MatmulTiling.h"
+#include "analysis/KernelAnalysis.h"
+
+#include "mlir/IR/TypeUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+
+#include <numeric>
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+MatmulOp kfuse::kf::matmulOf(KernelOp kernel) {
+  MatmulOp found;
+  kernel.getBody().walk([&](MatmulOp op) { found = op; });
+  return found;
+}
+
+MatmulProblem MatmulProblem::of(MatmulOp op) {
+  MatmulProblem p;
+  ArrayRef<int64_t> out = shapeOf(op.getResult()), a = shapeOf(op.getA());
+  // Split-K partials stack in a leading dim of their own.
+  if (op.getKChunk()) {
+    p.splits = out.front();
+    out = out.drop_front();
+  }
+  size_t rank = out.size();
+  for (size_t d = 0; d + 2 < rank; ++d)
+    p.batch *= out[d];
+  p.m = out[rank - 2];
+  p.n = out[rank - 1];
+  p.k = op.getTransposeA() ? a[rank - 2] : a[rank - 1];
+  p.kChunk = op.getKChunk().value_or(p.k);
+  p.transposeA = op.getTransposeA();
+  p.transposeB = op.getTransposeB();
+  p.sharedB = shapeOf(op.getB()).size() == 2 && rank > 2;
+  p.elementBytes =
+      getElementTypeOrSelf(op.getA().getType()).getIntOrFloatBitWidth() / 8;
+  return p;
+}
+
+/// Elements between the rows of `operand` (a matmul operand) in memory:
+/// as `assumed` says for a kernel argument, else as kf-pad decided.
+static int64_t operandRowStride(Value operand,
+                                ArrayRef<std::pair<Value, int64_t>> assumed) {
+  for (auto [value, stride] : assumed)
+    if (value == operand)
+      return stride;
+  auto arg = dyn_cast<BlockArgument>(operand);
+  auto kernel =
+      arg ? dyn_cast<KernelOp>(arg.getOwner()->getParentOp()) : KernelOp();
+  return kernel ? rowStrideOf(kernel.getInputs()[arg.getArgNumber()])
+                : shapeOf(operand).back();
+}
+
+std::optional<std::string>
+kfuse::kf::tensorCoreRefusal(MatmulOp op, bool aligned, bool allowTF32,
+                             ArrayRef<std::pair<Value, int64_t>> assumed) {
+  Type dtype = mlir::cast<RankedTensorType>(op.getA().getType()).getElementType();
+  MatmulProblem p = MatmulProblem::of(op);
+  if (dtype.isF32() && !allowTF32)
+    return std::string("its operands are f32 (exact: TF32 not allowed)");
+  if (dtype.isF32() && (p.transposeA || !p.transposeB))
+    return std::string("its f32 operands are not both K-major (TF32 "
+                       "products read A as [M, K] and B as [N, K] only)");
+  if (!dtype.isBF16() && !dtype.isF16() && !dtype.isF32())
+    return std::string("its operands are not bf16, f16 or f32");
+  if (!aligned)
+    return std::string("its buffers are not known to be 16-byte aligned");
+  if (p.m == 0 || p.n == 0 || p.k == 0)
+    return std::string("it is empty");
+  // cp.async copies 16 bytes: each operand's contiguous rows must be made
+  // of whole, aligned 16-byte chunks (kf-pad pads the rows of intermediate
+  // operands to make them so).
+  int64_t chunk = 16 / p.elementBytes;
+  for (Value operand : {op.getA(), op.getB()})
+    if (int64_t stride = operandRowStride(operand, assumed); stride % chunk)
+      return "a contiguous operand dim (" + std::to_string(stride) +
+             ") is not a multiple of " + std::to_string(chunk);
+  return std::nullopt;
+}
+
+namespace {
+
+/// The tiles the template offers, largest first: with mma.sync (measured
+/// on the H200: 128x128 tiles of 64x64 a warp beat 128x256 and 256x128),
+/// and with wgmma, two warpgroups of m64nN.
+constexpr MatmulTile kMmaTiles[] = {
+    {128, 128, 32, 2, 2, 8}, {128, 64, 32, 2, 2, 8},
+    {64, 128, 32, 2, 2, 8},  {64, 64, 32, 2, 2, 8},
+};
+constexpr MatmulTile kWgmmaTiles[] = {
+    {128, 256, 64, 8, 1, 8, true},
+    {128, 128, 64, 8, 1, 8, true},
+    {128, 64, 64, 8, 1, 8, true},
+    // Narrow: more blocks for decode-sized M (K-major B only: N-major
+    // tiles are whole 64-column swizzle atoms).
+    {128, 32, 64, 8, 1, 8, true},
+};
+
+constexpr int64_t kRegistersPerSM = 65536;
+
+/// Blocks of `t` one multiprocessor holds: accumulators plus about 72
+/// registers of fragments and addresses a thread; the pipeline's stages.
+int64_t blocksPerSM(const MatmulTile &t, const MatmulProblem &p) {
+  int64_t accumulators = t.bm * t.bn / t.threads();
+  int64_t registers = std::min<int64_t>(255, (accumulators + 72 + 7) / 8 * 8);
+  int64_t byRegisters = kRegistersPerSM / (registers * t.threads());
+  int64_t bySmem = kSharedPerSM / (stageBytes(t, p) * pipelineStages(t, p));
+  return std::max<int64_t>(1, std::min(byRegisters, bySmem));
+}
+
+/// Fraction of the tensor cores' rate a tile sustains: each k step loads
+/// bm + bn rows for bm * bn products, so larger tiles wait less on shared
+/// memory.
+double tileEfficiency(const MatmulTile &t) {
+  double intensity = double(t.bm * t.bn) / double(t.bm + t.bn);
+  return intensity / (intensity + 24.0);
+}
+
+double estimatedTime(const MatmulTile &t, const MatmulProblem &p, int64_t sms) {
+  int64_t tiles = p.batch * ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn);
+  int64_t perSM = blocksPerSM(t, p);
+  int64_t waves = (tiles + sms * perSM - 1) / (sms * perSM);
+  int64_t resident = std::min(perSM, (tiles + sms - 1) / sms);
+  return double(waves * resident) * double(t.bm * t.bn) / tileEfficiency(t);
+}
+
+} // namespace
+
+int64_t kfuse::kf::stageBytes(const MatmulTile &t, const MatmulProblem &p) {
+  return (sharedTileA(t, p.transposeA).elements() +
+          sharedTileB(t, p.transposeB).elements()) *
+         t.elementBytes;
+}
+
+int64_t kfuse::kf::pipelineStages(const MatmulTile &t, const MatmulProblem &p) {
+  int64_t kTiles = (p.kChunk + t.bk - 1) / t.bk;
+  int64_t budget = t.wgmma ? kMaxWgmmaPipelineBytes : kMaxPipelineBytes;
+  int64_t fit = budget / stageBytes(t, p);
+  // wgmma keeps one step's products in flight: a third stage at least.
+  return std::clamp<int64_t>(std::min(fit, kTiles + 1), t.wgmma ? 3 : 2, 4);
+}
+
+MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms,
+                                        bool wgmma) {
+  ArrayRef<MatmulTile> tiles = wgmma ? ArrayRef(kWgmmaTiles) : ArrayRef(kMmaTiles);
+  const MatmulTile *best = &tiles[0];
+  double bestTime = estimatedTime(*best, p, sms);
+  for (const MatmulTile &t : tiles.drop_front()) {
+    if (t.wgmma && t.bn < 64 && !p.transposeB)
+      continue;
+    double time = estimatedTime(t, p, sms);
+    if (time < bestTime) {
+      best = &t;
+      bestTime = time;
+    }
+  }
+  MatmulTile chosen = *best;
+  chosen.elementBytes = p.elementBytes;
+  chosen.bk = chosen.bk * 2 / p.elementBytes;
+  return chosen;
+}
+
+int64_t kfuse::kf::splitKChunks(const MatmulProblem &p, const MatmulTile &t,
+                                int64_t sms) {
+  int64_t tiles =
+      p.batch * ((p.m + t.bm - 1) / t.bm) * ((p.n + t.bn - 1) / t.bn);
+  int64_t slots = sms * blocksPerSM(t, p);
+  int64_t steps = (p.k + t.bk - 1) / t.bk;
+  if (2 * tiles > slots)
+    return 1;
+  return std::clamp<int64_t>(slots / tiles, 1, std::max<int64_t>(steps / 8, 1));
+}
+
+MatmulTile kfuse::kf::matmulTileOf(KernelOp kernel) {
+  DictionaryAttr config = kernel.getConfigAttr();
+  auto get = [&](StringRef name) {
+    auto value = config ? config.getAs<IntegerAttr>(name) : IntegerAttr();
+    return value ? value.getInt() : 0;
+  };
+  return {get("tile_m"),     get("tile_n"),
+          get("tile_k"),     get("warps_m"),
+          get("warps_n"),    get("group_m"),
+          get("wgmma") != 0, MatmulProblem::of(matmulOf(kernel)).elementBytes};
+}
+
+RowInterleave kfuse::kf::rowInterleaveOf(KernelOp kernel) {
+  DictionaryAttr config = kernel.getConfigAttr();
+  auto groups =
+      config ? config.getAs<IntegerAttr>("row_groups") : IntegerAttr();
+  auto align = config ? config.getAs<IntegerAttr>("row_align") : IntegerAttr();
+  if (!groups || !align)
+    return {};
+  return {groups.getInt(), align.getInt()};
+}
+
+std::pair<int64_t, int64_t> kfuse::kf::matmulTileCounts(const MatmulProblem &p,
+                                                        const MatmulTile &t,
+                                                        RowInterleave rows) {
+  if (!rows.active())
+    return {(p.m + t.bm - 1) / t.bm, (p.n + t.bn - 1) / t.bn};
+  // Each group's rows are tiled on their own; the columns reach past N by
+  // the largest shift, align - gcd(N, align).
+  int64_t perGroup = (p.m / rows.groups + t.bm - 1) / t.bm;
+  int64_t reach = p.n + rows.align - std::gcd(p.n, rows.align);
+  return {rows.groups * perGroup, (reach + t.bn - 1) / t.bn};
+}
+
+RowInterleave kfuse::kf::chooseRowInterleave(const MatmulProblem &p,
+                                             const MatmulTile &t,
+                                             int64_t stride,
+                                             int64_t outputBytes) {
+  // B's tiles start at the shifted columns: along its rows where B is
+  // K-major; an N-major box cannot start off a 16-byte boundary
+  // (CUDA_ERROR_ILLEGAL_INSTRUCTION on the H200).
+  if (stride % (16 / outputBytes) == 0 || stride != p.n || p.batch != 1 ||
+      p.splits != 1 || p.transposeA || !p.transposeB)
+    return {};
+  auto [plainM, plainN] = matmulTileCounts(p, t);
+  // Whole 128-byte lines where a group still fills its tiles' rows (M of
+  // 8192 at least for N = 50257: 64 groups), else whole 16-byte vectors
+  // (8 groups at most).
+  for (int64_t bytes : {kTmaBoxBytes, int64_t(16)}) {
+    int64_t align = bytes / outputBytes;
+    RowInterleave rows{align / std::gcd(p.n, align), align};
+    if (p.m % rows.groups || t.bn % align ||
+        stagedOutputCols(t, true, outputBytes) % align)
+      continue;
+    auto [m, n] = matmulTileCounts(p, t, rows);
+    if (50 * m * n <= 51 * plainM * plainN)
+      return rows;
+  }
+  return {};
+}
+
+int64_t kfuse::kf::sharedRowPad(const MatmulTile &t) {
+  return t.wgmma ? 0 : t.chunkElements();
+}
+
+int64_t kfuse::kf::tileRowGroup(const MatmulTile &t, const MatmulProblem &p) {
+  // A third of the H100/H200's 50 MB L2: A stays there while every tile
+  // column sweeps it, next to the B columns and outputs in flight. With
+  // groups of 8 tile rows the lm-head (8192 x 768 x 50304, A 12.6 MB) read
+  // B from HBM 8 times (631 MB, ncu); with all 64 once. On the H200 its
+  // time went from 1.195 to 1.03-1.05 ms (kfuse-bench matmul), cuBLAS's.
+  constexpr int64_t kResidentABytes = 16 << 20;
+  int64_t mTiles = (p.m + t.bm - 1) / t.bm;
+  return p.m * p.k * p.elementBytes <= kResidentABytes
+             ? std::max(mTiles, t.groupM)
+             : t.groupM;
+}
+
+SharedTile kfuse::kf::sharedTileA(const MatmulTile &t, bool transposeA) {
+  int64_t pad = sharedRowPad(t);
+  return transposeA ? SharedTile{t.bk, t.bm, pad} : SharedTile{t.bm, t.bk, pad};
+}
+
+SharedTile kfuse::kf::sharedTileB(const MatmulTile &t, bool transposeB) {
+  int64_t pad = sharedRowPad(t);
+  return transposeB ? SharedTile{t.bn, t.bk, pad} : SharedTile{t.bk, t.bn, pad};
+}
+
+int64_t kfuse::kf::stagedOutputCols(const MatmulTile &t, bool tma,
+                                    int64_t outputBytes) {
+  // 64 f32 columns (and their 8 of padding) would leave room for three
+  // stages only: with two K steps of products in flight, the copies then
+  // run one step ahead (TF32 4096^3 on the H200: 272 TFLOP/s).
+  return tma ? std::min<int64_t>(t.bn, outputBytes > 2 ? 32 : 128) : t.bn;
+}
+
+SmallVector<TmaOperand, 3> kfuse::kf::attentionTmaOperands(KernelOp kernel) {
+  AttentionOp op = attentionOf(kernel);
+  int64_t blockQ = configValue(kernel, "block_q", 128),
+          blockK = configValue(kernel, "block_k", 64);
+  auto describe = [&](Value operand, int64_t boxRows, int64_t paddedCols) {
+    auto arg = mlir::cast<BlockArgument>(operand);
+    unsigned input = arg.getArgNumber();
+    ArrayRef<int64_t> shape =
+        mlir::cast<RankedTensorType>(operand.getType()).getShape();
+    int64_t stride = rowStrideOf(kernel.getInputs()[input]);
+    return TmaOperand{input,
+                      3,
+                      {shape[3], shape[2], shape[0] * shape[1]},
+                      {stride, shape[2] * stride},
+                      boxRows,
+                      64,
+                      paddedCols / 64,
+                      2};
+  };
+  return {describe(op.getQ(), blockQ, configValue(kernel, "head_dim")),
+          describe(op.getK(), blockK, configValue(kernel, "head_dim")),
+          describe(op.getV(), 64, configValue(kernel, "value_dim"))};
+}
+
+SmallVector<TmaOperand, 3> kfuse::kf::tmaOperands(KernelOp kernel) {
+  if (attentionOf(kernel))
+    return attentionTmaOperands(kernel);
+  MatmulOp op = matmulOf(kernel);
+  MatmulProblem p = MatmulProblem::of(op);
+  MatmulTile t = matmulTileOf(kernel);
+  int64_t boxCols = kTmaBoxBytes / p.elementBytes;
+  auto describe = [&](Value operand, SharedTile tile, int64_t rows,
+                      int64_t cols, bool shared) {
+    unsigned input = mlir::cast<BlockArgument>(operand).getArgNumber();
+    int64_t stride = rowStrideOf(kernel.getInputs()[input]);
+    bool batched = p.batch > 1 && !shared;
+    return TmaOperand{input,
+                      batched ? 3 : 2,
+                      {cols, rows, p.batch},
+                      {stride, rows * stride},
+                      tile.rows,
+                      boxCols,
+                      tile.cols / boxCols,
+                      p.elementBytes};
+  };
+  TmaOperand a =
+      describe(op.getA(), sharedTileA(t, p.transposeA),
+               p.transposeA ? p.k : p.m, p.transposeA ? p.m : p.k, false);
+  if (RowInterleave rows = rowInterleaveOf(kernel); rows.active())
+    a = {a.input,
+         3,
+         {p.k, rows.groups, p.m / rows.groups},
+         {a.strides[0], rows.groups * a.strides[0]},
+         a.boxRows,
+         a.boxCols,
+         a.boxes,
+         a.elementBytes,
+         rows.groups};
+  return {a, describe(op.getB(), sharedTileB(t, p.transposeB),
+                      p.transposeB ? p.n : p.k, p.transposeB ? p.k : p.n,
+                      p.sharedB)};
+}

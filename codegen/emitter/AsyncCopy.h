@@ -1,0 +1,59 @@
+//===- AsyncCopy.h - mbarriers and TMA copies of warp-specialised blocks -*- C++
+//-*-===//
+//
+// The pieces a warp-specialised kernel template (MatmulTmaPipeline.cpp,
+// AttentionTmaPipeline.cpp) builds its pipeline from: one thread of a copying
+// warpgroup moves boxes of a tensor map into shared memory with the TMA,
+// and mbarriers hand each stage between it and the warpgroups that read it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_CODEGEN_ASYNCCOPY_H
+#define KFUSE_CODEGEN_ASYNCCOPY_H
+
+#include "mlir/IR/Builders.h"
+
+namespace kfuse::kf::async {
+
+/// Registers a thread of the copying warpgroup and of each of the two
+/// computing ones (setmaxnreg): 2 x 128 x 232 + 128 x 40 registers fill an
+/// SM's 64 Ki.
+constexpr int32_t kProducerRegisters = 40, kConsumerRegisters = 232;
+
+/// Splits a warp-specialised block: threads [0, `computing`) raise their
+/// registers to kConsumerRegisters and run `compute`; the copying
+/// warpgroup past them lowers its registers to kProducerRegisters, and its
+/// first thread runs `copy`. Both at the builder's insertion point.
+mlir::LogicalResult
+splitRoles(mlir::OpBuilder &b, mlir::Location l, mlir::Value tid,
+           int64_t computing, llvm::function_ref<mlir::LogicalResult()> copy,
+           llvm::function_ref<mlir::LogicalResult()> compute);
+
+/// Thread 0 (`tid`) initialises the block's mbarriers (`init`, through
+/// initBarrier) and fences them; the block then waits for it.
+void initBarriers(mlir::OpBuilder &b, mlir::Location l, mlir::Value tid,
+                  llvm::function_ref<void()> init);
+/// An mbarrier whose phases complete on `arrivals` arrivals (and the bytes
+/// announced to it).
+void initBarrier(mlir::OpBuilder &b, mlir::Location l, mlir::Value barrier,
+                 int32_t arrivals);
+
+/// A pointer (address space 3) to shared-memory byte address `address`
+/// (an index).
+mlir::Value sharedPointer(mlir::OpBuilder &b, mlir::Location l,
+                          mlir::Value address);
+
+/// Waits until mbarrier `barrier` completes its phase of parity `phase`
+/// (an i32, 0 or 1).
+void waitParity(mlir::OpBuilder &b, mlir::Location l, mlir::Value barrier,
+                mlir::Value phase);
+
+/// One TMA copy of the box of tensor map `map` (a kernel parameter) at
+/// element coordinates `coords` (indices, innermost dim first) into shared
+/// memory at `dst`, its bytes counted on mbarrier `barrier`.
+void loadBox(mlir::OpBuilder &b, mlir::Location l, mlir::Value map,
+             mlir::ValueRange coords, mlir::Value dst, mlir::Value barrier);
+
+} // namespace kfuse::kf::async
+
+#endif // KFUSE_CODEGEN_ASYNCCOPY_H

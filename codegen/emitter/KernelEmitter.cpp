@@ -1,0 +1,654 @@
+//===- KernelEmitter.cpp - scalar code for kf ops inside a gpu.func -------===//
+
+#include "codegen/emitter/KernelEmitter.h"
+#include "analysis/KernelAnalysis.h"
+#include "codegen/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+//===----------------------------------------------------------------------===//
+// ElementIndex
+//===----------------------------------------------------------------------===//
+
+ElementIndex ElementIndex::linear(ArrayRef<int64_t> shape, Value linear) {
+  ElementIndex idx;
+  idx.dims.assign(shape.begin(), shape.end());
+  idx.linearIndex = linear;
+  return idx;
+}
+
+ElementIndex ElementIndex::multi(ArrayRef<int64_t> shape,
+                                 ArrayRef<Value> index) {
+  ElementIndex idx;
+  idx.dims.assign(shape.begin(), shape.end());
+  idx.multiIndex.assign(index.begin(), index.end());
+  return idx;
+}
+
+ElementIndex ElementIndex::rowElement(ArrayRef<int64_t> shape, Value linear,
+                                      Value row, Value column) {
+  ElementIndex idx = ElementIndex::linear(shape, linear);
+  idx.rowIndex = row;
+  idx.columnIndex = column;
+  return idx;
+}
+
+Value ElementIndex::getLinear(KernelEmitter &e) {
+  if (!linearIndex)
+    linearIndex = e.linearize(multiIndex, dims);
+  return linearIndex;
+}
+
+ArrayRef<Value> ElementIndex::getMulti(KernelEmitter &e) {
+  if (multiIndex.empty() && !dims.empty())
+    multiIndex = e.delinearize(linearIndex, dims);
+  return multiIndex;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelEmitter
+//===----------------------------------------------------------------------===//
+
+KernelEmitter::KernelEmitter(KernelOp kernel, gpu::GPUFuncOp func)
+    : kernelOp(kernel), func(func), b(func.getContext()),
+      location(kernel.getLoc()) {
+  b.setInsertionPointToStart(&func.getBody().front());
+  for (Value buffer :
+       llvm::concat<const Value>(kernel.getInputs(), kernel.getResults())) {
+    auto type = mlir::cast<RankedTensorType>(buffer.getType());
+    padding.push_back(
+        {type.getRank() ? type.getShape().back() : 1, paddedRowStride(buffer)});
+  }
+}
+
+Type KernelEmitter::computeType(Type dtype) {
+  if (isa<FloatType>(dtype))
+    return Float32Type::get(dtype.getContext());
+  return dtype;
+}
+
+Value KernelEmitter::index(int64_t value) {
+  return arith::ConstantIndexOp::create(b, location, value);
+}
+
+Value KernelEmitter::f32(double value) {
+  return arith::ConstantOp::create(b, location, b.getF32FloatAttr(value));
+}
+
+Value KernelEmitter::constant(Type type, double value) {
+  if (isa<FloatType>(type))
+    return arith::ConstantOp::create(b, location, b.getFloatAttr(type, value));
+  return arith::ConstantOp::create(
+      b, location, b.getIntegerAttr(type, static_cast<int64_t>(value)));
+}
+
+SmallVector<Value> KernelEmitter::delinearize(Value linear,
+                                              ArrayRef<int64_t> shape) {
+  SmallVector<Value> out(shape.size());
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (d == 0) {
+      out[d] = linear;
+      break;
+    }
+    if (shape[d] == 1) {
+      out[d] = index(0);
+      continue;
+    }
+    Value size = index(shape[d]);
+    out[d] = arith::RemUIOp::create(b, location, linear, size);
+    linear = arith::DivUIOp::create(b, location, linear, size);
+  }
+  return out;
+}
+
+Value KernelEmitter::linearize(ValueRange idx, ArrayRef<int64_t> shape) {
+  if (idx.empty())
+    return index(0);
+  Value linear = idx[0];
+  for (size_t i = 1; i < idx.size(); ++i) {
+    linear = arith::MulIOp::create(b, location, linear, index(shape[i]));
+    linear = arith::AddIOp::create(b, location, linear, idx[i]);
+  }
+  return linear;
+}
+
+LogicalResult KernelEmitter::forEachItem(int64_t items, bool perBlock,
+                                         function_ref<LogicalResult(Value)> body) {
+  Value bid = gpu::BlockIdOp::create(b, location, gpu::Dimension::x);
+  Value gdim = gpu::GridDimOp::create(b, location, gpu::Dimension::x);
+  Value first = bid, stride = gdim;
+  if (!perBlock) {
+    Value tid = gpu::ThreadIdOp::create(b, location, gpu::Dimension::x);
+    Value bdim = gpu::BlockDimOp::create(b, location, gpu::Dimension::x);
+    first = arith::AddIOp::create(
+        b, location, arith::MulIOp::create(b, location, bid, bdim), tid);
+    stride = arith::MulIOp::create(b, location, bdim, gdim);
+  }
+  auto loop = scf::ForOp::create(b, location, first, index(items), stride);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  return body(loop.getInductionVar());
+}
+
+SmallVector<Value> KernelEmitter::loop(
+    int64_t count, ValueRange init,
+    function_ref<SmallVector<Value>(Value, ValueRange)> body) {
+  auto loop = scf::ForOp::create(b, location, index(0), index(count),
+                                 index(1), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    // The builder adds an empty scf.yield when there are no loop-carried
+    // values; the body's own yield replaces it.
+    if (!loop.getBody()->empty())
+      loop.getBody()->getTerminator()->erase();
+    b.setInsertionPointToEnd(loop.getBody());
+    SmallVector<Value> next =
+        body(loop.getInductionVar(), loop.getRegionIterArgs());
+    scf::YieldOp::create(b, location, next);
+  }
+  return SmallVector<Value>(loop.getResults());
+}
+
+Value KernelEmitter::warpReduce(
+    Value value, function_ref<Value(Value, Value)> combine) {
+  Value width = arith::ConstantOp::create(b, location, b.getI32IntegerAttr(32));
+  for (int offset = 16; offset >= 1; offset /= 2) {
+    Value off = arith::ConstantOp::create(b, location,
+                                          b.getI32IntegerAttr(offset));
+    Value other = gpu::ShuffleOp::create(b, location, value, off, width,
+                                         gpu::ShuffleMode::XOR)
+                      .getShuffleResult();
+    value = combine(value, other);
+  }
+  return value;
+}
+
+Value KernelEmitter::blockReduce(Value value, Value identity, Value scratch,
+                                 int64_t threads,
+                                 function_ref<Value(Value, Value)> combine) {
+  value = warpReduce(value, combine);
+  if (threads <= 32)
+    return value;
+  Value tid = gpu::ThreadIdOp::create(b, location, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, location, tid, index(32));
+  Value warp = arith::DivUIOp::create(b, location, tid, index(32));
+  Value zero = index(0);
+  // Lane 0 of each warp publishes its partial; every warp then reads all
+  // partials and reduces them again, so every thread gets the result.
+  Value isLeader = arith::CmpIOp::create(b, location, arith::CmpIPredicate::eq,
+                                         lane, zero);
+  auto publish = scf::IfOp::create(b, location, isLeader);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(publish.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, location, value, scratch, ValueRange{warp});
+  }
+  gpu::BarrierOp::create(b, location);
+  int64_t warps = (threads + 31) / 32;
+  Value inRange = arith::CmpIOp::create(b, location, arith::CmpIPredicate::ult,
+                                        lane, index(warps));
+  Value safeLane = arith::SelectOp::create(b, location, inRange, lane, zero);
+  Value partial =
+      memref::LoadOp::create(b, location, scratch, ValueRange{safeLane});
+  partial = arith::SelectOp::create(b, location, inRange, partial, identity);
+  Value result = warpReduce(partial, combine);
+  // The scratch buffer is reused by the next reduction.
+  gpu::BarrierOp::create(b, location);
+  return result;
+}
+
+Value KernelEmitter::offsetOf(unsigned argNumber, const BufferIndex &at) {
+  RowPadding rows = padding[argNumber];
+  if (!rows.stride)
+    return at.linear;
+  Value row = at.row, column = at.column;
+  if (!row || !column) {
+    row = arith::DivUIOp::create(b, location, at.linear, index(rows.length));
+    column = arith::RemUIOp::create(b, location, at.linear, index(rows.length));
+  }
+  return arith::AddIOp::create(
+      b, location, arith::MulIOp::create(b, location, row, index(rows.stride)),
+      column);
+}
+
+Value KernelEmitter::load(unsigned argNumber, Value offset) {
+  Value memref = func.getArgument(argNumber);
+  Value v = memref::LoadOp::create(b, location, memref, ValueRange{offset});
+  Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
+  if (isa<FloatType>(dtype) && !dtype.isF32())
+    v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
+  return v;
+}
+
+void KernelEmitter::storeResult(unsigned result, BufferIndex at, Value v) {
+  unsigned argNumber = kernelOp.getInputs().size() + result;
+  Value memref = func.getArgument(argNumber);
+  Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
+  if (isa<FloatType>(dtype) && !dtype.isF32())
+    v = arith::TruncFOp::create(b, location, dtype, v);
+  memref::StoreOp::create(b, location, v, memref,
+                          ValueRange{offsetOf(argNumber, at)});
+}
+
+/// A vector access's own size (at most 16 bytes): templates access
+/// vectors at multiples of their length from 16-byte aligned buffers.
+static llvm::MaybeAlign vectorAlignment(VectorType type) {
+  int64_t bytes = type.getNumElements() *
+                  type.getElementType().getIntOrFloatBitWidth() / 8;
+  return llvm::MaybeAlign(std::min<int64_t>(bytes, 16));
+}
+
+SmallVector<Value> KernelEmitter::loadVector(BlockArgument arg,
+                                             BufferIndex first, int64_t lanes) {
+  Value memref = func.getArgument(arg.getArgNumber());
+  Value offset = offsetOf(arg.getArgNumber(), first);
+  if (lanes == 1)
+    return {load(arg.getArgNumber(), offset)};
+  Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
+  auto type = VectorType::get({lanes}, dtype);
+  Value vector =
+      vector::LoadOp::create(b, location, type, memref, ValueRange{offset},
+                             /*nontemporal=*/false, vectorAlignment(type));
+  SmallVector<Value> values;
+  for (int64_t lane = 0; lane < lanes; ++lane) {
+    Value v =
+        vector::ExtractOp::create(b, location, vector, ArrayRef<int64_t>{lane});
+    if (isa<FloatType>(dtype) && !dtype.isF32())
+      v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
+    values.push_back(v);
+  }
+  return values;
+}
+
+void KernelEmitter::loadLanes(BlockArgument arg, BufferIndex first,
+                              ArrayRef<Value> linears) {
+  SmallVector<Value> values = loadVector(arg, first, linears.size());
+  for (auto [linear, value] : llvm::zip_equal(linears, values))
+    setElement(arg, linear, value);
+}
+
+void KernelEmitter::storeLanes(unsigned result, BufferIndex first,
+                               ArrayRef<Value> values) {
+  if (values.size() == 1) {
+    storeResult(result, first, values[0]);
+    return;
+  }
+  unsigned argNumber = kernelOp.getInputs().size() + result;
+  Value memref = func.getArgument(argNumber);
+  Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
+  SmallVector<Value> lanes;
+  for (Value v : values)
+    lanes.push_back(isa<FloatType>(dtype) && !dtype.isF32()
+                        ? Value(arith::TruncFOp::create(b, location, dtype, v))
+                        : v);
+  auto type = VectorType::get({static_cast<int64_t>(values.size())}, dtype);
+  Value vector = vector::FromElementsOp::create(b, location, type, lanes);
+  vector::StoreOp::create(b, location, vector, memref,
+                          ValueRange{offsetOf(argNumber, first)},
+                          /*nontemporal=*/false, vectorAlignment(type));
+}
+
+void KernelEmitter::setElement(Value tensor, Value linear, Value value) {
+  computed[{tensor, linear}] = value;
+}
+
+FailureOr<Value> KernelEmitter::elementAt(Value tensor, ElementIndex idx) {
+  Value linear = idx.getLinear(*this);
+  auto cached = computed.find({tensor, linear});
+  if (cached != computed.end() &&
+      cached->second.getParentRegion()->isAncestor(
+          b.getInsertionBlock()->getParent()))
+    return cached->second;
+  FailureOr<Value> result = compute(tensor, idx);
+  if (succeeded(result))
+    computed[{tensor, linear}] = *result;
+  return result;
+}
+
+std::optional<BroadcastSplit> kfuse::kf::splitBroadcast(BroadcastOp op) {
+  ArrayRef<int64_t> in = op.getInput().getType().getShape();
+  ArrayRef<int64_t> out = op.getType().getShape();
+  size_t rank = out.size(), offset = rank - in.size();
+  auto padded = [&](size_t d) { return d < offset ? 1 : in[d - offset]; };
+  auto spans = [&](size_t from, size_t to, bool equal) {
+    for (size_t d = from; d < to; ++d)
+      if (equal ? padded(d) != out[d] : padded(d) != 1)
+        return false;
+    return true;
+  };
+  for (size_t k = 0; k <= rank; ++k) {
+    int64_t rest = 1;
+    for (size_t d = k; d < rank; ++d)
+      rest *= out[d];
+    if (spans(0, k, false) && spans(k, rank, true))
+      return BroadcastSplit{BroadcastSplit::trailing, rest};
+    if (spans(0, k, true) && spans(k, rank, false))
+      return BroadcastSplit{BroadcastSplit::leading, rest};
+  }
+  return std::nullopt;
+}
+
+/// Broadcast: an input that spans the trailing output dims (a row vector,
+/// a bias) is read at `linear % its size`; one that spans the leading dims
+/// (a row scalar) at `linear / the rest`; with a known row element both are
+/// the element's column or row. Anything else goes through the multi-index.
+FailureOr<Value> KernelEmitter::broadcastAt(BroadcastOp op, ElementIndex &idx) {
+  ArrayRef<int64_t> in = op.getInput().getType().getShape();
+  ArrayRef<int64_t> out = idx.shape();
+  if (std::optional<BroadcastSplit> split = splitBroadcast(op)) {
+    // (A row scalar of a one-row space is found by its row below: that is
+    // the index row templates record it at.)
+    if (split->kind == BroadcastSplit::trailing) {
+      if (op.getInput().getType().getNumElements() == 1)
+        return elementAt(op.getInput(), ElementIndex::linear(in, index(0)));
+      if (idx.column() && split->rest == out.back())
+        return elementAt(op.getInput(), ElementIndex::linear(in, idx.column()));
+      Value linear = arith::RemUIOp::create(b, location, idx.getLinear(*this),
+                                            index(split->rest));
+      return elementAt(op.getInput(), ElementIndex::linear(in, linear));
+    }
+    if (idx.row() && split->rest == out.back())
+      return elementAt(op.getInput(), ElementIndex::linear(in, idx.row()));
+    Value linear = arith::DivUIOp::create(b, location, idx.getLinear(*this),
+                                          index(split->rest));
+    return elementAt(op.getInput(), ElementIndex::linear(in, linear));
+  }
+  ArrayRef<Value> outIdx = idx.getMulti(*this);
+  size_t offset = out.size() - in.size();
+  SmallVector<Value> mapped;
+  for (auto [d, size] : llvm::enumerate(in))
+    mapped.push_back(size == 1 ? index(0) : outIdx[offset + d]);
+  return elementAt(op.getInput(), ElementIndex::multi(in, mapped));
+}
+
+FailureOr<Value> KernelEmitter::compute(Value tensor, ElementIndex &idx) {
+  if (auto arg = dyn_cast<BlockArgument>(tensor)) {
+    // A row element's row and column are the buffer's when it is indexed
+    // in its own [rows, length] space.
+    BufferIndex at(idx.getLinear(*this));
+    if (idx.row() && idx.column() && !idx.shape().empty() &&
+        idx.shape().back() == padding[arg.getArgNumber()].length)
+      at = BufferIndex(at.linear, idx.row(), idx.column());
+    return load(arg.getArgNumber(), offsetOf(arg.getArgNumber(), at));
+  }
+  Operation *op = tensor.getDefiningOp();
+  return TypeSwitch<Operation *, FailureOr<Value>>(op)
+      .Case([&](ConstantOp c) { return constantAt(c); })
+      .Case([&](BroadcastOp bc) { return broadcastAt(bc, idx); })
+      .Case([&](TransposeOp t) -> FailureOr<Value> {
+        ArrayRef<Value> outIdx = idx.getMulti(*this);
+        SmallVector<Value> mapped(outIdx.size());
+        for (auto [d, p] : llvm::enumerate(t.getPerm()))
+          mapped[p] = outIdx[d];
+        return elementAt(t.getInput(), ElementIndex::multi(
+                                           t.getInput().getType().getShape(),
+                                           mapped));
+      })
+      .Case([&](ReshapeOp r) -> FailureOr<Value> {
+        // Row-major: the linear index is the same.
+        return elementAt(r.getInput(),
+                         ElementIndex::linear(r.getInput().getType().getShape(),
+                                              idx.getLinear(*this)));
+      })
+      .Case([&](SoftmaxOp softmax) { return softmaxAt(softmax, idx); })
+      .Case([&](IotaOp iota) { return iotaAt(iota, idx); })
+      .Default([&](Operation *op) -> FailureOr<Value> {
+        if (!op->hasTrait<OpTrait::kf::Elementwise>())
+          return op->emitOpError("cannot be computed element by element "
+                                 "inside this kernel");
+        SmallVector<Value> operands;
+        for (Value operand : op->getOperands()) {
+          FailureOr<Value> v = elementAt(operand, idx);
+          if (failed(v))
+            return failure();
+          operands.push_back(*v);
+        }
+        return scalarOp(op, operands);
+      });
+}
+
+FailureOr<Value> KernelEmitter::softmaxAt(SoftmaxOp op, ElementIndex &idx) {
+  auto stats = softmaxStats.find(op);
+  if (stats == softmaxStats.end())
+    return op.emitOpError("needs its row statistics here");
+  auto [max, sum] = stats->second;
+  FailureOr<Value> x = elementAt(op.getInput(), idx);
+  if (failed(x))
+    return failure();
+  Value p = math::ExpOp::create(b, location,
+                                arith::SubFOp::create(b, location, *x, max));
+  // A fully masked row (max = -inf) gives 0, as the evaluator says.
+  Value masked = arith::CmpFOp::create(b, location, arith::CmpFPredicate::OEQ,
+                                       max, f32(-INFINITY));
+  return Value(arith::SelectOp::create(
+      b, location, masked, f32(0), arith::DivFOp::create(b, location, p, sum)));
+}
+
+Value KernelEmitter::iotaAt(IotaOp op, ElementIndex &idx) {
+  Value position = idx.getMulti(*this)[op.getDim()];
+  Value i = arith::IndexCastOp::create(b, location, b.getI64Type(), position);
+  Type dtype = computeType(op.getType().getElementType());
+  if (isa<FloatType>(dtype))
+    return arith::SIToFPOp::create(b, location, dtype, i);
+  return arith::TruncIOp::create(b, location, dtype, i);
+}
+
+FailureOr<Value> KernelEmitter::constantAt(ConstantOp op) {
+  auto attr = mlir::cast<DenseElementsAttr>(op.getValue());
+  Type dtype = attr.getElementType();
+  if (!attr.isSplat())
+    return op.emitOpError("a constant that is not a splat cannot be used "
+                          "inside a kernel yet");
+  if (isa<FloatType>(dtype))
+    return f32(attr.getSplatValue<APFloat>().convertToDouble());
+  APInt value = attr.getSplatValue<APInt>();
+  return Value(arith::ConstantOp::create(
+      b, location,
+      b.getIntegerAttr(dtype, dtype.isInteger(1) ? value.getZExtValue()
+                                                 : value.getSExtValue())));
+}
+
+/// dtype -> dtype conversion of a computed value (f32, i32 or i1), with the
+/// rounding the reference evaluator gives a cast.
+Value KernelEmitter::castScalar(Value v, Type from, Type to) {
+  if (from == to)
+    return v;
+  Location l = location;
+  if (to.isInteger(1)) {
+    if (isa<FloatType>(from))
+      return arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, v, f32(0));
+    Value zero = arith::ConstantOp::create(b, l, b.getIntegerAttr(from, 0));
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, v, zero);
+  }
+  if (isa<FloatType>(to)) {
+    if (from.isInteger(1))
+      v = arith::UIToFPOp::create(b, l, b.getF32Type(), v);
+    else if (from.isInteger(32))
+      v = arith::SIToFPOp::create(b, l, b.getF32Type(), v);
+    // Round to the narrower format and widen again: the value a stored
+    // bf16/f16 would hold.
+    if (!to.isF32())
+      v = arith::ExtFOp::create(b, l, b.getF32Type(),
+                                arith::TruncFOp::create(b, l, to, v)
+                                    .getResult());
+    return v;
+  }
+  // To i32.
+  if (from.isInteger(1))
+    return arith::ExtUIOp::create(b, l, to, v);
+  // Float to i32 truncates and saturates; NaN gives 0.
+  Value isNaN = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, v, v);
+  Value clamped = arith::MinimumFOp::create(
+      b, l, arith::MaximumFOp::create(b, l, v, f32(-2147483648.0)),
+      f32(2147483520.0));
+  Value i = arith::FPToSIOp::create(b, l, to, clamped);
+  auto i32 = [&](int64_t c) {
+    return arith::ConstantOp::create(b, l, b.getIntegerAttr(to, c));
+  };
+  Value tooBig = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE, v,
+                                       f32(2147483648.0));
+  i = arith::SelectOp::create(b, l, tooBig, i32(2147483647), i);
+  return arith::SelectOp::create(b, l, isNaN, i32(0), i);
+}
+
+static arith::CmpFPredicate floatPredicate(ComparePredicate p) {
+  switch (p) {
+  case ComparePredicate::eq:
+    return arith::CmpFPredicate::OEQ;
+  case ComparePredicate::ne:
+    return arith::CmpFPredicate::UNE;
+  case ComparePredicate::lt:
+    return arith::CmpFPredicate::OLT;
+  case ComparePredicate::le:
+    return arith::CmpFPredicate::OLE;
+  case ComparePredicate::gt:
+    return arith::CmpFPredicate::OGT;
+  case ComparePredicate::ge:
+    return arith::CmpFPredicate::OGE;
+  }
+  return arith::CmpFPredicate::OEQ;
+}
+
+static arith::CmpIPredicate intPredicate(ComparePredicate p) {
+  switch (p) {
+  case ComparePredicate::eq:
+    return arith::CmpIPredicate::eq;
+  case ComparePredicate::ne:
+    return arith::CmpIPredicate::ne;
+  case ComparePredicate::lt:
+    return arith::CmpIPredicate::slt;
+  case ComparePredicate::le:
+    return arith::CmpIPredicate::sle;
+  case ComparePredicate::gt:
+    return arith::CmpIPredicate::sgt;
+  case ComparePredicate::ge:
+    return arith::CmpIPredicate::sge;
+  }
+  return arith::CmpIPredicate::eq;
+}
+
+FailureOr<Value> KernelEmitter::scalarOp(Operation *op, ValueRange x) {
+  Type dtype = cast<RankedTensorType>(op->getOperand(0).getType())
+                   .getElementType();
+  if (op->getNumOperands() == 1 && !isa<CastOp>(op))
+    return unaryScalarOp(op, dtype, x[0]);
+  return binaryScalarOp(op, dtype, x);
+}
+
+Value KernelEmitter::zeroOf(Type dtype) {
+  if (isa<FloatType>(dtype))
+    return f32(0);
+  return arith::ConstantOp::create(b, location,
+                                   b.getIntegerAttr(computeType(dtype), 0));
+}
+
+FailureOr<Value> KernelEmitter::unaryScalarOp(Operation *op, Type dtype,
+                                              Value x) {
+  Location l = location;
+  bool isFloat = isa<FloatType>(dtype);
+  return TypeSwitch<Operation *, FailureOr<Value>>(op)
+      .Case([&](NegOp) -> Value {
+        return isFloat ? Value(arith::NegFOp::create(b, l, x))
+                       : Value(arith::SubIOp::create(b, l, zeroOf(dtype), x));
+      })
+      .Case([&](AbsOp) -> Value {
+        return isFloat ? Value(math::AbsFOp::create(b, l, x))
+                       : Value(math::AbsIOp::create(b, l, x));
+      })
+      .Case([&](ReluOp) -> Value {
+        return isFloat
+                   ? Value(arith::MaximumFOp::create(b, l, x, zeroOf(dtype)))
+                   : Value(arith::MaxSIOp::create(b, l, x, zeroOf(dtype)));
+      })
+      .Case([&](ExpOp) -> Value { return math::ExpOp::create(b, l, x); })
+      .Case([&](LogOp) -> Value { return math::LogOp::create(b, l, x); })
+      .Case([&](SqrtOp) -> Value { return math::SqrtOp::create(b, l, x); })
+      .Case([&](RsqrtOp) -> Value { return math::RsqrtOp::create(b, l, x); })
+      .Case(
+          [&](SinOp) -> Value { return emitSinCos(b, l, x, /*cosine=*/false); })
+      .Case(
+          [&](CosOp) -> Value { return emitSinCos(b, l, x, /*cosine=*/true); })
+      .Case([&](TanhOp) -> Value { return math::TanhOp::create(b, l, x); })
+      .Case([&](ErfOp) -> Value { return math::ErfOp::create(b, l, x); })
+      .Case([&](SigmoidOp) -> Value { return emitSigmoid(b, l, x); })
+      .Case([&](SiluOp) -> Value {
+        return arith::MulFOp::create(b, l, x, emitSigmoid(b, l, x));
+      })
+      .Case([&](GeluOp) -> Value { return emitGelu(b, l, x, dtype); })
+      .Case([&](ReciprocalOp) -> Value {
+        return arith::DivFOp::create(b, l, f32(1), x);
+      })
+      .Default([](Operation *op) -> FailureOr<Value> {
+        return op->emitOpError("has no scalar lowering");
+      });
+}
+
+FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
+                                               ValueRange x) {
+  Location l = location;
+  bool isFloat = isa<FloatType>(dtype);
+  return TypeSwitch<Operation *, FailureOr<Value>>(op)
+      .Case([&](AddOp) -> Value {
+        return isFloat ? Value(arith::AddFOp::create(b, l, x[0], x[1]))
+                       : Value(arith::AddIOp::create(b, l, x[0], x[1]));
+      })
+      .Case([&](SubOp) -> Value {
+        return isFloat ? Value(arith::SubFOp::create(b, l, x[0], x[1]))
+                       : Value(arith::SubIOp::create(b, l, x[0], x[1]));
+      })
+      .Case([&](MulOp) -> Value {
+        return isFloat ? Value(arith::MulFOp::create(b, l, x[0], x[1]))
+                       : Value(arith::MulIOp::create(b, l, x[0], x[1]));
+      })
+      .Case([&](DivOp) -> Value {
+        if (isFloat)
+          return arith::DivFOp::create(b, l, x[0], x[1]);
+        // i32: truncated, and x / 0 = 0 (division by zero is undefined on
+        // the GPU, so divide by 1 and select).
+        Value zero = zeroOf(dtype);
+        Value isZero =
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x[1], zero);
+        Value one = arith::ConstantOp::create(
+            b, l, b.getIntegerAttr(computeType(dtype), 1));
+        Value safe = arith::SelectOp::create(b, l, isZero, one, x[1]);
+        Value q = arith::DivSIOp::create(b, l, x[0], safe);
+        return arith::SelectOp::create(b, l, isZero, zero, q);
+      })
+      .Case([&](MaxOp) -> Value {
+        return isFloat ? Value(arith::MaximumFOp::create(b, l, x[0], x[1]))
+                       : Value(arith::MaxSIOp::create(b, l, x[0], x[1]));
+      })
+      .Case([&](MinOp) -> Value {
+        return isFloat ? Value(arith::MinimumFOp::create(b, l, x[0], x[1]))
+                       : Value(arith::MinSIOp::create(b, l, x[0], x[1]));
+      })
+      .Case([&](PowOp) -> Value {
+        return math::PowFOp::create(b, l, x[0], x[1]);
+      })
+      .Case([&](CompareOp c) -> Value {
+        if (isFloat)
+          return arith::CmpFOp::create(b, l, floatPredicate(c.getPredicate()),
+                                       x[0], x[1]);
+        return arith::CmpIOp::create(b, l, intPredicate(c.getPredicate()),
+                                     x[0], x[1]);
+      })
+      .Case([&](SelectOp) -> Value {
+        return arith::SelectOp::create(b, l, x[0], x[1], x[2]);
+      })
+      .Case([&](CastOp c) -> Value {
+        return castScalar(x[0], dtype, c.getType().getElementType());
+      })
+      .Default([](Operation *op) -> FailureOr<Value> {
+        return op->emitOpError("has no scalar lowering");
+      });
+}

@@ -1,0 +1,223 @@
+//===- KernelEmitter.h - scalar code for kf ops inside a gpu.func -*- C++ -*-===//
+//
+// Shared by the kernel templates of kf-lower-to-gpu. A template loops over
+// its work items; whenever it needs the element of a tensor of the fused
+// body at some index, it asks `elementAt`, which loads kernel inputs and
+// recomputes pointwise producers (elementwise math, casts, broadcasts,
+// transposes, reshapes, iota, constants) in registers. This is how a fused
+// elementwise prologue or body costs no memory traffic.
+//
+// Kernel arguments are flat memrefs (one bare pointer each): an element is
+// addressed by its row-major linear index. An ElementIndex carries that
+// linear index and, when a template knows it, the row and column of a
+// [rows..., N] space, so that broadcasts of row scalars ([rows..., 1]) and
+// row vectors ([N]) map to the same SSA index every time: the element is
+// then found in `computed` instead of being loaded or recomputed again.
+//
+// Values are computed in f32 for every float dtype, i32, or i1; they are
+// widened on load and rounded once on store.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_CODEGEN_KERNELEMITTER_H
+#define KFUSE_CODEGEN_KERNELEMITTER_H
+
+#include "ir/KFDialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/DenseMap.h"
+
+#include <optional>
+
+namespace kfuse::kf {
+
+class KernelEmitter;
+
+/// The index of one element of a tensor of shape `shape`.
+class ElementIndex {
+public:
+  static ElementIndex linear(llvm::ArrayRef<int64_t> shape, mlir::Value linear);
+  static ElementIndex multi(llvm::ArrayRef<int64_t> shape,
+                            llvm::ArrayRef<mlir::Value> index);
+  /// An element of a [rows..., rowLength] space known by row and column.
+  static ElementIndex rowElement(llvm::ArrayRef<int64_t> shape,
+                                 mlir::Value linear, mlir::Value row,
+                                 mlir::Value column);
+
+  llvm::ArrayRef<int64_t> shape() const { return dims; }
+  mlir::Value getLinear(KernelEmitter &e);
+  llvm::ArrayRef<mlir::Value> getMulti(KernelEmitter &e);
+  mlir::Value row() const { return rowIndex; }
+  mlir::Value column() const { return columnIndex; }
+
+private:
+  llvm::SmallVector<int64_t, 4> dims;
+  mlir::Value linearIndex, rowIndex, columnIndex;
+  llvm::SmallVector<mlir::Value, 4> multiIndex;
+};
+
+/// Where an element of a kernel buffer lies: its row-major linear index
+/// and, where the template knows them, its row (over all leading dims) and
+/// column. Buffers whose rows kf-pad padded are addressed by
+/// row * stride + column; without a row and column the linear index is
+/// divided by the row length to find them.
+struct BufferIndex {
+  BufferIndex(mlir::Value linear) : linear(linear) {}
+  BufferIndex(mlir::Value linear, mlir::Value row, mlir::Value column)
+      : linear(linear), row(row), column(column) {}
+  mlir::Value linear, row, column;
+};
+
+class KernelEmitter {
+public:
+  /// `func` is the gpu.func being built: its arguments are one flat memref
+  /// per kernel input, then one per kernel result (then, for a
+  /// warp-specialised matmul, its TMA tensor maps).
+  KernelEmitter(KernelOp kernel, mlir::gpu::GPUFuncOp func);
+
+  mlir::OpBuilder &builder() { return b; }
+  mlir::Location loc() const { return location; }
+  KernelOp kernel() const { return kernelOp; }
+  mlir::gpu::GPUFuncOp gpuFunc() const { return func; }
+
+  /// The element of `tensor` (a value of the kernel body) at `index`.
+  mlir::FailureOr<mlir::Value> elementAt(mlir::Value tensor,
+                                         ElementIndex index);
+  /// Records `value` as the element of `tensor` at linear index `linear`
+  /// (templates do this for reductions they computed).
+  void setElement(mlir::Value tensor, mlir::Value linear, mlir::Value value);
+  /// The row max and sum of exponentials of a softmax, computed by a row
+  /// template: elementAt then gives softmax elements from them.
+  void setSoftmaxStats(SoftmaxOp op, mlir::Value max, mlir::Value sum) {
+    softmaxStats[op] = {max, sum};
+  }
+  /// Stores `value` (in compute type) into result `result` at `at`.
+  void storeResult(unsigned result, BufferIndex at, mlir::Value value);
+  /// Loads `linears.size()` consecutive elements of kernel input `arg`,
+  /// starting at `first` (16-byte aligned), as one vector access, and
+  /// records each lane as the element at its linear index.
+  void loadLanes(mlir::BlockArgument arg, BufferIndex first,
+                 llvm::ArrayRef<mlir::Value> linears);
+  /// Loads `lanes` consecutive elements of kernel input `arg` from `first`
+  /// (16-byte aligned) as one vector access, in compute type.
+  llvm::SmallVector<mlir::Value> loadVector(mlir::BlockArgument arg,
+                                            BufferIndex first, int64_t lanes);
+  /// Stores consecutive `values` of result `result` from `first` on, as
+  /// one vector access.
+  void storeLanes(unsigned result, BufferIndex first,
+                  llvm::ArrayRef<mlir::Value> values);
+  /// The element offset of `at` in gpu.func argument `argNumber`.
+  mlir::Value offsetOf(unsigned argNumber, const BufferIndex &at);
+  /// The row stride kf-pad gave gpu.func argument `argNumber`, or 0.
+  int64_t paddedStride(unsigned argNumber) const {
+    return padding[argNumber].stride;
+  }
+
+  /// for item in [first, items) step stride: body(item); first = global
+  /// thread id, stride = all threads (or block id and grid size when
+  /// `perBlock`).
+  mlir::LogicalResult
+  forEachItem(int64_t items, bool perBlock,
+              llvm::function_ref<mlir::LogicalResult(mlir::Value)> body);
+  /// scf.for over [0, count) with loop-carried `init`; body returns the
+  /// next values.
+  mlir::SmallVector<mlir::Value>
+  loop(int64_t count, mlir::ValueRange init,
+       llvm::function_ref<mlir::SmallVector<mlir::Value>(mlir::Value,
+                                                         mlir::ValueRange)>
+           body);
+  /// Combines `value` across the thread block with `combine`; every thread
+  /// gets the result. Uses warp shuffles and `scratch` (32 floats or ints
+  /// of workgroup memory).
+  mlir::Value blockReduce(
+      mlir::Value value, mlir::Value identity, mlir::Value scratch,
+      int64_t threads,
+      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+
+  /// Row-major index of `linear` in `shape`, and back.
+  mlir::SmallVector<mlir::Value> delinearize(mlir::Value linear,
+                                             llvm::ArrayRef<int64_t> shape);
+  mlir::Value linearize(mlir::ValueRange index, llvm::ArrayRef<int64_t> shape);
+
+  mlir::Value index(int64_t value);
+  mlir::Value f32(double value);
+  mlir::Value constant(mlir::Type type, double value);
+  /// The type values of dtype `type` are computed in: f32, i32 or i1.
+  static mlir::Type computeType(mlir::Type dtype);
+
+private:
+  /// Loads the element at `offset` of gpu.func argument `argNumber`.
+  mlir::Value load(unsigned argNumber, mlir::Value offset);
+  mlir::FailureOr<mlir::Value> compute(mlir::Value tensor, ElementIndex &idx);
+  mlir::FailureOr<mlir::Value> broadcastAt(BroadcastOp op, ElementIndex &idx);
+  /// A softmax's element from its row's max and sum (softmaxStats).
+  mlir::FailureOr<mlir::Value> softmaxAt(SoftmaxOp op, ElementIndex &idx);
+  mlir::Value iotaAt(IotaOp op, ElementIndex &idx);
+  /// The elementwise `op` on scalars of its compute type: the one-operand
+  /// ops, then those of two or three.
+  mlir::FailureOr<mlir::Value> scalarOp(mlir::Operation *op,
+                                        mlir::ValueRange operands);
+  mlir::FailureOr<mlir::Value> unaryScalarOp(mlir::Operation *op,
+                                             mlir::Type dtype, mlir::Value x);
+  mlir::FailureOr<mlir::Value>
+  binaryScalarOp(mlir::Operation *op, mlir::Type dtype, mlir::ValueRange x);
+  /// 0 of the compute type of `dtype`.
+  mlir::Value zeroOf(mlir::Type dtype);
+  mlir::Value castScalar(mlir::Value v, mlir::Type from, mlir::Type to);
+  mlir::FailureOr<mlir::Value> constantAt(ConstantOp op);
+  mlir::Value warpReduce(
+      mlir::Value value,
+      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+
+  KernelOp kernelOp;
+  mlir::gpu::GPUFuncOp func;
+  /// Per gpu.func argument: its row length and padded row stride (0 when
+  /// dense).
+  struct RowPadding {
+    int64_t length = 0, stride = 0;
+  };
+  llvm::SmallVector<RowPadding> padding;
+  mlir::OpBuilder b;
+  mlir::Location location;
+  /// Elements already computed, by (tensor, linear index): a thread reuses
+  /// an element it has (fused DAGs with shared operands; rows kept in
+  /// registers across the passes of a normalization).
+  llvm::DenseMap<std::pair<mlir::Value, mlir::Value>, mlir::Value> computed;
+  llvm::DenseMap<mlir::Operation *, std::pair<mlir::Value, mlir::Value>>
+      softmaxStats;
+};
+
+/// How a broadcast maps output elements to input elements when it does by
+/// one division of the linear index: the input spans the output's trailing
+/// dims (element linear % rest: a row vector, a bias) or its leading dims
+/// (element linear / rest: a row scalar). `rest` is the product of the
+/// output dims from the split on.
+struct BroadcastSplit {
+  enum Kind { trailing, leading } kind;
+  int64_t rest;
+};
+std::optional<BroadcastSplit> splitBroadcast(BroadcastOp op);
+
+/// f32 sin(x) (or cos(x)) with a shared, conversion-free argument
+/// reduction; libdevice for |x| >= 105615, infinities and NaN.
+mlir::Value emitSinCos(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,
+                       bool cosine);
+/// 2^x by one MUFU.EX2 (ex2.approx.ftz: about 2 ulp, results below 2^-126
+/// flushed to 0). For sums of exponentials shifted by their max, where
+/// such terms add nothing.
+mlir::Value emitExp2Approx(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
+/// f32 1 / (1 + e^-x) from one MUFU.EX2 and one MUFU.RCP, about 5 ulp.
+mlir::Value emitSigmoid(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
+/// x Phi(x), Phi(-|x|) to 4.2e-6 relative for |x| <= 4 (plus the f32
+/// roundings) for GELUs whose results are f16, to 3.7e-4 for bf16 ones.
+mlir::Value emitGeluForHalfResults(mlir::OpBuilder &b, mlir::Location l,
+                                   mlir::Value x, bool bf16);
+/// The f32 GELU of an element of `dtype`: emitGeluForHalfResults for
+/// 16-bit results, else x (1 + erf(x / sqrt 2)) / 2 with libdevice's erf.
+mlir::Value emitGelu(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,
+                     mlir::Type dtype);
+
+} // namespace kfuse::kf
+
+#endif // KFUSE_CODEGEN_KERNELEMITTER_H

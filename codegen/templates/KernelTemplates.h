@@ -1,0 +1,82 @@
+//===- KernelTemplates.h - kf-lower-to-gpu's kernel templates ---*- C++ -*-===//
+//
+// One template per kernel kind, each looping over the kernel's work items
+// as kf-tile recorded them and asking the KernelEmitter for the elements it
+// needs; the helpers the templates share. Internal to kf-lower-to-gpu.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_CODEGEN_KERNELTEMPLATES_H
+#define KFUSE_CODEGEN_KERNELTEMPLATES_H
+
+#include "codegen/emitter/KernelEmitter.h"
+#include "analysis/KernelAnalysis.h"
+#include "codegen/Passes.h"
+
+namespace kfuse::kf {
+
+/// The kernel's first result, as its body yields it.
+mlir::Value rootValue(KernelOp kernel);
+/// The kernel result that holds attention `op`'s log-sum-exp, if any.
+std::optional<unsigned> lseResultOf(KernelOp kernel, AttentionOp op);
+/// Combines an accumulator with a value, for sum, mean, max and min.
+mlir::Value combine(KernelEmitter &e, ReduceKind kind, mlir::Value acc,
+                    mlir::Value v);
+/// The identity of a reduction of `kind` over values of `type`.
+mlir::Value reductionInit(KernelEmitter &e, ReduceKind kind, mlir::Type type);
+/// A shared-memory buffer of `floats` f32s for the kernel.
+mlir::Value workgroupBuffer(KernelEmitter &e, int64_t floats);
+
+/// Index arithmetic for the templates that compute addresses (tensor-core
+/// matmul, FlashAttention): one op each at the emitter's insertion point.
+class IndexArithmetic {
+protected:
+  explicit IndexArithmetic(KernelEmitter &e)
+      : e(e), b(e.builder()), l(e.loc()) {}
+  mlir::Value idx(int64_t v) { return e.index(v); }
+  mlir::Value add(mlir::Value x, mlir::Value y) {
+    return mlir::arith::AddIOp::create(b, l, x, y);
+  }
+  mlir::Value mul(mlir::Value x, int64_t c) {
+    return mlir::arith::MulIOp::create(b, l, x, idx(c));
+  }
+  mlir::Value div(mlir::Value x, int64_t c) {
+    return mlir::arith::DivUIOp::create(b, l, x, idx(c));
+  }
+  mlir::Value rem(mlir::Value x, int64_t c) {
+    return mlir::arith::RemUIOp::create(b, l, x, idx(c));
+  }
+  mlir::Value less(mlir::Value x, mlir::Value y) {
+    return mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::ult,
+                                       x, y);
+  }
+
+  KernelEmitter &e;
+  mlir::OpBuilder &b;
+  mlir::Location l;
+};
+
+/// A kernel whose reductions and softmaxes run along the last axis of
+/// [rows, length] data: one block per row (RowKernels.cpp).
+mlir::LogicalResult emitRows(KernelEmitter &e, RowSpace space);
+
+/// A reduction over the leading dims of [rows, columns] data, through
+/// shared-memory partials (ColumnAndTransposeKernels.cpp).
+mlir::LogicalResult emitColumns(KernelEmitter &e, RowSpace space);
+
+/// A pointwise kernel around the transpose of the last two dims of an
+/// input, through shared-memory tiles (ColumnAndTransposeKernels.cpp).
+mlir::LogicalResult emitTiledTranspose(KernelEmitter &e,
+                                       TransposeOp transpose);
+
+/// A bf16/f16 matmul on tensor cores, with the kernel's elementwise ops as
+/// its epilogue (MatmulKernel.cpp).
+mlir::LogicalResult emitTensorCoreMatmul(KernelEmitter &e, MatmulOp matmul);
+
+/// bf16/f16 attention on sm_90a: FlashAttention with wgmma, the scores in
+/// registers (AttentionKernel.cpp).
+mlir::LogicalResult emitFlashAttention(KernelEmitter &e, AttentionOp op);
+
+} // namespace kfuse::kf
+
+#endif // KFUSE_CODEGEN_KERNELTEMPLATES_H

@@ -1,0 +1,351 @@
+//===- RowKernels.cpp - kf-lower-to-gpu's template for row kernels -------===//
+//
+// A kernel whose reductions and softmaxes run along the last axis: one
+// block per row. Each reduction is a pass over the row's lanes and a block
+// reduction; with `in_registers` the lanes are unrolled and every element
+// is loaded (and every prologue computed) once, kept in registers across
+// the passes. Otherwise each pass loops over the row again, and a softmax
+// uses the online normaliser so that the row is read twice, not three
+// times.
+//
+// Rows that kf-pad padded are read a whole vector at a time: the lanes
+// span the longest padded row, and lanes past the row's end are masked.
+// A padded output is written to its whole stride, zeros past the row's
+// end, as kf-pad promises its consumers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+#include "codegen/templates/KernelTemplates.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+/// The lanes of one row a thread owns: `chunks` vectors of `vec` elements,
+/// at columns (chunk * threads + tid) * vec + lane. Lanes past the row's
+/// end are not `valid`, and read column 0 instead; `first` is the vector's
+/// first column as it is (where padded rows are written).
+struct RowLanes {
+  SmallVector<Value> columns, linears, valid;
+  Value first;
+};
+
+using LaneFn = function_ref<Value(Value, const RowLanes &, int64_t)>;
+
+class RowKernel {
+public:
+  RowKernel(KernelEmitter &e, RowSpace space);
+  LogicalResult emit();
+
+private:
+  LogicalResult emitRow(Value row);
+  /// The lanes of chunk `c` (an index, constant when unrolled); loads the
+  /// streamed inputs there.
+  RowLanes lanesOf(Value c);
+  /// Runs `fn` on every lane of the row, threading `acc` through.
+  Value overRow(Value acc, LaneFn fn);
+  Value element(Value tensor, const RowLanes &lanes, int64_t k);
+  /// A block-wide reduction of `map` of every element of `tensor`'s row.
+  Value reduceRow(Value tensor, ReduceKind kind, Type type,
+                  function_ref<Value(Value)> map);
+  LogicalResult emitReduce(ReduceOp reduce);
+  void emitOnlineSoftmax(SoftmaxOp softmax);
+  void emitSoftmaxInRegisters(SoftmaxOp softmax);
+  /// Row-shaped outputs at every lane, row scalars once per row.
+  LogicalResult storeOutputs();
+  /// Result `i` (padded to `stride`): whole vectors up to the stride.
+  void storePadded(unsigned i, Value value, int64_t stride);
+
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location l;
+  RowSpace space;
+  int64_t threads, vec, chunks;
+  bool inRegisters, ragged;
+  Value scratch, tid;
+  Block &body;
+  YieldOp yield;
+  /// Row-shaped inputs read only lane by lane (elementwise ops, the row's
+  /// reductions and softmaxes): loaded a vector at a time.
+  SmallVector<BlockArgument> streamed;
+  // The row being emitted.
+  Value row, rowBase;
+  SmallVector<RowLanes> unrolled;
+  LogicalResult status = success();
+};
+
+RowKernel::RowKernel(KernelEmitter &e, RowSpace space)
+    : e(e), b(e.builder()), l(e.loc()), space(space),
+      threads(configValue(e.kernel(), "block")),
+      vec(configValue(e.kernel(), "vec", 1)),
+      chunks(configValue(e.kernel(), "chunks", 1)),
+      inRegisters(configValue(e.kernel(), "in_registers")),
+      ragged(space.length != threads * vec * chunks),
+      body(e.kernel().getBody().front()),
+      yield(mlir::cast<YieldOp>(body.getTerminator())) {}
+
+LogicalResult RowKernel::emit() {
+  scratch = workgroupBuffer(e, 32);
+  tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  for (BlockArgument arg : body.getArguments()) {
+    auto type = mlir::cast<RankedTensorType>(arg.getType());
+    if (type.getRank() > 0 &&
+        type.getNumElements() == space.rows * space.length &&
+        type.getShape().back() == space.length &&
+        llvm::all_of(arg.getUsers(), [](Operation *user) {
+          // The row's reductions and softmaxes read it lane by lane too.
+          return user->hasTrait<OpTrait::kf::Elementwise>() ||
+                 isa<ReduceOp, SoftmaxOp>(user);
+        }))
+      streamed.push_back(arg);
+  }
+  return e.forEachItem(space.rows, true,
+                       [&](Value r) -> LogicalResult { return emitRow(r); });
+}
+
+LogicalResult RowKernel::emitRow(Value r) {
+  row = r;
+  rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
+  unrolled.clear();
+  if (inRegisters)
+    for (int64_t c = 0; c < chunks; ++c)
+      unrolled.push_back(lanesOf(e.index(c)));
+  for (Operation &op : body.without_terminator()) {
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      if (failed(emitReduce(reduce)))
+        return failure();
+    } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+      if (inRegisters)
+        emitSoftmaxInRegisters(softmax);
+      else
+        emitOnlineSoftmax(softmax);
+    }
+    if (failed(status))
+      return failure();
+  }
+  if (failed(storeOutputs()))
+    return failure();
+  return status;
+}
+
+RowLanes RowKernel::lanesOf(Value c) {
+  RowLanes lanes;
+  Value vecIndex = arith::AddIOp::create(
+      b, l, arith::MulIOp::create(b, l, c, e.index(threads)), tid);
+  Value first = arith::MulIOp::create(b, l, vecIndex, e.index(vec));
+  lanes.first = first;
+  for (int64_t k = 0; k < vec; ++k) {
+    Value column =
+        k ? Value(arith::AddIOp::create(b, l, first, e.index(k))) : first;
+    Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                        column, e.index(space.length));
+    if (ragged) // keep loads inside the row; the value is masked
+      column = arith::SelectOp::create(b, l, valid, column, e.index(0));
+    lanes.columns.push_back(column);
+    lanes.linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
+    lanes.valid.push_back(valid);
+  }
+  for (BlockArgument arg : streamed)
+    e.loadLanes(arg, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
+                lanes.linears);
+  return lanes;
+}
+
+Value RowKernel::overRow(Value acc, LaneFn fn) {
+  if (inRegisters) {
+    for (const RowLanes &lanes : unrolled)
+      for (int64_t k = 0; k < vec; ++k)
+        acc = fn(acc, lanes, k);
+    return acc;
+  }
+  return e.loop(chunks, {acc}, [&](Value c, ValueRange carried) {
+    RowLanes lanes = lanesOf(c);
+    Value a = carried[0];
+    for (int64_t k = 0; k < vec; ++k)
+      a = fn(a, lanes, k);
+    return SmallVector<Value>{a};
+  })[0];
+}
+
+Value RowKernel::element(Value tensor, const RowLanes &lanes, int64_t k) {
+  FailureOr<Value> v = e.elementAt(
+      tensor, ElementIndex::rowElement(shapeOf(tensor), lanes.linears[k], row,
+                                       lanes.columns[k]));
+  if (failed(v)) {
+    status = failure();
+    return e.f32(0);
+  }
+  return *v;
+}
+
+Value RowKernel::reduceRow(Value tensor, ReduceKind kind, Type type,
+                           function_ref<Value(Value)> map) {
+  Value identity = reductionInit(e, kind, type);
+  Value partial =
+      overRow(identity, [&](Value acc, const RowLanes &lanes, int64_t k) {
+        Value v = map(element(tensor, lanes, k));
+        if (ragged)
+          v = arith::SelectOp::create(b, l, lanes.valid[k], v, identity);
+        return combine(e, kind, acc, v);
+      });
+  return e.blockReduce(partial, identity, scratch, threads,
+                       [&](Value x, Value y) { return combine(e, kind, x, y); });
+}
+
+LogicalResult RowKernel::emitReduce(ReduceOp reduce) {
+  Type type = KernelEmitter::computeType(reduce.getType().getElementType());
+  if (!isa<FloatType>(type))
+    return reduce.emitOpError("row kernels reduce floats only");
+  Value v = reduceRow(reduce.getInput(), reduce.getKind(), type,
+                      [](Value x) { return x; });
+  if (reduce.getKind() == ReduceKind::mean)
+    v = arith::DivFOp::create(b, l, v, e.f32(static_cast<double>(space.length)));
+  e.setElement(reduce.getResult(), row, v);
+  return success();
+}
+
+/// A row too long for registers: the online normaliser reads it once for
+/// the max and the sum together (a running max rescales the running sum),
+/// and once more for the output.
+void RowKernel::emitOnlineSoftmax(SoftmaxOp softmax) {
+  Value negInf = e.f32(-INFINITY), zero = e.f32(0);
+  auto rescale = [&](Value sum, Value from, Value to) -> Value {
+    // sum * exp(from - to), with an empty sum (from = -inf) staying 0.
+    Value empty =
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, from, negInf);
+    Value factor = emitExp2Approx(
+        b, l,
+        arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, from, to),
+                              e.f32(M_LOG2E)));
+    return arith::SelectOp::create(b, l, empty, zero,
+                                   arith::MulFOp::create(b, l, sum, factor));
+  };
+  SmallVector<Value> state = e.loop(
+      chunks, {negInf, zero}, [&](Value c, ValueRange carried) {
+        RowLanes lanes = lanesOf(c);
+        Value m = carried[0], s = carried[1];
+        for (int64_t k = 0; k < vec; ++k) {
+          Value x = element(softmax.getInput(), lanes, k);
+          if (ragged)
+            x = arith::SelectOp::create(b, l, lanes.valid[k], x, negInf);
+          Value next = arith::MaximumFOp::create(b, l, m, x);
+          s = arith::AddFOp::create(b, l, rescale(s, m, next),
+                                    rescale(e.f32(1), x, next));
+          m = next;
+        }
+        return SmallVector<Value>{m, s};
+      });
+  Value max = e.blockReduce(state[0], negInf, scratch, threads,
+                            [&](Value x, Value y) -> Value {
+                              return arith::MaximumFOp::create(b, l, x, y);
+                            });
+  Value sum = e.blockReduce(rescale(state[1], state[0], max), zero, scratch,
+                            threads, [&](Value x, Value y) -> Value {
+                              return arith::AddFOp::create(b, l, x, y);
+                            });
+  e.setSoftmaxStats(softmax, max, sum);
+}
+
+/// A row in registers: the max, then each exponential once (kept for the
+/// output) and their sum.
+void RowKernel::emitSoftmaxInRegisters(SoftmaxOp softmax) {
+  Value max = reduceRow(softmax.getInput(), ReduceKind::max, b.getF32Type(),
+                        [](Value x) { return x; });
+  SmallVector<Value> exps;
+  // exp(x - max) as 2^(x log2 e - max log2 e): one FMA and one MUFU.EX2.
+  // The rounding of max log2 e scales every term of the row alike, and
+  // cancels in the normalisation (softmax bf16 1.24x -> 1.07x its HBM
+  // floor on the H200, where libdevice's expf made the kernel issue-bound).
+  Value shift = arith::MulFOp::create(b, l, max, e.f32(-M_LOG2E));
+  Value sum = reduceRow(
+      softmax.getInput(), ReduceKind::sum, b.getF32Type(),
+      [&](Value x) -> Value {
+        Value p = emitExp2Approx(
+            b, l, math::FmaOp::create(b, l, x, e.f32(M_LOG2E), shift));
+        exps.push_back(p);
+        return p;
+      });
+  e.setSoftmaxStats(softmax, max, sum);
+  Value masked = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max,
+                                       e.f32(-INFINITY));
+  Value inverse = arith::DivFOp::create(b, l, e.f32(1), sum);
+  size_t next = 0;
+  for (const RowLanes &lanes : unrolled)
+    for (int64_t k = 0; k < vec; ++k)
+      e.setElement(softmax.getResult(), lanes.linears[k],
+                   arith::SelectOp::create(
+                       b, l, masked, e.f32(0),
+                       arith::MulFOp::create(b, l, exps[next++], inverse)));
+}
+
+LogicalResult RowKernel::storeOutputs() {
+  for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+    auto type = mlir::cast<RankedTensorType>(value.getType());
+    if (type.getNumElements() == space.rows) {
+      FailureOr<Value> v =
+          e.elementAt(value, ElementIndex::linear(type.getShape(), row));
+      if (failed(v))
+        return failure();
+      Value first =
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, e.index(0));
+      auto guard = scf::IfOp::create(b, l, first);
+      OpBuilder::InsertionGuard insertion(b);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+      e.storeResult(i, row, *v);
+      continue;
+    }
+    unsigned argNumber = e.kernel().getInputs().size() + i;
+    if (int64_t stride = e.paddedStride(argNumber)) {
+      storePadded(i, value, stride);
+      continue;
+    }
+    SmallVector<Value> vector;
+    overRow(e.index(0), [&](Value acc, const RowLanes &lanes, int64_t k) {
+      Value v = element(value, lanes, k);
+      if (!ragged) {
+        vector.push_back(v);
+        if (k + 1 == vec) {
+          e.storeLanes(i, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
+                       vector);
+          vector.clear();
+        }
+        return acc;
+      }
+      auto guard = scf::IfOp::create(b, l, lanes.valid[k]);
+      OpBuilder::InsertionGuard insertion(b);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+      e.storeResult(i, BufferIndex(lanes.linears[k], row, lanes.columns[k]), v);
+      return acc;
+    });
+  }
+  return success();
+}
+
+void RowKernel::storePadded(unsigned i, Value value, int64_t stride) {
+  SmallVector<Value> vector;
+  overRow(e.index(0), [&](Value acc, const RowLanes &lanes, int64_t k) {
+    Value v = element(value, lanes, k);
+    vector.push_back(arith::SelectOp::create(b, l, lanes.valid[k], v,
+                                             e.constant(v.getType(), 0)));
+    if (k + 1 < vec)
+      return acc;
+    // kf-tile made `vec` divide the stride: a vector that starts inside the
+    // padded row ends inside it.
+    Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                         lanes.first, e.index(stride));
+    auto guard = scf::IfOp::create(b, l, inside);
+    OpBuilder::InsertionGuard insertion(b);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    e.storeLanes(i, BufferIndex(lanes.linears[0], row, lanes.first), vector);
+    vector.clear();
+    return acc;
+  });
+}
+
+} // namespace
+
+LogicalResult kfuse::kf::emitRows(KernelEmitter &e, RowSpace space) {
+  return RowKernel(e, space).emit();
+}

@@ -1,0 +1,716 @@
+//===- AttentionKernel.cpp - kf-lower-to-gpu's FlashAttention template ----===//
+//
+// A block of two warpgroups takes `block_q` (128) query rows of one head,
+// 64 a warpgroup, and streams the head's keys and values through shared
+// memory `block_k` (64) at a time: the copies of K for the next tile and
+// of V for this one (cp.async, zero-filled past the sequence and the head
+// dim) fly while the products run. (With config `tma` a third warpgroup
+// copies them instead: AttentionTmaPipeline.cpp.) Per key tile j a warpgroup issues
+//   S_j = Q K_j^T            wgmma m64n64k16, Q from registers (head dims
+//                            up to 128) or shared memory, K from shared,
+//   O += P_{j-1} V_{j-1}     wgmma m64nDk16, P from registers (the
+//                            accumulator layout of S is the A-fragment
+//                            layout of P), V M/N-major from shared memory,
+// then, once S_j is done, computes the online softmax of S_j (running row
+// max m and sum l in registers) while the second product runs, and last
+// rescales O by exp(m_old - m_new). The scores and probabilities never
+// leave registers. fp32 throughout, exp2 (ex2.approx.ftz) with the scale
+// folded in. The epilogue divides by l (0 for a row with nothing to
+// attend) and stores through the kernel's epilogue.
+//
+// A bias or mask operand is computed at each score, from a tile of its
+// input staged in shared memory with K (`stage_scores_input`) or read from
+// global memory. Causal blocks stop at the diagonal; only tiles that cross
+// it (and the last, partial tile of the keys) pay for masking. Grouped-query
+// attention reads K/V head h / (H / Hkv). Head dims are padded to multiples of
+// 64 by the zero-fill of the copies.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/templates/attention/AttentionKernel.h"
+#include "codegen/emitter/AsyncCopy.h"
+#include "codegen/emitter/Wgmma.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kfuse::kf;
+using namespace kfuse::kf::detail;
+
+FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
+    : IndexArithmetic(e), op(op) {
+  ArrayRef<int64_t> qs = shapeOf(op.getQ()), ks = shapeOf(op.getK());
+  heads = qs[1];
+  kvHeads = ks[1];
+  sq = qs[2];
+  sk = ks[2];
+  d = qs[3];
+  dv = shapeOf(op.getV())[3];
+  dp = configValue(e.kernel(), "head_dim");
+  dvp = configValue(e.kernel(), "value_dim");
+  blockK = configValue(e.kernel(), "block_k", 64);
+  // A warpgroup of 128 threads a 64 query rows.
+  blockQ = configValue(e.kernel(), "block_q", 128);
+  threads = blockQ * 2;
+  stages = configValue(e.kernel(), "stages", 2);
+  warpSpecialized = configValue(e.kernel(), "tma");
+  barrierOffset = 2 * (blockQ * dp + stages * blockK * (dp + dvp));
+  qTiles = (sq + blockQ - 1) / blockQ;
+  scaleLog2 = (op.getBias() ? 1.0 : op.getScale().convertToDouble()) * M_LOG2E;
+  dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  auto arg = [&](Value x) {
+    return e.gpuFunc().getArgument(mlir::cast<BlockArgument>(x).getArgNumber());
+  };
+  q = arg(op.getQ());
+  k = arg(op.getK());
+  v = arg(op.getV());
+  auto strideOf = [&](Value x, int64_t dense) {
+    int64_t padded =
+        e.paddedStride(mlir::cast<BlockArgument>(x).getArgNumber());
+    return padded ? padded : dense;
+  };
+  qStride = strideOf(op.getQ(), d);
+  kStride = strideOf(op.getK(), d);
+  vStride = strideOf(op.getV(), dv);
+  if (configValue(e.kernel(), "stage_scores_input"))
+    stagedInput = stagedScoresInput(e.kernel());
+  if (warpSpecialized) {
+    unsigned maps = e.kernel().getInputs().size() + e.kernel().getNumResults();
+    qMap = e.gpuFunc().getArgument(maps);
+    kMap = e.gpuFunc().getArgument(maps + 1);
+    vMap = e.gpuFunc().getArgument(maps + 2);
+  }
+}
+
+LogicalResult FlashAttention::emit() {
+  if (!dp || !dvp)
+    return e.kernel().emitOpError("has no attention tiling: run kf-tile");
+  setUp();
+  return warpSpecialized ? emitWarpSpecialized() : emitWithCopies();
+}
+
+LogicalResult FlashAttention::emitWithCopies() {
+  loadQ();
+  loadK(idx(0));
+  loadScoresInput(idx(0));
+  // The product with V "before" tile 0 (P = 0) reads V stage 1: zeros,
+  // not whatever shared memory held.
+  copyTile(v, idx(0), vStride, blockK, idx(0), dvp, vStride, vStage(idx(1)),
+           [&](Value r, Value col) { return vOffset(r, col); });
+  NVVM::CpAsyncCommitGroupOp::create(b, l);
+  auto [unmasked, last] = keyTileRanges();
+  // With `q_registers` Q stays in registers: S = Q K^T then reads only K
+  // from shared memory, half the bytes of a product of two shared operands.
+  if (configValue(e.kernel(), "q_registers")) {
+    NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
+    gpu::BarrierOp::create(b, l);
+    qFragments = loadQFragments();
+  }
+  RowState state = runTiles(idx(0), unmasked, initialState(), false);
+  state = runTiles(unmasked, last, state, true);
+  state.acc = finishValues(last, state);
+  if (failed(status))
+    return failure();
+  return store(state);
+}
+
+RowState FlashAttention::initialState() {
+  RowState state;
+  state.max.assign(2, e.f32(-INFINITY));
+  state.sum.assign(2, e.f32(0));
+  state.acc.assign(dvp / 2, e.f32(0));
+  state.p.assign(blockK / 4, arith::ConstantOp::create(
+                                  b, l, b.getI32IntegerAttr(0)));
+  return state;
+}
+
+SmallVector<Value> FlashAttention::finishValues(Value last,
+                                                const RowState &state) {
+  Value prior = arith::SubIOp::create(b, l, last, idx(1));
+  if (warpSpecialized) {
+    async::waitParity(b, l, barrier(Barrier::VFull, prior), phaseOf(prior));
+  } else {
+    NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
+    wgmma::fenceSharedForAsyncProxy(b, l);
+    gpu::BarrierOp::create(b, l);
+  }
+  SmallVector<Value> vDescriptors = valueDescriptors(vStage(prior));
+  SmallVector<Value> acc = issueValues(vDescriptors, state);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+  return acc;
+}
+
+/// The dynamic shared memory and the thread's place in the block.
+void FlashAttention::setUp() {
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  Value bytes = gpu::DynamicSharedMemoryOp::create(
+      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                            workgroup));
+  int64_t elements = blockQ * dp + stages * blockK * (dp + dvp) +
+                     (stagedInput ? stages * blockQ * (blockK + 8) : 0);
+  shared = memref::ViewOp::create(
+      b, l, MemRefType::get({elements}, dtype, AffineMap(), workgroup), bytes,
+      idx(0), ValueRange{});
+  sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
+  tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  lane = rem(tid, 32);
+  warpgroup = div(tid, 128);
+  warpRow = add(mul(warpgroup, 64), mul(div(rem(tid, 128), 32), 16));
+  locate(gpu::BlockIdOp::create(b, l, gpu::Dimension::x));
+}
+
+/// Key tiles [0, unmasked) lie wholly below the diagonal and inside the
+/// keys: no mask; [unmasked, last) (the diagonal, the partial last tile)
+/// are masked; causal blocks stop at the diagonal.
+std::pair<Value, Value> FlashAttention::keyTileRanges() {
+  int64_t keyTiles = (sk + blockK - 1) / blockK, fullTiles = sk / blockK;
+  Value last = idx(keyTiles), unmasked = idx(fullTiles);
+  if (op.getCausal()) {
+    Value rowsEnd = minIndex(add(q0, idx(blockQ)), idx(sq));
+    last = minIndex(last, div(add(rowsEnd, idx(blockK - 1)), blockK));
+    unmasked = minIndex(unmasked, div(q0, blockK));
+  }
+  return {unmasked, last};
+}
+
+/// Blocks take the query tiles of a head in turn, the last (for causal,
+/// the longest) first: neighbouring blocks share the head's K and V in L2.
+void FlashAttention::locate(Value block) {
+  Value qTile = arith::SubIOp::create(b, l, idx(qTiles - 1), rem(block, qTiles));
+  qSlice = div(block, qTiles);
+  batch = div(qSlice, heads);
+  head = rem(qSlice, heads);
+  Value kvHead = div(head, heads / kvHeads);
+  q0 = mul(qTile, blockQ);
+  qBase = mul(qSlice, sq * qStride);
+  kvSlice = add(mul(batch, kvHeads), kvHead);
+  kBase = mul(kvSlice, sk * kStride);
+  vBase = mul(kvSlice, sk * vStride);
+}
+
+void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
+                              int64_t rows, Value validRows, int64_t cols,
+                              int64_t validCols, Value sharedAt,
+                              function_ref<Value(Value, Value)> place,
+                              Value colLimit) {
+  // 16-byte copies where rows are whole 16-byte chunks, else 8 or 4 bytes
+  // (cp.async.ca) into their part of a swizzled chunk.
+  int64_t chunk = validCols % 8 == 0 ? 8 : validCols % 4 == 0 ? 4 : 2;
+  int64_t perRow = cols / chunk, chunks = rows * perRow;
+  for (int64_t first = 0; first < chunks; first += threads) {
+    Value c = add(tid, idx(first));
+    Value r = div(c, perRow), col = mul(rem(c, perRow), chunk);
+    Value valid;
+    if (validRows)
+      valid = less(r, validRows);
+    if (validCols < cols || colLimit) {
+      Value inside = less(col, colLimit ? colLimit : idx(validCols));
+      valid = valid ? arith::AndIOp::create(b, l, valid, inside) : inside;
+    }
+    Value src = add(base, add(mul(r, stride), col)), count;
+    if (valid) {
+      src = arith::SelectOp::create(b, l, valid, src, idx(0));
+      count = arith::SelectOp::create(b, l, valid, idx(chunk), idx(0));
+    }
+    Value dst = add(sharedAt, place(r, col));
+    if (chunk < 8)
+      dst = add(dst, rem(col, 8));
+    nvgpu::DeviceAsyncCopyOp::create(
+        b, l, shared, ValueRange{dst}, memref, ValueRange{src},
+        b.getIndexAttr(chunk), count, chunk == 8 ? b.getUnitAttr() : UnitAttr());
+  }
+}
+
+/// Q as K-major chunks of 64 head-dim columns: [dp / 64][128 rows][64].
+void FlashAttention::loadQ() {
+  Value valid = sq % blockQ ? arith::SubIOp::create(b, l, idx(sq), q0) : Value();
+  copyTile(q, add(qBase, mul(q0, qStride)), qStride, blockQ, valid, dp, qStride,
+           idx(0), [&](Value r, Value col) {
+             return add(mul(div(col, 64), blockQ * 64),
+                        wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
+           });
+}
+
+Value FlashAttention::kStage(Value tile) {
+  return add(idx(blockQ * dp), mul(rem(tile, stages), blockK * dp));
+}
+
+Value FlashAttention::vStage(Value tile) {
+  return add(idx(blockQ * dp + stages * blockK * dp),
+             mul(rem(tile, stages), blockK * dvp));
+}
+
+/// K as K-major chunks [dp / 64][64 keys][64].
+void FlashAttention::loadK(Value tile) {
+  Value k0 = mul(tile, blockK);
+  Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
+  copyTile(k, add(kBase, mul(k0, kStride)), kStride, blockK, valid, dp, kStride,
+           kStage(tile), [&](Value r, Value col) {
+             return add(mul(div(col, 64), blockK * 64),
+                        wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
+           });
+}
+
+Value FlashAttention::scoresStage(Value tile) {
+  return add(idx(blockQ * dp + stages * blockK * (dp + dvp)),
+             mul(rem(tile, stages), blockQ * (blockK + 8)));
+}
+
+/// Rows of the block's queries, columns of the tile's keys, zero past the
+/// ends of both.
+void FlashAttention::loadScoresInput(Value tile) {
+  if (!stagedInput)
+    return;
+  Value k0 = mul(tile, blockK);
+  Value rows = sq % blockQ ? arith::SubIOp::create(b, l, idx(sq), q0) : Value();
+  Value keys = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
+  Value base = add(mul(add(mul(add(mul(batch, heads), head), sq), q0), sk), k0);
+  copyTile(
+      e.gpuFunc().getArgument(stagedInput.getArgNumber()), base, sk, blockQ,
+      rows, blockK, blockK, scoresStage(tile),
+      [&](Value r, Value col) { return add(mul(r, blockK + 8), col); }, keys);
+}
+
+/// Element (key, col) of a V tile: M/N-major (keys along K), blocks of 64
+/// keys, each in atom columns of 64 value dims.
+Value FlashAttention::vOffset(Value key, Value col) {
+  return add(mul(div(key, 64), 64 * dvp),
+             wgmma::swizzledOffset(b, l, rem(key, 64), col, false));
+}
+
+/// V tiles, in their stages.
+void FlashAttention::loadV(Value tile) {
+  Value k0 = mul(tile, blockK);
+  Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
+  copyTile(v, add(vBase, mul(k0, vStride)), vStride, blockK, valid, dvp,
+           vStride, vStage(tile),
+           [&](Value r, Value col) { return vOffset(r, col); });
+}
+
+RowState FlashAttention::runTiles(Value first, Value last, RowState state,
+                                  bool masked) {
+  auto loop = scf::ForOp::create(b, l, first, last, idx(1), state.flat());
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  size_t accumulators = state.acc.size();
+  RowState next = step(loop.getInductionVar(),
+                       RowState::unflat(loop.getRegionIterArgs(), accumulators),
+                       masked);
+  scf::YieldOp::create(b, l, next.flat());
+  b.setInsertionPointAfter(loop);
+  return RowState::unflat(loop.getResults(), accumulators);
+}
+
+/// The copies of K_{j+1} and V_j start once every thread's copies of K_j
+/// and V_{j-1} landed, into the stages the products do not read.
+void FlashAttention::startCopies(Value tile) {
+  NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
+  wgmma::fenceSharedForAsyncProxy(b, l);
+  gpu::BarrierOp::create(b, l);
+  // (Issued after the products instead, measured on the H200: 430 -> 370
+  // TFLOP/s.)
+  Value next = add(tile, idx(1));
+  int64_t keyTiles = (sk + blockK - 1) / blockK;
+  auto more = scf::IfOp::create(b, l, less(next, idx(keyTiles)), false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(more.thenBlock());
+    loadK(next);
+    loadScoresInput(next);
+  }
+  loadV(tile);
+  NVVM::CpAsyncCommitGroupOp::create(b, l);
+}
+
+/// Key tile j, once K_j and V_{j-1} are in shared memory: S_j = Q K_j^T
+/// and O += P_{j-1} V_{j-1} are issued together, and the softmax of S_j
+/// runs while the second product computes (FlashAttention 3's overlap
+/// within a warpgroup); O is rescaled once that is done.
+RowState FlashAttention::step(Value tile, RowState state, bool masked,
+                              bool first) {
+  if (warpSpecialized)
+    awaitTiles(tile, first);
+  else
+    startCopies(tile);
+  // Every descriptor is computed before the products are issued: ptxas
+  // serialises wgmma when other instructions define their inputs between
+  // the first and the wait.
+  SmallVector<Value> sDescriptors = scoreDescriptors(kStage(tile));
+  Value prior = arith::SubIOp::create(b, l, tile, idx(1));
+  SmallVector<Value> vDescriptors;
+  if (!first)
+    vDescriptors = valueDescriptors(vStage(prior));
+  // O += P V is queued behind S. (Without the TMA, tile 0 adds P = 0 times
+  // the zeros of V stage 1: no branch around the products.)
+  SmallVector<Value> s = issueScores(sDescriptors);
+  if (!first)
+    state.acc = issueValues(vDescriptors, state);
+  SmallVector<Value> pInFlight = state.p;
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, first ? 0 : 1);
+  if (warpSpecialized)
+    release(barrier(Barrier::KEmpty, tile));
+  SmallVector<Value, 2> factors = softmax(tile, s, state, masked);
+  if (first)
+    return state;
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+  // The new P must not take the registers the product just read.
+  wgmma::keepRegistersUntilHere(b, l, pInFlight);
+  if (warpSpecialized)
+    release(barrier(Barrier::VEmpty, prior));
+  state.acc = rescaled(state, factors);
+  return state;
+}
+
+/// Here rather than between the two products, where ptxas would make S
+/// complete first (C7517: it injects a wait). Only when a max moved: late
+/// in a row it rarely does, and this is a third of the softmax's work.
+SmallVector<Value> FlashAttention::rescaled(const RowState &state,
+                                            ArrayRef<Value> factors) {
+  Value one = e.f32(1);
+  Value moved = arith::OrIOp::create(
+      b, l,
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, factors[0], one),
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, factors[1], one));
+  auto ifMoved = scf::IfOp::create(b, l, TypeRange(ValueRange(state.acc)),
+                                   moved, true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifMoved.thenBlock());
+  SmallVector<Value> scaled;
+  for (int64_t i = 0; i < int64_t(state.acc.size()); ++i)
+    scaled.push_back(fmul(state.acc[i], factors[i % 4 / 2]));
+  scf::YieldOp::create(b, l, scaled);
+  b.setInsertionPointToStart(ifMoved.elseBlock());
+  scf::YieldOp::create(b, l, state.acc);
+  return SmallVector<Value>(ifMoved.getResults());
+}
+
+SmallVector<Value> FlashAttention::loadQFragments() {
+  // ldmatrix.x4: lanes 0-15 address rows 0-15 of the step's first 8
+  // columns, lanes 16-31 the next 8 (mma's A fragment order).
+  Value r = add(warpRow, rem(lane, 16)), half = div(lane, 16);
+  SmallVector<Value> regs;
+  auto pairType = VectorType::get({4, 2}, dtype);
+  for (int64_t s = 0; s < dp / 16; ++s) {
+    Value col = add(mul(half, 8), idx((s % 4) * 16));
+    Value offset = add(idx((s / 4) * blockQ * 64),
+                       wgmma::swizzledOffset(b, l, r, col, true));
+    Value frag = nvgpu::LdMatrixOp::create(b, l, pairType, shared,
+                                           ValueRange{offset}, false, 4);
+    for (int64_t i = 0; i < 4; ++i) {
+      Value pair = vector::ExtractOp::create(b, l, frag, ArrayRef<int64_t>{i});
+      Value word = vector::BitCastOp::create(
+          b, l, VectorType::get({1}, b.getI32Type()), pair);
+      regs.push_back(vector::ExtractOp::create(b, l, word, ArrayRef<int64_t>{0}));
+    }
+  }
+  return regs;
+}
+
+SmallVector<Value> FlashAttention::scoreDescriptors(Value stage) {
+  Value base = wgmma::descriptor(b, l, add(sharedBase, mul(stage, 2)), true);
+  SmallVector<Value> descriptors;
+  for (int64_t c = 0; c < dp / 64; ++c)
+    for (int64_t s = 0; s < 4; ++s)
+      descriptors.push_back(
+          wgmma::offsetDescriptor(b, l, base, c * blockK * 128 + 32 * s));
+  return descriptors;
+}
+
+/// One k16 step per 16 keys: V's 8-key groups are 1024 bytes apart.
+SmallVector<Value> FlashAttention::valueDescriptors(Value stage) {
+  Value base = wgmma::descriptor(b, l, add(sharedBase, mul(stage, 2)), false);
+  SmallVector<Value> descriptors;
+  for (int64_t j = 0; j < blockK / 16; ++j)
+    descriptors.push_back(wgmma::offsetDescriptor(
+        b, l, base, (j / 4) * 64 * dvp * 2 + 2048 * (j % 4)));
+  return descriptors;
+}
+
+/// S = Q K^T for the warpgroup's 64 rows and the tile's 64 keys: 32
+/// accumulators a thread.
+SmallVector<Value> FlashAttention::issueScores(ArrayRef<Value> descriptors) {
+  SmallVector<Value> acc(blockK / 2, e.f32(0));
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  if (!qFragments.empty()) {
+    for (auto [i, desc] : llvm::enumerate(descriptors))
+      acc = wgmma::multiplyRegisterA(
+          b, l, acc, ArrayRef<Value>(qFragments).slice(4 * i, 4), desc,
+          dtype.isBF16(), /*transposeB=*/false, /*accumulate=*/i > 0);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+    return acc;
+  }
+  // Q from shared memory: the warpgroup's 64 rows of each 64-column chunk.
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      b.getContext(), SmallVector<Type>(blockK / 2, b.getF32Type()));
+  Value all = LLVM::UndefOp::create(b, l, accType);
+  auto shape = NVVM::MMAShapeAttr::get(b.getContext(), 64, blockK, 16);
+  NVVM::WGMMATypes type =
+      dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  Value qBase = wgmma::descriptor(
+      b, l, add(sharedBase, mul(warpgroup, 64 * 128)), true);
+  for (auto [i, desc] : llvm::enumerate(descriptors)) {
+    int64_t c = i / 4, s = i % 4;
+    Value qDesc =
+        wgmma::offsetDescriptor(b, l, qBase, c * blockQ * 128 + 32 * s);
+    all = NVVM::WgmmaMmaAsyncOp::create(
+        b, l, accType, all, qDesc, desc, shape, type, type,
+        NVVM::WGMMATypes::f32,
+        i == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, NVVM::MMALayout::row,
+        NVVM::MMALayout::col, /*satfinite=*/nullptr);
+  }
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  for (int64_t i = 0; i < blockK / 2; ++i)
+    acc[i] = LLVM::ExtractValueOp::create(b, l, all, i);
+  return acc;
+}
+
+SmallVector<Value> FlashAttention::issueValues(ArrayRef<Value> descriptors,
+                                               const RowState &state) {
+  SmallVector<Value> acc = state.acc;
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  for (auto [j, desc] : llvm::enumerate(descriptors))
+    acc = wgmma::multiplyRegisterA(b, l, acc,
+                                   ArrayRef<Value>(state.p).slice(4 * j, 4),
+                                   desc, dtype.isBF16(), true);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  return acc;
+}
+
+/// Accumulator i of a thread holds row lane / 4 (+ 8 when i % 4 >= 2) of
+/// its warp's 16 and key (or value dim) 8 (i / 4) + 2 (lane % 4) + i % 2.
+SmallVector<Value, 2> FlashAttention::softmax(Value tile,
+                                              SmallVector<Value> &s,
+                                              RowState &state, bool masked) {
+  if (op.getMask() || op.getBias())
+    applyScoreOperands(tile, s);
+  if (masked)
+    mask(tile, s);
+  Value negInf = e.f32(-INFINITY), c = e.f32(scaleLog2);
+  auto maximum = [&](Value x, Value y) -> Value {
+    return arith::MaximumFOp::create(b, l, x, y);
+  };
+  auto plus = [&](Value x, Value y) -> Value {
+    return arith::AddFOp::create(b, l, x, y);
+  };
+  SmallVector<Value, 2> alphas;
+  SmallVector<Value> p(blockK / 2);
+  for (int64_t h = 0; h < 2; ++h) {
+    SmallVector<Value> row = {state.max[h]};
+    for (int64_t i = 0; i < blockK / 2; ++i)
+      if (i % 4 / 2 == h)
+        row.push_back(s[i]);
+    Value rowMax = quadReduce(treeReduce(row, maximum), true);
+    // A row with nothing to attend yet keeps max -inf: shift by 0 then,
+    // not by -inf (which would make exp2(-inf + inf) a NaN).
+    Value isEmpty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
+                                          rowMax, negInf);
+    Value shift = arith::SelectOp::create(b, l, isEmpty, e.f32(0),
+                                          fmul(rowMax, c));
+    Value alpha =
+        exp2(arith::SubFOp::create(b, l, fmul(state.max[h], c), shift));
+    Value negShift = arith::NegFOp::create(b, l, shift);
+    SmallVector<Value> terms = {fmul(state.sum[h], alpha)};
+    for (int64_t i = 0; i < blockK / 2; ++i)
+      if (i % 4 / 2 == h) {
+        p[i] = exp2(math::FmaOp::create(b, l, s[i], c, negShift));
+        terms.push_back(p[i]);
+      }
+    alphas.push_back(alpha);
+    state.max[h] = rowMax;
+    state.sum[h] = treeReduce(terms, plus);
+  }
+  state.p = packPairs(p);
+  return alphas;
+}
+
+std::pair<Value, Value> FlashAttention::scorePosition(Value tile, int64_t i) {
+  Value row0 = add(add(q0, warpRow), div(lane, 4));
+  Value key0 = add(mul(tile, blockK), mul(rem(lane, 4), 2));
+  return {add(row0, idx(i % 4 >= 2 ? 8 : 0)),
+          add(key0, idx(8 * (i / 4) + i % 2))};
+}
+
+void FlashAttention::applyScoreOperands(Value tile, SmallVector<Value> &s) {
+  Value scale = e.f32(op.getScale().convertToDouble());
+  ArrayRef<int64_t> shape = shapeOf(op.getBias() ? op.getBias() : op.getMask());
+  auto element = [&](Value tensor, Value linear) -> Value {
+    FailureOr<Value> v =
+        e.elementAt(tensor, ElementIndex::linear(shape, linear));
+    if (failed(v)) {
+      status = failure();
+      return e.f32(0);
+    }
+    return *v;
+  };
+  Value stage = stagedInput ? scoresStage(tile) : Value();
+  for (int64_t i = 0; i < blockK / 2; ++i) {
+    auto [row, key] = scorePosition(tile, i);
+    Value linear = add(mul(add(mul(add(mul(batch, heads), head), sq),
+                               minIndex(row, idx(sq - 1))),
+                           sk),
+                       minIndex(key, idx(sk - 1)));
+    if (stagedInput) {
+      // The staged tile holds every position of the block's rows and the
+      // tile's keys (zero past the ends, whose scores are dropped).
+      Value at =
+          add(stage, add(mul(arith::SubIOp::create(b, l, row, q0), blockK + 8),
+                         arith::SubIOp::create(b, l, key, mul(tile, blockK))));
+      Value x = memref::LoadOp::create(b, l, shared, ValueRange{at});
+      e.setElement(stagedInput, linear,
+                   arith::ExtFOp::create(b, l, b.getF32Type(), x));
+    }
+    if (op.getBias())
+      s[i] =
+          math::FmaOp::create(b, l, s[i], scale, element(op.getBias(), linear));
+    if (op.getMask())
+      s[i] = arith::SelectOp::create(b, l, element(op.getMask(), linear), s[i],
+                                     e.f32(-INFINITY));
+  }
+}
+
+/// Keys past the end, and for causal attention keys after the query, get
+/// score -inf.
+void FlashAttention::mask(Value tile, SmallVector<Value> &s) {
+  for (int64_t i = 0; i < blockK / 2; ++i) {
+    auto [row, key] = scorePosition(tile, i);
+    Value drop;
+    if (sk % blockK)
+      drop = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, key,
+                                   idx(sk));
+    if (op.getCausal()) {
+      Value late =
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, key, row);
+      drop = drop ? arith::OrIOp::create(b, l, drop, late) : late;
+    }
+    if (drop)
+      s[i] = arith::SelectOp::create(b, l, drop, e.f32(-INFINITY), s[i]);
+  }
+}
+
+/// Pairs in a balanced tree: a chain of 17 dependent ops would stall the
+/// two warps each scheduler has.
+Value FlashAttention::treeReduce(SmallVector<Value> values,
+                                 function_ref<Value(Value, Value)> combine) {
+  while (values.size() > 1) {
+    SmallVector<Value> next;
+    for (size_t i = 0; i + 1 < values.size(); i += 2)
+      next.push_back(combine(values[i], values[i + 1]));
+    if (values.size() % 2)
+      next.push_back(values.back());
+    values = std::move(next);
+  }
+  return values.front();
+}
+
+/// P as A fragments: registers (2i, 2i + 1) of S are one 16-bit pair.
+SmallVector<Value> FlashAttention::packPairs(ArrayRef<Value> p) {
+  SmallVector<Value> packed;
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  for (size_t i = 0; i + 1 < p.size(); i += 2) {
+    Value pair = vector::FromElementsOp::create(b, l, pairType,
+                                                ValueRange{p[i], p[i + 1]});
+    Value half = arith::TruncFOp::create(b, l, VectorType::get({2}, dtype), pair);
+    Value word = vector::BitCastOp::create(
+        b, l, VectorType::get({1}, b.getI32Type()), half);
+    packed.push_back(vector::ExtractOp::create(b, l, word, ArrayRef<int64_t>{0}));
+  }
+  return packed;
+}
+
+/// 2^x by one MUFU.EX2: the flush-to-zero form (libdevice's exp2f keeps
+/// denormal results, three more instructions an element; probabilities
+/// below 2^-126 add nothing to a row of sums >= 1).
+Value FlashAttention::exp2(Value x) { return emitExp2Approx(b, l, x); }
+
+/// Max or sum over the four lanes that share a row.
+Value FlashAttention::quadReduce(Value x, bool max) {
+  for (int32_t offset : {1, 2}) {
+    Value other =
+        gpu::ShuffleOp::create(
+            b, l, x,
+            arith::ConstantOp::create(b, l, b.getI32IntegerAttr(offset)),
+            arith::ConstantOp::create(b, l, b.getI32IntegerAttr(32)),
+            gpu::ShuffleMode::XOR)
+            .getShuffleResult();
+    x = max ? Value(arith::MaximumFOp::create(b, l, x, other))
+            : Value(arith::AddFOp::create(b, l, x, other));
+  }
+  return x;
+}
+
+/// ln(sum of e^score) = (max c + log2 sum) ln 2 (the row's max is in
+/// score units, its sum of 2^(score c - max c)), from the row's first lane.
+void FlashAttention::storeLse(unsigned result, Value outRow, Value max,
+                              Value sum, Value empty) {
+  auto first = scf::IfOp::create(b, l, less(rem(lane, 4), idx(1)), false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(first.thenBlock());
+  Value log2Sum = arith::AddFOp::create(b, l, fmul(max, e.f32(scaleLog2)),
+                                        math::Log2Op::create(b, l, sum));
+  Value lse = arith::SelectOp::create(b, l, empty, e.f32(-INFINITY),
+                                      fmul(log2Sum, e.f32(M_LN2)));
+  e.storeResult(result, outRow, lse);
+}
+
+/// O / l through the kernel's epilogue, a pair of value dims at a time; the
+/// rows' log-sum-exp where the kernel has it as a result.
+LogicalResult FlashAttention::store(const RowState &state) {
+  Value root = rootValue(e.kernel());
+  std::optional<unsigned> lse = lseResultOf(e.kernel(), op);
+  ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  for (int64_t h = 0; h < 2; ++h) {
+    Value sum = quadReduce(state.sum[h], false);
+    Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, sum,
+                                        e.f32(0));
+    Value inverse = arith::SelectOp::create(
+        b, l, empty, e.f32(0), arith::DivFOp::create(b, l, e.f32(1), sum));
+    Value row = add(add(add(q0, warpRow), div(lane, 4)), idx(8 * h));
+    auto inside = scf::IfOp::create(b, l, less(row, idx(sq)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inside.thenBlock());
+    Value outRow = add(mul(add(mul(batch, heads), head), sq), row);
+    if (lse)
+      storeLse(*lse, outRow, state.max[h], sum, empty);
+    for (int64_t i = 0; i < int64_t(state.acc.size()); i += 4) {
+      int64_t first = i + 2 * h;
+      Value col = add(mul(rem(lane, 4), 2), idx(8 * (i / 4)));
+      if (8 * (i / 4) >= dv) // padding
+        break;
+      OpBuilder::InsertionGuard columnGuard(b);
+      if (8 * (i / 4) + 8 > dv) { // a part of the last 8 columns
+        auto has = scf::IfOp::create(b, l, less(col, idx(dv)), false);
+        b.setInsertionPointToStart(has.thenBlock());
+      }
+      Value linear = add(mul(outRow, dv), col);
+      Value linear1 = add(linear, idx(1));
+      e.setElement(op.getResult(), linear, fmul(state.acc[first], inverse));
+      e.setElement(op.getResult(), linear1, fmul(state.acc[first + 1], inverse));
+      FailureOr<Value> x0 = e.elementAt(root, ElementIndex::linear(outShape, linear));
+      FailureOr<Value> x1 = e.elementAt(root, ElementIndex::linear(outShape, linear1));
+      if (failed(x0) || failed(x1))
+        return failure();
+      if (dv % 2 == 0) {
+        e.storeLanes(0, linear, {*x0, *x1});
+        continue;
+      }
+      // Rows of odd length: pairs are not aligned, and the last pair of a
+      // row has one element.
+      e.storeResult(0, linear, *x0);
+      auto hasSecond =
+          scf::IfOp::create(b, l, less(add(col, idx(1)), idx(dv)), false);
+      b.setInsertionPointToStart(hasSecond.thenBlock());
+      e.storeResult(0, linear1, *x1);
+    }
+  }
+  return success();
+}
+
+LogicalResult kfuse::kf::emitFlashAttention(KernelEmitter &e, AttentionOp op) {
+  return FlashAttention(e, op).emit();
+}

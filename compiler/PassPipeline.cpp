@@ -1,0 +1,97 @@
+//===- PassPipeline.cpp - the only place the kfuse pass order lives -------===//
+
+#include "compiler/PassPipeline.h"
+#include "codegen/Passes.h"
+#include "transforms/Passes.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+void kfuse::kf::buildGraphPipeline(OpPassManager &pm,
+                                   const GraphPipelineOptions &options) {
+  if (!options.shapes.empty() || !options.bindings.empty()) {
+    KFSpecializePassOptions specialize;
+    specialize.shapes.assign(options.shapes.begin(), options.shapes.end());
+    specialize.bind.assign(options.bindings.begin(), options.bindings.end());
+    pm.addPass(createKFSpecializePass(specialize));
+  }
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+}
+
+void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
+                                    const KernelPipelineOptions &options) {
+  buildGraphRewrites(pm, options.fused);
+  KFFusePassOptions fuse;
+  fuse.mode = options.fused ? "fused" : "unfused";
+  pm.addPass(createKFFusePass(fuse));
+  if (options.pad) {
+    KFPadPassOptions pad;
+    pad.aligned = options.aligned;
+    pad.wgmma = options.wgmma;
+    pad.allowTF32 = options.allowTF32;
+    pm.addPass(createKFPadPass(pad));
+  }
+  if (options.splitK) {
+    KFSplitKPassOptions splitK;
+    splitK.sms = options.multiprocessors;
+    splitK.aligned = options.aligned;
+    splitK.wgmma = options.wgmma;
+    splitK.allowTF32 = options.allowTF32;
+    pm.addPass(createKFSplitKPass(splitK));
+  }
+  KFTilePassOptions tile;
+  tile.sms = options.multiprocessors;
+  tile.aligned = options.aligned;
+  tile.wgmma = options.wgmma;
+  tile.allowTF32 = options.allowTF32;
+  pm.addPass(createKFTilePass(tile));
+  KFPromoteSharedPassOptions promote;
+  promote.sms = options.multiprocessors;
+  pm.addPass(createKFPromoteSharedPass(promote));
+}
+
+void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {
+  // The unfused baseline materialises the scores of attention too.
+  if (fused)
+    pm.addPass(createKFOnlineSoftmaxPass());
+}
+
+void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {
+  pm.addPass(createKFLowerToGPUPass());
+}
+
+void kfuse::kf::buildLLVMLoweringPipeline(OpPassManager &pm,
+                                          unsigned indexBits) {
+  OpPassManager &gpu = pm.nest<gpu::GPUModuleOp>();
+  // nvgpu's cp.async and ldmatrix (tensor-core matmuls) first: their
+  // lowering reads memref descriptors that the GPU-to-NVVM step erases.
+  KFLowerNVGPUPassOptions nvgpu;
+  nvgpu.indexBitwidth = indexBits;
+  gpu.addPass(createKFLowerNVGPUPass(nvgpu));
+  gpu.addPass(createSCFToControlFlowPass());
+  ConvertGpuOpsToNVVMOpsOptions nvvm;
+  nvvm.indexBitwidth = indexBits;
+  nvvm.useBarePtrCallConv = true;
+  gpu.addPass(createConvertGpuOpsToNVVMOps(nvvm));
+  gpu.addPass(createKFGridConstantsPass());
+  // NVVM ops written as PTX (wgmma) become inline assembly.
+  gpu.addPass(createConvertNVVMToLLVMPass());
+  gpu.addPass(createReconcileUnrealizedCastsPass());
+  gpu.addPass(createCanonicalizerPass());
+}
+
+void kfuse::kf::registerKFusePasses() {
+  registerKFTransformsPasses();
+  registerKFCodegenPasses();
+  PassPipelineRegistration<>(
+      "kf-graph-pipeline", "kfuse's graph-level stages, without shapes",
+      [](OpPassManager &pm) { buildGraphPipeline(pm, {}); });
+}

@@ -1,0 +1,61 @@
+//===- PassPipeline.h - the kfuse pass order --------------------*- C++ -*-===//
+
+#ifndef KFUSE_COMPILER_PASSPIPELINE_H
+#define KFUSE_COMPILER_PASSPIPELINE_H
+
+#include "mlir/Pass/PassManager.h"
+#include <string>
+#include <vector>
+
+namespace kfuse::kf {
+
+struct GraphPipelineOptions {
+  /// One shape per function argument ("128x64"); empty keeps symbols.
+  std::vector<std::string> shapes;
+  /// Explicit symbol bindings ("M=128").
+  std::vector<std::string> bindings;
+};
+
+/// Graph-level stages: kf-specialize (when shapes or bindings are given),
+/// then canonicalization and CSE.
+void buildGraphPipeline(mlir::OpPassManager &pm,
+                        const GraphPipelineOptions &options);
+
+struct KernelPipelineOptions {
+  bool fused = true;
+  int64_t multiprocessors = 132;
+  /// Every buffer starts on a 16-byte boundary (the runtime checks).
+  bool aligned = true;
+  /// The target has wgmma (sm_90: kfuse then emits for sm_90a).
+  bool wgmma = false;
+  /// kf-pad pads the rows of intermediate buffers.
+  bool pad = true;
+  /// f32 matmuls may take TF32 tensor cores (kf-pad, kf-tile).
+  bool allowTF32 = false;
+  /// Run kf-split-k.
+  bool splitK = true;
+};
+
+/// Partitioning and launch shapes: kf-fuse, kf-pad, kf-tile, then
+/// kf-promote-shared.
+void buildKernelPipeline(mlir::OpPassManager &pm,
+                         const KernelPipelineOptions &options);
+
+/// The graph rewrites that come before partitioning (the first stage of
+/// buildKernelPipeline): kf-online-softmax, in fused compiles only.
+void buildGraphRewrites(mlir::OpPassManager &pm, bool fused);
+
+/// kf-lower-to-gpu: one gpu.func per kernel.
+void buildGPUPipeline(mlir::OpPassManager &pm);
+
+/// The gpu.module to the LLVM and NVVM dialects: scf to cf, gpu to nvvm
+/// (indices of `indexBits`, one bare pointer per memref), then cleanup.
+void buildLLVMLoweringPipeline(mlir::OpPassManager &pm, unsigned indexBits);
+
+/// Registers every kf pass and the `kf-graph-pipeline` pipeline with MLIR's
+/// command-line registry (kfuse-opt).
+void registerKFusePasses();
+
+} // namespace kfuse::kf
+
+#endif // KFUSE_COMPILER_PASSPIPELINE_H

@@ -1,0 +1,570 @@
+//===- Evaluator.cpp - the float64 reference evaluator --------------------===//
+//
+// Interprets kf graph IR on the CPU. Every value is a dense row-major
+// buffer of doubles; i32 results wrap to 32 bits, i1 results are 0 or 1,
+// and only casts (and outputs, when stored) round to 16- or 32-bit floats.
+// This file is the semantics of the kf ops: the GPU code must agree with it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "frontend/GraphImpl.h"
+#include "ir/KFDialect.h"
+#include "ir/Numerics.h"
+#include "kfuse/Evaluator.h"
+#include "ir/SpecializeShapes.h"
+
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+#include <limits>
+#include <optional>
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace kfuse {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+/// Larger tensors are refused: the evaluator is an oracle for tests.
+constexpr int64_t kMaxElements = int64_t(1) << 28;
+
+struct Buffer {
+  SmallVector<int64_t, 4> shape;
+  std::vector<double> data;
+};
+
+SmallVector<int64_t, 4> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t, 4> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// Calls fn(outIndex, multiIndex) for every element of `shape`.
+template <typename Fn> void forEachIndex(ArrayRef<int64_t> shape, Fn fn) {
+  SmallVector<int64_t, 4> index(shape.size(), 0);
+  int64_t count = 1;
+  for (int64_t d : shape)
+    count *= d;
+  for (int64_t linear = 0; linear < count; ++linear) {
+    fn(linear, ArrayRef<int64_t>(index));
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+}
+
+double wrapI32(double v) {
+  if (std::isnan(v))
+    return 0;
+  return static_cast<double>(static_cast<int32_t>(
+      static_cast<uint32_t>(static_cast<int64_t>(v))));
+}
+
+/// Rounds `v` as storing it in `dtype` would.
+double roundTo(Type dtype, double v) {
+  if (dtype.isF32())
+    return static_cast<float>(v);
+  if (dtype.isBF16())
+    return numerics::bf16ToFloat(
+        numerics::floatToBF16(numerics::toFloatRoundOdd(v)));
+  if (dtype.isF16())
+    return numerics::f16ToFloat(
+        numerics::floatToF16(numerics::toFloatRoundOdd(v)));
+  if (dtype.isInteger(1))
+    return v != 0.0;
+  // Float to i32 truncates toward zero and saturates; NaN is 0.
+  if (std::isnan(v))
+    return 0;
+  return std::trunc(std::clamp(v, -2147483648.0, 2147483647.0));
+}
+
+double maxNaN(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? kNaN : std::max(a, b);
+}
+double minNaN(double a, double b) {
+  return std::isnan(a) || std::isnan(b) ? kNaN : std::min(a, b);
+}
+
+double unaryFn(Operation *op, double x) {
+  return TypeSwitch<Operation *, double>(op)
+      .Case([&](NegOp) { return -x; })
+      .Case([&](AbsOp) { return std::fabs(x); })
+      .Case([&](ReluOp) { return std::isnan(x) ? x : std::max(x, 0.0); })
+      .Case([&](ExpOp) { return std::exp(x); })
+      .Case([&](LogOp) { return std::log(x); })
+      .Case([&](SqrtOp) { return std::sqrt(x); })
+      .Case([&](RsqrtOp) { return 1.0 / std::sqrt(x); })
+      .Case([&](SinOp) { return std::sin(x); })
+      .Case([&](CosOp) { return std::cos(x); })
+      .Case([&](TanhOp) { return std::tanh(x); })
+      .Case([&](SigmoidOp) { return 1.0 / (1.0 + std::exp(-x)); })
+      .Case([&](ErfOp) { return std::erf(x); })
+      .Case([&](GeluOp) { return 0.5 * x * std::erfc(-x / M_SQRT2); })
+      .Case([&](SiluOp) { return x / (1.0 + std::exp(-x)); })
+      .Case([&](ReciprocalOp) { return 1.0 / x; })
+      .Default([](Operation *) { return kNaN; });
+}
+
+double binaryFn(Operation *op, double a, double b, bool integer) {
+  if (integer) {
+    auto x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
+    return TypeSwitch<Operation *, double>(op)
+        .Case([&](AddOp) { return double(x + y); })
+        .Case([&](SubOp) { return double(x - y); })
+        .Case([&](MulOp) { return wrapI32(double(uint64_t(x) * uint64_t(y) &
+                                                 0xFFFFFFFFu)); })
+        .Case([&](DivOp) { return y == 0 ? 0.0 : double(x / y); })
+        .Case([&](MaxOp) { return double(std::max(x, y)); })
+        .Case([&](MinOp) { return double(std::min(x, y)); })
+        .Default([](Operation *) { return 0.0; });
+  }
+  return TypeSwitch<Operation *, double>(op)
+      .Case([&](AddOp) { return a + b; })
+      .Case([&](SubOp) { return a - b; })
+      .Case([&](MulOp) { return a * b; })
+      .Case([&](DivOp) { return a / b; })
+      .Case([&](MaxOp) { return maxNaN(a, b); })
+      .Case([&](MinOp) { return minNaN(a, b); })
+      .Case([&](PowOp) { return std::pow(a, b); })
+      .Default([](Operation *) { return kNaN; });
+}
+
+bool compareFn(ComparePredicate p, double a, double b) {
+  switch (p) {
+  case ComparePredicate::eq:
+    return a == b;
+  case ComparePredicate::ne:
+    return a != b;
+  case ComparePredicate::lt:
+    return a < b;
+  case ComparePredicate::le:
+    return a <= b;
+  case ComparePredicate::gt:
+    return a > b;
+  case ComparePredicate::ge:
+    return a >= b;
+  }
+  return false;
+}
+
+/// Softmax of `n` values spaced `stride` apart, in place. A row that is all
+/// -inf has nothing to attend and gives 0.
+/// Softmax of the row in place; returns its log-sum-exp (-inf for a row
+/// that is entirely -inf, which becomes 0).
+double softmaxRow(double *x, int64_t n, int64_t stride) {
+  double m = -kInf;
+  for (int64_t i = 0; i < n; ++i)
+    m = maxNaN(m, x[i * stride]);
+  if (m == -kInf) {
+    for (int64_t i = 0; i < n; ++i)
+      x[i * stride] = 0;
+    return -kInf;
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i)
+    sum += x[i * stride] = std::exp(x[i * stride] - m);
+  for (int64_t i = 0; i < n; ++i)
+    x[i * stride] /= sum;
+  return m + std::log(sum);
+}
+
+class Interpreter {
+public:
+  LogicalResult run(Block &block, ArrayRef<Buffer> args,
+                    SmallVectorImpl<Buffer> &results);
+
+private:
+  FailureOr<Buffer> eval(Operation *op);
+  const Buffer &in(Value v) { return env.find(v)->second; }
+  Buffer like(Value result) {
+    Buffer b;
+    b.shape.assign(mlir::cast<RankedTensorType>(result.getType()).getShape().begin(),
+                   mlir::cast<RankedTensorType>(result.getType()).getShape().end());
+    int64_t n = 1;
+    for (int64_t d : b.shape)
+      n *= d;
+    b.data.assign(n, 0.0);
+    return b;
+  }
+  /// Ops of the SameOperandsAndResult trait: unary and binary arithmetic.
+  Buffer evalElementwise(Operation *op);
+  Buffer evalIota(IotaOp op);
+  Buffer evalSoftmax(SoftmaxOp op);
+  Buffer evalConstant(ConstantOp op);
+  Buffer evalBroadcast(BroadcastOp op);
+  Buffer evalTranspose(TransposeOp op);
+  Buffer evalReduce(ReduceOp op);
+  Buffer evalMatmul(MatmulOp op);
+  Buffer evalAttention(AttentionOp op);
+  FailureOr<Buffer> evalKernel(KernelOp op);
+
+  llvm::DenseMap<Value, Buffer> env;
+};
+
+LogicalResult Interpreter::run(Block &block, ArrayRef<Buffer> args,
+                               SmallVectorImpl<Buffer> &results) {
+  for (auto [arg, buffer] : llvm::zip(block.getArguments(), args))
+    env[arg] = buffer;
+  for (Operation &op : block) {
+    if (op.hasTrait<OpTrait::IsTerminator>()) {
+      for (Value v : op.getOperands())
+        results.push_back(in(v));
+      return success();
+    }
+    if (op.getNumResults() == 0)
+      continue;
+    FailureOr<Buffer> out = eval(&op);
+    if (failed(out))
+      return failure();
+    Type dtype = mlir::cast<RankedTensorType>(op.getResult(0).getType())
+                     .getElementType();
+    if (dtype.isInteger(32))
+      for (double &v : out->data)
+        v = wrapI32(v);
+    env[op.getResult(0)] = std::move(*out);
+  }
+  return success();
+}
+
+FailureOr<Buffer> Interpreter::eval(Operation *op) {
+  for (Type t : op->getResultTypes()) {
+    auto type = mlir::cast<RankedTensorType>(t);
+    std::optional<int64_t> n = kf::shapes::elementCount(type.getShape());
+    if (!n || *n > kMaxElements)
+      return op->emitOpError() << "result " << type
+                               << " is too large for the reference evaluator";
+  }
+  if (op->hasTrait<OpTrait::kf::SameOperandsAndResult>())
+    return evalElementwise(op);
+  return TypeSwitch<Operation *, FailureOr<Buffer>>(op)
+      .Case([&](CompareOp c) {
+        Buffer out = like(c.getResult());
+        const Buffer &a = in(c.getLhs()), &b = in(c.getRhs());
+        for (size_t i = 0; i < out.data.size(); ++i)
+          out.data[i] = compareFn(c.getPredicate(), a.data[i], b.data[i]);
+        return out;
+      })
+      .Case([&](SelectOp s) {
+        Buffer out = like(s.getResult());
+        const Buffer &c = in(s.getCond()), &a = in(s.getOnTrue()),
+                     &b = in(s.getOnFalse());
+        for (size_t i = 0; i < out.data.size(); ++i)
+          out.data[i] = c.data[i] != 0 ? a.data[i] : b.data[i];
+        return out;
+      })
+      .Case([&](CastOp c) {
+        Buffer out = in(c.getInput());
+        Type dtype = c.getType().getElementType();
+        for (double &v : out.data)
+          v = roundTo(dtype, v);
+        return out;
+      })
+      .Case([&](ReshapeOp r) {
+        Buffer out = in(r.getInput());
+        out.shape = like(r.getResult()).shape;
+        return out;
+      })
+      .Case([&](IotaOp iota) { return evalIota(iota); })
+      .Case([&](SoftmaxOp s) { return evalSoftmax(s); })
+      .Case([&](ConstantOp c) { return evalConstant(c); })
+      .Case([&](BroadcastOp b) { return evalBroadcast(b); })
+      .Case([&](TransposeOp t) { return evalTranspose(t); })
+      .Case([&](ReduceOp r) { return evalReduce(r); })
+      .Case([&](MatmulOp m) { return evalMatmul(m); })
+      .Case([&](AttentionOp a) { return evalAttention(a); })
+      .Case([&](KernelOp k) { return evalKernel(k); })
+      .Default([](Operation *op) -> FailureOr<Buffer> {
+        return op->emitOpError("is not supported by the reference evaluator");
+      });
+}
+
+Buffer Interpreter::evalElementwise(Operation *op) {
+  Buffer out = like(op->getResult(0));
+  bool integer = mlir::cast<RankedTensorType>(op->getOperand(0).getType())
+                     .getElementType()
+                     .isInteger();
+  if (op->getNumOperands() == 1) {
+    const Buffer &x = in(op->getOperand(0));
+    for (size_t i = 0; i < out.data.size(); ++i)
+      out.data[i] = unaryFn(op, x.data[i]);
+  } else {
+    const Buffer &a = in(op->getOperand(0)), &b = in(op->getOperand(1));
+    for (size_t i = 0; i < out.data.size(); ++i)
+      out.data[i] = binaryFn(op, a.data[i], b.data[i], integer);
+  }
+  return out;
+}
+
+Buffer Interpreter::evalIota(IotaOp op) {
+  Buffer out = like(op.getResult());
+  int64_t dim = op.getDim();
+  forEachIndex(out.shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    out.data[i] = static_cast<double>(index[dim]);
+  });
+  return out;
+}
+
+Buffer Interpreter::evalSoftmax(SoftmaxOp op) {
+  Buffer out = in(op.getInput());
+  int64_t axis = op.getAxis(), n = out.shape[axis];
+  int64_t stride = stridesOf(out.shape)[axis];
+  for (int64_t base = 0; base < static_cast<int64_t>(out.data.size()); ++base)
+    if ((base / stride) % std::max<int64_t>(n, 1) == 0)
+      softmaxRow(&out.data[base], n, stride);
+  return out;
+}
+
+Buffer Interpreter::evalConstant(ConstantOp op) {
+  Buffer out = like(op.getResult());
+  auto attr = mlir::cast<DenseElementsAttr>(op.getValue());
+  Type dtype = attr.getElementType();
+  size_t i = 0;
+  if (isa<FloatType>(dtype)) {
+    for (const APFloat &v : attr.getValues<APFloat>())
+      out.data[i++] = v.convertToDouble();
+  } else {
+    for (const APInt &v : attr.getValues<APInt>())
+      out.data[i++] = dtype.isInteger(1) ? double(v.getZExtValue())
+                                         : double(v.getSExtValue());
+  }
+  return out;
+}
+
+Buffer Interpreter::evalBroadcast(BroadcastOp op) {
+  Buffer out = like(op.getResult());
+  const Buffer &x = in(op.getInput());
+  SmallVector<int64_t, 4> strides = stridesOf(x.shape);
+  size_t offset = out.shape.size() - x.shape.size();
+  forEachIndex(out.shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < x.shape.size(); ++d)
+      src += (x.shape[d] == 1 ? 0 : index[offset + d]) * strides[d];
+    out.data[i] = x.data[src];
+  });
+  return out;
+}
+
+Buffer Interpreter::evalTranspose(TransposeOp op) {
+  Buffer out = like(op.getResult());
+  const Buffer &x = in(op.getInput());
+  SmallVector<int64_t, 4> strides = stridesOf(x.shape);
+  ArrayRef<int64_t> perm = op.getPerm();
+  forEachIndex(out.shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    int64_t src = 0;
+    for (size_t d = 0; d < perm.size(); ++d)
+      src += index[d] * strides[perm[d]];
+    out.data[i] = x.data[src];
+  });
+  return out;
+}
+
+Buffer Interpreter::evalReduce(ReduceOp op) {
+  Buffer out = like(op.getResult());
+  const Buffer &x = in(op.getInput());
+  ArrayRef<int64_t> axes = op.getAxes();
+  ReduceKind kind = op.getKind();
+  double init = kind == ReduceKind::max   ? -kInf
+                : kind == ReduceKind::min ? kInf
+                                          : 0.0;
+  std::fill(out.data.begin(), out.data.end(), init);
+  // The output's strides over the input's dims: 0 along reduced axes.
+  SmallVector<int64_t, 4> outStrides(x.shape.size(), 0);
+  SmallVector<int64_t, 4> kept;
+  for (size_t d = 0; d < x.shape.size(); ++d)
+    if (!llvm::is_contained(axes, static_cast<int64_t>(d)))
+      kept.push_back(d);
+  SmallVector<int64_t, 4> keptShape;
+  for (int64_t d : kept)
+    keptShape.push_back(x.shape[d]);
+  SmallVector<int64_t, 4> keptStrides = stridesOf(keptShape);
+  for (auto [i, d] : llvm::enumerate(kept))
+    outStrides[d] = keptStrides[i];
+  int64_t count = 1;
+  for (int64_t a : axes)
+    count *= x.shape[a];
+  forEachIndex(x.shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    int64_t o = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      o += index[d] * outStrides[d];
+    double &acc = out.data[o];
+    double v = x.data[i];
+    acc = kind == ReduceKind::max   ? maxNaN(acc, v)
+          : kind == ReduceKind::min ? minNaN(acc, v)
+                                    : acc + v;
+  });
+  if (kind == ReduceKind::mean)
+    for (double &v : out.data)
+      v = count ? v / double(count) : kNaN;
+  return out;
+}
+
+Buffer Interpreter::evalMatmul(MatmulOp op) {
+  Buffer out = like(op.getResult());
+  const Buffer &a = in(op.getA()), &b = in(op.getB());
+  size_t ra = a.shape.size(), rb = b.shape.size();
+  bool ta = op.getTransposeA(), tb = op.getTransposeB();
+  size_t ro = out.shape.size();
+  int64_t m = out.shape[ro - 2], n = out.shape[ro - 1];
+  int64_t k = ta ? a.shape[ra - 2] : a.shape[ra - 1];
+  // Split-K: partial s over [s chunk, (s + 1) chunk), stacked in front.
+  int64_t chunk = op.getKChunk().value_or(k);
+  int64_t batches = 1;
+  for (size_t d = 0; d + 2 < ra; ++d)
+    batches *= a.shape[d];
+  bool sharedB = rb == 2;
+  for (int64_t k0 = 0, part = 0; k0 < k; k0 += chunk, ++part)
+    for (int64_t batch = 0; batch < batches; ++batch) {
+      const double *pa = a.data.data() + batch * m * k;
+      const double *pb = b.data.data() + (sharedB ? 0 : batch * k * n);
+      double *pc = out.data.data() + (part * batches + batch) * m * n;
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double acc = 0;
+          for (int64_t p = k0; p < std::min(k, k0 + chunk); ++p)
+            acc += (ta ? pa[p * m + i] : pa[i * k + p]) *
+                   (tb ? pb[j * k + p] : pb[p * n + j]);
+          pc[i * n + j] = acc;
+        }
+    }
+  return out;
+}
+
+Buffer Interpreter::evalAttention(AttentionOp op) {
+  Buffer out = like(op.getResult());
+  std::optional<Buffer> lse;
+  if (op.getLse())
+    lse = like(op.getLse());
+  const Buffer &q = in(op.getQ()), &k = in(op.getK()), &v = in(op.getV());
+  const Buffer *mask = op.getMask() ? &in(op.getMask()) : nullptr;
+  const Buffer *bias = op.getBias() ? &in(op.getBias()) : nullptr;
+  int64_t batches = q.shape[0], heads = q.shape[1], sq = q.shape[2],
+          d = q.shape[3], kvHeads = k.shape[1], sk = k.shape[2],
+          dv = v.shape[3];
+  int64_t group = kvHeads ? heads / kvHeads : 1;
+  double scale = op.getScale().convertToDouble();
+  std::vector<double> scores(sk);
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t kvh = h / group;
+      const double *pk = k.data.data() + (b * kvHeads + kvh) * sk * d;
+      const double *pv = v.data.data() + (b * kvHeads + kvh) * sk * dv;
+      for (int64_t i = 0; i < sq; ++i) {
+        const double *pq = q.data.data() + ((b * heads + h) * sq + i) * d;
+        int64_t row = ((b * heads + h) * sq + i) * sk;
+        for (int64_t j = 0; j < sk; ++j) {
+          double s = 0;
+          for (int64_t c = 0; c < d; ++c)
+            s += pq[c] * pk[j * d + c];
+          s *= scale;
+          if (bias)
+            s += bias->data[row + j];
+          if ((mask && mask->data[row + j] == 0) || (op.getCausal() && j > i))
+            s = -kInf;
+          scores[j] = s;
+        }
+        double rowLse = softmaxRow(scores.data(), sk, 1);
+        if (lse)
+          lse->data[(b * heads + h) * sq + i] = rowLse;
+        double *po = out.data.data() + ((b * heads + h) * sq + i) * dv;
+        for (int64_t c = 0; c < dv; ++c) {
+          double acc = 0;
+          for (int64_t j = 0; j < sk; ++j)
+            acc += scores[j] * pv[j * dv + c];
+          po[c] = acc;
+        }
+      }
+    }
+  // The interpreter binds an op's first result; the second is bound here.
+  if (lse)
+    env[op.getLse()] = std::move(*lse);
+  return out;
+}
+
+FailureOr<Buffer> Interpreter::evalKernel(KernelOp op) {
+  SmallVector<Buffer> args, results;
+  for (Value v : op.getInputs())
+    args.push_back(in(v));
+  Interpreter inner;
+  if (failed(inner.run(op.getBody().front(), args, results)))
+    return failure();
+  // The interpreter keeps one buffer per op; a kernel's extra results are
+  // bound here, its first is returned.
+  for (auto [result, buffer] :
+       llvm::zip(op.getResults().drop_front(), ArrayRef(results).drop_front()))
+    env[result] = buffer;
+  return results.front();
+}
+
+/// Checks the inputs against the graph's declared dtypes and ranks.
+Status checkInputs(const detail::GraphImpl &g,
+                   const std::vector<HostTensor> &inputs) {
+  auto argTypes = g.func.getArgumentTypes();
+  if (inputs.size() != argTypes.size())
+    return Error(ErrorCode::InvalidArgument,
+                 "evaluate: the graph takes " +
+                     std::to_string(argTypes.size()) + " inputs, got " +
+                     std::to_string(inputs.size()));
+  for (auto [i, type] : llvm::enumerate(argTypes)) {
+    DType expected = *fromMLIRType(type);
+    if (inputs[i].dtype() != expected)
+      return Error(ErrorCode::InvalidArgument,
+                   "evaluate: input '" + g.inputNames[i] + "' must be " +
+                       dtypeName(expected) + ", got " +
+                       dtypeName(inputs[i].dtype()));
+  }
+  return Status::ok();
+}
+
+} // namespace
+
+Expected<std::vector<HostTensor>>
+evaluate(const Graph &graph, const std::vector<HostTensor> &inputs) {
+  const detail::GraphImpl &g = graph.impl();
+  if (!g.status)
+    return g.status.error();
+  if (Status s = checkInputs(g, inputs); !s)
+    return s.error();
+
+  OwningOpRef<func::FuncOp> func(g.func.clone());
+  std::string diagnostics;
+  ScopedDiagnosticHandler handler(g.context.get(), [&](Diagnostic &d) {
+    diagnostics += (diagnostics.empty() ? "" : "\n") + d.str();
+    return success();
+  });
+  SmallVector<SmallVector<int64_t, 4>> shapes;
+  for (const HostTensor &t : inputs)
+    shapes.emplace_back(t.shape().begin(), t.shape().end());
+  if (failed(kf::specializeShapes(*func, shapes)))
+    return Error(ErrorCode::InvalidArgument, "evaluate: " + diagnostics);
+
+  SmallVector<Buffer> args, results;
+  for (const HostTensor &t : inputs) {
+    Buffer b;
+    b.shape.assign(t.shape().begin(), t.shape().end());
+    b.data.resize(t.numElements());
+    for (size_t i = 0; i < t.numElements(); ++i)
+      b.data[i] = t.get(i);
+    args.push_back(std::move(b));
+  }
+  Interpreter interpreter;
+  if (failed(interpreter.run(func->getBody().front(), args, results)))
+    return Error(ErrorCode::InvalidGraph, "evaluate: " + diagnostics);
+
+  std::vector<HostTensor> outputs;
+  for (auto [buffer, type] : llvm::zip(results, func->getResultTypes())) {
+    HostTensor t(*fromMLIRType(type),
+                 std::vector<int64_t>(buffer.shape.begin(), buffer.shape.end()));
+    for (size_t i = 0; i < buffer.data.size(); ++i)
+      t.set(i, buffer.data[i]);
+    outputs.push_back(std::move(t));
+  }
+  return outputs;
+}
+
+} // namespace kfuse

@@ -1,0 +1,452 @@
+//===- Fuse.cpp - kf-fuse: partition the graph into kernels ---------------===//
+//
+// Analyse: classify each op by the kernel kind that computes it. Decide:
+// walk the ops backwards; in fused mode a pointwise op joins its consumers'
+// kernel when they all share one pointwise kernel. Rewrite: wrap each
+// partition in a kf.kernel whose single result is the partition's root.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+#include "analysis/KernelAnalysis.h"
+#include "transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+namespace kfuse::kf {
+#define GEN_PASS_DEF_KFFUSEPASS
+#include "transforms/Passes.h.inc"
+} // namespace kfuse::kf
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+/// A splat constant costs nothing to recompute: every kernel gets its own.
+bool isFreeConstant(Operation *op) {
+  auto constant = dyn_cast<ConstantOp>(op);
+  return constant && isa<SplatElementsAttr>(constant.getValue());
+}
+
+int64_t numElements(Value v) {
+  return mlir::cast<RankedTensorType>(v.getType()).getNumElements();
+}
+
+/// The [rows, length] space of a reduction or softmax along the last axis.
+std::optional<RowSpace> rowOpSpace(Operation *op) {
+  Value input;
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    int64_t rank = reduce.getInput().getType().getRank();
+    if (reduce.getAxes().size() != 1 || reduce.getAxes()[0] != rank - 1 ||
+        !isa<FloatType>(reduce.getType().getElementType()))
+      return std::nullopt;
+    input = reduce.getInput();
+  } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    if (int64_t(softmax.getAxis()) != softmax.getType().getRank() - 1)
+      return std::nullopt;
+    input = softmax.getInput();
+  } else {
+    return std::nullopt;
+  }
+  int64_t length = mlir::cast<RankedTensorType>(input.getType()).getShape().back();
+  if (length == 0)
+    return std::nullopt;
+  return RowSpace{numElements(input) / length, length};
+}
+
+/// Elementwise math that costs tens of instructions (libdevice calls).
+bool isTranscendental(Operation *op) {
+  return isa<ExpOp, LogOp, SinOp, CosOp, TanhOp, ErfOp, GeluOp, SiluOp,
+             SigmoidOp, PowOp>(op);
+}
+
+/// What a kernel under construction computes over.
+struct Cluster {
+  KernelKind kind;
+  int64_t elements;              ///< of the root
+  std::optional<RowSpace> rows;  ///< set once a row op joined
+};
+
+/// Can `op` (whose users are all in `c`) be computed inside `c`? Returns
+/// the reason either way; on success `c` may become a row cluster.
+std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
+  KernelKind kind = kernelKindOf(op);
+  if (kind == KernelKind::pointwise) {
+    // The FlashAttention template copies q, k and v straight into shared
+    // memory; a mask or bias is computed at each score.
+    if (c.kind == KernelKind::attention) {
+      bool operand = llvm::any_of(op->getUsers(), [&](Operation *u) {
+        auto attention = dyn_cast<AttentionOp>(u);
+        return attention &&
+               llvm::is_contained(
+                   {attention.getQ(), attention.getK(), attention.getV()},
+                   op->getResult(0));
+      });
+      if (operand)
+        return {false, "attention kernels take no prologue on q, k or v"};
+      return {true, "mask or bias prologue of an attention kernel"};
+    }
+    // The template copies a matmul's operands straight into shared memory;
+    // ops of its epilogue are computed on the accumulators.
+    if (c.kind == KernelKind::matmul &&
+        llvm::any_of(op->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); }))
+      return {false, "matmul kernels take no prologue yet"};
+    if (c.kind == KernelKind::reduction && !c.rows)
+      return {false, "reductions over other axes take no prologue yet"};
+    int64_t elements = numElements(op->getResult(0));
+    int64_t space = c.rows ? c.rows->rows * c.rows->length : c.elements;
+    if (isTranscendental(op) && elements * 64 <= space)
+      return {false, "it would recompute '" +
+                         op->getName().getStringRef().str() + "' " +
+                         std::to_string(space / std::max<int64_t>(elements, 1)) +
+                         " times"};
+    return {true, c.rows ? "pointwise prologue of a row kernel"
+                         : "pointwise into pointwise"};
+  }
+  if (kind == KernelKind::matmul) {
+    if (c.kind != KernelKind::pointwise || c.rows ||
+        c.elements != numElements(op->getResult(0)))
+      return {false, "a matmul joins only an elementwise epilogue over its "
+                     "output"};
+    c.kind = KernelKind::matmul;
+    return {true, "epilogue of a matmul, computed on its accumulators"};
+  }
+  std::optional<RowSpace> rows = rowOpSpace(op);
+  if (!rows)
+    return {false, std::string(stringifyKernelKind(kind)) +
+                       " kernels are not fused with others yet"};
+  // With rows of one element a per-row value has the shape of a row, so a
+  // consumer could read the result as a row: a second pass over the data
+  // that a row kernel does not make. (Such a reduction is a copy anyway.)
+  if (rows->length == 1)
+    return {false, "its rows have one element"};
+  if (c.rows) {
+    if (c.rows->rows != rows->rows || c.rows->length != rows->length)
+      return {false, "its rows differ from the consumer's"};
+    return {true, "reduction over the same rows"};
+  }
+  if (c.kind != KernelKind::pointwise)
+    return {false, "the consumer is not pointwise"};
+  if (c.elements != rows->rows * rows->length && c.elements != rows->rows)
+    return {false, "the consumer is neither over the rows nor per row"};
+  c.rows = rows;
+  return {true, "the row is kept on chip for the consumer"};
+}
+
+/// Siblings: two kernels over one space (pointwise of one shape, or rows of
+/// one size) that read a common input become one multi-output kernel, so
+/// the input is read once. Only when neither uses the other, and every
+/// outside user of the earlier one comes after the later one (where the
+/// merged kernel will stand).
+void mergeSiblings(Block &body, Partition &p, std::vector<Cluster> &clusters) {
+  std::map<int, SmallVector<Operation *>> members;
+  for (Operation &op : body.without_terminator())
+    if (p.kernelOf.count(&op))
+      members[p.kernelOf[&op]].push_back(&op);
+  auto sameSpace = [&](const Cluster &a, const Cluster &b) {
+    if (a.kind == KernelKind::pointwise && b.kind == KernelKind::pointwise)
+      return a.elements == b.elements;
+    return a.rows && b.rows && a.rows->rows == b.rows->rows &&
+           a.rows->length == b.rows->length;
+  };
+  auto inputsOf = [&](int id) {
+    llvm::DenseSet<Value> inputs;
+    for (Operation *op : members[id])
+      for (Value v : op->getOperands())
+        if (!v.getDefiningOp() || p.kernelOf.lookup(v.getDefiningOp()) != id ||
+            !p.kernelOf.count(v.getDefiningOp()))
+          inputs.insert(v);
+    return inputs;
+  };
+  auto uses = [&](int user, int producer) {
+    for (Operation *op : members[user])
+      for (Value v : op->getOperands())
+        if (Operation *def = v.getDefiningOp();
+            def && p.kernelOf.count(def) && p.kernelOf[def] == producer)
+          return true;
+    return false;
+  };
+  for (auto &[a, opsA] : members) {
+    for (auto &[b, opsB] : members) {
+      if (a >= b || opsA.empty() || opsB.empty() ||
+          !sameSpace(clusters[a], clusters[b]) || uses(a, b) || uses(b, a))
+        continue;
+      llvm::DenseSet<Value> inA = inputsOf(a);
+      bool shares = llvm::any_of(inputsOf(b), [&](Value v) {
+        return inA.contains(v) && !isa_and_nonnull<ConstantOp>(v.getDefiningOp());
+      });
+      if (!shares)
+        continue;
+      auto [early, late] = opsA.back()->isBeforeInBlock(opsB.back())
+                               ? std::pair{&opsA, &opsB}
+                               : std::pair{&opsB, &opsA};
+      Operation *place = late->back();
+      bool usersAfter = llvm::all_of(*early, [&](Operation *op) {
+        return llvm::all_of(op->getUsers(), [&](Operation *user) {
+          return place->isBeforeInBlock(user) ||
+                 llvm::is_contained(*early, user);
+        });
+      });
+      if (!usersAfter)
+        continue;
+      for (Operation *op : opsB)
+        p.kernelOf[op] = a;
+      p.decisions.push_back({opsA.back(), opsB.back(), true,
+                             "siblings reading the same input"});
+      opsA.append(opsB.begin(), opsB.end());
+      llvm::sort(opsA, [](Operation *x, Operation *y) {
+        return x->isBeforeInBlock(y);
+      });
+      opsB.clear();
+    }
+  }
+}
+
+} // namespace
+
+namespace {
+
+/// One greedy pass; ops in `isolated` start kernels of their own.
+Partition partitionOnce(Block &body, bool fused,
+                        const llvm::SmallPtrSetImpl<Operation *> &isolated) {
+  Partition p;
+  std::vector<Cluster> clusters;
+  for (Operation &op : llvm::reverse(body.without_terminator())) {
+    // A constant is cloned into the kernels that read it, unless it is
+    // itself an output: then a kernel must write it.
+    if (isFreeConstant(&op) &&
+        !llvm::any_of(op.getUsers(), [](Operation *user) {
+          return user->hasTrait<OpTrait::IsTerminator>();
+        }))
+      continue;
+    std::optional<int> target;
+    std::string reason = "unfused mode: one kernel per op";
+    if (fused) {
+      reason = "it is a graph output";
+      for (Operation *user : op.getUsers()) {
+        auto it = p.kernelOf.find(user);
+        if (it == p.kernelOf.end()) {
+          reason = "it is a graph output";
+          target.reset();
+          break;
+        }
+        if (target && *target != it->second) {
+          reason = "its users are in different kernels";
+          target.reset();
+          break;
+        }
+        target = it->second;
+      }
+      if (op.use_empty())
+        reason = "it has no users";
+      if (target && isolated.contains(&op)) {
+        reason = "its consumer would read other rows of its result";
+        target.reset();
+      }
+      if (target) {
+        Cluster trial = clusters[*target];
+        auto [ok, why] = canJoin(&op, trial);
+        reason = why;
+        if (ok)
+          clusters[*target] = trial;
+        else
+          target.reset();
+      }
+    }
+    for (Operation *user : op.getUsers())
+      if (p.kernelOf.count(user))
+        p.decisions.push_back({&op, user, target.has_value(), reason});
+    if (target) {
+      p.kernelOf[&op] = *target;
+      continue;
+    }
+    KernelKind kind = kernelKindOf(&op);
+    Cluster c{kind, numElements(op.getResult(0)), rowOpSpace(&op)};
+    p.kernelOf[&op] = clusters.size();
+    clusters.push_back(c);
+  }
+  if (fused)
+    mergeSiblings(body, p, clusters);
+  return p;
+}
+
+/// Whether `op`, which reads a value computed from a row op of its kernel,
+/// reads it in place: a row kernel holds one row per thread block, so an
+/// op may read the row it computes, not another. Elementwise ops do; so
+/// does a broadcast of per-row values along the row ([..., 1] to
+/// [..., length]) and a reshape that keeps the last dim.
+bool readsInPlace(Operation *op) {
+  if (op->hasTrait<OpTrait::kf::Elementwise>() || isa<SelectOp>(op) ||
+      kernelKindOf(op) != KernelKind::pointwise)
+    return true;
+  auto in = mlir::dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  auto out = mlir::dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!in || !out || in.getRank() == 0 || out.getRank() == 0)
+    return false;
+  if (isa<BroadcastOp>(op))
+    return in.getRank() == out.getRank() && in.getShape().back() == 1 &&
+           in.getShape().drop_back() == out.getShape().drop_back();
+  if (isa<ReshapeOp>(op))
+    return in.getShape().back() == out.getShape().back();
+  return false;
+}
+
+/// Whether `op` reads a matmul's result where the matmul template has it:
+/// a thread holds accumulators of its own output elements only.
+bool readsAccumulatorsInPlace(Operation *op) {
+  return op->hasTrait<OpTrait::kf::Elementwise>() || isa<SelectOp>(op);
+}
+
+/// The row ops and matmuls of a kernel whose results are read out of place
+/// (by a transpose, say): they must not share the kernel.
+void findMisreadRowOps(Block &body, const Partition &p,
+                       llvm::SmallPtrSetImpl<Operation *> &misread) {
+  // For each op, the row ops of its kernel that it depends on.
+  llvm::DenseMap<Operation *, llvm::SmallPtrSet<Operation *, 2>> rowInputs;
+  for (Operation &op : body.without_terminator()) {
+    auto it = p.kernelOf.find(&op);
+    if (it == p.kernelOf.end())
+      continue;
+    llvm::SmallPtrSet<Operation *, 2> &mine = rowInputs[&op];
+    for (Value v : op.getOperands()) {
+      Operation *def = v.getDefiningOp();
+      auto defKernel = def ? p.kernelOf.find(def) : p.kernelOf.end();
+      if (defKernel == p.kernelOf.end() || defKernel->second != it->second)
+        continue;
+      if (rowOpSpace(def) || isa<MatmulOp>(def))
+        mine.insert(def);
+      for (Operation *row : rowInputs[def])
+        mine.insert(row);
+    }
+    bool afterMatmul = llvm::any_of(
+        mine, [](Operation *anchor) { return isa<MatmulOp>(anchor); });
+    if (!mine.empty() && (afterMatmul ? !readsAccumulatorsInPlace(&op)
+                                      : !readsInPlace(&op)))
+      misread.insert(mine.begin(), mine.end());
+  }
+}
+
+} // namespace
+
+Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
+  llvm::SmallPtrSet<Operation *, 4> isolated;
+  for (;;) {
+    Partition p = partitionOnce(body, fused, isolated);
+    size_t before = isolated.size();
+    findMisreadRowOps(body, p, isolated);
+    if (isolated.size() == before)
+      return p;
+  }
+}
+
+namespace {
+
+/// The kind of a kernel of `ops`: a row kernel is a normalization when its
+/// root is row-shaped, a reduction when it is per row.
+KernelKind kernelKindFor(ArrayRef<Operation *> ops) {
+  if (llvm::any_of(ops, [](Operation *op) { return isa<MatmulOp>(op); }))
+    return KernelKind::matmul;
+  bool rowOps = false, pointwise = true;
+  for (Operation *op : ops) {
+    KernelKind kind = kernelKindOf(op);
+    pointwise &= kind == KernelKind::pointwise;
+    rowOps |= rowOpSpace(op).has_value();
+  }
+  if (pointwise)
+    return KernelKind::pointwise;
+  if (ops.size() == 1 || !rowOps)
+    return kernelKindOf(ops.back());
+  // A row kernel: per-row root (a reduction) or row-shaped (a normalization).
+  std::optional<RowSpace> rows;
+  for (Operation *op : ops)
+    if (!rows)
+      rows = rowOpSpace(op);
+  return numElements(ops.back()->getResult(0)) == rows->rows
+             ? KernelKind::reduction
+             : KernelKind::normalization;
+}
+
+/// Wraps `ops` (in program order, the last one the root) in a kf.kernel.
+void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
+  Operation *root = ops.back();
+  llvm::SmallPtrSet<Operation *, 16> inside(ops.begin(), ops.end());
+  // The results: every op with a user outside (one root, or several when
+  // siblings were merged), in program order.
+  // An attention with a log-sum-exp yields both: the templates write O and
+  // the log-sum-exp as results 0 and 1.
+  SmallVector<Value> outputs;
+  for (Operation *op : ops) {
+    auto attention = dyn_cast<AttentionOp>(op);
+    bool both = attention && attention.getLse();
+    for (Value result : op->getResults())
+      if (both || llvm::any_of(result.getUsers(), [&](Operation *user) {
+            return !inside.contains(user);
+          }))
+        outputs.push_back(result);
+  }
+  llvm::SetVector<Value> inputs;
+  llvm::SetVector<Operation *> constants;
+  for (Operation *op : ops)
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && inside.contains(def))
+        continue;
+      if (def && isFreeConstant(def))
+        constants.insert(def);
+      else
+        inputs.insert(operand);
+    }
+  OpBuilder b(root);
+  auto kernel = KernelOp::create(b, root->getLoc(), ValueRange(outputs).getTypes(),
+                                 inputs.getArrayRef(), kind, DictionaryAttr());
+  Block *block = b.createBlock(&kernel.getBody());
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, block->addArgument(input.getType(), input.getLoc()));
+  for (Operation *constant : constants)
+    b.clone(*constant, mapping);
+  for (Operation *op : ops)
+    b.clone(*op, mapping);
+  SmallVector<Value> yielded;
+  for (Value v : outputs)
+    yielded.push_back(mapping.lookup(v));
+  YieldOp::create(b, root->getLoc(), yielded);
+  for (auto [v, result] : llvm::zip(outputs, kernel.getResults()))
+    v.replaceAllUsesWith(result);
+  for (Operation *op : llvm::reverse(ops))
+    op->erase();
+}
+
+struct KFFusePass : public kfuse::kf::impl::KFFusePassBase<KFFusePass> {
+  using KFFusePassBase::KFFusePassBase;
+
+  void runOnOperation() override {
+    if (mode != "fused" && mode != "unfused") {
+      getOperation().emitError() << "kf-fuse: mode must be fused or unfused, "
+                                    "got '"
+                                 << mode << "'";
+      return signalPassFailure();
+    }
+    for (auto func : getOperation().getOps<func::FuncOp>()) {
+      Block &body = func.getBody().front();
+      Partition partition = partitionForFusion(body, mode == "fused");
+      // Group in program order; the last op of a group is its root.
+      std::map<int, SmallVector<Operation *>> groups;
+      for (Operation &op : body.without_terminator())
+        if (partition.kernelOf.count(&op))
+          groups[partition.kernelOf[&op]].push_back(&op);
+      for (auto &[id, ops] : groups)
+        buildKernel(ops, kernelKindFor(ops));
+      // Constants now live inside the kernels that read them.
+      for (Operation &op : llvm::make_early_inc_range(body))
+        if (isFreeConstant(&op) && op.use_empty())
+          op.erase();
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,48 @@
+//===- Passes.h - kfuse's graph passes --------------------------*- C++ -*-===//
+
+#ifndef KFUSE_TRANSFORMS_PASSES_H
+#define KFUSE_TRANSFORMS_PASSES_H
+
+#include "ir/KFDialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/Pass/Pass.h"
+
+namespace kfuse::kf {
+
+#define GEN_PASS_DECL
+#include "transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "transforms/Passes.h.inc"
+
+/// The attribute kf-online-softmax leaves on a product that looks like
+/// attention but was not rewritten: the reason, for --explain-fusion.
+inline constexpr llvm::StringLiteral kOnlineSoftmaxRefusal =
+    "kf.online_softmax";
+
+/// One producer-consumer edge as kf-fuse judged it.
+struct FusionDecision {
+  mlir::Operation *producer;
+  mlir::Operation *consumer;
+  bool fused;
+  std::string reason;
+};
+
+/// The partition kf-fuse makes of a function's body: a kernel id per op
+/// (splat constants have none), and the decision on every edge between
+/// ops. `fused` false puts every op in its own kernel.
+struct Partition {
+  llvm::DenseMap<mlir::Operation *, int> kernelOf;
+  std::vector<FusionDecision> decisions;
+};
+Partition partitionForFusion(mlir::Block &body, bool fused);
+
+} // namespace kfuse::kf
+
+#endif // KFUSE_TRANSFORMS_PASSES_H

@@ -1,0 +1,275 @@
+//===- Passes.td - kfuse's graph passes --------------------*- tablegen -*-===//
+//
+// The graph passes: each decides on kf IR (what to specialise, rewrite,
+// fuse, pad, split, tile, promote) and records its decision there. def
+// KF<Name>Pass, argument kf-<name>, implemented in transforms/<Name>.cpp
+// and tested in tests/lit/passes/kf-<name>.mlir. The lowering passes are
+// in codegen/Passes.td; the pass order lives in compiler/PassPipeline.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KF_TRANSFORMS_PASSES
+#define KF_TRANSFORMS_PASSES
+
+include "mlir/Pass/PassBase.td"
+
+def KFSpecializePass
+    : Pass<"kf-specialize", "mlir::ModuleOp"> {
+  let summary = "Bind symbolic dims to the concrete shapes of one call";
+  let description = [{
+    The JIT step: a graph written for `tensor<?x64xf32>` with its dim named
+    `M` is compiled for the shapes of the call at hand. Symbols are bound
+    from `shapes` (one shape per function argument, in order) and from
+    `bind` (explicit `NAME=SIZE` pairs); every result type is then
+    recomputed by the ops' shape rules and `dim_symbols` annotations that
+    are fully bound are dropped.
+
+    Before, with shapes="128x64":
+    ```mlir
+    func.func @f(%x: tensor<?x64xf32> {kf.dim_symbols = ["M", ""]})
+        -> tensor<?x64xf32> {
+      %y = kf.exp %x : tensor<?x64xf32>
+      return %y : tensor<?x64xf32>
+    }
+    ```
+    After:
+    ```mlir
+    func.func @f(%x: tensor<128x64xf32>) -> tensor<128x64xf32> {
+      %y = kf.exp %x : tensor<128x64xf32>
+      return %y : tensor<128x64xf32>
+    }
+    ```
+    A symbol bound to two sizes, a static dim given another size, or a
+    symbol left unbound is an error naming the dim and both sizes.
+  }];
+  let options = [
+    ListOption<"shapes", "shapes", "std::string",
+               "one shape per argument, e.g. 128x64 (a scalar is '')">,
+    ListOption<"bind", "bind", "std::string",
+               "symbol bindings NAME=SIZE, e.g. M=128">,
+  ];
+}
+
+def KFOnlineSoftmaxPass : Pass<"kf-online-softmax", "mlir::ModuleOp"> {
+  let summary = "Rewrite attention written from primitives into kf.attention";
+  let description = [{
+    Finds matmul(softmax(scale * Q K^T [+ bias] [masked]), V) in its usual
+    spellings: the scale on Q, on K or on the scores (a multiply or a
+    divide by a positive constant); K^T by the matmul's flag or a
+    transpose; softmax as kf.softmax or as exp(s - max s) / sum exp(s -
+    max s) along the keys; a causal mask as a select to -inf on
+    compare(iota rows, iota columns); K and V heads repeated for
+    grouped-query attention; float casts between the stages. It becomes one
+    kf.attention, so the S x S scores never reach memory.
+
+    Before:
+    ```mlir
+    %s = kf.matmul %q, %k {transpose_b = true} : ... -> tensor<4x16x2048x2048xf32>
+    %t = kf.mul %s, %c : tensor<4x16x2048x2048xf32>
+    %p = kf.softmax %t {axis = 3} : tensor<4x16x2048x2048xf32>
+    %pb = kf.cast %p : tensor<4x16x2048x2048xf32> -> tensor<4x16x2048x2048xbf16>
+    %o = kf.matmul %pb, %v : ... -> tensor<4x16x2048x64xbf16>
+    ```
+    After:
+    ```mlir
+    %o = kf.attention %q, %k, %v {scale = 1.250000e-01 : f64} : ...
+    ```
+    It does not fire where the meaning would change: a negative scale, a
+    scale applied to the bias too, a mask that is not causal with the
+    exp/max/sum/div softmax (whose fully masked rows are NaN, not 0), or
+    scores and probabilities that are also used elsewhere. Such a
+    near-match keeps the reason as `kf.online_softmax` on the product.
+    Unfused compiles skip this pass: they are the materialised baseline.
+  }];
+}
+
+def KFFusePass : Pass<"kf-fuse", "mlir::ModuleOp"> {
+  let summary = "Partition the graph into kf.kernel regions";
+  let description = [{
+    Groups ops into kernels, each of one kind (pointwise, reduction,
+    normalization, matmul, attention). In `unfused` mode every op is its own
+    kernel: the baseline that fusion is measured against. In `fused` mode a
+    pointwise op (elementwise math, casts, compares, selects, broadcasts,
+    transposes, reshapes, iota) joins the kernel of its consumers when all of
+    them are in one pointwise kernel, so chains run as one pass over memory.
+    Splat constants are cloned into every kernel that reads them.
+
+    Before:
+    ```mlir
+    %e = kf.exp %x : tensor<64xf32>
+    %y = kf.mul %e, %e : tensor<64xf32>
+    ```
+    After (fused):
+    ```mlir
+    %y = kf.kernel pointwise(%x : tensor<64xf32>) {
+    ^bb0(%a: tensor<64xf32>):
+      %e = kf.exp %a : tensor<64xf32>
+      %m = kf.mul %e, %e : tensor<64xf32>
+      kf.yield %m : tensor<64xf32>
+    } -> (tensor<64xf32>)
+    ```
+  }];
+  let options = [
+    Option<"mode", "mode", "std::string", /*default=*/"\"fused\"",
+           "fused or unfused">,
+  ];
+}
+
+def KFPadPass : Pass<"kf-pad", "mlir::ModuleOp"> {
+  let summary = "Pad the rows of intermediate buffers to 16 bytes";
+  let description = [{
+    For every kernel result that only other kernels read, whose rows are
+    not a whole number of 16-byte vectors: when the producer's template
+    writes whole rows (row kernels, tensor-core matmuls) and every consumer
+    addresses the buffer by row and column (row kernels, tensor-core matmul
+    operands), pads its row stride to the next multiple of 16 bytes, with
+    zeros past each row's end. Padding that would grow a buffer by more
+    than an eighth is skipped. The strides go into the producer's
+    `padded_rows` (one per result, 0 for a dense one). Rows then start on
+    16-byte boundaries: row kernels use vectors on them, and a matmul whose
+    operand rows were odd can use tensor cores.
+
+    A kernel argument whose rows keep a tensor-core matmul off tensor
+    cores (where a cost model says the copy pays), or an attention off the
+    FlashAttention template (odd head dims, with `wgmma`), is copied into a
+    padded buffer by a pointwise kernel first.
+
+    Before:
+    ```mlir
+    %s = kf.kernel matmul(%q, %k : ...) { ... } -> (tensor<2047x2047xbf16>)
+    %p = kf.kernel normalization(%s : tensor<2047x2047xbf16>) { ... }
+    ```
+    After:
+    ```mlir
+    %s = kf.kernel matmul(%q, %k : ...) attributes
+        {padded_rows = array<i64: 2048>} { ... } -> (tensor<2047x2047xbf16>)
+    ```
+  }];
+  let options = [
+    Option<"aligned", "aligned", "bool", /*default=*/"false",
+           "every buffer starts on a 16-byte boundary (allows vectors)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "the target has wgmma (sm_90a): the FlashAttention template">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 matmuls may take TF32 tensor cores (K-major copies of "
+           "their other operands where that pays)">,
+  ];
+}
+
+def KFSplitKPass : Pass<"kf-split-k", "mlir::ModuleOp"> {
+  let summary = "Split the K of tensor-core matmuls that leave SMs idle";
+  let description = [{
+    A tensor-core matmul kernel whose output tiles fill at most half the
+    GPU's block slots (decode-sized M) and whose K spans enough steps becomes
+    two kernels: a matmul kernel computing f32 partial sums over chunks of
+    K (kf.matmul's `k_chunk`, a multiple of the tile's K step), and a
+    reduction kernel summing them and computing the epilogue the matmul
+    kernel had. Runs after kf-pad and before kf-tile.
+
+    After:
+    ```mlir
+    %p = kf.kernel matmul(%x, %w : tensor<16x4096xbf16>, tensor<4096x4096xbf16>) {
+      %0 = kf.matmul %a, %b {k_chunk = 2048 : i64, transpose_b = true}
+          : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<2x16x4096xf32>
+      ...
+    }
+    %y = kf.kernel reduction(%p : tensor<2x16x4096xf32>) { kf.reduce sum ... }
+    ```
+  }];
+  let options = [
+    Option<"sms", "sms", "int64_t", /*default=*/"132",
+           "streaming multiprocessors on the target GPU">,
+    Option<"aligned", "aligned", "bool", /*default=*/"false",
+           "every buffer starts on a 16-byte boundary (allows vectors)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "the target has Hopper's warpgroup MMA (sm_90a)">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 matmuls may take TF32 tensor cores">,
+  ];
+}
+
+def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
+  let summary = "Choose each kernel's launch shape";
+  let description = [{
+    Records in every kf.kernel's `config` the threads per block (`block`),
+    the blocks (`grid`), the work items (`items`: elements, rows or outputs,
+    by kind) and, with `aligned`, the elements per 16-byte access (`vec`).
+    Pointwise kernels step `vec` elements a thread; kernels whose
+    reductions and softmaxes run along the last axis get one block per row
+    (`chunks` vectors a thread, `in_registers` when the row stays in
+    registers). A bf16/f16 matmul on aligned buffers gets a tensor-core
+    block tile (`mma`, `tile_m`, `tile_n`, `tile_k`, `warps_m`, `warps_n`,
+    `group_m`; `wgmma` with the `wgmma` option; `tf32` for an f32 matmul
+    with the `allow-tf32` option), the one whose waves of
+    resident blocks on the SMs take the least estimated time; any other
+    matmul says why in `no_tensor_cores`. kf-lower-to-gpu reads the config
+    and decides nothing.
+
+    After:
+    ```mlir
+    kf.kernel pointwise(...) attributes {config = {aligned = 16 : i64,
+        block = 256 : i64, grid = 1 : i64, items = 1024 : i64, vec = 4 : i64}}
+    ```
+  }];
+  let options = [
+    Option<"sms", "sms", "int64_t", /*default=*/"132",
+           "streaming multiprocessors on the target GPU">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "threads per block">,
+    Option<"aligned", "aligned", "bool", /*default=*/"false",
+           "every buffer starts on a 16-byte boundary (allows vectors)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "the target has Hopper's warpgroup MMA (sm_90a)">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 matmuls may take TF32 tensor cores">,
+  ];
+}
+
+def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
+  let summary = "Decide what tensor-core matmuls and FlashAttention stage in shared memory";
+  let description = [{
+    For every matmul kernel that kf-tile gave a tensor-core tile (`mma`),
+    decides the shared-memory pipeline: both operands' block tiles are
+    staged, each row padded by 8 elements (16 bytes, so that the rows one
+    ldmatrix reads fall on distinct banks: `smem_pad`), in as many stages of
+    asynchronous copies (2 to 4: `stages`) as fit half a multiprocessor's
+    shared memory and the K steps there are. When output rows have an odd
+    length (so pairs of 16-bit results cannot be stored from registers),
+    the output tile is staged there too, to leave in coalesced rows
+    (`stage_output`). A wgmma matmul with more tiles than SMs, four
+    stages and room for the staged output in the last two becomes
+    persistent (`persistent`, `grid` = SMs): the next tile's first copies
+    overlap this tile's epilogue. With `tma`, a wgmma matmul whose A has a
+    tile's rows at least is warp-specialised instead (`tma`, `block` =
+    384): a third warpgroup copies both operands with the TMA into up to 8
+    stages that mbarriers hand over, each multiplying warpgroup keeps two
+    K steps of products in flight (`mma_groups`, fewer than `stages`), the
+    output is staged 128 columns at a time past them, and the block loops
+    over tiles (`grid` = SMs at most). Where that output's rows are not
+    whole 16-byte vectors, its tiles take rows `row_groups` apart, each
+    group's columns shifted so that its rows start on `row_align`-element
+    (128- or 16-byte) boundaries (`items` counts the tiles that makes).
+    A FlashAttention kernel (`flash`)
+    keeps its Q tile and two stages of K and V tiles, and of a bias or
+    mask input with whole 16-byte rows (`stage_scores_input`); with `tma`,
+    head dims of 128 or more and nothing staged, a third warpgroup copies
+    Q, K and V with the TMA (`tma`, `block` = 384). Records the dynamic
+    shared memory the launch needs (`shared_bytes`). Other kernels are
+    untouched.
+
+    After:
+    ```mlir
+    kf.kernel matmul(...) attributes {config = {..., mma = 1 : i64,
+        shared_bytes = 111104 : i64, smem_pad = 8 : i64, stages = 4 : i64,
+        tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 256 : i64, ...}}
+    ```
+  }];
+  let options = [
+    Option<"sms", "sms", "int64_t", /*default=*/"132",
+           "streaming multiprocessors on the target GPU">,
+    Option<"tma", "tma", "bool", /*default=*/"true",
+           "warp-specialise wgmma matmuls around TMA copies">,
+  ];
+}
+
+#endif // KF_TRANSFORMS_PASSES

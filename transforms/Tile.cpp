@@ -1,0 +1,285 @@
+//===- Tile.cpp - kf-tile: choose each kernel's launch shape --------------===//
+//
+// Analyse: the kernel's work (elements, or rows of a row space) and the
+// widest 16-byte vector every buffer it touches allows. Decide:
+//  - pointwise: `vec` elements per thread step (two vectors of them for
+//    large tensors, `interleave`d across the block for f32), 256 threads,
+//    a grid that covers the steps once;
+//  - row kernels (normalisations and last-axis reductions): one block per
+//    row with enough threads that each holds about 4 vectors, the row kept
+//    in registers when that is at most 32 values a thread (else looped);
+//  - matmuls of bf16/f16 on aligned buffers (f32 with allow-tf32, recorded
+//    as `tf32`): a tensor-core block tile per thread block, the tile chosen
+//    per shape by chooseMatmulTile's count of waves on the SMs;
+//  - the rest: one thread per item.
+// Rewrite: record the choice in the kernel's config.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+#include "analysis/MatmulTiling.h"
+#include "analysis/KernelAnalysis.h"
+#include "transforms/Passes.h"
+
+namespace kfuse::kf {
+#define GEN_PASS_DEF_KFTILEPASS
+#include "transforms/Passes.h.inc"
+} // namespace kfuse::kf
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+/// Elements per 16-byte access that every buffer of the kernel allows.
+/// Vectors of i1 are bit-packed in LLVM, not byte arrays: no vectors there.
+int64_t vectorWidth(KernelOp kernel) {
+  int64_t bytes = 1;
+  for (Type t : llvm::concat<const Type>(kernel.getInputs().getTypes(),
+                                         kernel.getResultTypes())) {
+    Type dtype = mlir::cast<RankedTensorType>(t).getElementType();
+    if (dtype.isInteger(1))
+      return 1;
+    bytes = std::max<int64_t>(bytes, dtype.getIntOrFloatBitWidth() / 8);
+  }
+  return 16 / bytes;
+}
+
+/// A kernel's launch config, as named integers (the dictionary sorts them).
+class Config {
+public:
+  explicit Config(Builder &b) : b(b) {}
+  void set(StringRef name, int64_t value) {
+    entries.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
+  }
+  DictionaryAttr get() const { return b.getDictionaryAttr(entries); }
+
+private:
+  Builder &b;
+  SmallVector<NamedAttribute> entries;
+};
+
+/// 32 columns by 32 row groups a block; a block per 32 columns.
+void configureColumns(Config &c, RowSpace columns) {
+  c.set("block", 1024);
+  c.set("grid", std::min<int64_t>((columns.length + 31) / 32, INT32_MAX));
+  c.set("items", columns.length);
+  c.set("columns", 1);
+}
+
+/// 32x32 tiles through shared memory, 8 rows of threads.
+void configureTiledTranspose(Config &c, TransposeOp transpose) {
+  ArrayRef<int64_t> out = shapeOf(transpose.getResult());
+  int64_t r = out.size();
+  int64_t tiles = ((out[r - 2] + 31) / 32) * ((out[r - 1] + 31) / 32);
+  for (int64_t d = 0; d + 2 < r; ++d)
+    tiles *= out[d];
+  c.set("block", 256);
+  c.set("grid", std::min<int64_t>(tiles, INT32_MAX));
+  c.set("items", tiles);
+  c.set("tiled_transpose", 1);
+}
+
+/// The row strides of a row kernel's row-shaped buffers (kf-pad may have
+/// padded some).
+SmallVector<int64_t> rowStrides(KernelOp kernel, RowSpace rows) {
+  SmallVector<int64_t> strides;
+  for (Value v : llvm::concat<Value>(kernel.getBody().getArguments(),
+                                     kernel.getResults())) {
+    auto type = mlir::cast<RankedTensorType>(v.getType());
+    if (type.getRank() == 0 || type.getShape().back() != rows.length ||
+        type.getNumElements() != rows.rows * rows.length)
+      continue;
+    Value buffer = v;
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      buffer = kernel.getInputs()[arg.getArgNumber()];
+    strides.push_back(rowStrideOf(buffer));
+  }
+  return strides;
+}
+
+/// A block per row, enough threads for about four vectors each; the row
+/// stays in registers when a thread holds at most 32 of its values.
+/// Vectors must tile every row-shaped buffer's rows; they span the longest
+/// (padded) row.
+void configureRows(Config &c, RowSpace rows, ArrayRef<int64_t> strides,
+                   int64_t vec) {
+  auto divides = [&](int64_t v) {
+    return llvm::all_of(strides, [&](int64_t s) { return s % v == 0; });
+  };
+  while (vec > 1 && !divides(vec))
+    vec /= 2;
+  int64_t span = rows.length;
+  for (int64_t s : strides)
+    span = std::max(span, s);
+  int64_t vectors = std::max<int64_t>(1, (span + vec - 1) / vec);
+  int64_t threads = 32;
+  while (threads < 1024 && threads * 4 < vectors)
+    threads *= 2;
+  int64_t chunks = (vectors + threads - 1) / threads;
+  c.set("block", threads);
+  // A block per row: the hardware balances rows across the SMs better than
+  // a grid-stride loop over waves of resident blocks.
+  c.set("grid", std::min<int64_t>(rows.rows, INT32_MAX));
+  c.set("items", rows.rows);
+  c.set("vec", vec);
+  c.set("chunks", chunks);
+  c.set("in_registers", chunks * vec <= 32);
+}
+
+/// `blockSize` threads a block, enough blocks for a thread a step.
+void setBlocks(Config &c, int64_t steps, int64_t blockSize) {
+  c.set("block", blockSize);
+  c.set("grid",
+        std::min<int64_t>((steps + blockSize - 1) / blockSize, INT32_MAX));
+}
+
+/// A pointwise kernel that writes padded rows (kf-pad's copy of a matmul
+/// operand): a thread step writes `vec` elements of a padded row, zeros
+/// past its end.
+void configurePaddedCopy(Config &c, KernelOp kernel, int64_t stride,
+                         int64_t vec, int64_t blockSize) {
+  auto type = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
+  int64_t elements = type.getNumElements() / type.getShape().back() * stride;
+  while (vec > 1 && stride % vec)
+    vec /= 2;
+  setBlocks(c, elements / vec, blockSize);
+  c.set("items", elements);
+  c.set("vec", vec);
+}
+
+void configurePointwise(Config &c, int64_t elements, int64_t vec,
+                        int64_t blockSize) {
+  while (vec > 1 && elements % vec)
+    vec /= 2;
+  // Large kernels take two vectors a thread step: more bytes in flight.
+  // Measured on the H200 (fused / HBM floor): f32 kernels want a block's
+  // vectors interleaved, each warp access one contiguous run (cos(cos x)
+  // 1.10 -> 1.06; with a thread's two vectors adjacent, 1.38); 16-bit ones
+  // want them adjacent (gelu bf16 1.10, interleaved 1.20).
+  int64_t vectors = elements / vec;
+  bool large = elements >= (1 << 20);
+  bool interleave = vec == 4 && vectors % (2 * blockSize) == 0;
+  bool adjacent = vec >= 8 && vectors % 2 == 0;
+  int64_t unroll = large && (interleave || adjacent) ? 2 : 1;
+  setBlocks(c, vectors / unroll, blockSize);
+  c.set("items", elements);
+  c.set("vec", vec);
+  c.set("unroll", unroll);
+  if (unroll > 1 && interleave)
+    c.set("interleave", 1);
+}
+
+/// One thread block per output tile (per batch), tile rows grouped by
+/// group_m for L2 reuse.
+void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms,
+                               bool wgmma) {
+  MatmulProblem p = MatmulProblem::of(matmul);
+  MatmulTile t = chooseMatmulTile(p, sms, wgmma);
+  int64_t tiles = p.splits * p.batch * ((p.m + t.bm - 1) / t.bm) *
+                  ((p.n + t.bn - 1) / t.bn);
+  c.set("block", t.threads());
+  c.set("grid", tiles);
+  c.set("items", tiles);
+  c.set("mma", 1);
+  c.set("tile_m", t.bm);
+  c.set("tile_n", t.bn);
+  c.set("tile_k", t.bk);
+  c.set("warps_m", t.warpsM);
+  c.set("warps_n", t.warpsN);
+  c.set("group_m", tileRowGroup(t, p));
+  if (t.wgmma)
+    c.set("wgmma", 1);
+  // f32 operands multiply in TF32 (kf-lower-to-gpu refuses f32 without it).
+  if (p.elementBytes == 4)
+    c.set("tf32", 1);
+}
+
+/// A block per 128 query rows of a head, two warpgroups; head dims padded
+/// to multiples of 64 (the swizzled tiles' width).
+void configureFlashAttention(Config &c, AttentionOp op) {
+  ArrayRef<int64_t> q = shapeOf(op.getQ());
+  // 64 rows (one warpgroup, two blocks an SM that need not wait for each
+  // other) measured the same on the H200 and reads K and V twice as often.
+  int64_t blockQ = 128;
+  int64_t blocks = q[0] * q[1] * ((q[2] + blockQ - 1) / blockQ);
+  c.set("block", 2 * blockQ);
+  c.set("grid", blocks);
+  c.set("items", blocks);
+  c.set("flash", 1);
+  c.set("wgmma", 1);
+  c.set("block_q", blockQ);
+  int64_t headDim = (q[3] + 63) / 64 * 64;
+  int64_t valueDim = (shapeOf(op.getV())[3] + 63) / 64 * 64;
+  // 128 keys a tile leave too few registers for the wgmma pipeline
+  // (ptxas serialises it, C7511, even at head dim 64).
+  c.set("block_k", 64);
+  c.set("head_dim", headDim);
+  c.set("value_dim", valueDim);
+  // Q's fragments in registers (32 a thread at head dim 128) halve the
+  // shared-memory reads of Q K^T; past 128 they would spill.
+  if (headDim <= 128)
+    c.set("q_registers", 1);
+}
+
+struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
+  using KFTilePassBase::KFTilePassBase;
+
+  void runOnOperation() override {
+    if (blockSize <= 0 || blockSize > 1024 || sms <= 0) {
+      getOperation().emitError()
+          << "kf-tile: block-size must be in 1..1024 and sms positive";
+      return signalPassFailure();
+    }
+    getOperation().walk([&](KernelOp kernel) {
+      Builder b(kernel);
+      kernel.setConfigAttr(configure(b, kernel));
+      // Say why a matmul or attention runs without tensor cores
+      // (--emit=fused shows it).
+      std::optional<std::string> why;
+      if (kernel.getKind() == KernelKind::matmul)
+        why = tensorCoreRefusal(matmulOf(kernel), aligned, allowTF32);
+      else if (kernel.getKind() == KernelKind::attention)
+        why = flashAttentionRefusal(kernel, aligned, wgmma);
+      if (why)
+        kernel->setAttr("no_tensor_cores", b.getStringAttr(*why));
+    });
+  }
+
+  DictionaryAttr configure(Builder &b, KernelOp kernel) {
+    Config c(b);
+    int64_t items = kernelWorkItems(kernel);
+    int64_t vec = aligned ? vectorWidth(kernel) : 1;
+    bool rowKind = kernel.getKind() == KernelKind::reduction ||
+                   kernel.getKind() == KernelKind::normalization;
+    std::optional<RowSpace> rows =
+        rowKind ? rowSpaceOf(kernel) : std::nullopt;
+    if (std::optional<RowSpace> columns = columnSpaceOf(kernel)) {
+      configureColumns(c, *columns);
+    } else if (TransposeOp transpose = tiledTransposeOf(kernel)) {
+      configureTiledTranspose(c, transpose);
+    } else if (rows) {
+      configureRows(c, *rows, rowStrides(kernel, *rows), vec);
+    } else if (int64_t stride = kernel.getKind() == KernelKind::pointwise
+                                    ? paddedRowStride(kernel.getResult(0))
+                                    : 0) {
+      configurePaddedCopy(c, kernel, stride, vec, blockSize);
+    } else if (kernel.getKind() == KernelKind::pointwise) {
+      configurePointwise(c, items, vec, blockSize);
+    } else if (kernel.getKind() == KernelKind::matmul &&
+               !tensorCoreRefusal(matmulOf(kernel), aligned, allowTF32)) {
+      configureTensorCoreMatmul(c, matmulOf(kernel), sms, wgmma);
+    } else if (kernel.getKind() == KernelKind::attention &&
+               !flashAttentionRefusal(kernel, aligned, wgmma)) {
+      configureFlashAttention(c, attentionOf(kernel));
+    } else {
+      c.set("block", blockSize);
+      c.set("grid", std::min((items + blockSize - 1) / blockSize, sms * 32));
+      c.set("items", items);
+    }
+    c.set("aligned", aligned ? 16 : 0);
+    return c.get();
+  }
+};
+
+} // namespace
