@@ -40,6 +40,7 @@ namespace kfuse::runtime {
   X(cuMemPoolGetAttribute)                                                     \
   X(cuMemAllocFromPoolAsync)                                                   \
   X(cuMemFreeAsync)                                                            \
+  X(cuMemPoolTrimTo)                                                           \
   X(cuMemcpyHtoD_v2)                                                           \
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemcpyDtoDAsync_v2)                                                      \

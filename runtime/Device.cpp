@@ -68,6 +68,16 @@ Expected<DeviceMemory> deviceMemory() {
   return memory;
 }
 
+Status releaseWorkspaceMemory() {
+  Expected<Driver *> d = Driver::get();
+  if (!d)
+    return d.error();
+  Expected<runtime::WorkspacePool *> pool = runtime::WorkspacePool::get(**d);
+  if (!pool)
+    return pool.error();
+  return (*pool)->trim();
+}
+
 Status synchronize() {
   Expected<Driver *> d = Driver::get();
   if (!d)

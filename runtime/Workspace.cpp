@@ -47,6 +47,10 @@ Status WorkspacePool::release(CUdeviceptr address, CUstream stream) {
   return driver.check(driver.cuMemFreeAsync(address, stream), "cuMemFreeAsync");
 }
 
+Status WorkspacePool::trim() {
+  return driver.check(driver.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
+}
+
 Expected<WorkspacePool::Usage> WorkspacePool::usage() {
   cuuint64_t reserved = 0, used = 0;
   if (Status s = driver.check(

@@ -29,7 +29,8 @@ namespace kfuse::runtime {
 
 /// The process's pool on the driver's device. Freed blocks stay in the pool
 /// (no release threshold), so a run allocates without a driver round trip
-/// once the pool has grown to the largest workspace in flight.
+/// once the pool has grown to the largest workspaces in flight at once;
+/// trim() gives them back.
 class WorkspacePool {
 public:
   /// Created on first use.
@@ -38,6 +39,10 @@ public:
   Expected<CUdeviceptr> allocate(size_t bytes, CUstream stream);
   /// Gives `address` back once the work enqueued on `stream` so far is done.
   Status release(CUdeviceptr address, CUstream stream);
+
+  /// Gives back to the device what the pool holds and no enqueued run
+  /// uses.
+  Status trim();
 
   struct Usage {
     uint64_t reservedBytes = 0; ///< taken from the device

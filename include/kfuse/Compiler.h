@@ -163,6 +163,10 @@ struct DeviceMemory {
   uint64_t workspaceUsedBytes = 0;     ///< of those, by runs still enqueued
 };
 Expected<DeviceMemory> deviceMemory();
+/// Gives the device back the workspace memory that no enqueued run uses:
+/// the pool keeps what the largest set of concurrent runs needed, as
+/// PyTorch's caching allocator does (this is its empty_cache()).
+Status releaseWorkspaceMemory();
 
 /// The target PTX text was written for (its `.target` line): "sm_90a"
 /// where kfuse used Hopper's wgmma for an "sm_90" compile. Empty if none.

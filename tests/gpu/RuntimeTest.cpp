@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <iostream>
 
 using namespace kfuse;
 using kfuse::testing::freshSeed;
@@ -196,7 +197,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 /// A hundred shapes of a graph whose two kernels pass a temporary of up to
 /// 26 MB: the old design kept each shape's temporaries (1.3 GB here); the
-/// pool holds about the largest one.
+/// pool holds about the largest one, and gives it back when asked.
 TEST(Workspace, DeviceMemoryStaysBoundedOverAHundredShapes) {
   SKIP_WITHOUT_GPU();
   Graph g("shapes");
@@ -204,9 +205,12 @@ TEST(Workspace, DeviceMemoryStaysBoundedOverAHundredShapes) {
   g.output("y", transpose(softmax(x), {1, 0}) + 1.0);
   Expected<Executable> exe = Compiler(noDiskCache()).compile(g);
   ASSERT_TRUE(exe);
+  // Earlier tests' workspaces stay pooled until released.
   ASSERT_TRUE(synchronize());
+  ASSERT_TRUE(releaseWorkspaceMemory());
   Expected<DeviceMemory> before = deviceMemory();
   ASSERT_TRUE(before) << before.error().message();
+  EXPECT_EQ(before->workspaceReservedBytes, 0u);
   const int64_t rowsPerStep = 64, steps = 100;
   const uint64_t largest = uint64_t(rowsPerStep * steps) * 1024 * 4;
   for (int64_t step = 1; step <= steps; ++step) {
@@ -222,11 +226,19 @@ TEST(Workspace, DeviceMemoryStaysBoundedOverAHundredShapes) {
   }
   Expected<DeviceMemory> after = deviceMemory();
   ASSERT_TRUE(after);
+  std::cout << "[  MEMORY  ] pool " << after->workspaceReservedBytes
+            << " bytes after 100 shapes (largest workspace " << largest
+            << "); free " << before->freeBytes << " -> " << after->freeBytes
+            << "\n";
   EXPECT_EQ(after->workspaceUsedBytes, 0u);
   EXPECT_LE(after->workspaceReservedBytes, 2 * largest);
   EXPECT_GE(int64_t(after->freeBytes), int64_t(before->freeBytes) -
                                            int64_t(4 * largest))
       << "free before " << before->freeBytes << ", after " << after->freeBytes;
+  ASSERT_TRUE(releaseWorkspaceMemory());
+  Expected<DeviceMemory> released = deviceMemory();
+  ASSERT_TRUE(released);
+  EXPECT_EQ(released->workspaceReservedBytes, 0u);
 }
 
 //===----------------------------------------------------------------------===//
