@@ -56,6 +56,22 @@ protected:
   mlir::Location l;
 };
 
+/// Every result at every element, in 16-byte vectors (PointwiseKernels.cpp).
+mlir::LogicalResult emitPointwise(KernelEmitter &e, int64_t items);
+
+/// A pointwise kernel whose result kf-pad padded (its copy of a matmul or
+/// attention operand): rows of the padded stride, zeros past their end
+/// (PointwiseKernels.cpp).
+mlir::LogicalResult emitPaddedRows(KernelEmitter &e, int64_t items);
+
+/// One thread per output where no faster template applies
+/// (PerOutputKernels.cpp): a reduction over any axes, a softmax along any
+/// axis, a matmul, an attention.
+mlir::LogicalResult emitReduction(KernelEmitter &e, int64_t items);
+mlir::LogicalResult emitSoftmax(KernelEmitter &e, int64_t items);
+mlir::LogicalResult emitMatmul(KernelEmitter &e, int64_t items);
+mlir::LogicalResult emitAttention(KernelEmitter &e, int64_t items);
+
 /// A kernel whose reductions and softmaxes run along the last axis of
 /// [rows, length] data: one block per row (RowKernels.cpp).
 mlir::LogicalResult emitRows(KernelEmitter &e, RowSpace space);

@@ -1,0 +1,235 @@
+//===- PointwiseKernels.cpp - elementwise kernels, vectorised -------------===//
+//
+// The pointwise template: every result at every element, each thread step
+// loading 16-byte vectors of the streamed inputs before any math and
+// storing whole vectors; and the copy into padded rows that kf-pad adds
+// before a matmul or attention operand. PointwiseTemplate.h states what
+// the plan relies on: which inputs are streamed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "analysis/KernelAnalysis.h"
+#include "codegen/templates/KernelTemplates.h"
+#include "codegen/templates/PointwiseTemplate.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+/// Every result at every element; each thread step handles `unroll`
+/// vectors of `vec` consecutive elements, loading every streamed input
+/// before any math (which may branch) and storing a vector at a time.
+class PointwiseKernel {
+public:
+  PointwiseKernel(KernelEmitter &e, int64_t items);
+  LogicalResult emit();
+
+private:
+  /// The linear indices of step `item`'s lanes, a vector per unroll.
+  SmallVector<SmallVector<Value>> lanesOf(Value item);
+  /// Every streamed input of step `item`, flattened (unroll, input, lane).
+  SmallVector<Value> loadStreamed(Value item);
+  /// Records `loaded` (from loadStreamed) as the elements at `lanes`, reads
+  /// the broadcast inputs, then computes and stores every result.
+  LogicalResult computeStep(ArrayRef<SmallVector<Value>> lanes,
+                            ArrayRef<Value> loaded);
+  /// Records the elements of broadcast `leaf` at one vector's `linears`:
+  /// a vector load of a row vector, one load of a column's element, or
+  /// element by element.
+  LogicalResult readBroadcast(BroadcastOp leaf, ArrayRef<Value> linears);
+
+  KernelEmitter &e;
+  OpBuilder &b;
+  YieldOp yield;
+  ArrayRef<int64_t> shape;
+  int64_t vec, unroll, step, steps;
+  SmallVector<BlockArgument> streamed;
+  SmallVector<BroadcastOp> broadcastLeaves;
+};
+
+PointwiseKernel::PointwiseKernel(KernelEmitter &e, int64_t items)
+    : e(e), b(e.builder()),
+      yield(mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator())),
+      shape(shapeOf(yield.getValues()[0])),
+      vec(configValue(e.kernel(), "vec", 1)),
+      unroll(configValue(e.kernel(), "unroll", 1)), step(vec * unroll),
+      steps(items / step) {
+  streamed = streamedInputs(e.kernel());
+  // Inputs broadcast over the output (a row vector, a column scalar): read
+  // together with the streamed ones, not between the math of two lanes,
+  // where an opaque libdevice asm would keep LLVM from merging them into
+  // one vector load.
+  e.kernel().getBody().walk([&](BroadcastOp op) {
+    if (isa<BlockArgument>(op.getInput()) && shapeOf(op.getResult()) == shape)
+      broadcastLeaves.push_back(op);
+  });
+}
+
+LogicalResult PointwiseKernel::emit() {
+  return e.forEachItem(steps, false, [&](Value item) {
+    return computeStep(lanesOf(item), loadStreamed(item));
+  });
+}
+
+SmallVector<SmallVector<Value>> PointwiseKernel::lanesOf(Value item) {
+  // Adjacent: step `item` takes vectors item * unroll + u. Interleaved:
+  // step `item` is thread t = item % block of chunk item / block, a chunk
+  // is unroll x block consecutive vectors, and the thread takes vectors
+  // t + u * block of it, so that each warp access is one contiguous run.
+  Location l = e.loc();
+  int64_t block = configValue(e.kernel(), "block", 1);
+  bool interleave = configValue(e.kernel(), "interleave", 0);
+  Value base = arith::MulIOp::create(b, l, item, e.index(unroll));
+  if (interleave)
+    base = arith::AddIOp::create(
+        b, l, item,
+        arith::MulIOp::create(
+            b, l, arith::DivUIOp::create(b, l, item, e.index(block)),
+            e.index((unroll - 1) * block)));
+  int64_t strideVectors = interleave ? block : 1;
+  SmallVector<SmallVector<Value>> lanes(unroll);
+  for (int64_t u = 0; u < unroll; ++u) {
+    Value first = arith::MulIOp::create(
+        b, l, arith::AddIOp::create(b, l, base, e.index(u * strideVectors)),
+        e.index(vec));
+    lanes[u].push_back(first);
+    for (int64_t k = 1; k < vec; ++k)
+      lanes[u].push_back(arith::AddIOp::create(b, l, first, e.index(k)));
+  }
+  return lanes;
+}
+
+LogicalResult PointwiseKernel::readBroadcast(BroadcastOp leaf,
+                                             ArrayRef<Value> linears) {
+  std::optional<BroadcastSplit> split = splitBroadcast(leaf);
+  auto input = mlir::cast<BlockArgument>(leaf.getInput());
+  Location l = e.loc();
+  if (split && split->rest % vec == 0) {
+    // A vector's lanes read consecutive elements of a row vector, or one
+    // element of a column.
+    SmallVector<Value> values =
+        split->kind == BroadcastSplit::trailing
+            ? e.loadVector(input,
+                           Value(arith::RemUIOp::create(b, l, linears[0],
+                                                        e.index(split->rest))),
+                           vec)
+            : SmallVector<Value>(vec, e.loadVector(input,
+                                                   Value(arith::DivUIOp::create(
+                                                       b, l, linears[0],
+                                                       e.index(split->rest))),
+                                                   1)[0]);
+    for (auto [linear, value] : llvm::zip_equal(linears, values))
+      e.setElement(leaf.getResult(), linear, value);
+    return success();
+  }
+  for (Value linear : linears)
+    if (failed(
+            e.elementAt(leaf.getResult(), ElementIndex::linear(shape, linear))))
+      return failure();
+  return success();
+}
+
+SmallVector<Value> PointwiseKernel::loadStreamed(Value item) {
+  SmallVector<Value> loaded;
+  for (const SmallVector<Value> &linears : lanesOf(item))
+    for (BlockArgument arg : streamed)
+      llvm::append_range(loaded, e.loadVector(arg, linears[0], vec));
+  return loaded;
+}
+
+LogicalResult PointwiseKernel::computeStep(ArrayRef<SmallVector<Value>> lanes,
+                                           ArrayRef<Value> loaded) {
+  const Value *next = loaded.begin();
+  for (const SmallVector<Value> &linears : lanes) {
+    for (BlockArgument arg : streamed)
+      for (Value linear : linears)
+        e.setElement(arg, linear, *next++);
+    for (BroadcastOp leaf : broadcastLeaves)
+      if (failed(readBroadcast(leaf, linears)))
+        return failure();
+  }
+  for (const SmallVector<Value> &linears : lanes) {
+    SmallVector<SmallVector<Value>> results(yield.getValues().size());
+    for (Value linear : linears)
+      for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+        FailureOr<Value> v =
+            e.elementAt(value, ElementIndex::linear(shapeOf(value), linear));
+        if (failed(v))
+          return failure();
+        results[i].push_back(*v);
+      }
+    for (auto [i, values] : llvm::enumerate(results))
+      e.storeLanes(i, linears[0], values);
+  }
+  return success();
+}
+
+} // namespace
+
+LogicalResult kfuse::kf::emitPointwise(KernelEmitter &e, int64_t items) {
+  return PointwiseKernel(e, items).emit();
+}
+
+/// A pointwise kernel whose result kf-pad padded (its copy of a matmul
+/// operand): a thread step writes `vec` consecutive elements of a padded
+/// row, computed where the row has them and zero past its end.
+LogicalResult kfuse::kf::emitPaddedRows(KernelEmitter &e, int64_t items) {
+  KernelOp kernel = e.kernel();
+  Value root = rootValue(kernel);
+  ArrayRef<int64_t> shape = shapeOf(root);
+  int64_t length = shape.back(), vec = configValue(kernel, "vec", 1);
+  int64_t stride = paddedRowStride(kernel.getResult(0));
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  Type type = KernelEmitter::computeType(getElementTypeOrSelf(root.getType()));
+  return e.forEachItem(items / vec, false, [&](Value step) -> LogicalResult {
+    Value first = arith::MulIOp::create(b, l, step, e.index(vec));
+    Value row = arith::DivUIOp::create(b, l, first, e.index(stride));
+    Value column0 = arith::RemUIOp::create(b, l, first, e.index(stride));
+    Value rowBase = arith::MulIOp::create(b, l, row, e.index(length));
+    SmallVector<Value> values;
+    for (int64_t k = 0; k < vec; ++k) {
+      Value column = arith::AddIOp::create(b, l, column0, e.index(k));
+      Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                           column, e.index(length));
+      auto ifOp = scf::IfOp::create(b, l, TypeRange{type}, inside, true);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(ifOp.thenBlock());
+      Value linear = arith::AddIOp::create(b, l, rowBase, column);
+      FailureOr<Value> v = e.elementAt(
+          root, ElementIndex::rowElement(shape, linear, row, column));
+      if (failed(v))
+        return failure();
+      scf::YieldOp::create(b, l, *v);
+      b.setInsertionPointToStart(ifOp.elseBlock());
+      scf::YieldOp::create(b, l, e.constant(type, 0));
+      values.push_back(ifOp.getResult(0));
+    }
+    e.storeLanes(0,
+                 BufferIndex(arith::AddIOp::create(b, l, rowBase, column0), row,
+                             column0),
+                 values);
+    return success();
+  });
+}
+
+bool kfuse::kf::usesPointwiseTemplate(KernelOp kernel) {
+  return kernel.getKind() == KernelKind::pointwise &&
+         !configValue(kernel, "tiled_transpose") &&
+         !paddedRowStride(kernel.getResult(0));
+}
+
+SmallVector<BlockArgument> kfuse::kf::streamedInputs(KernelOp kernel) {
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  ArrayRef<int64_t> shape = shapeOf(yield.getValues()[0]);
+  SmallVector<BlockArgument> streamed;
+  for (BlockArgument arg : kernel.getBody().front().getArguments())
+    if (mlir::cast<RankedTensorType>(arg.getType()).getShape() == shape &&
+        llvm::all_of(arg.getUsers(), [](Operation *user) {
+          return user->hasTrait<OpTrait::kf::Elementwise>();
+        }))
+      streamed.push_back(arg);
+  return streamed;
+}
+

@@ -1,0 +1,67 @@
+//===- TemplateSupport.cpp - what the kernel templates share --------------===//
+//
+// The helpers KernelTemplates.h declares for every template: the kernel's
+// root value and log-sum-exp result, reduction arithmetic, shared-memory
+// buffers.
+//
+//===----------------------------------------------------------------------===//
+
+#include "analysis/KernelAnalysis.h"
+#include "codegen/templates/KernelTemplates.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+Value kfuse::kf::rootValue(KernelOp kernel) {
+  return mlir::cast<YieldOp>(kernel.getBody().front().getTerminator())
+      .getValues()[0];
+}
+
+std::optional<unsigned> kfuse::kf::lseResultOf(KernelOp kernel,
+                                               AttentionOp op) {
+  if (!op.getLse())
+    return std::nullopt;
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    if (v == op.getLse())
+      return unsigned(i);
+  return std::nullopt;
+}
+
+Value kfuse::kf::combine(KernelEmitter &e, ReduceKind kind, Value acc, Value v) {
+  OpBuilder &b = e.builder();
+  bool isFloat = isa<FloatType>(acc.getType());
+  switch (kind) {
+  case ReduceKind::sum:
+  case ReduceKind::mean:
+    return isFloat ? Value(arith::AddFOp::create(b, e.loc(), acc, v))
+                   : Value(arith::AddIOp::create(b, e.loc(), acc, v));
+  case ReduceKind::max:
+    return isFloat ? Value(arith::MaximumFOp::create(b, e.loc(), acc, v))
+                   : Value(arith::MaxSIOp::create(b, e.loc(), acc, v));
+  case ReduceKind::min:
+    return isFloat ? Value(arith::MinimumFOp::create(b, e.loc(), acc, v))
+                   : Value(arith::MinSIOp::create(b, e.loc(), acc, v));
+  }
+  return acc;
+}
+
+Value kfuse::kf::reductionInit(KernelEmitter &e, ReduceKind kind, Type type) {
+  if (isa<FloatType>(type))
+    return e.f32(kind == ReduceKind::max   ? -INFINITY
+                 : kind == ReduceKind::min ? INFINITY
+                                           : 0.0);
+  return e.constant(type, kind == ReduceKind::max   ? INT32_MIN
+                          : kind == ReduceKind::min ? INT32_MAX
+                                                    : 0);
+}
+
+Value kfuse::kf::workgroupBuffer(KernelEmitter &e, int64_t floats) {
+  OpBuilder &b = e.builder();
+  return e.gpuFunc().addWorkgroupAttribution(
+      MemRefType::get({floats}, b.getF32Type(), AffineMap(),
+                      gpu::AddressSpaceAttr::get(b.getContext(),
+                                                 gpu::AddressSpace::Workgroup)),
+      e.loc());
+}
+
