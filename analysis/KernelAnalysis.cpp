@@ -3,8 +3,7 @@
 // The analyses of kf.kernel ops that several passes and the templates
 // share: the spaces a kernel's work lies in (rows, columns, a tiled
 // transpose), its work items, its attention op and whether FlashAttention
-// takes it, the row strides kf-pad chose, and the launch config kf-tile and
-// kf-promote-shared recorded.
+// takes it, and the row strides kf-pad chose.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +19,7 @@ int64_t kfuse::kf::paddedRowStride(Value value) {
   auto kernel = result ? dyn_cast<KernelOp>(result.getOwner()) : KernelOp();
   if (!kernel)
     return 0;
-  auto strides = kernel->getAttrOfType<DenseI64ArrayAttr>(kPaddedRows);
+  DenseI64ArrayAttr strides = kernel.getPaddedRowsAttr();
   if (!strides || int64_t(strides.size()) != kernel.getNumResults())
     return 0;
   return strides[result.getResultNumber()];
@@ -216,10 +215,4 @@ BlockArgument kfuse::kf::stagedScoresInput(KernelOp kernel) {
     }
   }
   return found.size() == 1 ? found[0] : BlockArgument();
-}
-
-int64_t kfuse::kf::configValue(KernelOp kernel, StringRef name,
-                               int64_t otherwise) {
-  auto attr = kernel.getConfigAttr().getAs<IntegerAttr>(name);
-  return attr ? attr.getInt() : otherwise;
 }

@@ -16,10 +16,6 @@
 
 namespace kfuse::kf {
 
-/// The attribute kf-pad leaves on a kf.kernel whose results' rows it
-/// padded: one row stride (elements) per result, 0 for a dense result.
-inline constexpr llvm::StringLiteral kPaddedRows = "padded_rows";
-
 /// The row stride kf-pad chose for `value` (a kf.kernel result): its buffer
 /// holds rows of that many elements, the row's elements first and zeros
 /// after them. 0 when the buffer is dense.
@@ -70,10 +66,6 @@ std::optional<std::string> flashAttentionRefusal(
 /// so rows are whole 16-byte chunks) that the bias or mask is computed
 /// from, if there is one such input.
 mlir::BlockArgument stagedScoresInput(KernelOp kernel);
-
-/// An integer of the kernel's launch config, or `otherwise`.
-int64_t configValue(KernelOp kernel, llvm::StringRef name,
-                    int64_t otherwise = 0);
 
 } // namespace kfuse::kf
 

@@ -175,25 +175,20 @@ int64_t kfuse::kf::splitKChunks(const MatmulProblem &p, const MatmulTile &t,
 }
 
 MatmulTile kfuse::kf::matmulTileOf(KernelOp kernel) {
-  DictionaryAttr config = kernel.getConfigAttr();
-  auto get = [&](StringRef name) {
-    auto value = config ? config.getAs<IntegerAttr>(name) : IntegerAttr();
-    return value ? value.getInt() : 0;
-  };
-  return {get("tile_m"),     get("tile_n"),
-          get("tile_k"),     get("warps_m"),
-          get("warps_n"),    get("group_m"),
-          get("wgmma") != 0, MatmulProblem::of(matmulOf(kernel)).elementBytes};
+  auto t = kernel.getTilingAs<MmaTilingAttr>();
+  if (!t)
+    return {0, 0, 0, 0, 0, 0};
+  return {t.getTileM(),  t.getTileN(),
+          t.getTileK(),  t.getWarpsM(),
+          t.getWarpsN(), t.getGroupM(),
+          t.getWgmma(),  MatmulProblem::of(matmulOf(kernel)).elementBytes};
 }
 
 RowInterleave kfuse::kf::rowInterleaveOf(KernelOp kernel) {
-  DictionaryAttr config = kernel.getConfigAttr();
-  auto groups =
-      config ? config.getAs<IntegerAttr>("row_groups") : IntegerAttr();
-  auto align = config ? config.getAs<IntegerAttr>("row_align") : IntegerAttr();
-  if (!groups || !align)
+  auto pipeline = kernel.getPipelineAs<MmaPipelineAttr>();
+  if (!pipeline)
     return {};
-  return {groups.getInt(), align.getInt()};
+  return {pipeline.getRowGroups(), pipeline.getRowAlign()};
 }
 
 std::pair<int64_t, int64_t> kfuse::kf::matmulTileCounts(const MatmulProblem &p,
@@ -272,8 +267,8 @@ int64_t kfuse::kf::stagedOutputCols(const MatmulTile &t, bool tma,
 
 SmallVector<TmaOperand, 3> kfuse::kf::attentionTmaOperands(KernelOp kernel) {
   AttentionOp op = attentionOf(kernel);
-  int64_t blockQ = configValue(kernel, "block_q", 128),
-          blockK = configValue(kernel, "block_k", 64);
+  auto tiling = kernel.getTilingAs<FlashTilingAttr>();
+  int64_t blockQ = tiling.getBlockQ(), blockK = tiling.getBlockK();
   auto describe = [&](Value operand, int64_t boxRows, int64_t paddedCols) {
     auto arg = mlir::cast<BlockArgument>(operand);
     unsigned input = arg.getArgNumber();
@@ -289,9 +284,9 @@ SmallVector<TmaOperand, 3> kfuse::kf::attentionTmaOperands(KernelOp kernel) {
                       paddedCols / 64,
                       2};
   };
-  return {describe(op.getQ(), blockQ, configValue(kernel, "head_dim")),
-          describe(op.getK(), blockK, configValue(kernel, "head_dim")),
-          describe(op.getV(), 64, configValue(kernel, "value_dim"))};
+  return {describe(op.getQ(), blockQ, tiling.getHeadDim()),
+          describe(op.getK(), blockK, tiling.getHeadDim()),
+          describe(op.getV(), 64, tiling.getValueDim())};
 }
 
 SmallVector<TmaOperand, 3> kfuse::kf::tmaOperands(KernelOp kernel) {

@@ -61,11 +61,11 @@ struct MatmulTile {
   int64_t productK() const { return 32 / elementBytes; }
 };
 
-/// The tile kf-tile recorded in `kernel`'s config.
+/// The tile kf-tile recorded in `kernel`'s `mma_tiling` (zeros without one).
 MatmulTile matmulTileOf(KernelOp kernel);
 
 /// Output tiles whose rows start on aligned addresses although the rows
-/// have an odd length (config `row_groups`, `row_align`). Row r of the
+/// have an odd length (`mma_pipeline` rowGroups, rowAlign). Row r of the
 /// output starts r * N elements in, which `align` (elements) divides only
 /// every `groups`-th row: the tiles take rows `groups` apart (tile rows of
 /// group g are rows g, g + groups, ...), all starting at the same offset
@@ -129,7 +129,7 @@ struct SharedTile {
 SharedTile sharedTileA(const MatmulTile &t, bool transposeA);
 SharedTile sharedTileB(const MatmulTile &t, bool transposeB);
 
-/// How a warp-specialised matmul (config `tma`) copies one operand with
+/// How a warp-specialised matmul (pipeline `tma`) copies one operand with
 /// the TMA: the operand as a row-major [batch,] rows x cols matrix in
 /// memory (cols contiguous, rows `strides[0]` elements apart, batches
 /// `strides[1]`), one copy a box of boxRows x boxCols (128 bytes of
@@ -147,7 +147,7 @@ struct TmaOperand {
   int64_t rowGroups = 1;
 };
 constexpr int64_t kTmaBoxBytes = 128;
-/// The operands that the warp-specialised kernel `kernel` (config `tma`)
+/// The operands that the warp-specialised kernel `kernel` (pipeline `tma`)
 /// copies with the TMA, one tensor-map parameter each: a matmul's A and B,
 /// an attention's Q, K and V, in that order.
 llvm::SmallVector<TmaOperand, 3> tmaOperands(KernelOp kernel);

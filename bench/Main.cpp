@@ -38,10 +38,9 @@ std::string Table::json() const {
 Expected<double> medianMs(const std::function<Status()> &once) {
   constexpr int kBatch = 5;
   Expected<std::vector<double>> times = timeOnDevice(
-      [&] {
+      [&]() -> Status {
         for (int i = 0; i < kBatch; ++i)
-          if (Status s = once(); !s)
-            return s;
+          KFUSE_RETURN_IF_ERROR(once());
         return Status::ok();
       },
       15);
@@ -71,8 +70,7 @@ Status uploadRandomInputs(const Graph &g, std::vector<DeviceBuffer> &buffers,
 Expected<HostTensor> download(const DeviceBuffer &buffer, DType dtype,
                               std::vector<int64_t> shape) {
   HostTensor t(dtype, std::move(shape));
-  if (Status s = buffer.copyToHost(t.data(), t.sizeInBytes()); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(buffer.copyToHost(t.data(), t.sizeInBytes()));
   return t;
 }
 

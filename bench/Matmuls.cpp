@@ -153,12 +153,12 @@ struct MatmulRow {
 /// The block tile kf-tile chose ("simt" for the fallback).
 std::string tileOf(Executable &exe) {
   Expected<std::string> fused = exe.dump(Stage::Fused);
-  size_t m = fused ? fused->find("tile_m = ") : std::string::npos;
+  size_t m = fused ? fused->find("tileM = ") : std::string::npos;
   if (m == std::string::npos)
     return "simt";
-  size_t n = fused->find("tile_n = ");
-  return fused->substr(m + 9, fused->find(' ', m + 9) - m - 9) + "x" +
-         fused->substr(n + 9, fused->find(' ', n + 9) - n - 9);
+  size_t n = fused->find("tileN = ");
+  return fused->substr(m + 8, fused->find(',', m + 8) - m - 8) + "x" +
+         fused->substr(n + 8, fused->find(',', n + 8) - n - 8);
 }
 
 Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
@@ -170,8 +170,7 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
   std::vector<DeviceBuffer> buffers;
   std::vector<DeviceTensor> inputs;
   uint64_t bytes = 0;
-  if (Status s = uploadRandomInputs(g, buffers, inputs, bytes); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(uploadRandomInputs(g, buffers, inputs, bytes));
   std::vector<int64_t> outShape = outputShape(w);
   uint64_t outBytes = dtypeSize(w.dtype) * w.batch * w.m * w.n;
   bytes += outBytes;
@@ -180,8 +179,7 @@ Expected<MatmulRow> measure(const MatmulWorkload &w, double peakTflops,
   if (!out || !peer)
     return (!out ? out : peer).error();
   // NaN bytes: an element kfuse does not write shows in the comparison.
-  if (Status s = out->fill(0xFF); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(out->fill(0xFF));
 
   MatmulRow row;
   row.name = w.name;
@@ -257,8 +255,7 @@ Expected<std::unique_ptr<Compiled>> compileOnDevice(const MatmulWorkload &w) {
   if (!g.status())
     return g.status().error();
   uint64_t bytes = 0;
-  if (Status s = uploadRandomInputs(g, c->buffers, c->inputs, bytes); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(uploadRandomInputs(g, c->buffers, c->inputs, bytes));
   Expected<DeviceBuffer> out =
       DeviceBuffer::allocate(dtypeSize(w.dtype) * w.batch * w.m * w.n);
   if (!out)

@@ -77,8 +77,7 @@ Expected<PadRow> measure(const PadWorkload &w) {
   std::vector<DeviceBuffer> buffers;
   std::vector<DeviceTensor> inputs;
   uint64_t bytes = 0;
-  if (Status s = uploadRandomInputs(g, buffers, inputs, bytes); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(uploadRandomInputs(g, buffers, inputs, bytes));
   uint64_t elements = 1;
   for (int64_t d : w.outShape)
     elements *= d;
@@ -88,8 +87,7 @@ Expected<PadRow> measure(const PadWorkload &w) {
     Expected<DeviceBuffer> out = DeviceBuffer::allocate(2 * elements);
     if (!out)
       return out.error();
-    if (Status s = out->fill(0xFF); !s)
-      return s.error();
+    KFUSE_RETURN_IF_ERROR(out->fill(0xFF));
     DeviceTensor result = out->tensor(DType::bf16, Dims(w.outShape));
     CompileOptions options;
     options.fusion = w.fusion;
@@ -109,7 +107,8 @@ Expected<PadRow> measure(const PadWorkload &w) {
          ++at)
       ++padded;
     for (size_t at = 0;
-         fused && (at = fused->find(" mma = 1", at)) != std::string::npos; ++at)
+         fused && (at = fused->find("#kf.mma_tiling", at)) != std::string::npos;
+         ++at)
       ++mma;
     row.kernels[pad ? 0 : 1] =
         std::to_string(padded) + "p/" + std::to_string(mma) + "tc";

@@ -69,12 +69,11 @@ Expected<DeviceArgs> deviceArgs(const Graph &g,
 Expected<double> medianMs(Executable &exe, DeviceArgs &args, int reps) {
   constexpr int kBatch = 10;
   Expected<std::vector<double>> times = timeOnDevice(
-      [&] {
+      [&]() -> Status {
         for (int i = 0; i < kBatch; ++i)
-          if (Status s = exe.run(args.inputs.data(), args.inputs.size(),
-                                 args.outputs.data(), args.outputs.size());
-              !s)
-            return s;
+          KFUSE_RETURN_IF_ERROR(exe.run(args.inputs.data(), args.inputs.size(),
+                                        args.outputs.data(),
+                                        args.outputs.size()));
         return Status::ok();
       },
       reps);

@@ -1,7 +1,7 @@
 //===- LowerToGPU.cpp - kf-lower-to-gpu: one gpu.func per kernel ----------===//
 //
 // Declares one gpu.func per kf.kernel and fills its body with the template
-// the kernel's kind and config pick (codegen/templates/): vectorised
+// the kernel's kind and tiling pick (codegen/templates/): vectorised
 // pointwise kernels and padded-row copies (PointwiseKernels.cpp), row
 // kernels (RowKernels.cpp), column reductions and transposes through
 // shared-memory tiles (ColumnAndTransposeKernels.cpp), tensor-core matmuls
@@ -44,18 +44,15 @@ MemRefType memrefOf(Value tensor) {
 /// row and column), and the padded-rows template writes them; kf-pad pads
 /// nothing else.
 LogicalResult checkPaddedBuffers(KernelOp kernel) {
-  bool rowTemplate = (kernel.getKind() == KernelKind::reduction ||
-                      kernel.getKind() == KernelKind::normalization) &&
-                     rowSpaceOf(kernel) && !configValue(kernel, "columns");
-  bool mmaTemplate = configValue(kernel, "mma") != 0;
-  if (rowTemplate || mmaTemplate)
+  Attribute tiling = kernel.getTilingAttr();
+  if (isa_and_nonnull<RowTilingAttr, MmaTilingAttr>(tiling))
     return success();
   bool paddedCopy = kernel.getKind() == KernelKind::pointwise &&
                     kernel.getNumResults() == 1 &&
-                    !configValue(kernel, "tiled_transpose");
+                    !isa_and_nonnull<TransposeTilingAttr>(tiling);
   // The FlashAttention template reads q, k and v by row stride.
   SmallVector<Value> addressedByRow;
-  if (configValue(kernel, "flash")) {
+  if (isa_and_nonnull<FlashTilingAttr>(tiling)) {
     AttentionOp op = attentionOf(kernel);
     for (Value operand : {op.getQ(), op.getK(), op.getV()})
       addressedByRow.push_back(
@@ -73,30 +70,48 @@ LogicalResult checkPaddedBuffers(KernelOp kernel) {
   return success();
 }
 
-/// The body of the emitter's kernel, by the template its kind and config
+/// A tiling whose template does not apply to the kernel's body.
+LogicalResult refuseTiling(KernelOp kernel, StringRef what) {
+  return kernel.emitOpError()
+         << "has " << kernel.getTilingAttr() << " but " << what;
+}
+
+/// The body of the emitter's kernel, by the template its kind and tiling
 /// pick: `items` (threads or blocks) of work.
 LogicalResult emitBody(KernelEmitter &e, int64_t items) {
   KernelOp kernel = e.kernel();
-  std::optional<RowSpace> rows = rowSpaceOf(kernel);
+  Attribute tiling = kernel.getTilingAttr();
+  if (isa_and_nonnull<TransposeTilingAttr>(tiling)) {
+    TransposeOp transpose = tiledTransposeOf(kernel);
+    return transpose ? emitTiledTranspose(e, transpose)
+                     : refuseTiling(kernel, "no transpose to tile");
+  }
+  if (isa_and_nonnull<ColumnTilingAttr>(tiling)) {
+    std::optional<RowSpace> columns = columnSpaceOf(kernel);
+    return columns ? emitColumns(e, *columns)
+                   : refuseTiling(kernel, "reduces no leading dims");
+  }
+  if (isa_and_nonnull<RowTilingAttr>(tiling)) {
+    std::optional<RowSpace> rows = rowSpaceOf(kernel);
+    return rows ? emitRows(e, *rows)
+                : refuseTiling(kernel, "works along no one row length");
+  }
   switch (kernel.getKind()) {
   case KernelKind::pointwise:
-    if (usesPointwiseTemplate(kernel))
-      return emitPointwise(e, items);
-    if (configValue(kernel, "tiled_transpose"))
-      return emitTiledTranspose(e, tiledTransposeOf(kernel));
-    return emitPaddedRows(e, items);
+    if (!isa_and_nonnull<PointwiseTilingAttr>(tiling))
+      return kernel.emitOpError("has no pointwise_tiling: run kf-tile first");
+    return paddedRowStride(kernel.getResult(0)) ? emitPaddedRows(e, items)
+                                                : emitPointwise(e, items);
   case KernelKind::reduction:
-    if (configValue(kernel, "columns"))
-      return emitColumns(e, *columnSpaceOf(kernel));
-    return rows ? emitRows(e, *rows) : emitReduction(e, items);
+    return emitReduction(e, items);
   case KernelKind::normalization:
-    return rows ? emitRows(e, *rows) : emitSoftmax(e, items);
+    return emitSoftmax(e, items);
   case KernelKind::matmul:
-    return configValue(kernel, "mma")
+    return isa_and_nonnull<MmaTilingAttr>(tiling)
                ? emitTensorCoreMatmul(e, matmulOf(kernel))
                : emitMatmul(e, items);
   case KernelKind::attention:
-    return configValue(kernel, "flash")
+    return isa_and_nonnull<FlashTilingAttr>(tiling)
                ? emitFlashAttention(e, attentionOf(kernel))
                : emitAttention(e, items);
   }
@@ -111,37 +126,34 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   for (Value v : kernel.getResults())
     args.push_back(memrefOf(v));
   unsigned buffers = args.size();
-  if (configValue(kernel, "tma"))
+  if (kernel.copiesWithTma())
     args.append(tmaOperands(kernel).size(),
                 LLVM::LLVMPointerType::get(kernel.getContext()));
-  DictionaryAttr config = kernel.getConfigAttr();
-  if (!config || !config.getAs<IntegerAttr>("block") ||
-      !config.getAs<IntegerAttr>("items"))
-    return kernel.emitOpError("has no launch config: run kf-tile first");
+  LaunchAttr launch = kernel.getLaunchAttr();
+  if (!launch)
+    return kernel.emitOpError("has no launch: run kf-tile first");
   if (failed(checkPaddedBuffers(kernel)))
     return failure();
-  int64_t block = configValue(kernel, "block");
-  int64_t items = configValue(kernel, "items");
 
   OpBuilder b(module.getBodyRegion());
   b.setInsertionPointToEnd(module.getBody());
   auto func = gpu::GPUFuncOp::create(b, kernel.getLoc(), name,
                                      b.getFunctionType(args, {}));
   func->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  func.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {static_cast<int32_t>(block), 1, 1}));
+  func.setKnownBlockSizeAttr(
+      b.getDenseI32ArrayAttr({static_cast<int32_t>(launch.getBlock()), 1, 1}));
   // The alignment fact the runtime checked: every buffer starts on a
   // 16-byte boundary, so LLVM may merge accesses into 16-byte vectors.
-  if (int64_t align = configValue(kernel, "aligned"))
+  if (int64_t align = TargetAttr::of(kernel).bufferAlignment())
     for (unsigned i = 0; i < buffers; ++i)
       func.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(align));
   // The TMA tensor maps come by value (kf-grid-constants).
   if (args.size() > buffers)
     func->setAttr(kTensorMapArgs, b.getI64IntegerAttr(args.size() - buffers));
   KernelEmitter emitter(kernel, func);
-  LogicalResult status = emitBody(emitter, items);
+  LogicalResult status = emitBody(emitter, launch.getItems());
   gpu::ReturnOp::create(emitter.builder(), kernel.getLoc());
-  kernel->setAttr("gpu_func", b.getStringAttr(name));
+  kernel.setGpuFuncAttr(b.getStringAttr(name));
   return status;
 }
 

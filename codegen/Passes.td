@@ -20,8 +20,8 @@ def KFLowerToGPUPass : Pass<"kf-lower-to-gpu", "mlir::ModuleOp"> {
     in the kernel's `gpu_func` attribute. A kernel takes one memref per
     input, then one per result, and computes with scf, arith, math and
     memref ops in f32 (bf16/f16 are widened on load and rounded on store),
-    i32 or i1, with 64-bit indexing. The launch shape comes from `config`.
-    A warp-specialised matmul (config `tma`) also takes the TMA tensor maps
+    i32 or i1, with 64-bit indexing. The block and the items come from the `#kf.launch`, the template from the `tiling`.
+    A warp-specialised matmul (pipeline `tma`) also takes the TMA tensor maps
     of A and B, as `!llvm.ptr` arguments after the memrefs, counted in the
     gpu.func's `kf.tensor_maps` attribute (see kf-grid-constants).
 

@@ -25,6 +25,9 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
+
 #include <chrono>
 
 using namespace mlir;
@@ -235,17 +238,16 @@ runtime::Plan extractPlan(func::FuncOp func) {
             describe(result, runtime::BufferRole::Temp, temps++));
       }
     runtime::LaunchDesc launch;
-    launch.kernel = kernel->getAttrOfType<StringAttr>("gpu_func").str();
-    DictionaryAttr config = kernel.getConfigAttr();
-    launch.grid = config.getAs<IntegerAttr>("grid").getInt();
-    launch.block = config.getAs<IntegerAttr>("block").getInt();
-    if (auto shared = config.getAs<IntegerAttr>("shared_bytes"))
-      launch.sharedBytes = shared.getInt();
+    launch.kernel = kernel.getGpuFuncAttr().str();
+    kf::LaunchAttr shape = kernel.getLaunchAttr();
+    launch.grid = shape.getGrid();
+    launch.block = shape.getBlock();
+    launch.sharedBytes = shape.getSharedBytes();
     for (Value v : kernel.getInputs())
       launch.buffers.push_back(bufferOf.lookup(v));
     for (Value v : kernel.getResults())
       launch.buffers.push_back(bufferOf.lookup(v));
-    if (config.get("tma"))
+    if (kernel.copiesWithTma())
       for (const kf::TmaOperand &o : kf::tmaOperands(kernel))
         launch.tensorMaps.push_back(
             tensorMapOf(o, bufferOf.lookup(kernel.getInputs()[o.input])));
@@ -295,10 +297,7 @@ std::vector<runtime::InPlaceDesc> inPlacePairs(func::FuncOp func,
 
 bool usesWgmma(func::FuncOp func) {
   bool found = false;
-  func.walk([&](kf::KernelOp kernel) {
-    DictionaryAttr config = kernel.getConfigAttr();
-    found |= config && config.get("wgmma");
-  });
+  func.walk([&](kf::KernelOp kernel) { found |= kernel.usesWgmma(); });
   return found;
 }
 
@@ -350,26 +349,29 @@ static unsigned indexBitsFor(func::FuncOp func) {
 }
 
 static kf::KernelPipelineOptions kernelOptionsFor(const CompileRequest &r) {
-  return {r.fused,
-          r.multiprocessors,
-          r.aligned,
-          /*wgmma=*/r.arch == "sm_90" || r.arch == "sm_90a",
-          r.padRows,
-          r.allowTF32,
-          r.splitK};
+  kf::KernelPipelineOptions options;
+  options.fused = r.fused;
+  options.chip = r.arch;
+  options.multiprocessors = r.multiprocessors;
+  options.aligned = r.aligned;
+  options.wgmma = r.arch == "sm_90" || r.arch == "sm_90a";
+  options.pad = r.padRows;
+  options.allowTF32 = r.allowTF32;
+  options.splitK = r.splitK;
+  return options;
 }
 
 /// The gpu.module of `module` (its kernels' host-side plan already
 /// extracted) lowered to the LLVM dialect and then to PTX, into `plan`.
-static Status emitKernels(const CompileRequest &request, ModuleOp module,
-                          func::FuncOp func, const std::string &diagnostics,
+static Status emitKernels(ModuleOp module, func::FuncOp func,
+                          const std::string &diagnostics,
                           llvm::function_ref<LogicalResult(unsigned)> lower,
                           StageTimer &timer, runtime::Plan &plan) {
   if (failed(lower(indexBitsFor(func))))
     return compileError("lowering to the LLVM dialect", diagnostics);
   timer.mark("lower to llvm dialect");
   codegen::Target target;
-  target.arch = request.arch;
+  target.arch = kf::TargetAttr::of(module).getChip().str();
   // wgmma exists only in sm_90a, the arch-specific Hopper target (its code
   // runs on compute capability 9.0 exactly).
   if (target.arch == "sm_90" && usesWgmma(func))
@@ -441,21 +443,10 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
     return run(
         [&](PassManager &pm) { kf::buildLLVMLoweringPipeline(pm, indexBits); });
   };
-  Status emitted =
-      emitKernels(request, *module, func, diagnostics, lower, timer, plan);
+  Status emitted = emitKernels(*module, func, diagnostics, lower, timer, plan);
   if (!emitted)
     return emitted.error();
   return plan;
-}
-
-static std::string jsonString(const std::string &s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      out += '\\';
-    out += c;
-  }
-  return out + "\"";
 }
 
 Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
@@ -487,7 +478,9 @@ Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
     op->getResult(0).printAsOperand(os, state);
     return text + " (" + op->getName().getStringRef().str() + ")";
   };
-  std::vector<std::string> entries;
+  // One entry a rewrite or edge: a line of text, or a JSON object.
+  std::string text;
+  llvm::json::Array objects;
   func.walk([&](Operation *op) {
     auto refusal = op->getAttrOfType<StringAttr>(kf::kOnlineSoftmaxRefusal);
     bool rewritten = isa<kf::AttentionOp>(op) && !attentionBefore.contains(op);
@@ -496,27 +489,24 @@ Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
     std::string reason = rewritten ? "softmax(scale Q K^T) V rewritten into "
                                      "one attention kernel"
                                    : refusal.getValue().str();
-    entries.push_back(
-        json ? "{\"rewrite\": \"kf-online-softmax\", \"op\": " +
-                   jsonString(name(op)) + ", \"applied\": " +
-                   (rewritten ? "true" : "false") +
-                   ", \"reason\": " + jsonString(reason) + "}"
-             : name(op) + ": kf-online-softmax " +
-                   (rewritten ? "applied, " : "") + reason);
+    objects.push_back(llvm::json::Object{{"rewrite", "kf-online-softmax"},
+                                         {"op", name(op)},
+                                         {"applied", rewritten},
+                                         {"reason", reason}});
+    text += name(op) + ": kf-online-softmax " + (rewritten ? "applied, " : "") +
+            reason + "\n";
   });
-  for (const kf::FusionDecision &d : partition.decisions)
-    entries.push_back(
-        json ? "{\"producer\": " + jsonString(name(d.producer)) +
-                   ", \"consumer\": " + jsonString(name(d.consumer)) +
-                   ", \"fused\": " + (d.fused ? "true" : "false") +
-                   ", \"reason\": " + jsonString(d.reason) + "}"
-             : name(d.producer) + " -> " + name(d.consumer) + ": " +
-                   (d.fused ? "fused" : "not fused") + ", " + d.reason);
-  std::string out = json ? "[\n" : "";
-  for (auto [i, entry] : llvm::enumerate(entries))
-    out += (json ? "  " : "") + entry +
-           (json && i + 1 < entries.size() ? ",\n" : "\n");
-  return json ? out + "]\n" : out;
+  for (const kf::FusionDecision &d : partition.decisions) {
+    objects.push_back(llvm::json::Object{{"producer", name(d.producer)},
+                                         {"consumer", name(d.consumer)},
+                                         {"fused", d.fused},
+                                         {"reason", d.reason}});
+    text += name(d.producer) + " -> " + name(d.consumer) + ": " +
+            (d.fused ? "fused" : "not fused") + ", " + d.reason + "\n";
+  }
+  if (!json)
+    return text;
+  return llvm::formatv("{0:2}\n", llvm::json::Value(std::move(objects))).str();
 }
 
 } // namespace kfuse::compiler

@@ -266,8 +266,7 @@ ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes,
                      return a == Dims(b);
                    }))
       return spec.get();
-  if (Status s = bindShapes(shapes); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(bindShapes(shapes));
   std::string key = keyFor(shapes, aligned);
   std::shared_ptr<CacheEntry> entry = memoryCache().entry(key);
   std::call_once(entry->compiled, [&] {
@@ -410,9 +409,8 @@ Status ExecutableImpl::enqueue(Driver &d, Specialization &spec,
   for (size_t k = 0; k < plan.launches.size(); ++k) {
     const runtime::LaunchDesc &l = plan.launches[k];
     if (events)
-      if (Status s = d.check(d.cuEventRecord(events[k], stream), "cuEventRecord");
-          !s)
-        return s;
+      KFUSE_RETURN_IF_ERROR(
+          d.check(d.cuEventRecord(events[k], stream), "cuEventRecord"));
     if (l.grid == 0)
       continue;
     size_t numBuffers = l.buffers.size();
@@ -424,31 +422,24 @@ Status ExecutableImpl::enqueue(Driver &d, Specialization &spec,
     if (!l.tensorMaps.empty()) {
       spec.tensorMaps.resize(plan.launches.size());
       runtime::LaunchTensorMaps &maps = spec.tensorMaps[k];
-      if (Status s = maps.update(d, plan, l, spec.table.data()); !s)
-        return s;
+      KFUSE_RETURN_IF_ERROR(maps.update(d, plan, l, spec.table.data()));
       for (size_t m = 0; m < l.tensorMaps.size(); ++m)
         params[numBuffers + m] = maps.param(m);
     }
-    if (Status s = d.check(d.cuLaunchKernel(spec.entry->module.functions[k],
-                                            l.grid, 1, 1, l.block, 1, 1,
-                                            l.sharedBytes, stream, params,
-                                            nullptr),
-                           "cuLaunchKernel");
-        !s)
-      return s;
+    KFUSE_RETURN_IF_ERROR(d.check(
+        d.cuLaunchKernel(spec.entry->module.functions[k], l.grid, 1, 1, l.block,
+                         1, 1, l.sharedBytes, stream, params, nullptr),
+        "cuLaunchKernel"));
   }
   if (events)
-    if (Status s = d.check(d.cuEventRecord(events[plan.launches.size()], stream),
-                           "cuEventRecord");
-        !s)
-      return s;
+    KFUSE_RETURN_IF_ERROR(
+        d.check(d.cuEventRecord(events[plan.launches.size()], stream),
+                "cuEventRecord"));
   for (const runtime::CopyDesc &c : plan.copies)
-    if (Status s = d.check(
-            d.cuMemcpyDtoDAsync_v2(spec.table[c.dst], spec.table[c.src],
-                                   plan.buffers[c.dst].bytes, stream),
-            "cuMemcpyDtoDAsync");
-        !s)
-      return s;
+    KFUSE_RETURN_IF_ERROR(
+        d.check(d.cuMemcpyDtoDAsync_v2(spec.table[c.dst], spec.table[c.src],
+                                       plan.buffers[c.dst].bytes, stream),
+                "cuMemcpyDtoDAsync"));
   return Status::ok();
 }
 
@@ -489,13 +480,11 @@ Expected<Specialization *> prepare(ExecutableImpl &impl, const DeviceTensor *in,
       return found.error();
     spec = impl.last = *found;
   }
-  if (Status s = impl.checkArguments(*spec, in, out); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(impl.checkArguments(*spec, in, out));
   Expected<Driver *> driver = Driver::get();
   if (!driver)
     return driver.error();
-  if (Status s = impl.load(**driver, *spec->entry, spec->key); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(impl.load(**driver, *spec->entry, spec->key));
   driverOut = *driver;
   return spec;
 }
@@ -695,19 +684,14 @@ Executable::runOnHost(const std::vector<HostTensor> &inputs) {
       detail::deviceArguments(inputs, outputs, /*poison=*/true);
   if (!args)
     return args.error();
-  if (Status s = run(args->in.data(), args->in.size(), args->out.data(),
-                     args->out.size());
-      !s)
-    return s.error();
-  if (Status s = synchronize(); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(run(args->in.data(), args->in.size(), args->out.data(),
+                            args->out.size()));
+  KFUSE_RETURN_IF_ERROR(synchronize());
   std::vector<HostTensor> results;
   for (size_t i = 0; i < outputs.size(); ++i) {
     HostTensor t(outputs[i].dtype, outputs[i].shape);
-    if (Status s = args->buffers[inputs.size() + i].copyToHost(t.data(),
-                                                               t.sizeInBytes());
-        !s)
-      return s.error();
+    KFUSE_RETURN_IF_ERROR(
+        args->buffers[inputs.size() + i].copyToHost(t.data(), t.sizeInBytes()));
     results.push_back(std::move(t));
   }
   return results;
@@ -729,8 +713,7 @@ detail::deviceArguments(const std::vector<HostTensor> &inputs,
     if (!b)
       return b.error();
     if (poison)
-      if (Status s = b->fill(0xFF); !s)
-        return s.error();
+      KFUSE_RETURN_IF_ERROR(b->fill(0xFF));
     args.out.push_back(b->tensor(spec.dtype, Dims(spec.shape)));
     args.buffers.push_back(b.take());
   }

@@ -28,34 +28,24 @@ void kfuse::kf::buildGraphPipeline(OpPassManager &pm,
 
 void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
                                     const KernelPipelineOptions &options) {
+  // The target first: every pass after it reads `kf.target`.
+  KFAttachTargetPassOptions target;
+  target.chip = options.chip;
+  target.sms = options.multiprocessors;
+  target.aligned = options.aligned;
+  target.wgmma = options.wgmma;
+  target.allowTF32 = options.allowTF32;
+  pm.addPass(createKFAttachTargetPass(target));
   buildGraphRewrites(pm, options.fused);
   KFFusePassOptions fuse;
   fuse.mode = options.fused ? "fused" : "unfused";
   pm.addPass(createKFFusePass(fuse));
-  if (options.pad) {
-    KFPadPassOptions pad;
-    pad.aligned = options.aligned;
-    pad.wgmma = options.wgmma;
-    pad.allowTF32 = options.allowTF32;
-    pm.addPass(createKFPadPass(pad));
-  }
-  if (options.splitK) {
-    KFSplitKPassOptions splitK;
-    splitK.sms = options.multiprocessors;
-    splitK.aligned = options.aligned;
-    splitK.wgmma = options.wgmma;
-    splitK.allowTF32 = options.allowTF32;
-    pm.addPass(createKFSplitKPass(splitK));
-  }
-  KFTilePassOptions tile;
-  tile.sms = options.multiprocessors;
-  tile.aligned = options.aligned;
-  tile.wgmma = options.wgmma;
-  tile.allowTF32 = options.allowTF32;
-  pm.addPass(createKFTilePass(tile));
-  KFPromoteSharedPassOptions promote;
-  promote.sms = options.multiprocessors;
-  pm.addPass(createKFPromoteSharedPass(promote));
+  if (options.pad)
+    pm.addPass(createKFPadPass());
+  if (options.splitK)
+    pm.addPass(createKFSplitKPass());
+  pm.addPass(createKFTilePass());
+  pm.addPass(createKFPromoteSharedPass());
 }
 
 void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {

@@ -21,8 +21,12 @@ struct GraphPipelineOptions {
 void buildGraphPipeline(mlir::OpPassManager &pm,
                         const GraphPipelineOptions &options);
 
+/// What buildKernelPipeline runs, and the target it records on the module
+/// (`kf.target`, read by every pass after it).
 struct KernelPipelineOptions {
   bool fused = true;
+  /// The PTX target.
+  std::string chip = "sm_90";
   int64_t multiprocessors = 132;
   /// Every buffer starts on a 16-byte boundary (the runtime checks).
   bool aligned = true;
@@ -36,8 +40,8 @@ struct KernelPipelineOptions {
   bool splitK = true;
 };
 
-/// Partitioning and launch shapes: kf-fuse, kf-pad, kf-tile, then
-/// kf-promote-shared.
+/// Partitioning and launch shapes: kf-attach-target, kf-online-softmax
+/// (fused), kf-fuse, kf-pad, kf-split-k, kf-tile, then kf-promote-shared.
 void buildKernelPipeline(mlir::OpPassManager &pm,
                          const KernelPipelineOptions &options);
 

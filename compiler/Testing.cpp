@@ -199,22 +199,16 @@ Status launchOutOfBoundsStore() {
     return buffer.error();
   CUmodule module = nullptr;
   CUfunction function = nullptr;
-  if (Status s = d.check(d.cuModuleLoadData(&module, kOutOfBoundsPTX),
-                         "cuModuleLoadData");
-      !s)
-    return s;
-  if (Status s = d.check(d.cuModuleGetFunction(&function, module,
-                                               "kfuse_out_of_bounds_store"),
-                         "cuModuleGetFunction");
-      !s)
-    return s;
+  KFUSE_RETURN_IF_ERROR(d.check(d.cuModuleLoadData(&module, kOutOfBoundsPTX),
+                                "cuModuleLoadData"));
+  KFUSE_RETURN_IF_ERROR(d.check(
+      d.cuModuleGetFunction(&function, module, "kfuse_out_of_bounds_store"),
+      "cuModuleGetFunction"));
   CUdeviceptr pointer = reinterpret_cast<CUdeviceptr>(buffer->data());
   void *params[] = {&pointer};
-  if (Status s = d.check(d.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0,
-                                          nullptr, params, nullptr),
-                         "cuLaunchKernel");
-      !s)
-    return s;
+  KFUSE_RETURN_IF_ERROR(d.check(
+      d.cuLaunchKernel(function, 1, 1, 1, 1, 1, 1, 0, nullptr, params, nullptr),
+      "cuLaunchKernel"));
   return d.check(d.cuCtxSynchronize(), "cuCtxSynchronize");
 }
 

@@ -528,8 +528,7 @@ evaluate(const Graph &graph, const std::vector<HostTensor> &inputs) {
   const detail::GraphImpl &g = graph.impl();
   if (!g.status)
     return g.status.error();
-  if (Status s = checkInputs(g, inputs); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(checkInputs(g, inputs));
 
   OwningOpRef<func::FuncOp> func(g.func.clone());
   std::string diagnostics;

@@ -6,6 +6,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -20,6 +21,7 @@ void KFDialect::initialize() {
 #define GET_OP_LIST
 #include "ir/KFOps.cpp.inc"
       >();
+  registerAttributes();
 }
 
 Operation *KFDialect::materializeConstant(OpBuilder &builder, Attribute value,
@@ -424,6 +426,93 @@ LogicalResult AttentionOp::verify() {
 // Kernels
 //===----------------------------------------------------------------------===//
 
+/// The kernel kinds whose templates take `tiling`.
+static bool tilingFitsKind(Attribute tiling, KernelKind kind) {
+  return llvm::TypeSwitch<Attribute, bool>(tiling)
+      .Case<PointwiseTilingAttr, TransposeTilingAttr>(
+          [&](auto) { return kind == KernelKind::pointwise; })
+      .Case<RowTilingAttr>([&](auto) {
+        return kind == KernelKind::reduction ||
+               kind == KernelKind::normalization;
+      })
+      .Case<ColumnTilingAttr>(
+          [&](auto) { return kind == KernelKind::reduction; })
+      .Case<MmaTilingAttr>([&](auto) { return kind == KernelKind::matmul; })
+      .Case<FlashTilingAttr>(
+          [&](auto) { return kind == KernelKind::attention; })
+      .Default([](Attribute) { return false; });
+}
+
+/// kf-pad's row strides: one per result, each 0 (dense) or at least the
+/// length of the result's rows.
+static LogicalResult verifyPaddedRows(KernelOp kernel) {
+  std::optional<ArrayRef<int64_t>> strides = kernel.getPaddedRows();
+  if (!strides)
+    return success();
+  if (strides->size() != kernel.getNumResults())
+    return kernel.emitOpError()
+           << "has " << strides->size() << " padded_rows strides for "
+           << kernel.getNumResults() << " results";
+  for (auto [i, stride] : llvm::enumerate(*strides)) {
+    auto type = cast<RankedTensorType>(kernel.getResult(i).getType());
+    if (stride != 0 && (type.getRank() < 2 || stride < type.getShape().back()))
+      return kernel.emitOpError()
+             << "pads the rows of result " << i << " (" << type
+             << ") to a stride of " << stride
+             << ": needs 0 or at least the row's length, at rank 2 or more";
+  }
+  return success();
+}
+
+/// The decision attributes agree with each other and with the kernel: a
+/// tiling for its kind under a launch, a pipeline for its tiling, TF32
+/// tiles exactly for f32 operands.
+static LogicalResult verifyDecisions(KernelOp kernel) {
+  Attribute tiling = kernel.getTilingAttr(),
+            pipeline = kernel.getPipelineAttr();
+  if ((tiling || pipeline) && !kernel.getLaunchAttr())
+    return kernel.emitOpError("has a tiling or pipeline but no launch");
+  if (tiling && !tilingFitsKind(tiling, kernel.getKind()))
+    return kernel.emitOpError()
+           << "of kind " << stringifyKernelKind(kernel.getKind())
+           << " cannot take " << tiling;
+  auto mma = kernel.getTilingAs<MmaTilingAttr>();
+  if (isa_and_nonnull<MmaPipelineAttr>(pipeline) != bool(pipeline && mma) ||
+      isa_and_nonnull<FlashPipelineAttr>(pipeline) !=
+          bool(pipeline && kernel.getTilingAs<FlashTilingAttr>()))
+    return kernel.emitOpError()
+           << "has " << pipeline << " for tiling " << tiling;
+  if (auto p = kernel.getPipelineAs<MmaPipelineAttr>();
+      p && p.getTma() && !mma.getWgmma())
+    return kernel.emitOpError("has a TMA pipeline for an mma.sync tiling: "
+                              "the warp-specialised pipeline needs wgmma");
+  if (!mma)
+    return success();
+  auto matmuls = kernel.getBody().getOps<MatmulOp>();
+  if (matmuls.empty())
+    return kernel.emitOpError("has an mma_tiling but no kf.matmul");
+  Type dtype = getElementTypeOrSelf((*matmuls.begin()).getA().getType());
+  if (dtype.isF32() != mma.getTf32())
+    return kernel.emitOpError()
+           << "has " << dtype
+           << " operands and tf32 = " << (mma.getTf32() ? "true" : "false")
+           << ": TF32 tiles are for f32 operands, and f32 needs them";
+  return success();
+}
+
+bool KernelOp::copiesWithTma() {
+  if (auto mma = getPipelineAs<MmaPipelineAttr>())
+    return mma.getTma();
+  auto flash = getPipelineAs<FlashPipelineAttr>();
+  return flash && flash.getTma();
+}
+
+bool KernelOp::usesWgmma() {
+  if (auto mma = getTilingAs<MmaTilingAttr>())
+    return mma.getWgmma();
+  return bool(getTilingAs<FlashTilingAttr>());
+}
+
 LogicalResult KernelOp::verify() {
   Block &body = getBody().front();
   if (body.getArgumentTypes() != getInputs().getTypes())
@@ -437,7 +526,9 @@ LogicalResult KernelOp::verify() {
     return emitOpError() << "kf.yield gives " << yield.getValues().size()
                          << " values that must match the "
                          << getNumResults() << " results' types";
-  return success();
+  if (failed(verifyPaddedRows(*this)))
+    return failure();
+  return verifyDecisions(*this);
 }
 
 #define GET_OP_CLASSES

@@ -15,6 +15,9 @@
 #include "ir/KFOpsDialect.h.inc"
 #include "ir/KFOpsEnums.h.inc"
 
+#define GET_ATTRDEF_CLASSES
+#include "ir/KFAttrs.h.inc"
+
 #define GET_OP_CLASSES
 #include "ir/KFOps.h.inc"
 

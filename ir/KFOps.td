@@ -12,28 +12,11 @@
 #define KF_OPS
 
 include "mlir/IR/OpBase.td"
-include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/EnumAttr.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 
-//===----------------------------------------------------------------------===//
-// Dialect
-//===----------------------------------------------------------------------===//
-
-def KF_Dialect : Dialect {
-  let name = "kf";
-  let cppNamespace = "::kfuse::kf";
-  let summary = "kfuse tensor-expression graphs";
-  let description = [{
-    Ops over ranked tensors with value semantics. Shapes must match exactly;
-    the frontend makes NumPy broadcasting explicit with `kf.broadcast`.
-    Symbolic dims are `?` in types; their names live in `kf.dim_symbols`
-    (on function arguments and on ops that create a shape) and are bound to
-    sizes by kf-specialize.
-  }];
-  let hasConstantMaterializer = 1;
-}
+include "KFAttrs.td"
 
 class KF_Op<string mnemonic, list<Trait> traits = []>
     : Op<KF_Dialect, mnemonic, traits>;
@@ -324,12 +307,20 @@ def KF_KernelOp : KF_Op<"kernel", [IsolatedFromAbove, SingleBlock]> {
   let summary = "a fused region that becomes one GPU kernel";
   let description = [{
     kf-fuse wraps each partition of the graph in a kf.kernel whose `kind`
-    names the template that generates its code. The block takes the inputs
-    as arguments and yields the results. kf-tile records its choice in
-    `config`; lowering reads it and decides nothing itself.
+    names the kind of template that generates its code. The block takes
+    the inputs as arguments and yields the results. kf-tile records the
+    `launch` and the template's `tiling`, kf-promote-shared the
+    shared-memory `pipeline` (KFAttrs.td); lowering reads them and decides
+    nothing itself. kf-pad records in `padded_rows` the row stride of each
+    result's buffer (0: dense; else at least the row's length, zeros past
+    it), and kf-lower-to-gpu names the kernel's function in `gpu_func`.
   }];
   let arguments = (ins Variadic<KF_Tensor>:$inputs, KF_KernelKindAttr:$kind,
-                       OptionalAttr<DictionaryAttr>:$config);
+                       OptionalAttr<KF_LaunchAttr>:$launch,
+                       OptionalAttr<KF_TilingAttr>:$tiling,
+                       OptionalAttr<KF_PipelineAttr>:$pipeline,
+                       OptionalAttr<DenseI64ArrayAttr>:$padded_rows,
+                       OptionalAttr<StrAttr>:$gpu_func);
   let results = (outs Variadic<KF_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -337,6 +328,30 @@ def KF_KernelOp : KF_Op<"kernel", [IsolatedFromAbove, SingleBlock]> {
       $body `->` `(` type($results) `)`
   }];
   let hasVerifier = 1;
+  let builders = [
+    // A kernel of `kind` before any pass decided how to run it.
+    OpBuilder<(ins "::mlir::TypeRange":$results, "::mlir::ValueRange":$inputs,
+                   "KernelKind":$kind), [{
+      build($_builder, $_state, results, inputs, kind, LaunchAttr(),
+            ::mlir::Attribute(), ::mlir::Attribute(),
+            ::mlir::DenseI64ArrayAttr(), ::mlir::StringAttr());
+    }]>
+  ];
+  let extraClassDeclaration = [{
+    /// The tiling as `T` (a KFAttrs.td tiling), or null.
+    template <typename T> T getTilingAs() {
+      return ::llvm::dyn_cast_or_null<T>(getTilingAttr());
+    }
+    /// The pipeline as `T` (a KFAttrs.td pipeline), or null.
+    template <typename T> T getPipelineAs() {
+      return ::llvm::dyn_cast_or_null<T>(getPipelineAttr());
+    }
+    /// Whether a warpgroup copies the operands with the TMA (the kernel
+    /// then takes tensor maps after its buffers).
+    bool copiesWithTma();
+    /// Whether the kernel's template multiplies with Hopper's wgmma.
+    bool usesWgmma();
+  }];
 }
 
 def KF_YieldOp : KF_Op<"yield", [Pure, Terminator, HasParent<"KernelOp">]> {

@@ -76,12 +76,10 @@ Status Driver::open() {
   if (Status s = check(init, "cuInit"); !s)
     return Error(ErrorCode::NoDevice, "no usable GPU: " + s.message());
   int count = 0;
-  if (Status s = check(cuDeviceGetCount(&count), "cuDeviceGetCount"); !s)
-    return s;
+  KFUSE_RETURN_IF_ERROR(check(cuDeviceGetCount(&count), "cuDeviceGetCount"));
   if (count == 0)
     return Error(ErrorCode::NoDevice, "no GPU: the CUDA driver sees none");
-  if (Status s = check(cuDeviceGet(&device, 0), "cuDeviceGet"); !s)
-    return s;
+  KFUSE_RETURN_IF_ERROR(check(cuDeviceGet(&device, 0), "cuDeviceGet"));
   char deviceName[256] = {};
   cuDeviceGetName(deviceName, sizeof(deviceName), device);
   name = deviceName;
@@ -91,10 +89,8 @@ Status Driver::open() {
                        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
   cuDeviceGetAttribute(&computeMinor,
                        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
-  if (Status s = check(cuDevicePrimaryCtxRetain(&context, device),
-                       "cuDevicePrimaryCtxRetain");
-      !s)
-    return s;
+  KFUSE_RETURN_IF_ERROR(check(cuDevicePrimaryCtxRetain(&context, device),
+                              "cuDevicePrimaryCtxRetain"));
   return check(cuCtxSetCurrent(context), "cuCtxSetCurrent");
 }
 
@@ -105,8 +101,7 @@ Expected<Driver *> Driver::get() {
   static Status status = driver->open();
   if (!status)
     return status.error();
-  if (Status s = driver->activate(); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(driver->activate());
   return driver;
 }
 

@@ -51,10 +51,8 @@ Expected<DeviceMemory> deviceMemory() {
     return d.error();
   DeviceMemory memory;
   size_t free = 0, total = 0;
-  if (Status s = (*d)->check((*d)->cuMemGetInfo_v2(&free, &total),
-                             "cuMemGetInfo");
-      !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(
+      (*d)->check((*d)->cuMemGetInfo_v2(&free, &total), "cuMemGetInfo"));
   memory.freeBytes = free;
   memory.totalBytes = total;
   Expected<runtime::WorkspacePool *> pool = runtime::WorkspacePool::get(**d);
@@ -91,10 +89,8 @@ Expected<DeviceBuffer> DeviceBuffer::allocate(size_t bytes) {
     return d.error();
   DeviceBuffer buffer;
   CUdeviceptr ptr = 0;
-  if (Status s = (*d)->check((*d)->cuMemAlloc_v2(&ptr, bytes ? bytes : 1),
-                             "cuMemAlloc");
-      !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(
+      (*d)->check((*d)->cuMemAlloc_v2(&ptr, bytes ? bytes : 1), "cuMemAlloc"));
   buffer.ptr_ = ptr;
   buffer.bytes_ = bytes;
   return buffer;
@@ -104,8 +100,8 @@ Expected<DeviceBuffer> DeviceBuffer::fromHost(const HostTensor &tensor) {
   Expected<DeviceBuffer> buffer = allocate(tensor.sizeInBytes());
   if (!buffer)
     return buffer.error();
-  if (Status s = buffer->copyFromHost(tensor.data(), tensor.sizeInBytes()); !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(
+      buffer->copyFromHost(tensor.data(), tensor.sizeInBytes()));
   return buffer;
 }
 
@@ -137,8 +133,7 @@ timeOnDevice(const std::function<Status()> &work, int repetitions,
     return driver.error();
   Driver &d = **driver;
   for (int i = 0; i < warmup; ++i)
-    if (Status s = work(); !s)
-      return s.error();
+    KFUSE_RETURN_IF_ERROR(work());
   CUevent start = nullptr, stop = nullptr;
   Status status = d.check(d.cuEventCreate(&start, CU_EVENT_DEFAULT),
                           "cuEventCreate");
@@ -178,8 +173,7 @@ static Status checkSize(size_t bytes, size_t capacity, const char *what) {
 }
 
 Status DeviceBuffer::copyFromHost(const void *src, size_t bytes) {
-  if (Status s = checkSize(bytes, bytes_, "copyFromHost"); !s)
-    return s;
+  KFUSE_RETURN_IF_ERROR(checkSize(bytes, bytes_, "copyFromHost"));
   Expected<Driver *> d = Driver::get();
   if (!d)
     return d.error();
@@ -187,8 +181,7 @@ Status DeviceBuffer::copyFromHost(const void *src, size_t bytes) {
 }
 
 Status DeviceBuffer::copyToHost(void *dst, size_t bytes) const {
-  if (Status s = checkSize(bytes, bytes_, "copyToHost"); !s)
-    return s;
+  KFUSE_RETURN_IF_ERROR(checkSize(bytes, bytes_, "copyToHost"));
   Expected<Driver *> d = Driver::get();
   if (!d)
     return d.error();
@@ -207,11 +200,8 @@ Expected<DeviceStream> DeviceStream::create() {
   if (!d)
     return d.error();
   CUstream stream = nullptr;
-  if (Status s = (*d)->check(
-          (*d)->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING),
-          "cuStreamCreate");
-      !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR((*d)->check(
+      (*d)->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate"));
   DeviceStream result;
   result.stream_ = stream;
   return result;

@@ -31,10 +31,8 @@ static Status jitLink(Driver &d, Plan &plan) {
                     error.data(), reinterpret_cast<void *>(kLogSize),
                     reinterpret_cast<void *>(1)};
   CUlinkState link = nullptr;
-  if (Status s = d.check(d.cuLinkCreate_v2(5, options, values, &link),
-                         "cuLinkCreate");
-      !s)
-    return s;
+  KFUSE_RETURN_IF_ERROR(
+      d.check(d.cuLinkCreate_v2(5, options, values, &link), "cuLinkCreate"));
   Status status = d.check(
       d.cuLinkAddData_v2(link, CU_JIT_INPUT_PTX,
                          const_cast<char *>(plan.ptx.c_str()),
@@ -150,8 +148,7 @@ Expected<LoadedModule> loadPlan(Driver &d, Plan &plan, bool &jitted) {
       if (std::string ptxas = findPtxas(); !ptxas.empty())
         assembled = assembleWithPtxas(ptxas, plan);
     if (!assembled)
-      if (Status s = jitLink(d, plan); !s)
-        return s.error();
+      KFUSE_RETURN_IF_ERROR(jitLink(d, plan));
     jitted = true;
   }
   LoadedModule loaded;
@@ -162,8 +159,7 @@ Expected<LoadedModule> loadPlan(Driver &d, Plan &plan, bool &jitted) {
     debugLog("cannot load ptxas's cubin (" + load.message() +
              "); the driver's JIT compiles instead");
     plan.cubin.clear();
-    if (Status s = jitLink(d, plan); !s)
-      return s.error();
+    KFUSE_RETURN_IF_ERROR(jitLink(d, plan));
     load = d.check(d.cuModuleLoadData(&loaded.module, plan.cubin.data()),
                    "cuModuleLoadData");
   }
@@ -171,20 +167,16 @@ Expected<LoadedModule> loadPlan(Driver &d, Plan &plan, bool &jitted) {
     return load.error();
   for (const LaunchDesc &launch : plan.launches) {
     CUfunction f = nullptr;
-    if (Status s = d.check(d.cuModuleGetFunction(&f, loaded.module,
-                                                 launch.kernel.c_str()),
-                           "cuModuleGetFunction");
-        !s)
-      return s.error();
+    KFUSE_RETURN_IF_ERROR(
+        d.check(d.cuModuleGetFunction(&f, loaded.module, launch.kernel.c_str()),
+                "cuModuleGetFunction"));
     // Above 48 KiB a kernel must opt in to its dynamic shared memory.
     if (launch.sharedBytes > 48 * 1024)
-      if (Status s = d.check(
-              d.cuFuncSetAttribute(
-                  f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                  static_cast<int>(launch.sharedBytes)),
-              "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
-          !s)
-        return s.error();
+      KFUSE_RETURN_IF_ERROR(d.check(
+          d.cuFuncSetAttribute(f,
+                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               static_cast<int>(launch.sharedBytes)),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"));
     KernelResources r;
     d.cuFuncGetAttribute(&r.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
     d.cuFuncGetAttribute(&r.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);

@@ -17,10 +17,8 @@ Expected<WorkspacePool *> WorkspacePool::get(Driver &driver) {
     props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
     props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
     props.location.id = driver.device;
-    if (Status s = driver.check(driver.cuMemPoolCreate(&instance->pool, &props),
-                                "cuMemPoolCreate");
-        !s)
-      return s;
+    KFUSE_RETURN_IF_ERROR(driver.check(
+        driver.cuMemPoolCreate(&instance->pool, &props), "cuMemPoolCreate"));
     cuuint64_t keepAll = std::numeric_limits<cuuint64_t>::max();
     return driver.check(
         driver.cuMemPoolSetAttribute(instance->pool,
@@ -35,11 +33,9 @@ Expected<WorkspacePool *> WorkspacePool::get(Driver &driver) {
 
 Expected<CUdeviceptr> WorkspacePool::allocate(size_t bytes, CUstream stream) {
   CUdeviceptr address = 0;
-  if (Status s = driver.check(
-          driver.cuMemAllocFromPoolAsync(&address, bytes, pool, stream),
-          "cuMemAllocFromPoolAsync");
-      !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(driver.check(
+      driver.cuMemAllocFromPoolAsync(&address, bytes, pool, stream),
+      "cuMemAllocFromPoolAsync"));
   return address;
 }
 
@@ -53,17 +49,14 @@ Status WorkspacePool::trim() {
 
 Expected<WorkspacePool::Usage> WorkspacePool::usage() {
   cuuint64_t reserved = 0, used = 0;
-  if (Status s = driver.check(
-          driver.cuMemPoolGetAttribute(
-              pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved),
-          "cuMemPoolGetAttribute");
-      !s)
-    return s.error();
-  if (Status s = driver.check(driver.cuMemPoolGetAttribute(
-                                  pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used),
-                              "cuMemPoolGetAttribute");
-      !s)
-    return s.error();
+  KFUSE_RETURN_IF_ERROR(
+      driver.check(driver.cuMemPoolGetAttribute(
+                       pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved),
+                   "cuMemPoolGetAttribute"));
+  KFUSE_RETURN_IF_ERROR(
+      driver.check(driver.cuMemPoolGetAttribute(
+                       pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used),
+                   "cuMemPoolGetAttribute"));
   return Usage{reserved, used};
 }
 

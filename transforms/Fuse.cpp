@@ -401,8 +401,9 @@ void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
         inputs.insert(operand);
     }
   OpBuilder b(root);
-  auto kernel = KernelOp::create(b, root->getLoc(), ValueRange(outputs).getTypes(),
-                                 inputs.getArrayRef(), kind, DictionaryAttr());
+  auto kernel =
+      KernelOp::create(b, root->getLoc(), ValueRange(outputs).getTypes(),
+                       inputs.getArrayRef(), kind);
   Block *block = b.createBlock(&kernel.getBody());
   IRMapping mapping;
   for (Value input : inputs)

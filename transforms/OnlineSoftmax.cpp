@@ -18,8 +18,8 @@
 #include "analysis/KernelAnalysis.h"
 #include "transforms/Passes.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kfuse::kf {
 #define GEN_PASS_DEF_KFONLINESOFTMAXPASS
@@ -399,9 +399,10 @@ Value toRank4(OpBuilder &b, Location loc, Value x) {
   return ReshapeOp::create(b, loc, type.clone(shape), x, ArrayAttr());
 }
 
-/// Builds the kf.attention for `m` in place of `pv`, or refuses when the
-/// shapes do not agree (K and V of different heads, say).
-LogicalResult rewrite(MatmulOp pv, AttentionMatch &m, Refusal &why) {
+/// The kf.attention for `m`, built before `pv`, or the reason it cannot
+/// be built (the shapes do not agree: K and V of different heads, say).
+FailureOr<Value> buildAttention(PatternRewriter &b, MatmulOp pv,
+                                const AttentionMatch &m, Refusal &why) {
   auto padded = [](Value x) {
     ArrayRef<int64_t> s = x ? shapeOf(x) : ArrayRef<int64_t>();
     shapes::Shape out(x ? 4 - s.size() : 0, 1);
@@ -424,7 +425,6 @@ LogicalResult rewrite(MatmulOp pv, AttentionMatch &m, Refusal &why) {
     why = diag.message();
     return failure();
   }
-  OpBuilder b(pv);
   Location loc = pv.getLoc();
   Value kIn = toRank4(b, loc, m.k);
   if (m.kColumns)
@@ -441,42 +441,58 @@ LogicalResult rewrite(MatmulOp pv, AttentionMatch &m, Refusal &why) {
           .getResult();
   if (resultType.getRank() != 4)
     attention = ReshapeOp::create(b, loc, resultType, attention, ArrayAttr());
-  pv.replaceAllUsesWith(attention);
-  return success();
+  return attention;
 }
+
+/// matmul(softmax(scale * Q K^T [+ bias] [masked]), V) in any of its
+/// spellings becomes one kf.attention. A near-match that must not be
+/// rewritten is marked with the reason (`kf.online_softmax`), once.
+struct AttentionFromPrimitives : public OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MatmulOp pv,
+                                PatternRewriter &rewriter) const override {
+    if (pv->hasAttr(kOnlineSoftmaxRefusal))
+      return rewriter.notifyMatchFailure(pv, "already refused");
+    bool nearMatch = false;
+    Refusal why;
+    FailureOr<AttentionMatch> m = matchAttention(pv, nearMatch, why);
+    FailureOr<Value> attention = failure();
+    if (succeeded(m)) {
+      rewriter.setInsertionPoint(pv);
+      attention = buildAttention(rewriter, pv, *m, why);
+    }
+    if (succeeded(attention)) {
+      rewriter.replaceOp(pv, *attention);
+      return success();
+    }
+    if (!nearMatch)
+      return rewriter.notifyMatchFailure(pv, "not a product of a softmax");
+    rewriter.modifyOpInPlace(pv, [&] {
+      pv->setAttr(kOnlineSoftmaxRefusal,
+                  rewriter.getStringAttr("not rewritten: " + why));
+    });
+    return success();
+  }
+};
 
 struct KFOnlineSoftmaxPass
     : public kfuse::kf::impl::KFOnlineSoftmaxPassBase<KFOnlineSoftmaxPass> {
   using KFOnlineSoftmaxPassBase::KFOnlineSoftmaxPassBase;
 
   void runOnOperation() override {
-    SmallVector<MatmulOp> products;
-    getOperation().walk([&](MatmulOp op) { products.push_back(op); });
-    bool rewrote = false;
-    for (MatmulOp pv : products) {
-      bool nearMatch = false;
-      Refusal why;
-      FailureOr<AttentionMatch> m = matchAttention(pv, nearMatch, why);
-      if (succeeded(m) && succeeded(rewrite(pv, *m, why))) {
-        rewrote = true;
-        continue;
-      }
-      if (nearMatch)
-        pv->setAttr(kOnlineSoftmaxRefusal,
-                    StringAttr::get(&getContext(), "not rewritten: " + why));
-    }
-    if (rewrote)
-      eraseDeadOps();
-  }
-
-  /// The replaced score ops and anything else that lost its last user.
-  void eraseDeadOps() {
-    getOperation().walk([](func::FuncOp func) {
-      for (Operation &op :
-           llvm::make_early_inc_range(llvm::reverse(func.getBody().front())))
-        if (isOpTriviallyDead(&op))
-          op.erase();
-    });
+    RewritePatternSet patterns(&getContext());
+    patterns.add<AttentionFromPrimitives>(&getContext());
+    // Only the rewrite and the removal of the score ops it leaves dead:
+    // no folding, no constant CSE, no region simplification, so that the
+    // graph is otherwise the one the user wrote.
+    GreedyRewriteConfig config;
+    config.enableFolding(false)
+        .enableConstantCSE(false)
+        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
+    if (failed(
+            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+      return signalPassFailure();
   }
 };
 

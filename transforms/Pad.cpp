@@ -62,25 +62,20 @@ std::optional<RowSpace> rowKernelSpace(KernelOp kernel) {
   return rowSpaceOf(kernel);
 }
 
-/// What kf-pad was told about the target (its options).
-struct Target {
-  bool aligned, allowTF32;
-};
-
 /// The tensor-core matmul `kernel` is, if any, with the operand row strides
 /// decided so far.
-MatmulOp tensorCoreMatmul(KernelOp kernel, Target target) {
+MatmulOp tensorCoreMatmul(KernelOp kernel, TargetAttr target) {
   if (kernel.getKind() != KernelKind::matmul)
     return MatmulOp();
   MatmulOp matmul = matmulOf(kernel);
-  return tensorCoreRefusal(matmul, target.aligned, target.allowTF32)
+  return tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32())
              ? MatmulOp()
              : matmul;
 }
 
 /// The producer's template stores result `index` as whole rows of any
 /// stride, writing zeros past the row's end.
-bool writesPaddedRows(KernelOp producer, unsigned index, Target target) {
+bool writesPaddedRows(KernelOp producer, unsigned index, TargetAttr target) {
   Value result = producer.getResult(index);
   if (std::optional<RowSpace> space = rowKernelSpace(producer))
     return isRowShaped(result, *space);
@@ -93,7 +88,7 @@ bool writesPaddedRows(KernelOp producer, unsigned index, Target target) {
 /// Operand `index` of `consumer`, padded to `stride`, is read by row and
 /// column.
 bool readsPaddedRows(KernelOp consumer, unsigned index, int64_t stride,
-                     Target target) {
+                     TargetAttr target) {
   BlockArgument arg = consumer.getBody().getArgument(index);
   if (std::optional<RowSpace> space = rowKernelSpace(consumer))
     return isRowShaped(arg, *space);
@@ -105,7 +100,7 @@ bool readsPaddedRows(KernelOp consumer, unsigned index, int64_t stride,
   if (!llvm::all_of(arg.getUsers(),
                     [&](Operation *user) { return user == matmul; }))
     return false;
-  return !tensorCoreRefusal(matmul, target.aligned, target.allowTF32,
+  return !tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32(),
                             {{arg, stride}});
 }
 
@@ -129,18 +124,17 @@ void copyIntoPaddedRows(KernelOp kernel, BlockArgument arg, int64_t stride) {
   Value source = kernel.getInputs()[number];
   OpBuilder b(kernel);
   auto copy = KernelOp::create(b, kernel.getLoc(), TypeRange{source.getType()},
-                               ValueRange{source}, KernelKind::pointwise,
-                               DictionaryAttr());
+                               ValueRange{source}, KernelKind::pointwise);
   Block *block = b.createBlock(&copy.getBody());
   YieldOp::create(b, kernel.getLoc(),
                   block->addArgument(source.getType(), source.getLoc()));
-  copy->setAttr(kPaddedRows, b.getDenseI64ArrayAttr({stride}));
+  copy.setPaddedRowsAttr(b.getDenseI64ArrayAttr({stride}));
   kernel->setOperand(number, copy.getResult(0));
 }
 
 /// Copies the operands of `kernel` (a matmul kernel) whose rows keep it
 /// off tensor cores into padded buffers, when that pays.
-void copyUnalignedOperands(KernelOp kernel, Target target) {
+void copyUnalignedOperands(KernelOp kernel, TargetAttr target) {
   MatmulOp matmul = matmulOf(kernel);
   int64_t elementBytes = MatmulProblem::of(matmul).elementBytes;
   int64_t chunk = 16 / elementBytes;
@@ -162,7 +156,8 @@ void copyUnalignedOperands(KernelOp kernel, Target target) {
              padded.back().second * elementBytes;
   }
   if (padded.empty() ||
-      tensorCoreRefusal(matmul, target.aligned, target.allowTF32, padded) ||
+      tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32(),
+                        padded) ||
       !paddedCopyPays(matmul, bytes))
     return;
   for (auto [operand, stride] : padded)
@@ -183,9 +178,8 @@ void copyTransposed(KernelOp kernel, BlockArgument arg) {
   auto transposed = RankedTensorType::get(shape, type.getElementType());
   OpBuilder b(kernel);
   Location loc = kernel.getLoc();
-  auto copy =
-      KernelOp::create(b, loc, TypeRange{transposed}, ValueRange{source},
-                       KernelKind::pointwise, DictionaryAttr());
+  auto copy = KernelOp::create(b, loc, TypeRange{transposed},
+                               ValueRange{source}, KernelKind::pointwise);
   Block *block = b.createBlock(&copy.getBody());
   Value input = block->addArgument(type, source.getLoc());
   YieldOp::create(b, loc,
@@ -200,10 +194,10 @@ void copyTransposed(KernelOp kernel, BlockArgument arg) {
 /// With allow-tf32, an f32 matmul whose operand runs the other way takes
 /// a transposed copy of it, when the tensor cores then take the matmul and
 /// the copy pays; otherwise it stays exact on the CUDA cores.
-void copyIntoKMajor(KernelOp kernel, Target target) {
+void copyIntoKMajor(KernelOp kernel, TargetAttr target) {
   MatmulOp matmul = matmulOf(kernel);
   MatmulProblem p = MatmulProblem::of(matmul);
-  if (!target.allowTF32 || !target.aligned || p.elementBytes != 4 ||
+  if (!target.getAllowTF32() || !target.getAligned() || p.elementBytes != 4 ||
       (!p.transposeA && p.transposeB) || !p.m || !p.n || p.k % 4)
     return;
   SmallVector<BlockArgument> copied;
@@ -240,7 +234,7 @@ void copyIntoKMajor(KernelOp kernel, Target target) {
 /// rows), and the zeros past each row add nothing to Q K^T or to the
 /// value dims that are stored. The copies cost a read and a write of
 /// q, k and v; the one-thread-per-output kernel reads K and V once a query.
-void copyOddAttentionOperands(KernelOp kernel, bool aligned, bool wgmma) {
+void copyOddAttentionOperands(KernelOp kernel, TargetAttr target) {
   AttentionOp op = attentionOf(kernel);
   SmallVector<std::pair<Value, int64_t>> padded;
   for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
@@ -254,7 +248,8 @@ void copyOddAttentionOperands(KernelOp kernel, bool aligned, bool wgmma) {
         !llvm::any_of(padded, [&](auto &e) { return e.first == operand; }))
       padded.push_back({arg, (stride + 7) / 8 * 8});
   }
-  if (padded.empty() || flashAttentionRefusal(kernel, aligned, wgmma, padded))
+  if (padded.empty() || flashAttentionRefusal(kernel, target.getAligned(),
+                                              target.getWgmma(), padded))
     return;
   for (auto [operand, stride] : padded)
     copyIntoPaddedRows(kernel, mlir::cast<BlockArgument>(operand), stride);
@@ -264,8 +259,9 @@ struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
   using KFPadPassBase::KFPadPassBase;
 
   void runOnOperation() override {
+    target = TargetAttr::of(getOperation());
     // Without aligned base pointers padded rows gain no vectors.
-    if (!aligned)
+    if (!target.getAligned())
       return;
     // Producers before consumers: a matmul's other operand is decided
     // before the matmul is asked about this one.
@@ -273,21 +269,22 @@ struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
     getOperation().walk([&](KernelOp kernel) { kernels.push_back(kernel); });
     for (KernelOp kernel : kernels) {
       if (kernel.getKind() == KernelKind::matmul) {
-        copyIntoKMajor(kernel, target());
-        copyUnalignedOperands(kernel, target());
+        copyIntoKMajor(kernel, target);
+        copyUnalignedOperands(kernel, target);
       }
       if (kernel.getKind() == KernelKind::attention)
-        copyOddAttentionOperands(kernel, aligned, wgmma);
+        copyOddAttentionOperands(kernel, target);
       SmallVector<int64_t> strides;
       for (auto [i, result] : llvm::enumerate(kernel.getResults()))
         strides.push_back(decideStride(kernel, i));
       if (llvm::any_of(strides, [](int64_t s) { return s != 0; }))
-        kernel->setAttr(kPaddedRows,
-                        DenseI64ArrayAttr::get(&getContext(), strides));
+        kernel.setPaddedRowsAttr(
+            DenseI64ArrayAttr::get(&getContext(), strides));
     }
   }
 
-  Target target() const { return {aligned, allowTF32}; }
+  /// The module's target (kf-attach-target).
+  TargetAttr target;
 
   /// The padded row stride of result `index`, or 0 to keep it dense.
   int64_t decideStride(KernelOp kernel, unsigned index) {
@@ -302,12 +299,12 @@ struct KFPadPass : public kfuse::kf::impl::KFPadPassBase<KFPadPass> {
     if (length % perVector == 0 || length == type.getNumElements() ||
         8 * (stride - length) > length)
       return 0;
-    if (!writesPaddedRows(kernel, index, target()))
+    if (!writesPaddedRows(kernel, index, target))
       return 0;
     for (OpOperand &use : result.getUses()) {
       auto consumer = dyn_cast<KernelOp>(use.getOwner());
       if (!consumer ||
-          !readsPaddedRows(consumer, use.getOperandNumber(), stride, target()))
+          !readsPaddedRows(consumer, use.getOperandNumber(), stride, target))
         return 0;
     }
     return stride;

@@ -50,6 +50,36 @@ def KFSpecializePass
   ];
 }
 
+def KFAttachTargetPass : Pass<"kf-attach-target", "mlir::ModuleOp"> {
+  let summary = "Record the GPU the module is compiled for as `kf.target`";
+  let description = [{
+    Sets the module's `kf.target` attribute (KFAttrs.td), which every pass
+    that decides for a target reads: kf-pad, kf-split-k, kf-tile,
+    kf-promote-shared and kf-lower-to-gpu. The pipeline runs it once,
+    first among the kernel stages; in a test it stands in for the
+    compiler's options.
+
+    After, with aligned=true wgmma=true:
+    ```mlir
+    module attributes {kf.target = #kf.target<aligned = true, wgmma = true>}
+    ```
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"sm_90\"",
+           "the PTX target (sm_90, sm_90a, ...)">,
+    Option<"sms", "sms", "int64_t", /*default=*/"132",
+           "streaming multiprocessors on the target GPU">,
+    Option<"aligned", "aligned", "bool", /*default=*/"false",
+           "every buffer starts on a 16-byte boundary (allows vectors)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
+           "the target has Hopper's warpgroup MMA (sm_90a)">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 matmuls may take TF32 tensor cores">,
+  ];
+  // They read `kf.target`, which needs the dialect loaded.
+  let dependentDialects = ["kfuse::kf::KFDialect"];
+}
+
 def KFOnlineSoftmaxPass : Pass<"kf-online-softmax", "mlir::ModuleOp"> {
   let summary = "Rewrite attention written from primitives into kf.attention";
   let description = [{
@@ -145,15 +175,8 @@ def KFPadPass : Pass<"kf-pad", "mlir::ModuleOp"> {
         {padded_rows = array<i64: 2048>} { ... } -> (tensor<2047x2047xbf16>)
     ```
   }];
-  let options = [
-    Option<"aligned", "aligned", "bool", /*default=*/"false",
-           "every buffer starts on a 16-byte boundary (allows vectors)">,
-    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
-           "the target has wgmma (sm_90a): the FlashAttention template">,
-    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
-           "f32 matmuls may take TF32 tensor cores (K-major copies of "
-           "their other operands where that pays)">,
-  ];
+  // They read `kf.target`, which needs the dialect loaded.
+  let dependentDialects = ["kfuse::kf::KFDialect"];
 }
 
 def KFSplitKPass : Pass<"kf-split-k", "mlir::ModuleOp"> {
@@ -176,100 +199,96 @@ def KFSplitKPass : Pass<"kf-split-k", "mlir::ModuleOp"> {
     %y = kf.kernel reduction(%p : tensor<2x16x4096xf32>) { kf.reduce sum ... }
     ```
   }];
-  let options = [
-    Option<"sms", "sms", "int64_t", /*default=*/"132",
-           "streaming multiprocessors on the target GPU">,
-    Option<"aligned", "aligned", "bool", /*default=*/"false",
-           "every buffer starts on a 16-byte boundary (allows vectors)">,
-    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
-           "the target has Hopper's warpgroup MMA (sm_90a)">,
-    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
-           "f32 matmuls may take TF32 tensor cores">,
-  ];
+  // They read `kf.target`, which needs the dialect loaded.
+  let dependentDialects = ["kfuse::kf::KFDialect"];
 }
 
 def KFTilePass : Pass<"kf-tile", "mlir::ModuleOp"> {
-  let summary = "Choose each kernel's launch shape";
+  let summary = "Choose each kernel's launch and its template's tiling";
   let description = [{
-    Records in every kf.kernel's `config` the threads per block (`block`),
-    the blocks (`grid`), the work items (`items`: elements, rows or outputs,
-    by kind) and, with `aligned`, the elements per 16-byte access (`vec`).
-    Pointwise kernels step `vec` elements a thread; kernels whose
-    reductions and softmaxes run along the last axis get one block per row
-    (`chunks` vectors a thread, `in_registers` when the row stays in
-    registers). A bf16/f16 matmul on aligned buffers gets a tensor-core
-    block tile (`mma`, `tile_m`, `tile_n`, `tile_k`, `warps_m`, `warps_n`,
-    `group_m`; `wgmma` with the `wgmma` option; `tf32` for an f32 matmul
-    with the `allow-tf32` option), the one whose waves of
-    resident blocks on the SMs take the least estimated time; any other
-    matmul says why in `no_tensor_cores`. kf-lower-to-gpu reads the config
-    and decides nothing.
+    Records on every kf.kernel a `#kf.launch` (threads per block, blocks,
+    work items: elements, rows or outputs, by template) and, where a
+    template tiles the work, its `tiling` (KFAttrs.td). Pointwise kernels
+    step `vector` elements a thread (16 bytes where the target's buffers
+    are aligned), `unroll` vectors at a time for large tensors
+    (`#kf.pointwise_tiling`); kernels whose reductions and softmaxes run
+    along the last axis get one block per row (`#kf.row_tiling`: `chunks`
+    vectors a thread, `inRegisters` when the row stays in registers); a
+    reduction of leading dims and a transpose of the last two dims go
+    through shared-memory tiles (`#kf.column_tiling`,
+    `#kf.transpose_tiling`). A bf16/f16 matmul on aligned buffers (f32
+    where the target allows TF32) gets a tensor-core block tile
+    (`#kf.mma_tiling`, wgmma where the target has it), the one whose waves
+    of resident blocks on the SMs take the least estimated time; any other
+    matmul says why in `no_tensor_cores`. Attention on wgmma targets gets
+    FlashAttention's tiles (`#kf.flash_tiling`). kf-lower-to-gpu reads
+    these and decides nothing.
 
     After:
     ```mlir
-    kf.kernel pointwise(...) attributes {config = {aligned = 16 : i64,
-        block = 256 : i64, grid = 1 : i64, items = 1024 : i64, vec = 4 : i64}}
+    kf.kernel pointwise(...) attributes {
+        launch = #kf.launch<grid = 1, block = 256, items = 1024>,
+        tiling = #kf.pointwise_tiling<vector = 4>}
     ```
   }];
   let options = [
-    Option<"sms", "sms", "int64_t", /*default=*/"132",
-           "streaming multiprocessors on the target GPU">,
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
-           "threads per block">,
-    Option<"aligned", "aligned", "bool", /*default=*/"false",
-           "every buffer starts on a 16-byte boundary (allows vectors)">,
-    Option<"wgmma", "wgmma", "bool", /*default=*/"false",
-           "the target has Hopper's warpgroup MMA (sm_90a)">,
-    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
-           "f32 matmuls may take TF32 tensor cores">,
+           "threads per block of the templates that take an item a thread">,
   ];
+  // They read `kf.target`, which needs the dialect loaded.
+  let dependentDialects = ["kfuse::kf::KFDialect"];
 }
 
 def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
   let summary = "Decide what tensor-core matmuls and FlashAttention stage in shared memory";
   let description = [{
-    For every matmul kernel that kf-tile gave a tensor-core tile (`mma`),
-    decides the shared-memory pipeline: both operands' block tiles are
-    staged, each row padded by 8 elements (16 bytes, so that the rows one
-    ldmatrix reads fall on distinct banks: `smem_pad`), in as many stages of
-    asynchronous copies (2 to 4: `stages`) as fit half a multiprocessor's
-    shared memory and the K steps there are. When output rows have an odd
-    length (so pairs of 16-bit results cannot be stored from registers),
-    the output tile is staged there too, to leave in coalesced rows
-    (`stage_output`). A wgmma matmul with more tiles than SMs, four
-    stages and room for the staged output in the last two becomes
-    persistent (`persistent`, `grid` = SMs): the next tile's first copies
-    overlap this tile's epilogue. With `tma`, a wgmma matmul whose A has a
-    tile's rows at least is warp-specialised instead (`tma`, `block` =
-    384): a third warpgroup copies both operands with the TMA into up to 8
-    stages that mbarriers hand over, each multiplying warpgroup keeps two
-    K steps of products in flight (`mma_groups`, fewer than `stages`), the
-    output is staged 128 columns at a time past them, and the block loops
-    over tiles (`grid` = SMs at most). Where that output's rows are not
-    whole 16-byte vectors, its tiles take rows `row_groups` apart, each
-    group's columns shifted so that its rows start on `row_align`-element
-    (128- or 16-byte) boundaries (`items` counts the tiles that makes).
-    A FlashAttention kernel (`flash`)
-    keeps its Q tile and two stages of K and V tiles, and of a bias or
-    mask input with whole 16-byte rows (`stage_scores_input`); with `tma`,
-    head dims of 128 or more and nothing staged, a third warpgroup copies
-    Q, K and V with the TMA (`tma`, `block` = 384). Records the dynamic
-    shared memory the launch needs (`shared_bytes`). Other kernels are
-    untouched.
+    For every matmul kernel that kf-tile gave a `#kf.mma_tiling`, decides
+    its `#kf.mma_pipeline`: both operands' block tiles are staged (each
+    mma.sync row padded by 16 bytes, so that the rows one ldmatrix reads
+    fall on distinct banks; wgmma tiles are swizzled instead), in as many
+    stages of asynchronous copies (2 to 4: `stages`) as fit half a
+    multiprocessor's shared memory and the K steps there are. When output
+    rows have an odd length (so pairs of 16-bit results cannot be stored
+    from registers), the output tile is staged there too, to leave in
+    coalesced rows (`stageOutput`). A wgmma matmul with more tiles than
+    SMs, four stages and room for the staged output in the last two
+    becomes `persistent` (grid = SMs): the next tile's first copies
+    overlap this tile's epilogue. With the `tma` option, a wgmma matmul
+    whose A has a tile's rows at least is warp-specialised instead
+    (`tma`, block = 384): a third warpgroup copies both operands with the
+    TMA into up to 8 stages that mbarriers hand over, each multiplying
+    warpgroup keeps two K steps of products in flight (`mmaGroups`, fewer
+    than `stages`), the output is staged 128 columns at a time past them,
+    and the block loops over tiles (grid = SMs at most). Where that
+    output's rows are not whole 16-byte vectors, its tiles take rows
+    `rowGroups` apart, each group's columns shifted so that its rows start
+    on `rowAlign`-element (128- or 16-byte) boundaries (the launch's items
+    count the tiles that makes).
+
+    A FlashAttention kernel (`#kf.flash_tiling`) keeps its Q tile and two
+    stages of K and V tiles, and of a bias or mask input with whole
+    16-byte rows (`stageScoresInput`); with `tma`, head dims of 128 or
+    more and nothing staged, a third warpgroup copies Q, K and V with the
+    TMA (`tma`, block = 384): its `#kf.flash_pipeline`. Records the
+    dynamic shared memory the launch needs (the launch's `sharedBytes`).
+    Other kernels are untouched.
 
     After:
     ```mlir
-    kf.kernel matmul(...) attributes {config = {..., mma = 1 : i64,
-        shared_bytes = 111104 : i64, smem_pad = 8 : i64, stages = 4 : i64,
-        tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 256 : i64, ...}}
+    kf.kernel matmul(...) attributes {
+        launch = #kf.launch<grid = 128, block = 256, items = 128,
+                            sharedBytes = 111104>,
+        pipeline = #kf.mma_pipeline<stages = 4, stageOutput = true>,
+        tiling = #kf.mma_tiling<tileM = 128, tileN = 128, tileK = 32,
+                                warpsM = 2, warpsN = 2, groupM = 8>}
     ```
   }];
   let options = [
-    Option<"sms", "sms", "int64_t", /*default=*/"132",
-           "streaming multiprocessors on the target GPU">,
     Option<"tma", "tma", "bool", /*default=*/"true",
            "warp-specialise wgmma matmuls around TMA copies">,
   ];
+  // They read `kf.target`, which needs the dialect loaded.
+  let dependentDialects = ["kfuse::kf::KFDialect"];
 }
 
 #endif // KF_TRANSFORMS_PASSES

@@ -1,10 +1,12 @@
 //===- PromoteShared.cpp - kf-promote-shared: stage matmul tiles ----------===//
 //
-// Analyse: the tensor-core matmul kernels (config `mma`) and their block
-// tiles. Decide: both operand tiles go through shared memory, rows padded
-// by sharedRowPad(), in pipelineStages() stages of asynchronous copies.
-// Rewrite: record `stages`, `smem_pad` and `shared_bytes` in the config,
-// which kf-lower-to-gpu and the launch read.
+// Analyse: the tensor-core matmul kernels (an `mma_tiling`) and their
+// block tiles, and the FlashAttention kernels (a `flash_tiling`). Decide:
+// both operand tiles go through shared memory, rows padded by
+// sharedRowPad(), in pipelineStages() stages of asynchronous copies, or
+// warp-specialised around the TMA. Rewrite: record the kernel's
+// `pipeline` and the launch's shared memory, which kf-lower-to-gpu and
+// the runtime read.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,11 +24,6 @@ using namespace mlir;
 using namespace kfuse::kf;
 
 namespace {
-
-int64_t configInt(DictionaryAttr config, StringRef name) {
-  auto value = config.getAs<IntegerAttr>(name);
-  return value ? value.getInt() : 0;
-}
 
 /// Whether the TMA can copy the rows of attention operand `operand`: rows
 /// start 16 bytes apart.
@@ -48,29 +45,40 @@ bool copiesWithTma(KernelOp kernel, Value operand) {
 /// H16 S4096 D128: 447 -> 469 TFLOP/s, causal 392 -> 415. At head dim 64
 /// the copying warpgroup's registers leave one block an SM where the
 /// cp.async kernel (128 registers a thread) fits two: 384 -> 311 at S2048.
-void promoteAttention(KernelOp kernel, DictionaryAttr config, bool tma) {
-  int64_t blockQ = configInt(config, "block_q"),
-          blockK = configInt(config, "block_k"),
-          headDim = configInt(config, "head_dim"),
-          valueDim = configInt(config, "value_dim"), stages = 2;
+void promoteAttention(KernelOp kernel, FlashTilingAttr tiling, bool tma) {
+  int64_t blockQ = tiling.getBlockQ(), blockK = tiling.getBlockK(),
+          headDim = tiling.getHeadDim(), valueDim = tiling.getValueDim(),
+          stages = 2;
   int64_t bytes = 2 * (blockQ * headDim + stages * blockK * (headDim + valueDim));
-  Builder b(kernel);
-  NamedAttrList entries(config);
+  LaunchAttr launch = kernel.getLaunchAttr();
+  int64_t block = launch.getBlock();
   AttentionOp op = attentionOf(kernel);
-  if (stagedScoresInput(kernel)) {
-    entries.set("stage_scores_input", b.getI64IntegerAttr(1));
+  bool stageScoresInput = bool(stagedScoresInput(kernel));
+  bool warpSpecialized = false;
+  if (stageScoresInput) {
     bytes += 2 * stages * blockQ * (blockK + 8);
   } else if (tma && headDim >= 128 &&
              llvm::all_of(ValueRange{op.getQ(), op.getK(), op.getV()},
                           [&](Value x) { return copiesWithTma(kernel, x); })) {
-    entries.set("tma", b.getI64IntegerAttr(1));
-    entries.set("block", b.getI64IntegerAttr(3 * 128));
+    warpSpecialized = true;
+    block = 3 * 128;
     bytes += 8 * (1 + 4 * stages);
   }
-  entries.set("stages", b.getI64IntegerAttr(stages));
-  entries.set("shared_bytes", b.getI64IntegerAttr(bytes));
-  kernel.setConfigAttr(entries.getDictionary(b.getContext()));
+  MLIRContext *ctx = kernel.getContext();
+  kernel.setPipelineAttr(
+      FlashPipelineAttr::get(ctx, stages, warpSpecialized, stageScoresInput));
+  kernel.setLaunchAttr(
+      LaunchAttr::get(ctx, launch.getGrid(), block, launch.getItems(), bytes));
 }
+
+/// What kf-promote-shared decides for a tensor-core matmul: its launch
+/// (refined from kf-tile's) and its pipeline.
+struct MatmulShared {
+  int64_t grid = 0, block = 0, items = 0, sharedBytes = 0, stages = 0;
+  bool stageOutput = false, persistent = false, tma = false;
+  int64_t mmaGroups = 1;
+  RowInterleave rows;
+};
 
 /// wgmma tiles on Hopper: the two warpgroups only multiply, and one thread
 /// of a third copies the operand tiles with the TMA, stages handed over
@@ -88,101 +96,100 @@ void promoteAttention(KernelOp kernel, DictionaryAttr config, bool tma) {
 /// `kfuse-bench matmul --workload pairs` does; two runs): 1.152 and 1.154 with
 /// the rows stored an element at a time, 1.058 twice with 16-byte
 /// boundaries, 1.034 and 1.035 with 128-byte ones.
-void specializeWarps(Builder &b, NamedAttrList &entries, const MatmulTile &tile,
+void specializeWarps(MatmulShared &d, const MatmulTile &tile,
                      const MatmulProblem &problem, int64_t outputWidth,
                      int64_t outputStride, int64_t sms) {
-  DictionaryAttr config = entries.getDictionary(b.getContext());
   int64_t staged =
       tile.bm * (stagedOutputCols(tile, true, outputWidth) + 8) * outputWidth;
   // Two mbarriers (8 bytes each) a stage.
   int64_t stage = stageBytes(tile, problem) + 16;
-  int64_t stages =
+  d.stages =
       std::clamp<int64_t>((kSharedPerSM - staged) / stage, 2, kMaxTmaStages);
-  int64_t items = configInt(config, "items");
   RowInterleave rows;
   if (outputWidth)
     rows = chooseRowInterleave(problem, tile, outputStride, outputWidth);
   if (rows.active()) {
     auto [m, n] = matmulTileCounts(problem, tile, rows);
-    items = m * n;
-    entries.set("items", b.getI64IntegerAttr(items));
-    entries.set("row_groups", b.getI64IntegerAttr(rows.groups));
-    entries.set("row_align", b.getI64IntegerAttr(rows.align));
+    d.items = m * n;
+    d.rows = rows;
   }
-  entries.erase("persistent");
-  entries.set("tma", b.getI64IntegerAttr(1));
-  entries.set("block", b.getI64IntegerAttr(tile.threads() + 128));
-  entries.set("stages", b.getI64IntegerAttr(stages));
+  d.persistent = false;
+  d.tma = true;
+  d.block = tile.threads() + 128;
   // Two K steps of products in flight a warpgroup rather than one: with a
   // single group the tensor cores idle while each group drains before the
   // next is issued. H200, same run: 4096^3 0.1900 -> 0.1799 ms, 8192^3
   // 1.704 -> 1.627 ms. A third stage at least keeps a copy in flight.
-  entries.set("mma_groups",
-              b.getI64IntegerAttr(std::min<int64_t>(2, stages - 1)));
-  entries.set("grid", b.getI64IntegerAttr(std::min(items, sms)));
-  entries.set("shared_bytes", b.getI64IntegerAttr(stages * stage + staged));
+  d.mmaGroups = std::min<int64_t>(2, d.stages - 1);
+  d.grid = std::min(d.items, sms);
+  d.sharedBytes = d.stages * stage + staged;
 }
 
-} // namespace
-
-namespace {
+/// The shared-memory pipeline of a tensor-core matmul kernel, with copies
+/// of cp.async, or persistent, or warp-specialised around the TMA.
+MatmulShared decideMatmul(KernelOp kernel, bool tma, int64_t sms) {
+  MatmulTile tile = matmulTileOf(kernel);
+  MatmulProblem problem = MatmulProblem::of(matmulOf(kernel));
+  LaunchAttr launch = kernel.getLaunchAttr();
+  MatmulShared d;
+  d.grid = launch.getGrid();
+  d.block = launch.getBlock();
+  d.items = launch.getItems();
+  d.stages = pipelineStages(tile, problem);
+  d.sharedBytes = d.stages * stageBytes(tile, problem);
+  int64_t outputWidth = 0; // bytes an element, when staged
+  // The output tile leaves through shared memory in whole rows, 16
+  // bytes a thread where rows allow: with wgmma (measured on the H200:
+  // 4096^3 bf16 0.213 -> 0.200 ms, lm-head 1.54 -> 1.44 ms), and for
+  // rows of an odd length, whose pairs cannot be stored from
+  // registers, and for rows kf-pad padded (the copy writes the zeros
+  // past each row's end). Float results only (one kernel result, as
+  // kf-fuse makes matmul kernels).
+  auto result = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
+  if ((tile.wgmma || problem.n % 2 || paddedRowStride(kernel.getResult(0))) &&
+      isa<FloatType>(result.getElementType()) && kernel.getNumResults() == 1) {
+    d.stageOutput = true;
+    outputWidth = result.getElementType().getIntOrFloatBitWidth() / 8;
+    int64_t staged = tile.bm * (tile.bn + 8) * outputWidth;
+    d.sharedBytes = std::max(d.sharedBytes, staged);
+    // More tiles than SMs: one block an SM loops over tiles, the next
+    // tile's first two stages filling while this one's output, staged
+    // in the stages past them, is stored.
+    // (Not for split-K's partial products: their tiles are meant to
+    // fill every block slot, two blocks an SM where they fit.)
+    if (tile.wgmma && d.stages == 4 && problem.splits == 1 &&
+        2 * stageBytes(tile, problem) >= staged && d.items > sms) {
+      d.persistent = true;
+      d.grid = sms;
+    }
+  }
+  // A's TMA boxes are a tile's rows: below that, most of each copy is
+  // zero fill, and the M = 16 matmul took 0.030 ms against 0.022 with
+  // cp.async (H200).
+  if (tile.wgmma && tma && problem.m >= tile.bm)
+    specializeWarps(d, tile, problem, outputWidth,
+                    rowStrideOf(kernel.getResult(0)), sms);
+  return d;
+}
 
 struct KFPromoteSharedPass
     : public kfuse::kf::impl::KFPromoteSharedPassBase<KFPromoteSharedPass> {
   using KFPromoteSharedPassBase::KFPromoteSharedPassBase;
 
   void runOnOperation() override {
+    int64_t sms = TargetAttr::of(getOperation()).getMultiprocessors();
     getOperation().walk([&](KernelOp kernel) {
-      DictionaryAttr config = kernel.getConfigAttr();
-      if (config && configInt(config, "flash"))
-        return promoteAttention(kernel, config, tma);
-      if (!config || !configInt(config, "mma"))
+      if (auto flash = kernel.getTilingAs<FlashTilingAttr>())
+        return promoteAttention(kernel, flash, tma);
+      if (!kernel.getTilingAs<MmaTilingAttr>())
         return;
-      MatmulTile tile = matmulTileOf(kernel);
-      MatmulProblem problem = MatmulProblem::of(matmulOf(kernel));
-      int64_t stages = pipelineStages(tile, problem);
-      Builder b(kernel);
-      NamedAttrList entries(config);
-      entries.set("stages", b.getI64IntegerAttr(stages));
-      entries.set("smem_pad", b.getI64IntegerAttr(sharedRowPad(tile)));
-      int64_t bytes = stages * stageBytes(tile, problem);
-      int64_t outputWidth = 0; // bytes an element, when staged
-      // The output tile leaves through shared memory in whole rows, 16
-      // bytes a thread where rows allow: with wgmma (measured on the H200:
-      // 4096^3 bf16 0.213 -> 0.200 ms, lm-head 1.54 -> 1.44 ms), and for
-      // rows of an odd length, whose pairs cannot be stored from
-      // registers, and for rows kf-pad padded (the copy writes the zeros
-      // past each row's end). Float results only (one kernel result, as
-      // kf-fuse makes matmul kernels).
-      auto result = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
-      if ((tile.wgmma || problem.n % 2 ||
-           paddedRowStride(kernel.getResult(0))) &&
-          isa<FloatType>(result.getElementType()) &&
-          kernel.getNumResults() == 1) {
-        entries.set("stage_output", b.getI64IntegerAttr(1));
-        outputWidth = result.getElementType().getIntOrFloatBitWidth() / 8;
-        int64_t staged = tile.bm * (tile.bn + 8) * outputWidth;
-        bytes = std::max(bytes, staged);
-        // More tiles than SMs: one block an SM loops over tiles, the next
-        // tile's first two stages filling while this one's output, staged
-        // in the stages past them, is stored.
-        int64_t tiles = configInt(config, "items");
-        // (Not for split-K's partial products: their tiles are meant to
-        // fill every block slot, two blocks an SM where they fit.)
-        if (tile.wgmma && stages == 4 && problem.splits == 1 &&
-            2 * stageBytes(tile, problem) >= staged && tiles > sms) {
-          entries.set("persistent", b.getI64IntegerAttr(1));
-          entries.set("grid", b.getI64IntegerAttr(sms));
-        }
-      }
-      entries.set("shared_bytes", b.getI64IntegerAttr(bytes));
-      // A's TMA boxes are a tile's rows: below that, most of each copy is
-      // zero fill, and the M = 16 matmul took 0.030 ms against 0.022 with
-      // cp.async (H200).
-      if (tile.wgmma && tma && problem.m >= tile.bm)
-        specializeWarps(b, entries, tile, problem, outputWidth,
-                        rowStrideOf(kernel.getResult(0)), sms);
-      kernel.setConfigAttr(entries.getDictionary(b.getContext()));
+      MatmulShared d = decideMatmul(kernel, tma, sms);
+      MLIRContext *ctx = kernel.getContext();
+      kernel.setLaunchAttr(
+          LaunchAttr::get(ctx, d.grid, d.block, d.items, d.sharedBytes));
+      kernel.setPipelineAttr(MmaPipelineAttr::get(
+          ctx, d.stages, d.stageOutput, d.persistent, d.tma, d.mmaGroups,
+          d.rows.groups, d.rows.align));
     });
   }
 };

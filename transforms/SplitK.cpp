@@ -51,7 +51,7 @@ KernelOp createPartialsKernel(OpBuilder &b, KernelOp kernel, MatmulOp matmul,
   shape.insert(shape.begin(), (k + chunk - 1) / chunk);
   auto partialsType = RankedTensorType::get(shape, b.getF32Type());
   auto partials = KernelOp::create(b, loc, TypeRange{partialsType}, inputs,
-                                   KernelKind::matmul, DictionaryAttr());
+                                   KernelKind::matmul);
   Block *block = b.createBlock(&partials.getBody());
   IRMapping map;
   for (Value operand : operands)
@@ -81,7 +81,7 @@ KernelOp createEpilogueKernel(OpBuilder &b, KernelOp kernel, MatmulOp matmul,
       inputs.push_back(kernel.getInputs()[arg.getArgNumber()]);
     }
   auto epilogue = KernelOp::create(b, loc, kernel.getResultTypes(), inputs,
-                                   KernelKind::reduction, DictionaryAttr());
+                                   KernelKind::reduction);
   Block *block = b.createBlock(&epilogue.getBody());
   IRMapping map;
   Value sums = block->addArgument(partials.getResult(0).getType(), loc);
@@ -105,6 +105,7 @@ struct KFSplitKPass : public kfuse::kf::impl::KFSplitKPassBase<KFSplitKPass> {
   using KFSplitKPassBase::KFSplitKPassBase;
 
   void runOnOperation() override {
+    target = TargetAttr::of(getOperation());
     SmallVector<KernelOp> kernels;
     getOperation().walk([&](KernelOp kernel) { kernels.push_back(kernel); });
     for (KernelOp kernel : kernels)
@@ -118,12 +119,14 @@ struct KFSplitKPass : public kfuse::kf::impl::KFSplitKPassBase<KFSplitKPass> {
         paddedRowStride(kernel.getResult(0)))
       return 0;
     MatmulOp matmul = matmulOf(kernel);
-    if (matmul.getKChunk() || tensorCoreRefusal(matmul, aligned, allowTF32) ||
+    if (matmul.getKChunk() ||
+        tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32()) ||
         !isa<BlockArgument>(matmul.getA()) ||
         !isa<BlockArgument>(matmul.getB()))
       return 0;
     MatmulProblem p = MatmulProblem::of(matmul);
-    MatmulTile t = chooseMatmulTile(p, sms, wgmma);
+    int64_t sms = target.getMultiprocessors();
+    MatmulTile t = chooseMatmulTile(p, sms, target.getWgmma());
     int64_t chunks = splitKChunks(p, t, sms);
     if (chunks < 2)
       return 0;
@@ -139,6 +142,9 @@ struct KFSplitKPass : public kfuse::kf::impl::KFSplitKPassBase<KFSplitKPass> {
     kernel.replaceAllUsesWith(epilogue.getResults());
     kernel.erase();
   }
+
+  /// The module's target (kf-attach-target).
+  TargetAttr target;
 };
 
 } // namespace

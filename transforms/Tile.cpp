@@ -12,7 +12,7 @@
 //    as `tf32`): a tensor-core block tile per thread block, the tile chosen
 //    per shape by chooseMatmulTile's count of waves on the SMs;
 //  - the rest: one thread per item.
-// Rewrite: record the choice in the kernel's config.
+// Rewrite: record the choice as the kernel's `launch` and `tiling`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,39 +45,35 @@ int64_t vectorWidth(KernelOp kernel) {
   return 16 / bytes;
 }
 
-/// A kernel's launch config, as named integers (the dictionary sorts them).
-class Config {
-public:
-  explicit Config(Builder &b) : b(b) {}
-  void set(StringRef name, int64_t value) {
-    entries.push_back(b.getNamedAttr(name, b.getI64IntegerAttr(value)));
-  }
-  DictionaryAttr get() const { return b.getDictionaryAttr(entries); }
-
-private:
-  Builder &b;
-  SmallVector<NamedAttribute> entries;
+/// What kf-tile decides for a kernel: its launch, and the tiling of its
+/// template (none for the templates that take an item a thread).
+struct Decision {
+  int64_t grid = 0, block = 0, items = 0;
+  Attribute tiling;
 };
 
+/// `block` threads a block, enough blocks for a thread a step.
+Decision blocksFor(int64_t steps, int64_t block, int64_t items,
+                   Attribute tiling = {}) {
+  return {std::min<int64_t>((steps + block - 1) / block, INT32_MAX), block,
+          items, tiling};
+}
+
 /// 32 columns by 32 row groups a block; a block per 32 columns.
-void configureColumns(Config &c, RowSpace columns) {
-  c.set("block", 1024);
-  c.set("grid", std::min<int64_t>((columns.length + 31) / 32, INT32_MAX));
-  c.set("items", columns.length);
-  c.set("columns", 1);
+Decision decideColumns(MLIRContext *ctx, RowSpace columns) {
+  return {std::min<int64_t>((columns.length + 31) / 32, INT32_MAX), 1024,
+          columns.length, ColumnTilingAttr::get(ctx)};
 }
 
 /// 32x32 tiles through shared memory, 8 rows of threads.
-void configureTiledTranspose(Config &c, TransposeOp transpose) {
+Decision decideTiledTranspose(MLIRContext *ctx, TransposeOp transpose) {
   ArrayRef<int64_t> out = shapeOf(transpose.getResult());
   int64_t r = out.size();
   int64_t tiles = ((out[r - 2] + 31) / 32) * ((out[r - 1] + 31) / 32);
   for (int64_t d = 0; d + 2 < r; ++d)
     tiles *= out[d];
-  c.set("block", 256);
-  c.set("grid", std::min<int64_t>(tiles, INT32_MAX));
-  c.set("items", tiles);
-  c.set("tiled_transpose", 1);
+  return {std::min<int64_t>(tiles, INT32_MAX), 256, tiles,
+          TransposeTilingAttr::get(ctx)};
 }
 
 /// The row strides of a row kernel's row-shaped buffers (kf-pad may have
@@ -102,8 +98,8 @@ SmallVector<int64_t> rowStrides(KernelOp kernel, RowSpace rows) {
 /// stays in registers when a thread holds at most 32 of its values.
 /// Vectors must tile every row-shaped buffer's rows; they span the longest
 /// (padded) row.
-void configureRows(Config &c, RowSpace rows, ArrayRef<int64_t> strides,
-                   int64_t vec) {
+Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
+                    int64_t vec) {
   auto divides = [&](int64_t v) {
     return llvm::all_of(strides, [&](int64_t s) { return s % v == 0; });
   };
@@ -117,39 +113,28 @@ void configureRows(Config &c, RowSpace rows, ArrayRef<int64_t> strides,
   while (threads < 1024 && threads * 4 < vectors)
     threads *= 2;
   int64_t chunks = (vectors + threads - 1) / threads;
-  c.set("block", threads);
   // A block per row: the hardware balances rows across the SMs better than
   // a grid-stride loop over waves of resident blocks.
-  c.set("grid", std::min<int64_t>(rows.rows, INT32_MAX));
-  c.set("items", rows.rows);
-  c.set("vec", vec);
-  c.set("chunks", chunks);
-  c.set("in_registers", chunks * vec <= 32);
-}
-
-/// `blockSize` threads a block, enough blocks for a thread a step.
-void setBlocks(Config &c, int64_t steps, int64_t blockSize) {
-  c.set("block", blockSize);
-  c.set("grid",
-        std::min<int64_t>((steps + blockSize - 1) / blockSize, INT32_MAX));
+  return {std::min<int64_t>(rows.rows, INT32_MAX), threads, rows.rows,
+          RowTilingAttr::get(ctx, vec, chunks, chunks * vec <= 32)};
 }
 
 /// A pointwise kernel that writes padded rows (kf-pad's copy of a matmul
 /// operand): a thread step writes `vec` elements of a padded row, zeros
 /// past its end.
-void configurePaddedCopy(Config &c, KernelOp kernel, int64_t stride,
-                         int64_t vec, int64_t blockSize) {
+Decision decidePaddedCopy(KernelOp kernel, int64_t stride, int64_t vec,
+                          int64_t blockSize) {
   auto type = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
   int64_t elements = type.getNumElements() / type.getShape().back() * stride;
   while (vec > 1 && stride % vec)
     vec /= 2;
-  setBlocks(c, elements / vec, blockSize);
-  c.set("items", elements);
-  c.set("vec", vec);
+  return blocksFor(
+      elements / vec, blockSize, elements,
+      PointwiseTilingAttr::get(kernel.getContext(), vec, 1, false));
 }
 
-void configurePointwise(Config &c, int64_t elements, int64_t vec,
-                        int64_t blockSize) {
+Decision decidePointwise(MLIRContext *ctx, int64_t elements, int64_t vec,
+                         int64_t blockSize) {
   while (vec > 1 && elements % vec)
     vec /= 2;
   // Large kernels take two vectors a thread step: more bytes in flight.
@@ -162,123 +147,105 @@ void configurePointwise(Config &c, int64_t elements, int64_t vec,
   bool interleave = vec == 4 && vectors % (2 * blockSize) == 0;
   bool adjacent = vec >= 8 && vectors % 2 == 0;
   int64_t unroll = large && (interleave || adjacent) ? 2 : 1;
-  setBlocks(c, vectors / unroll, blockSize);
-  c.set("items", elements);
-  c.set("vec", vec);
-  c.set("unroll", unroll);
-  if (unroll > 1 && interleave)
-    c.set("interleave", 1);
+  return blocksFor(
+      vectors / unroll, blockSize, elements,
+      PointwiseTilingAttr::get(ctx, vec, unroll, unroll > 1 && interleave));
 }
 
 /// One thread block per output tile (per batch), tile rows grouped by
 /// group_m for L2 reuse.
-void configureTensorCoreMatmul(Config &c, MatmulOp matmul, int64_t sms,
-                               bool wgmma) {
+Decision decideTensorCoreMatmul(MatmulOp matmul, int64_t sms, bool wgmma) {
   MatmulProblem p = MatmulProblem::of(matmul);
   MatmulTile t = chooseMatmulTile(p, sms, wgmma);
   int64_t tiles = p.splits * p.batch * ((p.m + t.bm - 1) / t.bm) *
                   ((p.n + t.bn - 1) / t.bn);
-  c.set("block", t.threads());
-  c.set("grid", tiles);
-  c.set("items", tiles);
-  c.set("mma", 1);
-  c.set("tile_m", t.bm);
-  c.set("tile_n", t.bn);
-  c.set("tile_k", t.bk);
-  c.set("warps_m", t.warpsM);
-  c.set("warps_n", t.warpsN);
-  c.set("group_m", tileRowGroup(t, p));
-  if (t.wgmma)
-    c.set("wgmma", 1);
-  // f32 operands multiply in TF32 (kf-lower-to-gpu refuses f32 without it).
-  if (p.elementBytes == 4)
-    c.set("tf32", 1);
+  // f32 operands multiply in TF32 (the kernel's verifier refuses f32
+  // without it).
+  return {tiles, t.threads(), tiles,
+          MmaTilingAttr::get(matmul.getContext(), t.bm, t.bn, t.bk, t.warpsM,
+                             t.warpsN, tileRowGroup(t, p), t.wgmma,
+                             p.elementBytes == 4)};
 }
 
 /// A block per 128 query rows of a head, two warpgroups; head dims padded
 /// to multiples of 64 (the swizzled tiles' width).
-void configureFlashAttention(Config &c, AttentionOp op) {
+Decision decideFlashAttention(AttentionOp op) {
   ArrayRef<int64_t> q = shapeOf(op.getQ());
   // 64 rows (one warpgroup, two blocks an SM that need not wait for each
   // other) measured the same on the H200 and reads K and V twice as often.
   int64_t blockQ = 128;
   int64_t blocks = q[0] * q[1] * ((q[2] + blockQ - 1) / blockQ);
-  c.set("block", 2 * blockQ);
-  c.set("grid", blocks);
-  c.set("items", blocks);
-  c.set("flash", 1);
-  c.set("wgmma", 1);
-  c.set("block_q", blockQ);
   int64_t headDim = (q[3] + 63) / 64 * 64;
   int64_t valueDim = (shapeOf(op.getV())[3] + 63) / 64 * 64;
   // 128 keys a tile leave too few registers for the wgmma pipeline
-  // (ptxas serialises it, C7511, even at head dim 64).
-  c.set("block_k", 64);
-  c.set("head_dim", headDim);
-  c.set("value_dim", valueDim);
-  // Q's fragments in registers (32 a thread at head dim 128) halve the
-  // shared-memory reads of Q K^T; past 128 they would spill.
-  if (headDim <= 128)
-    c.set("q_registers", 1);
+  // (ptxas serialises it, C7511, even at head dim 64). Q's fragments in
+  // registers (32 a thread at head dim 128) halve the shared-memory reads
+  // of Q K^T; past 128 they would spill.
+  return {blocks, 2 * blockQ, blocks,
+          FlashTilingAttr::get(op.getContext(), blockQ, 64, headDim, valueDim,
+                               headDim <= 128)};
 }
 
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
   using KFTilePassBase::KFTilePassBase;
 
   void runOnOperation() override {
-    if (blockSize <= 0 || blockSize > 1024 || sms <= 0) {
-      getOperation().emitError()
-          << "kf-tile: block-size must be in 1..1024 and sms positive";
+    if (blockSize <= 0 || blockSize > 1024) {
+      getOperation().emitError() << "kf-tile: block-size must be in 1..1024";
       return signalPassFailure();
     }
+    TargetAttr target = TargetAttr::of(getOperation());
     getOperation().walk([&](KernelOp kernel) {
       Builder b(kernel);
-      kernel.setConfigAttr(configure(b, kernel));
+      Decision d = decide(kernel, target);
+      kernel.setLaunchAttr(
+          LaunchAttr::get(b.getContext(), d.grid, d.block, d.items, 0));
+      if (d.tiling)
+        kernel.setTilingAttr(d.tiling);
       // Say why a matmul or attention runs without tensor cores
       // (--emit=fused shows it).
       std::optional<std::string> why;
       if (kernel.getKind() == KernelKind::matmul)
-        why = tensorCoreRefusal(matmulOf(kernel), aligned, allowTF32);
+        why = tensorCoreRefusal(matmulOf(kernel), target.getAligned(),
+                                target.getAllowTF32());
       else if (kernel.getKind() == KernelKind::attention)
-        why = flashAttentionRefusal(kernel, aligned, wgmma);
+        why = flashAttentionRefusal(kernel, target.getAligned(),
+                                    target.getWgmma());
       if (why)
         kernel->setAttr("no_tensor_cores", b.getStringAttr(*why));
     });
   }
 
-  DictionaryAttr configure(Builder &b, KernelOp kernel) {
-    Config c(b);
+  Decision decide(KernelOp kernel, TargetAttr target) {
+    MLIRContext *ctx = kernel.getContext();
+    bool aligned = target.getAligned();
+    int64_t sms = target.getMultiprocessors();
     int64_t items = kernelWorkItems(kernel);
     int64_t vec = aligned ? vectorWidth(kernel) : 1;
     bool rowKind = kernel.getKind() == KernelKind::reduction ||
                    kernel.getKind() == KernelKind::normalization;
     std::optional<RowSpace> rows =
         rowKind ? rowSpaceOf(kernel) : std::nullopt;
-    if (std::optional<RowSpace> columns = columnSpaceOf(kernel)) {
-      configureColumns(c, *columns);
-    } else if (TransposeOp transpose = tiledTransposeOf(kernel)) {
-      configureTiledTranspose(c, transpose);
-    } else if (rows) {
-      configureRows(c, *rows, rowStrides(kernel, *rows), vec);
-    } else if (int64_t stride = kernel.getKind() == KernelKind::pointwise
-                                    ? paddedRowStride(kernel.getResult(0))
-                                    : 0) {
-      configurePaddedCopy(c, kernel, stride, vec, blockSize);
-    } else if (kernel.getKind() == KernelKind::pointwise) {
-      configurePointwise(c, items, vec, blockSize);
-    } else if (kernel.getKind() == KernelKind::matmul &&
-               !tensorCoreRefusal(matmulOf(kernel), aligned, allowTF32)) {
-      configureTensorCoreMatmul(c, matmulOf(kernel), sms, wgmma);
-    } else if (kernel.getKind() == KernelKind::attention &&
-               !flashAttentionRefusal(kernel, aligned, wgmma)) {
-      configureFlashAttention(c, attentionOf(kernel));
-    } else {
-      c.set("block", blockSize);
-      c.set("grid", std::min((items + blockSize - 1) / blockSize, sms * 32));
-      c.set("items", items);
-    }
-    c.set("aligned", aligned ? 16 : 0);
-    return c.get();
+    if (std::optional<RowSpace> columns = columnSpaceOf(kernel))
+      return decideColumns(ctx, *columns);
+    if (TransposeOp transpose = tiledTransposeOf(kernel))
+      return decideTiledTranspose(ctx, transpose);
+    if (rows)
+      return decideRows(ctx, *rows, rowStrides(kernel, *rows), vec);
+    if (int64_t stride = kernel.getKind() == KernelKind::pointwise
+                             ? paddedRowStride(kernel.getResult(0))
+                             : 0)
+      return decidePaddedCopy(kernel, stride, vec, blockSize);
+    if (kernel.getKind() == KernelKind::pointwise)
+      return decidePointwise(ctx, items, vec, blockSize);
+    if (kernel.getKind() == KernelKind::matmul &&
+        !tensorCoreRefusal(matmulOf(kernel), aligned, target.getAllowTF32()))
+      return decideTensorCoreMatmul(matmulOf(kernel), sms, target.getWgmma());
+    if (kernel.getKind() == KernelKind::attention &&
+        !flashAttentionRefusal(kernel, aligned, target.getWgmma()))
+      return decideFlashAttention(attentionOf(kernel));
+    return {std::min((items + blockSize - 1) / blockSize, sms * 32), blockSize,
+            items};
   }
 };
 

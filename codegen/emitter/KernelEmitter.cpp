@@ -552,6 +552,18 @@ Value KernelEmitter::zeroOf(Type dtype) {
                                    b.getIntegerAttr(computeType(dtype), 0));
 }
 
+/// An elementwise op of operands `x` whose float and integer forms are one
+/// arith op each: `Float` on floats, else `Int`.
+template <typename Float, typename Int>
+static Value floatOrInt(OpBuilder &b, Location l, bool isFloat, ValueRange x) {
+  if constexpr (Float::template hasTrait<OpTrait::OneOperand>())
+    return isFloat ? Value(Float::create(b, l, x[0]))
+                   : Value(Int::create(b, l, x[0]));
+  else
+    return isFloat ? Value(Float::create(b, l, x[0], x[1]))
+                   : Value(Int::create(b, l, x[0], x[1]));
+}
+
 FailureOr<Value> KernelEmitter::unaryScalarOp(Operation *op, Type dtype,
                                               Value x) {
   Location l = location;
@@ -561,9 +573,8 @@ FailureOr<Value> KernelEmitter::unaryScalarOp(Operation *op, Type dtype,
         return isFloat ? Value(arith::NegFOp::create(b, l, x))
                        : Value(arith::SubIOp::create(b, l, zeroOf(dtype), x));
       })
-      .Case([&](AbsOp) -> Value {
-        return isFloat ? Value(math::AbsFOp::create(b, l, x))
-                       : Value(math::AbsIOp::create(b, l, x));
+      .Case([&](AbsOp) {
+        return floatOrInt<math::AbsFOp, math::AbsIOp>(b, l, isFloat, x);
       })
       .Case([&](ReluOp) -> Value {
         return isFloat
@@ -598,17 +609,14 @@ FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
   Location l = location;
   bool isFloat = isa<FloatType>(dtype);
   return TypeSwitch<Operation *, FailureOr<Value>>(op)
-      .Case([&](AddOp) -> Value {
-        return isFloat ? Value(arith::AddFOp::create(b, l, x[0], x[1]))
-                       : Value(arith::AddIOp::create(b, l, x[0], x[1]));
+      .Case([&](AddOp) {
+        return floatOrInt<arith::AddFOp, arith::AddIOp>(b, l, isFloat, x);
       })
-      .Case([&](SubOp) -> Value {
-        return isFloat ? Value(arith::SubFOp::create(b, l, x[0], x[1]))
-                       : Value(arith::SubIOp::create(b, l, x[0], x[1]));
+      .Case([&](SubOp) {
+        return floatOrInt<arith::SubFOp, arith::SubIOp>(b, l, isFloat, x);
       })
-      .Case([&](MulOp) -> Value {
-        return isFloat ? Value(arith::MulFOp::create(b, l, x[0], x[1]))
-                       : Value(arith::MulIOp::create(b, l, x[0], x[1]));
+      .Case([&](MulOp) {
+        return floatOrInt<arith::MulFOp, arith::MulIOp>(b, l, isFloat, x);
       })
       .Case([&](DivOp) -> Value {
         if (isFloat)
@@ -624,13 +632,11 @@ FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
         Value q = arith::DivSIOp::create(b, l, x[0], safe);
         return arith::SelectOp::create(b, l, isZero, zero, q);
       })
-      .Case([&](MaxOp) -> Value {
-        return isFloat ? Value(arith::MaximumFOp::create(b, l, x[0], x[1]))
-                       : Value(arith::MaxSIOp::create(b, l, x[0], x[1]));
+      .Case([&](MaxOp) {
+        return floatOrInt<arith::MaximumFOp, arith::MaxSIOp>(b, l, isFloat, x);
       })
-      .Case([&](MinOp) -> Value {
-        return isFloat ? Value(arith::MinimumFOp::create(b, l, x[0], x[1]))
-                       : Value(arith::MinSIOp::create(b, l, x[0], x[1]));
+      .Case([&](MinOp) {
+        return floatOrInt<arith::MinimumFOp, arith::MinSIOp>(b, l, isFloat, x);
       })
       .Case([&](PowOp) -> Value {
         return math::PowFOp::create(b, l, x[0], x[1]);

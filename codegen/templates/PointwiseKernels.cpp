@@ -43,6 +43,7 @@ private:
   OpBuilder &b;
   YieldOp yield;
   ArrayRef<int64_t> shape;
+  PointwiseTilingAttr tiling;
   int64_t vec, unroll, step, steps;
   SmallVector<BlockArgument> streamed;
   SmallVector<BroadcastOp> broadcastLeaves;
@@ -52,8 +53,8 @@ PointwiseKernel::PointwiseKernel(KernelEmitter &e, int64_t items)
     : e(e), b(e.builder()),
       yield(mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator())),
       shape(shapeOf(yield.getValues()[0])),
-      vec(configValue(e.kernel(), "vec", 1)),
-      unroll(configValue(e.kernel(), "unroll", 1)), step(vec * unroll),
+      tiling(e.kernel().getTilingAs<PointwiseTilingAttr>()),
+      vec(tiling.getVector()), unroll(tiling.getUnroll()), step(vec * unroll),
       steps(items / step) {
   streamed = streamedInputs(e.kernel());
   // Inputs broadcast over the output (a row vector, a column scalar): read
@@ -78,8 +79,8 @@ SmallVector<SmallVector<Value>> PointwiseKernel::lanesOf(Value item) {
   // is unroll x block consecutive vectors, and the thread takes vectors
   // t + u * block of it, so that each warp access is one contiguous run.
   Location l = e.loc();
-  int64_t block = configValue(e.kernel(), "block", 1);
-  bool interleave = configValue(e.kernel(), "interleave", 0);
+  int64_t block = e.kernel().getLaunchAttr().getBlock();
+  bool interleave = tiling.getInterleave();
   Value base = arith::MulIOp::create(b, l, item, e.index(unroll));
   if (interleave)
     base = arith::AddIOp::create(
@@ -178,7 +179,8 @@ LogicalResult kfuse::kf::emitPaddedRows(KernelEmitter &e, int64_t items) {
   KernelOp kernel = e.kernel();
   Value root = rootValue(kernel);
   ArrayRef<int64_t> shape = shapeOf(root);
-  int64_t length = shape.back(), vec = configValue(kernel, "vec", 1);
+  int64_t length = shape.back();
+  int64_t vec = kernel.getTilingAs<PointwiseTilingAttr>().getVector();
   int64_t stride = paddedRowStride(kernel.getResult(0));
   OpBuilder &b = e.builder();
   Location l = e.loc();
@@ -216,7 +218,7 @@ LogicalResult kfuse::kf::emitPaddedRows(KernelEmitter &e, int64_t items) {
 
 bool kfuse::kf::usesPointwiseTemplate(KernelOp kernel) {
   return kernel.getKind() == KernelKind::pointwise &&
-         !configValue(kernel, "tiled_transpose") &&
+         !kernel.getTilingAs<TransposeTilingAttr>() &&
          !paddedRowStride(kernel.getResult(0));
 }
 

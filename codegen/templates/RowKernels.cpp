@@ -36,7 +36,7 @@ using LaneFn = function_ref<Value(Value, const RowLanes &, int64_t)>;
 
 class RowKernel {
 public:
-  RowKernel(KernelEmitter &e, RowSpace space);
+  RowKernel(KernelEmitter &e, RowSpace space, RowTilingAttr tiling);
   LogicalResult emit();
 
 private:
@@ -76,12 +76,10 @@ private:
   LogicalResult status = success();
 };
 
-RowKernel::RowKernel(KernelEmitter &e, RowSpace space)
+RowKernel::RowKernel(KernelEmitter &e, RowSpace space, RowTilingAttr tiling)
     : e(e), b(e.builder()), l(e.loc()), space(space),
-      threads(configValue(e.kernel(), "block")),
-      vec(configValue(e.kernel(), "vec", 1)),
-      chunks(configValue(e.kernel(), "chunks", 1)),
-      inRegisters(configValue(e.kernel(), "in_registers")),
+      threads(e.kernel().getLaunchAttr().getBlock()), vec(tiling.getVector()),
+      chunks(tiling.getChunks()), inRegisters(tiling.getInRegisters()),
       ragged(space.length != threads * vec * chunks),
       body(e.kernel().getBody().front()),
       yield(mlir::cast<YieldOp>(body.getTerminator())) {}
@@ -347,5 +345,5 @@ void RowKernel::storePadded(unsigned i, Value value, int64_t stride) {
 } // namespace
 
 LogicalResult kfuse::kf::emitRows(KernelEmitter &e, RowSpace space) {
-  return RowKernel(e, space).emit();
+  return RowKernel(e, space, e.kernel().getTilingAs<RowTilingAttr>()).emit();
 }

@@ -83,4 +83,12 @@ private:
 
 } // namespace kfuse
 
+/// Returns the error of `expr`, a Status, from the enclosing function
+/// (which returns a Status or an Expected<T>); goes on when it is ok.
+#define KFUSE_RETURN_IF_ERROR(expr)                                            \
+  do {                                                                         \
+    if (::kfuse::Status kfuseStatus_ = (expr); !kfuseStatus_)                  \
+      return kfuseStatus_.error();                                             \
+  } while (false)
+
 #endif // KFUSE_ERROR_H

@@ -100,8 +100,10 @@ TEST_P(Attention, MatchesEvaluator) {
   ASSERT_TRUE(reference) << reference.error().message();
   Expected<Compiled> compiled = compileFresh(g);
   ASSERT_TRUE(compiled) << compiled.error().message();
-  EXPECT_EQ(compiled->fused.find("flash = 1") != std::string::npos, c.flash)
-      << "kf-tile chose the wrong template:\n" << compiled->fused;
+  EXPECT_EQ(compiled->fused.find("#kf.flash_tiling") != std::string::npos,
+            c.flash)
+      << "kf-tile chose the wrong template:\n"
+      << compiled->fused;
   Expected<std::vector<HostTensor>> out = compiled->exe.runOnHost(inputs);
   ASSERT_TRUE(out) << out.error().message();
   double error = relativeError((*out)[0], (*reference)[0]);
@@ -189,7 +191,7 @@ TEST_P(AttentionRewrite, PrimitivesMatchUnfused) {
   ASSERT_TRUE(compiled) << compiled.error().message();
   EXPECT_NE(compiled->fused.find("kf.kernel attention"), std::string::npos)
       << compiled->fused;
-  EXPECT_NE(compiled->fused.find("flash = 1"), std::string::npos)
+  EXPECT_NE(compiled->fused.find("#kf.flash_tiling"), std::string::npos)
       << compiled->fused;
   kfuse::testing::CheckOptions check;
   check.reductionLength = shape.seq + shape.headDim;

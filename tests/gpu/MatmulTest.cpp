@@ -114,12 +114,17 @@ TEST_P(Matmul, MatchesEvaluator) {
   ASSERT_TRUE(exe) << exe.error().message();
   Expected<std::string> fused = exe->dump(Stage::Fused);
   ASSERT_TRUE(fused) << fused.error().message();
-  EXPECT_EQ(fused->find("mma = 1") != std::string::npos, c.tensorCores)
-      << "kf-tile chose the wrong template:\n" << *fused;
-  EXPECT_EQ(fused->find("wgmma = 1") != std::string::npos,
+  size_t at = fused->find("#kf.mma_tiling<");
+  std::string tiling = at == std::string::npos
+                           ? ""
+                           : fused->substr(at, fused->find('>', at) - at);
+  EXPECT_EQ(!tiling.empty(), c.tensorCores)
+      << "kf-tile chose the wrong template:\n"
+      << *fused;
+  EXPECT_EQ(tiling.find("wgmma = true") != std::string::npos,
             c.tensorCores && arch == "sm_90")
       << *fused;
-  EXPECT_EQ(fused->find("row_groups") != std::string::npos,
+  EXPECT_EQ(fused->find("rowGroups") != std::string::npos,
             c.interleavedRows && arch == "sm_90")
       << *fused;
   Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);

@@ -61,7 +61,7 @@ std::vector<PaddedCase> cases() {
                  g.output("y", matmul(layernorm(x), w));
                },
                1001,
-               {"padded_rows = array<i64: 1008>", "mma = 1"}});
+               {"padded_rows = array<i64: 1008>", "#kf.mma_tiling"}});
   // Batched scores of 1001 keys: f32 scores padded to 1004, bf16
   // probabilities to 1008, both as batched operands, the second
   // transposed (its contiguous dim is M).

@@ -255,7 +255,7 @@ func.func @mm(%a: tensor<1024x128xf16> {kf.name = "a"},
                                                  plan));
   const LaunchDesc &launch = plan.launches[0];
   ASSERT_EQ(launch.tensorMaps.size(), 2u) << plan.dumps["fused"];
-  ASSERT_NE(plan.dumps["fused"].find("row_groups = 8"), std::string::npos)
+  ASSERT_NE(plan.dumps["fused"].find("rowGroups = 8"), std::string::npos)
       << plan.dumps["fused"];
   expectMap(launch.tensorMaps[0], 0, {128, 8, 128}, {64, 1, 128},
             {128 * 2, 8 * 128 * 2});

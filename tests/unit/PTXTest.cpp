@@ -130,7 +130,7 @@ TEST(PTX, AttentionFromPrimitivesIsOneFlashKernel) {
       }
       EXPECT_EQ(count(*fused, "kf.kernel "), 1u) << *fused;
       EXPECT_EQ(count(*fused, "kf.kernel attention"), 1u) << *fused;
-      EXPECT_NE(fused->find("flash = 1"), std::string::npos) << *fused;
+      EXPECT_NE(fused->find("#kf.flash_tiling"), std::string::npos) << *fused;
       Expected<std::string> ptx = exe->dump(Stage::PTX);
       ASSERT_TRUE(ptx) << ptx.error().message();
       EXPECT_NE(ptx->find("wgmma.mma_async"), std::string::npos);

@@ -50,14 +50,17 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   sk = ks[2];
   d = qs[3];
   dv = shapeOf(op.getV())[3];
-  dp = configValue(e.kernel(), "head_dim");
-  dvp = configValue(e.kernel(), "value_dim");
-  blockK = configValue(e.kernel(), "block_k", 64);
+  auto tiling = e.kernel().getTilingAs<FlashTilingAttr>();
+  auto pipeline = e.kernel().getPipelineAs<FlashPipelineAttr>();
+  dp = tiling.getHeadDim();
+  dvp = tiling.getValueDim();
+  blockK = tiling.getBlockK();
   // A warpgroup of 128 threads a 64 query rows.
-  blockQ = configValue(e.kernel(), "block_q", 128);
+  blockQ = tiling.getBlockQ();
   threads = blockQ * 2;
-  stages = configValue(e.kernel(), "stages", 2);
-  warpSpecialized = configValue(e.kernel(), "tma");
+  stages = pipeline ? pipeline.getStages() : 0;
+  warpSpecialized = pipeline && pipeline.getTma();
+  qInRegisters = tiling.getQInRegisters();
   barrierOffset = 2 * (blockQ * dp + stages * blockK * (dp + dvp));
   qTiles = (sq + blockQ - 1) / blockQ;
   scaleLog2 = (op.getBias() ? 1.0 : op.getScale().convertToDouble()) * M_LOG2E;
@@ -76,7 +79,7 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   qStride = strideOf(op.getQ(), d);
   kStride = strideOf(op.getK(), d);
   vStride = strideOf(op.getV(), dv);
-  if (configValue(e.kernel(), "stage_scores_input"))
+  if (pipeline && pipeline.getStageScoresInput())
     stagedInput = stagedScoresInput(e.kernel());
   if (warpSpecialized) {
     unsigned maps = e.kernel().getInputs().size() + e.kernel().getNumResults();
@@ -87,8 +90,9 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
 }
 
 LogicalResult FlashAttention::emit() {
-  if (!dp || !dvp)
-    return e.kernel().emitOpError("has no attention tiling: run kf-tile");
+  if (!e.kernel().getPipelineAs<FlashPipelineAttr>())
+    return e.kernel().emitOpError(
+        "has no flash_pipeline: run kf-promote-shared first");
   setUp();
   return warpSpecialized ? emitWarpSpecialized() : emitWithCopies();
 }
@@ -105,7 +109,7 @@ LogicalResult FlashAttention::emitWithCopies() {
   auto [unmasked, last] = keyTileRanges();
   // With `q_registers` Q stays in registers: S = Q K^T then reads only K
   // from shared memory, half the bytes of a product of two shared operands.
-  if (configValue(e.kernel(), "q_registers")) {
+  if (qInRegisters) {
     NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
     gpu::BarrierOp::create(b, l);
     qFragments = loadQFragments();

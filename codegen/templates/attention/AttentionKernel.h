@@ -163,8 +163,10 @@ private:
   /// log2 e where a bias operand was added to the scaled scores.
   double scaleLog2;
   Type dtype;
-  /// Config `tma`; the byte offset of the mbarriers past the tiles.
+  /// The pipeline's `tma`; the byte offset of the mbarriers past the tiles.
   bool warpSpecialized;
+  /// The tiling's `qInRegisters`: Q's fragments stay in registers.
+  bool qInRegisters;
   int64_t barrierOffset;
   LogicalResult status = mlir::success();
   Value q, k, v, shared, sharedBase, tid, lane, warpgroup, warpRow;

@@ -137,7 +137,7 @@ void FlashAttention::produceTile(bool value, Value tile) {
 LogicalResult FlashAttention::consumeTiles(Value unmasked, Value last) {
   async::waitParity(b, l, barrier(Barrier::QFull),
                     e.constant(b.getI32Type(), 0));
-  if (configValue(e.kernel(), "q_registers"))
+  if (qInRegisters)
     qFragments = loadQFragments();
   // Tile 0 has no P V before it; it is masked where it must be and may be.
   RowState state = step(idx(0), initialState(), true, /*first=*/true);

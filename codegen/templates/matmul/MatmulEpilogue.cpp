@@ -21,7 +21,7 @@ namespace kfuse::kf::detail {
 /// leave it in whole rows, so that stores to unaligned rows coalesce.
 LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
   int64_t tilesN = t.bn / t.warpsN / 8;
-  if (!configValue(e.kernel(), "stage_output"))
+  if (!stageOutput)
     return storePairs(acc, 0, tilesN, false);
   // With wgmma a warp holds whole rows: its n8 tiles are columns ni * 8
   // (warpCol = 0), and a chunk of staged columns picks them statically.
@@ -112,7 +112,7 @@ bool TensorCoreMatmul::computesUpfront() {
 /// first staged chunk's prefetched; 1.038, 1.042 with all of them.
 LogicalResult TensorCoreMatmul::prefetchEpilogueInputs() {
   prefetchedPairs.clear();
-  if (!configValue(e.kernel(), "stage_output") || !computesUpfront())
+  if (!stageOutput || !computesUpfront())
     return success();
   // The inputs broadcast down the columns, one element a column.
   SmallVector<Value> columns;
@@ -220,7 +220,7 @@ void TensorCoreMatmul::copyOutput() {
   e.loop(t.bm * stagedCols / vec / t.threads(), {}, [&](Value i, ValueRange) {
     Value at = mul(add(tid, mul(i, t.threads())), vec);
     Value r = div(at, stagedCols), c = rem(at, stagedCols);
-    Value row = outputRow(r), col = add(n0, add(c, idx(stagedFirstCol)));
+    Value row = outputRow(r), col = add(tileAt.n0, add(c, idx(stagedFirstCol)));
     if (rows.active()) {
       copyAlignedVector(tile, out, add(mul(r, stagedCols + 8), c),
                         add(mul(row, p.n), col), row, col, vec);
@@ -232,7 +232,7 @@ void TensorCoreMatmul::copyOutput() {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifOp.thenBlock());
     Value from = add(mul(r, stagedCols + 8), c);
-    Value linear = add(mul(add(mul(outBatch, p.m), row), stride), col);
+    Value linear = add(mul(add(mul(tileAt.outBatch, p.m), row), stride), col);
     if (vec == 1) {
       Value v = memref::LoadOp::create(b, l, tile, ValueRange{from});
       if (padded)
@@ -320,9 +320,9 @@ TensorCoreMatmul::OutputPair TensorCoreMatmul::outputPair(Value r, Value c) {
   OutputPair at;
   at.r = r;
   at.c = c;
-  at.col = add(n0, c);
+  at.col = add(tileAt.n0, c);
   at.row = outputRow(r);
-  at.outRow = add(mul(outBatch, p.m), at.row);
+  at.outRow = add(mul(tileAt.outBatch, p.m), at.row);
   if (rows.active()) {
     // The first and last tiles of a row reach past its ends, where the
     // epilogue's inputs have no elements: their columns are clamped into

@@ -44,9 +44,12 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
   KernelOp k = e.kernel();
   t = matmulTileOf(k);
   t.groupM = std::max<int64_t>(t.groupM, 1);
-  stages = configValue(k, "stages");
-  tma = configValue(k, "tma");
-  mmaGroups = tma ? configValue(k, "mma_groups", 1) : 1;
+  auto pipeline = k.getPipelineAs<MmaPipelineAttr>();
+  stages = pipeline ? pipeline.getStages() : 0;
+  tma = pipeline && pipeline.getTma();
+  stageOutput = pipeline && pipeline.getStageOutput();
+  persistent = pipeline && pipeline.getPersistent();
+  mmaGroups = tma ? pipeline.getMmaGroups() : 1;
   kTiles = (p.kChunk + t.bk - 1) / t.bk;
   dtype = mlir::cast<RankedTensorType>(matmul.getA().getType()).getElementType();
   SharedTile ta = sharedTileA(t, p.transposeA), tb = sharedTileB(t, p.transposeB);
@@ -68,8 +71,7 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
                p.transposeB ? p.k : p.n, p.sharedB, p.transposeB);
   // Persistent kernels stage their output past the two stages the next
   // tile's first copies fill; with `tma` past all of them.
-  outputOffset =
-      configValue(k, "persistent") ? 2 * stageElements * t.elementBytes : 0;
+  outputOffset = persistent ? 2 * stageElements * t.elementBytes : 0;
   stagedCols = stagedOutputCols(
       t, tma,
       getElementTypeOrSelf(k.getResult(0).getType()).getIntOrFloatBitWidth() /
@@ -77,7 +79,7 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
   if (tma) {
     tmaMaps = tmaOperands(k);
     outputOffset = stages * stageElements * t.elementBytes;
-    barrierOffset = configValue(k, "shared_bytes") - stages * 16;
+    barrierOffset = k.getLaunchAttr().getSharedBytes() - stages * 16;
   }
 }
 
@@ -85,20 +87,8 @@ LogicalResult TensorCoreMatmul::emit() {
   if (!t.bm || !t.bn || !t.bk || !stages)
     return e.kernel().emitOpError(
         "has no tensor-core tiling: run kf-tile and kf-promote-shared");
-  // A stage is free again `mmaGroups` K steps after its products were
-  // issued; from `stages` steps on, its next copies would wait for
-  // products that wait for those copies.
-  if (mmaGroups < 1 || mmaGroups >= stages)
-    return e.kernel().emitOpError("has mma_groups = ")
-           << mmaGroups << ": needs 1 to stages - 1 (" << stages - 1 << ")";
   if (rows.active() && failed(checkRowInterleave()))
     return failure();
-  // f32 operands multiply in TF32 only where kf-tile was allowed to say so.
-  if (dtype.isF32() != (configValue(e.kernel(), "tf32") != 0))
-    return e.kernel().emitOpError("has ")
-           << dtype
-           << " operands and tf32 = " << configValue(e.kernel(), "tf32")
-           << ": TF32 tiles are for f32 operands, and f32 needs them";
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
   sharedBytes = gpu::DynamicSharedMemoryOp::create(
@@ -114,16 +104,16 @@ LogicalResult TensorCoreMatmul::emit() {
   if (tma)
     return emitWarpSpecialized();
   Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
-  locate(bid);
-  prologue();
-  if (!configValue(e.kernel(), "persistent"))
+  tileAt = locate(bid);
+  prologue(tileAt);
+  if (!persistent)
     return finish(steps());
   // Persistent: this block's tiles in turn. The first copies of the next
   // tile are in flight while this tile's epilogue runs (the staged output
   // lies past the two stages they fill).
   int64_t tiles = p.splits * p.batch * mTiles * nTiles;
   return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-    locate(tile);
+    tileAt = locate(tile);
     SmallVector<Value> acc = steps();
     NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
     gpu::BarrierOp::create(b, l);
@@ -132,10 +122,7 @@ LogicalResult TensorCoreMatmul::emit() {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(more.thenBlock());
-      std::array<Value, 5> here = {batch, m0, n0, kBase, outBatch};
-      locate(next);
-      prologue();
-      std::tie(batch, m0, n0, kBase, outBatch) = std::tuple_cat(here);
+      prologue(locate(next));
     }
     return finish(acc);
   });
@@ -147,10 +134,10 @@ LogicalResult TensorCoreMatmul::emit() {
 /// interleaving copies and stores address.
 LogicalResult TensorCoreMatmul::checkRowInterleave() {
   auto refuse = [&](StringRef why) {
-    return e.kernel().emitOpError("has row_groups = ")
-           << rows.groups << ", row_align = " << rows.align << ": " << why;
+    return e.kernel().emitOpError("has rowGroups = ")
+           << rows.groups << ", rowAlign = " << rows.align << ": " << why;
   };
-  if (!tma || !configValue(e.kernel(), "stage_output"))
+  if (!tma || !stageOutput)
     return refuse("needs the TMA pipeline and a staged output");
   if (p.batch != 1 || p.splits != 1 || p.transposeA || !p.transposeB)
     return refuse("needs one product of K-major operands");
@@ -185,10 +172,10 @@ int64_t TensorCoreMatmul::ahead() const {
 }
 
 /// The copies of the first K steps of the current tile, into stages 0, 1..
-void TensorCoreMatmul::prologue() {
+void TensorCoreMatmul::prologue(const TileOrigin &origin) {
   for (int64_t s = 0; s < ahead(); ++s) {
     if (s < kTiles)
-      loadStage(idx(s), idx(s));
+      loadStage(idx(s), idx(s), origin);
     NVVM::CpAsyncCommitGroupOp::create(b, l);
   }
 }
@@ -209,7 +196,7 @@ SmallVector<Value> TensorCoreMatmul::steps() {
     {
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPointToStart(load.thenBlock());
-      loadStage(next, rem(next, stages));
+      loadStage(next, rem(next, stages), tileAt);
     }
     NVVM::CpAsyncCommitGroupOp::create(b, l);
     if (t.wgmma)
@@ -234,13 +221,14 @@ Value TensorCoreMatmul::undefAccumulators() {
 
 /// Output tile `tile` (of the batch's tiles, of each K chunk's), with tile
 /// rows grouped for L2 reuse.
-void TensorCoreMatmul::locate(Value tile) {
+TileOrigin TensorCoreMatmul::locate(Value tile) {
+  TileOrigin o;
   int64_t perSplit = p.batch * mTiles * nTiles;
   Value split = div(tile, perSplit);
-  kBase = mul(split, p.kChunk);
+  o.kBase = mul(split, p.kChunk);
   tile = rem(tile, perSplit);
-  batch = div(tile, mTiles * nTiles);
-  outBatch = add(mul(split, p.batch), batch);
+  o.batch = div(tile, mTiles * nTiles);
+  o.outBatch = add(mul(split, p.batch), o.batch);
   Value pid = rem(tile, mTiles * nTiles);
   int64_t inGroup = t.groupM * nTiles;
   Value firstM = mul(div(pid, inGroup), t.groupM);
@@ -250,22 +238,23 @@ void TensorCoreMatmul::locate(Value tile) {
   Value mTile = add(firstM, arith::RemUIOp::create(b, l, inner, groupRows));
   if (rows.active()) {
     int64_t perGroup = mTiles / rows.groups;
-    rowGroup = div(mTile, perGroup);
+    o.rowGroup = div(mTile, perGroup);
     mTile = rem(mTile, perGroup);
   }
-  m0 = mul(mTile, t.bm);
-  n0 = mul(arith::DivUIOp::create(b, l, inner, groupRows), t.bn);
+  o.m0 = mul(mTile, t.bm);
+  o.n0 = mul(arith::DivUIOp::create(b, l, inner, groupRows), t.bn);
   // Group g's tiles start (g * N) % align columns left of the tile grid,
   // the first of them before column 0.
   if (rows.active())
-    n0 = arith::SubIOp::create(
-        b, l, n0, rem(mul(rowGroup, p.n % rows.align), rows.align));
+    o.n0 = arith::SubIOp::create(
+        b, l, o.n0, rem(mul(o.rowGroup, p.n % rows.align), rows.align));
+  return o;
 }
 
 Value TensorCoreMatmul::outputRow(Value r) {
   if (!rows.active())
-    return add(m0, r);
-  return add(rowGroup, mul(add(m0, r), rows.groups));
+    return add(tileAt.m0, r);
+  return add(tileAt.rowGroup, mul(add(tileAt.m0, r), rows.groups));
 }
 
 /// The warp's place in a tile and the per-lane ldmatrix offsets.
@@ -296,9 +285,13 @@ void TensorCoreMatmul::locateWarp() {
                        : offset(add(l8, mul(mid, 8)), mul(hi, 8), bOp.tile);
 }
 
-void TensorCoreMatmul::loadStage(Value kTile, Value stage) {
-  Value k0 = add(kBase, mul(kTile, t.bk)), base = mul(stage, stageElements);
-  Value aBase = mul(batch, a.batchStride), bBase = mul(batch, bOp.batchStride);
+void TensorCoreMatmul::loadStage(Value kTile, Value stage,
+                                 const TileOrigin &origin) {
+  Value k0 = add(origin.kBase, mul(kTile, t.bk));
+  Value base = mul(stage, stageElements);
+  Value aBase = mul(origin.batch, a.batchStride);
+  Value bBase = mul(origin.batch, bOp.batchStride);
+  Value m0 = origin.m0, n0 = origin.n0;
   if (p.transposeA)
     copyTile(a, aBase, k0, m0, base);
   else

@@ -36,6 +36,18 @@ struct StagedOperand {
   bool kContiguous;
 };
 
+/// Where an output tile lies, as locate() computes it from a tile index:
+/// its batch, first row and column.
+struct TileOrigin {
+  Value batch, m0, n0;
+  /// Split-K: the first K column of this tile's chunk, and the index of
+  /// its partial product among the output's [splits * batch] matrices.
+  Value kBase, outBatch;
+  /// With interleaved rows: the tile's group of rows (m0 then counts rows
+  /// of the group).
+  Value rowGroup;
+};
+
 class TensorCoreMatmul : IndexArithmetic {
 public:
   TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul);
@@ -45,8 +57,8 @@ private:
   /// Refuses a config whose `row_groups` and `row_align` would not align
   /// the output's rows (or that the template cannot interleave).
   LogicalResult checkRowInterleave();
-  /// Config `tma`: warps 0-7 multiply, one thread of warps 8-11 copies (see the
-  /// file comment); the block loops over output tiles.
+  /// Pipeline `tma`: warps 0-7 multiply, one thread of warps 8-11 copies (see
+  /// the file comment); the block loops over output tiles.
   LogicalResult emitWarpSpecialized();
   void initBarriers();
   /// The multiplying warps' K loop for the tile whose first K step is
@@ -74,13 +86,14 @@ private:
   /// A barrier of the threads that multiply (all threads without `tma`).
   void syncConsumers();
 
-  void locate(Value tile);
+  TileOrigin locate(Value tile);
   /// The output row of the tile's local row `r`.
   Value outputRow(Value r);
   void locateWarp();
   /// K steps of copies in flight before the products that read them.
   int64_t ahead() const;
-  void prologue();
+  /// The copies of the first K steps of the tile at `origin`.
+  void prologue(const TileOrigin &origin);
   /// The K loop; the accumulators (one struct with wgmma).
   SmallVector<Value> steps();
   LogicalResult finish(SmallVector<Value> acc);
@@ -92,8 +105,9 @@ private:
   int64_t accumulators() const {
     return (t.bm / t.warpsM / 16) * (t.bn / t.warpsN / 8) * 4;
   }
-  /// Issues the copies of K step `kTile` into pipeline stage `stage`.
-  void loadStage(Value kTile, Value stage);
+  /// Issues the copies of K step `kTile` of the tile at `origin` into
+  /// pipeline stage `stage`.
+  void loadStage(Value kTile, Value stage, const TileOrigin &origin);
   void copyTile(const StagedOperand &op, Value batchBase, Value row0,
                 Value col0, Value stageBase);
   /// Element offset in a stage of element (r, col) of `op`'s tile.
@@ -165,7 +179,8 @@ private:
   MatmulTile t;
   RowInterleave rows;
   int64_t stages, stageElements, mTiles, nTiles, kTiles;
-  bool tma;
+  /// The pipeline's flags (kf-promote-shared).
+  bool tma, stageOutput, persistent;
   /// wgmma groups (K steps) a warpgroup keeps in flight: `mma_groups` with
   /// the TMA pipeline, else 1.
   int64_t mmaGroups;
@@ -177,14 +192,9 @@ private:
   int64_t stagedCols, stagedFirstCol = 0;
   Type dtype;
   StagedOperand a, bOp;
-  Value sharedBytes, shared, sharedBase, tid, lane, m0, n0, warpRow, warpCol,
-      batch;
-  /// Split-K: the first K column of this tile's chunk, and the index of
-  /// its partial product among the output's [splits * batch] matrices.
-  Value kBase, outBatch;
-  /// With interleaved rows: the tile's group of rows (m0 then counts rows
-  /// of the group).
-  Value rowGroup;
+  Value sharedBytes, shared, sharedBase, tid, lane, warpRow, warpCol;
+  /// The output tile being multiplied and stored.
+  TileOrigin tileAt;
   /// Per-lane element offsets of the ldmatrix rows, inside a stage.
   Value laneA, laneB;
 };

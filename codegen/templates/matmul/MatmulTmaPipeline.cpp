@@ -41,14 +41,14 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
       b, l, tid, t.threads(),
       [&] {
         return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-          locate(tile);
+          tileAt = locate(tile);
           produceSteps(firstStep(tile));
           return success();
         });
       },
       [&] {
         return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-          locate(tile);
+          tileAt = locate(tile);
           LogicalResult prefetched = success();
           Value acc = consumeSteps(
               firstStep(tile), [&] { prefetched = prefetchEpilogueInputs(); });
@@ -132,10 +132,10 @@ void TensorCoreMatmul::produceSteps(Value first) {
         b, l, Type(), full,
         e.constant(b.getI32Type(), stageElements * t.elementBytes),
         NVVM::MemScopeKind::CTA, false, Value());
-    Value k0 = add(kBase, mul(kt, t.bk)),
+    Value k0 = add(tileAt.kBase, mul(kt, t.bk)),
           bytes = mul(stage, stageElements * t.elementBytes);
-    auto [aRow, aCol] = origin(p.transposeA, m0, k0);
-    auto [bRow, bCol] = origin(!p.transposeB, n0, k0);
+    auto [aRow, aCol] = origin(p.transposeA, tileAt.m0, k0);
+    auto [bRow, bCol] = origin(!p.transposeB, tileAt.n0, k0);
     copyWithTma(0, aRow, aCol, bytes, full);
     copyWithTma(1, bRow, bCol, add(bytes, idx(bOp.offset * t.elementBytes)),
                 full);
@@ -151,9 +151,9 @@ void TensorCoreMatmul::copyWithTma(unsigned which, Value row0, Value col0,
   for (int64_t j = 0; j < op.boxes; ++j) {
     SmallVector<Value> at = {add(col0, idx(j * op.boxCols)), row0};
     if (op.rowGroups > 1)
-      at = {at[0], rowGroup, row0};
+      at = {at[0], tileAt.rowGroup, row0};
     else if (op.rank == 3)
-      at.push_back(batch);
+      at.push_back(tileAt.batch);
     async::loadBox(
         b, l, map, at,
         sharedPointer(add(stageBytes, idx(j * op.boxRows * kTmaBoxBytes))),

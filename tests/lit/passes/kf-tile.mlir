@@ -1,15 +1,15 @@
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true" | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true" --kf-fuse --kf-tile | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile | FileCheck %s --check-prefix=UNALIGNED
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true" | FileCheck %s --check-prefix=WGMMA
-// RUN: kfuse-opt %s -split-input-file --kf-fuse --kf-tile="aligned=true wgmma=true allow-tf32=true" | FileCheck %s --check-prefix=TF32
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-tile | FileCheck %s --check-prefix=WGMMA
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true allow-tf32=true" --kf-fuse --kf-tile | FileCheck %s --check-prefix=TF32
 
 // Pointwise: 16-byte vectors of f32 (4), 256 threads, the grid covering
 // the work once; large tensors take two vectors a thread step, interleaved
 // across the block for f32.
 // CHECK-LABEL: func.func @pointwise
-// CHECK: config = {aligned = 16 : i64, block = 256 : i64, grid = 1024 : i64, interleave = 1 : i64, items = 2097152 : i64, unroll = 2 : i64, vec = 4 : i64}
+// CHECK: launch = #kf.launch<grid = 1024, block = 256, items = 2097152>, tiling = #kf.pointwise_tiling<vector = 4, unroll = 2, interleave = true>
 // UNALIGNED-LABEL: func.func @pointwise
-// UNALIGNED: config = {aligned = 0 : i64, block = 256 : i64, grid = 8192 : i64, items = 2097152 : i64, unroll = 1 : i64, vec = 1 : i64}
+// UNALIGNED: launch = #kf.launch<grid = 8192, block = 256, items = 2097152>, tiling = #kf.pointwise_tiling<>
 func.func @pointwise(%x: tensor<2048x1024xf32>) -> tensor<2048x1024xf32> {
   %y = kf.exp %x : tensor<2048x1024xf32>
   return %y : tensor<2048x1024xf32>
@@ -20,8 +20,8 @@ func.func @pointwise(%x: tensor<2048x1024xf32>) -> tensor<2048x1024xf32> {
 // Large 16-bit tensors: two adjacent vectors a thread step. Small ones
 // (and f32 ones whose vectors do not fill whole blocks twice): one.
 // CHECK-LABEL: func.func @pointwise_bf16
-// CHECK: config = {aligned = 16 : i64, block = 256 : i64, grid = 512 : i64, items = 2097152 : i64, unroll = 2 : i64, vec = 8 : i64}
-// CHECK: config = {aligned = 16 : i64, block = 256 : i64, grid = 1027 : i64, items = 1051648 : i64, unroll = 1 : i64, vec = 4 : i64}
+// CHECK: launch = #kf.launch<grid = 512, block = 256, items = 2097152>, tiling = #kf.pointwise_tiling<vector = 8, unroll = 2>
+// CHECK: launch = #kf.launch<grid = 1027, block = 256, items = 1051648>, tiling = #kf.pointwise_tiling<vector = 4>
 func.func @pointwise_bf16(%x: tensor<2048x1024xbf16>, %z: tensor<1027x1024xf32>) -> (tensor<2048x1024xbf16>, tensor<1027x1024xf32>) {
   %y = kf.exp %x : tensor<2048x1024xbf16>
   %w = kf.exp %z : tensor<1027x1024xf32>
@@ -35,7 +35,7 @@ func.func @pointwise_bf16(%x: tensor<2048x1024xbf16>, %z: tensor<1027x1024xf32>)
 // chunks of 8 is 16).
 // CHECK-LABEL: func.func @rows
 // CHECK: kf.kernel normalization
-// CHECK-SAME: config = {aligned = 16 : i64, block = 128 : i64, chunks = 4 : i64, grid = 300 : i64, in_registers = 1 : i64, items = 300 : i64, vec = 8 : i64}
+// CHECK-SAME: launch = #kf.launch<grid = 300, block = 128, items = 300>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true>
 func.func @rows(%x: tensor<300x4096xbf16>) -> tensor<300x4096xbf16> {
   %y = kf.softmax %x {axis = 1} : tensor<300x4096xbf16>
   return %y : tensor<300x4096xbf16>
@@ -45,7 +45,7 @@ func.func @rows(%x: tensor<300x4096xbf16>) -> tensor<300x4096xbf16> {
 
 // i1 buffers are never vectorised (LLVM packs vectors of i1 into bits).
 // CHECK-LABEL: func.func @bools
-// CHECK: vec = 1 : i64
+// CHECK: tiling = #kf.pointwise_tiling<>
 func.func @bools(%x: tensor<1024xf32>) -> tensor<1024xi1> {
   %y = kf.compare lt, %x, %x : tensor<1024xf32>, tensor<1024xf32> -> tensor<1024xi1>
   return %y : tensor<1024xi1>
@@ -59,9 +59,9 @@ func.func @bools(%x: tensor<1024xf32>) -> tensor<1024xi1> {
 // SMs with a 4096^2 output in 4 waves ...
 // CHECK-LABEL: func.func @matmul_large
 // CHECK: kf.kernel matmul
-// CHECK-SAME: block = 128 : i64, grid = 1024 : i64, group_m = 8 : i64, items = 1024 : i64, mma = 1 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 128 : i64, warps_m = 2 : i64, warps_n = 2 : i64
+// CHECK-SAME: launch = #kf.launch<grid = 1024, block = 128, items = 1024>, tiling = #kf.mma_tiling<tileM = 128, tileN = 128, tileK = 32, warpsM = 2, warpsN = 2, groupM = 8>
 // WGMMA-LABEL: func.func @matmul_large
-// WGMMA: block = 256 : i64, grid = 512 : i64, group_m = 8 : i64, items = 512 : i64, mma = 1 : i64, tile_k = 64 : i64, tile_m = 128 : i64, tile_n = 256 : i64, warps_m = 8 : i64, warps_n = 1 : i64, wgmma = 1 : i64
+// WGMMA: launch = #kf.launch<grid = 512, block = 256, items = 512>, tiling = #kf.mma_tiling<tileM = 128, tileN = 256, tileK = 64, warpsM = 8, warpsN = 1, groupM = 8, wgmma = true>
 // UNALIGNED-LABEL: func.func @matmul_large
 // UNALIGNED-NOT: mma
 // UNALIGNED: no_tensor_cores = "its buffers are not known to be 16-byte aligned"
@@ -75,8 +75,8 @@ func.func @matmul_large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) 
 // An lm-head: A (8192 x 768, 12.6 MB) stays in L2 while all 64 tile rows
 // sweep each tile column, so that B streams from HBM once.
 // WGMMA-LABEL: func.func @matmul_lm_head
-// WGMMA: group_m = 64 : i64
-// WGMMA-SAME: tile_m = 128 : i64, tile_n = 256 : i64
+// WGMMA: #kf.mma_tiling<tileM = 128, tileN = 256,
+// WGMMA-SAME: groupM = 64
 func.func @matmul_lm_head(%a: tensor<8192x768xbf16>, %b: tensor<50257x768xbf16>) -> tensor<8192x50257xbf16> {
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<8192x768xbf16>, tensor<50257x768xbf16> -> tensor<8192x50257xbf16>
   return %c : tensor<8192x50257xbf16>
@@ -87,11 +87,11 @@ func.func @matmul_lm_head(%a: tensor<8192x768xbf16>, %b: tensor<50257x768xbf16>)
 // ... while a decode-sized one (M = 16) takes small tiles, to spread over
 // more SMs.
 // CHECK-LABEL: func.func @matmul_small_m
-// CHECK: grid = 64 : i64
-// CHECK-SAME: tile_m = 64 : i64, tile_n = 64 : i64
+// CHECK: #kf.launch<grid = 64,
+// CHECK-SAME: #kf.mma_tiling<tileM = 64, tileN = 64,
 // WGMMA-LABEL: func.func @matmul_small_m
-// WGMMA: grid = 128 : i64
-// WGMMA-SAME: tile_m = 128 : i64, tile_n = 32 : i64
+// WGMMA: #kf.launch<grid = 128,
+// WGMMA-SAME: #kf.mma_tiling<tileM = 128, tileN = 32,
 func.func @matmul_small_m(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<16x4096xbf16> {
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
   return %c : tensor<16x4096xbf16>
@@ -113,9 +113,8 @@ func.func @matmul_small_m(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>) 
 // TF32: kf.kernel matmul
 // TF32-SAME: no_tensor_cores = "its f32 operands are not both K-major (TF32 products read A as [M, K] and B as [N, K] only)"
 // TF32: kf.kernel matmul
-// TF32-SAME: mma = 1
-// TF32-SAME: tf32 = 1 : i64, tile_k = 32 : i64, tile_m = 128 : i64, tile_n = 32 : i64
-// TF32-SAME: wgmma = 1
+// TF32-SAME: #kf.mma_tiling<tileM = 128, tileN = 32, tileK = 32,
+// TF32-SAME: wgmma = true, tf32 = true>
 func.func @matmul_f32(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
   %c = kf.matmul %a, %b : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
   %d = kf.matmul %a, %b {transpose_b = true} : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
@@ -136,7 +135,7 @@ func.func @matmul_odd_k(%a: tensor<64x27xbf16>, %b: tensor<27x64xbf16>) -> tenso
 // Q in registers up to head dim 128.
 // WGMMA-LABEL: func.func @attention
 // WGMMA: kf.kernel attention
-// WGMMA-SAME: block = 256 : i64, block_k = 64 : i64, block_q = 128 : i64, flash = 1 : i64, grid = 2048 : i64, head_dim = 128 : i64, items = 2048 : i64, q_registers = 1 : i64, value_dim = 128 : i64, wgmma = 1 : i64
+// WGMMA-SAME: launch = #kf.launch<grid = 2048, block = 256, items = 2048>, tiling = #kf.flash_tiling<blockQ = 128, blockK = 64, headDim = 128, valueDim = 128, qInRegisters = true>
 // UNALIGNED-LABEL: func.func @attention
 // UNALIGNED-NOT: flash
 // UNALIGNED: no_tensor_cores = "its buffers are not known to be 16-byte aligned"
@@ -153,7 +152,7 @@ func.func @attention(%q: tensor<4x16x4096x96xbf16>, %k: tensor<4x4x4096x96xbf16>
 // A mask operand does not: the template reads it at each score.
 // WGMMA-LABEL: func.func @attention_refused
 // WGMMA: kf.kernel attention(%arg0, %arg1, %arg2, %arg3 :
-// WGMMA-SAME: flash = 1
+// WGMMA-SAME: #kf.flash_tiling
 // WGMMA: no_tensor_cores = "head dims 21 and 21 leave rows of odd length, not copied into padded rows"
 // WGMMA: no_tensor_cores = "it is empty"
 // WGMMA: no_tensor_cores = "its operands are not bf16/f16"

@@ -1,0 +1,207 @@
+//===- KFAttrs.cpp - the kf decision attributes and their verifiers -------===//
+//
+// Each verifier rejects a value that no template could lower, naming the
+// parameter and the range it needs; how the attributes of one kernel fit
+// together is KernelOp::verify's business (KFDialect.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+#define GET_ATTRDEF_CLASSES
+#include "ir/KFAttrs.cpp.inc"
+
+void KFDialect::registerAttributes() {
+  addAttributes<
+#define GET_ATTRDEF_LIST
+#include "ir/KFAttrs.cpp.inc"
+      >();
+}
+
+using EmitError = llvm::function_ref<InFlightDiagnostic()>;
+
+/// Fails with "`name` = value: needs lo to hi" unless lo <= value <= hi.
+static LogicalResult checkRange(EmitError emitError, StringRef name,
+                                int64_t value, int64_t lo, int64_t hi) {
+  if (value >= lo && value <= hi)
+    return success();
+  return emitError() << name << " = " << value << ": needs " << lo << " to "
+                     << hi;
+}
+
+/// Fails unless `value` is a power of two no larger than `hi`.
+static LogicalResult checkPowerOfTwo(EmitError emitError, StringRef name,
+                                     int64_t value, int64_t hi) {
+  if (value >= 1 && value <= hi && llvm::isPowerOf2_64(value))
+    return success();
+  return emitError() << name << " = " << value << ": needs a power of two "
+                     << "up to " << hi;
+}
+
+/// Fails unless `value` is a positive multiple of `step`.
+static LogicalResult checkMultiple(EmitError emitError, StringRef name,
+                                   int64_t value, int64_t step) {
+  if (value > 0 && value % step == 0)
+    return success();
+  return emitError() << name << " = " << value
+                     << ": needs a positive multiple of " << step;
+}
+
+//===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
+
+TargetAttr TargetAttr::of(Operation *op) {
+  for (Operation *at = op; at; at = at->getParentOp())
+    if (auto target = at->getAttrOfType<TargetAttr>(moduleAttrName))
+      return target;
+  // The default target: what the parameters' defaults in KFAttrs.td say.
+  return TargetAttr::get(op->getContext(), "sm_90", 132, false, false, false);
+}
+
+LogicalResult TargetAttr::verify(EmitError emitError, StringRef chip,
+                                 int64_t multiprocessors, bool aligned,
+                                 bool wgmma, bool allowTF32) {
+  if (!chip.starts_with("sm_"))
+    return emitError() << "chip = \"" << chip << "\": needs an sm_ name";
+  if (wgmma && chip != "sm_90" && chip != "sm_90a")
+    return emitError() << "wgmma on chip \"" << chip
+                       << "\": only sm_90 and sm_90a have it";
+  return checkRange(emitError, "multiprocessors", multiprocessors, 1, 4096);
+}
+
+//===----------------------------------------------------------------------===//
+// The launch
+//===----------------------------------------------------------------------===//
+
+/// Dynamic shared memory a Hopper block may opt into.
+static constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+LogicalResult LaunchAttr::verify(EmitError emitError, int64_t grid,
+                                 int64_t block, int64_t items,
+                                 int64_t sharedBytes) {
+  if (failed(checkRange(emitError, "grid", grid, 0, INT32_MAX)) ||
+      failed(checkRange(emitError, "block", block, 1, 1024)) ||
+      failed(checkRange(emitError, "items", items, 0, INT64_MAX)))
+    return failure();
+  return checkRange(emitError, "sharedBytes", sharedBytes, 0,
+                    kMaxSharedBytes);
+}
+
+//===----------------------------------------------------------------------===//
+// Tilings
+//===----------------------------------------------------------------------===//
+
+LogicalResult PointwiseTilingAttr::verify(EmitError emitError, int64_t vector,
+                                          int64_t unroll, bool interleave) {
+  if (failed(checkPowerOfTwo(emitError, "vector", vector, 16)) ||
+      failed(checkRange(emitError, "unroll", unroll, 1, 16)))
+    return failure();
+  if (interleave && unroll == 1)
+    return emitError() << "interleave with unroll = 1: there is nothing to "
+                          "interleave";
+  return success();
+}
+
+LogicalResult RowTilingAttr::verify(EmitError emitError, int64_t vector,
+                                    int64_t chunks, bool inRegisters) {
+  if (failed(checkPowerOfTwo(emitError, "vector", vector, 16)))
+    return failure();
+  return checkRange(emitError, "chunks", chunks, 1, INT32_MAX);
+}
+
+LogicalResult MmaTilingAttr::verify(EmitError emitError, int64_t tileM,
+                                    int64_t tileN, int64_t tileK,
+                                    int64_t warpsM, int64_t warpsN,
+                                    int64_t groupM, bool wgmma, bool tf32) {
+  if (failed(checkPowerOfTwo(emitError, "warpsM", warpsM, 8)) ||
+      failed(checkPowerOfTwo(emitError, "warpsN", warpsN, 8)) ||
+      failed(checkRange(emitError, "groupM", groupM, 1, INT32_MAX)))
+    return failure();
+  // A warp's share of the tile is whole m16n8 products; K steps are whole
+  // products of 16 (TF32: 8) elements.
+  if (failed(checkMultiple(emitError, "tileM", tileM, 16 * warpsM)) ||
+      failed(checkMultiple(emitError, "tileN", tileN, 8 * warpsN)) ||
+      failed(checkMultiple(emitError, "tileK", tileK, tf32 ? 8 : 16)))
+    return failure();
+  if (wgmma && (warpsM != 8 || warpsN != 1 || tileM != 128))
+    return emitError() << "wgmma with a " << tileM << "-row tile in "
+                       << warpsM << " x " << warpsN
+                       << " warps: needs two warpgroups of 64 rows (tileM = "
+                          "128, warpsM = 8, warpsN = 1)";
+  return success();
+}
+
+LogicalResult FlashTilingAttr::verify(EmitError emitError, int64_t blockQ,
+                                      int64_t blockK, int64_t headDim,
+                                      int64_t valueDim, bool qInRegisters) {
+  // A warpgroup takes 64 query rows; head dims are whole swizzled tiles of
+  // 64 columns, 256 at most (the accumulators' registers).
+  if (failed(checkMultiple(emitError, "blockQ", blockQ, 64)) ||
+      failed(checkMultiple(emitError, "blockK", blockK, 16)) ||
+      failed(checkMultiple(emitError, "headDim", headDim, 64)) ||
+      failed(checkMultiple(emitError, "valueDim", valueDim, 64)) ||
+      failed(checkRange(emitError, "headDim", headDim, 64, 256)) ||
+      failed(checkRange(emitError, "valueDim", valueDim, 64, 256)))
+    return failure();
+  if (blockQ != 128)
+    return emitError() << "blockQ = " << blockQ
+                       << ": the template runs two warpgroups (128 rows)";
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines
+//===----------------------------------------------------------------------===//
+
+/// Stages the warp-specialised matmul pipeline's mbarriers can hand over.
+static constexpr int64_t kMaxStages = 8;
+
+LogicalResult MmaPipelineAttr::verify(EmitError emitError, int64_t stages,
+                                      bool stageOutput, bool persistent,
+                                      bool tma, int64_t mmaGroups,
+                                      int64_t rowGroups, int64_t rowAlign) {
+  if (failed(checkRange(emitError, "stages", stages, 2, kMaxStages)))
+    return failure();
+  // A stage is free again `mmaGroups` K steps after its products were
+  // issued; from `stages` steps on, its next copies would wait for
+  // products that wait for those copies.
+  if (mmaGroups < 1 || mmaGroups >= stages)
+    return emitError() << "mmaGroups = " << mmaGroups
+                       << ": needs 1 to stages - 1 (" << stages - 1 << ")";
+  if (mmaGroups > 1 && !tma)
+    return emitError() << "mmaGroups = " << mmaGroups
+                       << " without tma: only the warp-specialised "
+                          "pipeline keeps several groups in flight";
+  if (persistent && tma)
+    return emitError() << "persistent and tma: the warp-specialised "
+                          "pipeline loops over tiles itself";
+  if (failed(checkRange(emitError, "rowGroups", rowGroups, 1, INT32_MAX)) ||
+      failed(checkRange(emitError, "rowAlign", rowAlign, 1, INT32_MAX)))
+    return failure();
+  if (rowGroups > 1 && (!tma || !stageOutput))
+    return emitError() << "rowGroups = " << rowGroups
+                       << ": interleaved rows need the TMA pipeline and a "
+                          "staged output";
+  return success();
+}
+
+LogicalResult FlashPipelineAttr::verify(EmitError emitError, int64_t stages,
+                                        bool tma, bool stageScoresInput) {
+  // The template double-buffers K and V: its first product with V reads
+  // the stage after the first K tile's.
+  if (stages != 2)
+    return emitError() << "stages = " << stages
+                       << ": the template double-buffers (2)";
+  if (tma && stageScoresInput)
+    return emitError() << "tma with stageScoresInput: the TMA pipeline "
+                          "stages no bias or mask";
+  return success();
+}

@@ -1,0 +1,204 @@
+//===- KFAttrs.td - the kf dialect's decision attributes ---*- tablegen -*-===//
+//
+// What the passes decide about a fused kernel, as typed attributes on its
+// kf.kernel (IREE's lowering_config and Triton's layout encodings are the
+// models): kf-tile records the launch and the template's tiling,
+// kf-promote-shared the shared-memory pipeline, and kf-lower-to-gpu reads
+// their fields and decides nothing. Each attribute's verifier rejects a
+// value no template could lower; KernelOp::verify checks that the
+// attributes agree with each other and with the kernel's kind. The target
+// every pass decides for is one attribute on the module, `kf.target`.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KF_ATTRS
+#define KF_ATTRS
+
+include "KFDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+
+class KF_Attr<string name, string attrMnemonic>
+    : AttrDef<KF_Dialect, name> {
+  let mnemonic = attrMnemonic;
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+// A parameter left out of the printed attribute holds its default.
+class KF_Int<string default> : DefaultValuedParameter<"int64_t", default>;
+def KF_Flag : DefaultValuedParameter<"bool", "false">;
+
+//===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
+
+def KF_TargetAttr : KF_Attr<"Target", "target"> {
+  let summary = "the GPU the module is compiled for";
+  let description = [{
+    Set once on the module by kf-attach-target (the pipeline's first kernel
+    stage) and read by every pass that decides for a target: the chip
+    (PTX's target name), its streaming multiprocessors, whether every
+    buffer starts on a 16-byte boundary (the runtime checks it before a
+    launch), whether the chip has Hopper's warpgroup MMA, and whether f32
+    matmuls may round their operands to TF32. A module without one is
+    compiled for `#kf.target<>`: sm_90, 132 SMs, and none of the facts.
+
+    ```mlir
+    module attributes {kf.target = #kf.target<chip = "sm_90",
+        multiprocessors = 132, aligned = true, wgmma = true>} { ... }
+    ```
+  }];
+  let parameters = (ins
+    StringRefParameter<"the PTX target", "\"sm_90\"">:$chip,
+    KF_Int<"132">:$multiprocessors,
+    KF_Flag:$aligned,
+    KF_Flag:$wgmma,
+    KF_Flag:$allowTF32
+  );
+  let extraClassDeclaration = [{
+    /// The module attribute that holds the target.
+    static constexpr ::llvm::StringLiteral moduleAttrName = "kf.target";
+    /// The target of the module around `op`, or the default one.
+    static TargetAttr of(::mlir::Operation *op);
+    /// The alignment every buffer has (bytes), 0 when none is known.
+    int64_t bufferAlignment() const { return getAligned() ? 16 : 0; }
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// The launch (kf-tile; kf-promote-shared refines it)
+//===----------------------------------------------------------------------===//
+
+def KF_LaunchAttr : KF_Attr<"Launch", "launch"> {
+  let summary = "a kernel's launch: blocks, threads, work items, shared memory";
+  let description = [{
+    `grid` blocks of `block` threads over `items` work items (elements,
+    rows, tiles or blocks, by template), with `sharedBytes` of dynamic
+    shared memory. kf-lower-to-gpu sizes its loops by `items` and declares
+    `block` threads; the runtime launches `grid` x `block`.
+  }];
+  let parameters = (ins "int64_t":$grid, "int64_t":$block, "int64_t":$items,
+                        KF_Int<"0">:$sharedBytes);
+}
+
+//===----------------------------------------------------------------------===//
+// Tilings: how a template maps the kernel's work to threads (kf-tile)
+//===----------------------------------------------------------------------===//
+
+def KF_PointwiseTilingAttr : KF_Attr<"PointwiseTiling", "pointwise_tiling"> {
+  let summary = "elements per thread step of the pointwise templates";
+  let description = [{
+    A thread step covers `unroll` vectors of `vector` elements (one 16-byte
+    access where buffers allow); with `interleave` a block's vectors of one
+    step are interleaved across its threads (each warp access one
+    contiguous run), else a thread's vectors are adjacent. The padded-rows
+    copy uses `vector` only.
+  }];
+  let parameters = (ins KF_Int<"1">:$vector, KF_Int<"1">:$unroll,
+                        KF_Flag:$interleave);
+}
+
+def KF_RowTilingAttr : KF_Attr<"RowTiling", "row_tiling"> {
+  let summary = "a block per row: vectors and chunks a thread";
+  let description = [{
+    Each block computes one row; a thread holds `chunks` vectors of
+    `vector` elements of it, in registers with `inRegisters`, else the
+    row is read again for each pass over it.
+  }];
+  let parameters = (ins KF_Int<"1">:$vector, KF_Int<"1">:$chunks,
+                        KF_Flag:$inRegisters);
+}
+
+def KF_ColumnTilingAttr : KF_Attr<"ColumnTiling", "column_tiling"> {
+  let summary = "a reduction of leading dims: 32 columns a block";
+  let description = [{
+    A block of 32 x 32 threads sums 32 columns, each thread row a strided
+    share of the rows; the partial sums meet in shared memory.
+  }];
+  let parameters = (ins);
+  let assemblyFormat = "";
+  let genVerifyDecl = 0;
+}
+
+def KF_TransposeTilingAttr : KF_Attr<"TransposeTiling", "transpose_tiling"> {
+  let summary = "a transpose of the last two dims through 32x32 tiles";
+  let description = [{
+    A block of 256 threads stages a 32 x 32 tile of the input in shared
+    memory and writes it transposed, both in coalesced rows.
+  }];
+  let parameters = (ins);
+  let assemblyFormat = "";
+  let genVerifyDecl = 0;
+}
+
+def KF_MmaTilingAttr : KF_Attr<"MmaTiling", "mma_tiling"> {
+  let summary = "a tensor-core block tile of a matmul";
+  let description = [{
+    A block computes [tileM, tileN] of the output in warpsM x warpsN warps,
+    stepping K by tileK elements; `groupM` tile rows are visited together
+    for L2 reuse. `wgmma`: Hopper's warpgroup MMA from shared memory
+    (warpsM = 8, warpsN = 1: two warpgroups of 64 rows each), else
+    mma.sync. `tf32`: f32 operands multiplied in TF32 (f32 needs it).
+  }];
+  let parameters = (ins "int64_t":$tileM, "int64_t":$tileN, "int64_t":$tileK,
+                        "int64_t":$warpsM, "int64_t":$warpsN,
+                        KF_Int<"1">:$groupM, KF_Flag:$wgmma, KF_Flag:$tf32);
+  let extraClassDeclaration = [{
+    int64_t threads() const { return 32 * getWarpsM() * getWarpsN(); }
+  }];
+}
+
+def KF_FlashTilingAttr : KF_Attr<"FlashTiling", "flash_tiling"> {
+  let summary = "FlashAttention's query and key tiles";
+  let description = [{
+    A block of two warpgroups takes `blockQ` query rows of one head and
+    steps over the keys `blockK` at a time (online softmax), with head
+    dims padded to `headDim` and `valueDim` (multiples of 64, the width of
+    a swizzled tile). `qInRegisters`: Q's wgmma fragments stay in
+    registers, so S = Q K^T reads only K from shared memory.
+  }];
+  let parameters = (ins "int64_t":$blockQ, "int64_t":$blockK,
+                        "int64_t":$headDim, "int64_t":$valueDim,
+                        KF_Flag:$qInRegisters);
+}
+
+//===----------------------------------------------------------------------===//
+// Pipelines: what is staged in shared memory (kf-promote-shared)
+//===----------------------------------------------------------------------===//
+
+def KF_MmaPipelineAttr : KF_Attr<"MmaPipeline", "mma_pipeline"> {
+  let summary = "the shared-memory pipeline of a tensor-core matmul";
+  let description = [{
+    Operand tiles are copied into `stages` stages of shared memory ahead of
+    the products. `stageOutput`: the output tile leaves through shared
+    memory in whole rows. `persistent`: a block per SM loops over tiles,
+    the next tile's first copies in flight during this one's epilogue.
+    `tma`: warp-specialised, a third warpgroup copying with the TMA into
+    stages handed over by mbarriers, each multiplying warpgroup keeping
+    `mmaGroups` K steps of products in flight. `rowGroups` > 1: output
+    tiles take rows that far apart, each group's columns shifted so that
+    its rows start on `rowAlign`-element boundaries (odd row lengths).
+  }];
+  let parameters = (ins "int64_t":$stages, KF_Flag:$stageOutput,
+                        KF_Flag:$persistent, KF_Flag:$tma,
+                        KF_Int<"1">:$mmaGroups, KF_Int<"1">:$rowGroups,
+                        KF_Int<"1">:$rowAlign);
+}
+
+def KF_FlashPipelineAttr : KF_Attr<"FlashPipeline", "flash_pipeline"> {
+  let summary = "the shared-memory pipeline of FlashAttention";
+  let description = [{
+    K and V tiles are copied `stages` tiles ahead; `stageScoresInput`: so
+    are the tiles of the bias or mask input. `tma`: a third warpgroup
+    copies Q, K and V with the TMA, stages handed over by mbarriers.
+  }];
+  let parameters = (ins "int64_t":$stages, KF_Flag:$tma,
+                        KF_Flag:$stageScoresInput);
+}
+
+def KF_TilingAttr : AnyAttrOf<[KF_PointwiseTilingAttr, KF_RowTilingAttr,
+                               KF_ColumnTilingAttr, KF_TransposeTilingAttr,
+                               KF_MmaTilingAttr, KF_FlashTilingAttr]>;
+def KF_PipelineAttr : AnyAttrOf<[KF_MmaPipelineAttr, KF_FlashPipelineAttr]>;
+
+#endif // KF_ATTRS

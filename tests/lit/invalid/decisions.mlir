@@ -1,0 +1,152 @@
+// RUN: kfuse-opt %s -split-input-file -verify-diagnostics
+
+// The decision attributes (KFAttrs.td) refuse values no template lowers,
+// naming the parameter and what it needs; kf.kernel refuses attributes
+// that do not fit each other or the kernel.
+
+// A stage is free again mmaGroups K steps after its products were issued:
+// as many groups as stages would wait for themselves.
+// expected-error @+1 {{mmaGroups = 8: needs 1 to stages - 1 (7)}}
+func.func private @f() attributes {p = #kf.mma_pipeline<stages = 8, tma = true, mmaGroups = 8>}
+
+// -----
+
+// expected-error @+1 {{rowGroups = 4: interleaved rows need the TMA pipeline and a staged output}}
+func.func private @f() attributes {p = #kf.mma_pipeline<stages = 4, rowGroups = 4, rowAlign = 8>}
+
+// -----
+
+// expected-error @+1 {{persistent and tma: the warp-specialised pipeline loops over tiles itself}}
+func.func private @f() attributes {p = #kf.mma_pipeline<stages = 4, persistent = true, tma = true>}
+
+// -----
+
+// expected-error @+1 {{stages = 9: needs 2 to 8}}
+func.func private @f() attributes {p = #kf.mma_pipeline<stages = 9>}
+
+// -----
+
+// expected-error @+1 {{block = 2048: needs 1 to 1024}}
+func.func private @f() attributes {l = #kf.launch<grid = 1, block = 2048, items = 1>}
+
+// -----
+
+// expected-error @+1 {{sharedBytes = 300000: needs 0 to 232448}}
+func.func private @f() attributes {l = #kf.launch<grid = 1, block = 32, items = 1, sharedBytes = 300000>}
+
+// -----
+
+// expected-error @+1 {{vector = 3: needs a power of two up to 16}}
+func.func private @f() attributes {t = #kf.pointwise_tiling<vector = 3>}
+
+// -----
+
+// expected-error @+1 {{interleave with unroll = 1: there is nothing to interleave}}
+func.func private @f() attributes {t = #kf.pointwise_tiling<vector = 4, interleave = true>}
+
+// -----
+
+// expected-error @+1 {{tileM = 80: needs a positive multiple of 32}}
+func.func private @f() attributes {t = #kf.mma_tiling<tileM = 80, tileN = 128, tileK = 32, warpsM = 2, warpsN = 2>}
+
+// -----
+
+// expected-error @+1 {{wgmma with a 128-row tile in 2 x 2 warps: needs two warpgroups of 64 rows (tileM = 128, warpsM = 8, warpsN = 1)}}
+func.func private @f() attributes {t = #kf.mma_tiling<tileM = 128, tileN = 128, tileK = 64, warpsM = 2, warpsN = 2, wgmma = true>}
+
+// -----
+
+// expected-error @+1 {{headDim = 96: needs a positive multiple of 64}}
+func.func private @f() attributes {t = #kf.flash_tiling<blockQ = 128, blockK = 64, headDim = 96, valueDim = 128>}
+
+// -----
+
+// expected-error @+1 {{tma with stageScoresInput: the TMA pipeline stages no bias or mask}}
+func.func private @f() attributes {p = #kf.flash_pipeline<stages = 2, tma = true, stageScoresInput = true>}
+
+// -----
+
+// expected-error @+1 {{wgmma on chip "sm_80": only sm_90 and sm_90a have it}}
+func.func private @f() attributes {t = #kf.target<chip = "sm_80", wgmma = true>}
+
+// -----
+
+func.func @tiling_without_launch(%x: tensor<64xf32>) {
+  // expected-error @+1 {{'kf.kernel' op has a tiling or pipeline but no launch}}
+  %0 = kf.kernel pointwise(%x : tensor<64xf32>) attributes {tiling = #kf.pointwise_tiling<vector = 4>} {
+  ^bb0(%a: tensor<64xf32>):
+    kf.yield %a : tensor<64xf32>
+  } -> (tensor<64xf32>)
+  return
+}
+
+// -----
+
+func.func @tiling_of_another_kind(%x: tensor<64xf32>) {
+  // expected-error @+1 {{'kf.kernel' op of kind pointwise cannot take #kf.row_tiling<vector = 4>}}
+  %0 = kf.kernel pointwise(%x : tensor<64xf32>) attributes {launch = #kf.launch<grid = 1, block = 32, items = 1>, tiling = #kf.row_tiling<vector = 4>} {
+  ^bb0(%a: tensor<64xf32>):
+    kf.yield %a : tensor<64xf32>
+  } -> (tensor<64xf32>)
+  return
+}
+
+// -----
+
+func.func @pipeline_of_another_tiling(%q: tensor<1x1x128x64xbf16>) {
+  // expected-error @+1 {{'kf.kernel' op has #kf.mma_pipeline<stages = 2> for tiling #kf.flash_tiling<blockQ = 128, blockK = 64, headDim = 64, valueDim = 64>}}
+  %0 = kf.kernel attention(%q : tensor<1x1x128x64xbf16>) attributes {launch = #kf.launch<grid = 1, block = 256, items = 1>, pipeline = #kf.mma_pipeline<stages = 2>, tiling = #kf.flash_tiling<blockQ = 128, blockK = 64, headDim = 64, valueDim = 64>} {
+  ^bb0(%a: tensor<1x1x128x64xbf16>):
+    %o = kf.attention %a, %a, %a {scale = 0.125 : f64} : tensor<1x1x128x64xbf16>, tensor<1x1x128x64xbf16>, tensor<1x1x128x64xbf16> -> tensor<1x1x128x64xbf16>
+    kf.yield %o : tensor<1x1x128x64xbf16>
+  } -> (tensor<1x1x128x64xbf16>)
+  return
+}
+
+// -----
+
+func.func @tma_without_wgmma(%a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>) {
+  // expected-error @+1 {{'kf.kernel' op has a TMA pipeline for an mma.sync tiling: the warp-specialised pipeline needs wgmma}}
+  %0 = kf.kernel matmul(%a, %b : tensor<128x64xbf16>, tensor<64x128xbf16>) attributes {launch = #kf.launch<grid = 1, block = 384, items = 1>, pipeline = #kf.mma_pipeline<stages = 4, tma = true>, tiling = #kf.mma_tiling<tileM = 128, tileN = 128, tileK = 32, warpsM = 2, warpsN = 2>} {
+  ^bb0(%x: tensor<128x64xbf16>, %y: tensor<64x128xbf16>):
+    %c = kf.matmul %x, %y : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xbf16>
+    kf.yield %c : tensor<128x128xbf16>
+  } -> (tensor<128x128xbf16>)
+  return
+}
+
+// -----
+
+// f32 operands multiply in TF32 only where the tiling says so.
+func.func @f32_without_tf32(%a: tensor<128x64xf32>, %b: tensor<128x64xf32>) {
+  // expected-error @+1 {{'kf.kernel' op has 'f32' operands and tf32 = false: TF32 tiles are for f32 operands, and f32 needs them}}
+  %0 = kf.kernel matmul(%a, %b : tensor<128x64xf32>, tensor<128x64xf32>) attributes {launch = #kf.launch<grid = 1, block = 128, items = 1>, tiling = #kf.mma_tiling<tileM = 128, tileN = 128, tileK = 16, warpsM = 2, warpsN = 2>} {
+  ^bb0(%x: tensor<128x64xf32>, %y: tensor<128x64xf32>):
+    %c = kf.matmul %x, %y {transpose_b = true} : tensor<128x64xf32>, tensor<128x64xf32> -> tensor<128x128xf32>
+    kf.yield %c : tensor<128x128xf32>
+  } -> (tensor<128x128xf32>)
+  return
+}
+
+// -----
+
+// kf-pad's row strides: one per result, 0 or at least the row.
+func.func @padded_rows_count(%x: tensor<8x100xf32>) {
+  // expected-error @+1 {{'kf.kernel' op has 2 padded_rows strides for 1 results}}
+  %0 = kf.kernel pointwise(%x : tensor<8x100xf32>) attributes {padded_rows = array<i64: 104, 0>} {
+  ^bb0(%a: tensor<8x100xf32>):
+    kf.yield %a : tensor<8x100xf32>
+  } -> (tensor<8x100xf32>)
+  return
+}
+
+// -----
+
+func.func @padded_rows_short(%x: tensor<8x100xf32>) {
+  // expected-error @+1 {{'kf.kernel' op pads the rows of result 0 ('tensor<8x100xf32>') to a stride of 96: needs 0 or at least the row's length, at rank 2 or more}}
+  %0 = kf.kernel pointwise(%x : tensor<8x100xf32>) attributes {padded_rows = array<i64: 96>} {
+  ^bb0(%a: tensor<8x100xf32>):
+    kf.yield %a : tensor<8x100xf32>
+  } -> (tensor<8x100xf32>)
+  return
+}
