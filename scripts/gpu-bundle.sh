@@ -16,7 +16,7 @@ cp "$build/tests/gpu/kfuse-gpu-tests" "$build/tests/unit/kfuse-unit-tests" \
    "$build/bench/kfuse-bench" "$build/examples/kfuse-example-embed" \
    "$build/compiler/kfusec" "$build/compiler/kfuse-fuzz" \
    "$build/tests/stress/kfuse-cache-stress" \
-   "$stage/kfuse/bin/"
+   "$build/tests/kfuse-capi-test" "$stage/kfuse/bin/"
 strip --strip-unneeded "$stage"/kfuse/lib/libkfuse.so.*.* "$stage"/kfuse/bin/*
 mkdir -p "$root/.bundle"
 cp -r "$root/examples" "$stage/kfuse/examples"

@@ -3,7 +3,7 @@
 # build-tsan beside build/, or under $KFUSE_SANITIZE_DIR):
 #  - AddressSanitizer + UndefinedBehaviorSanitizer: every unit test (the
 #    bad-input corpus, truncation and mutation sweeps, run-argument checks
-#    among them) and a hundred fuzzed graphs;
+#    among them), the C API's test program and a hundred fuzzed graphs;
 #  - ThreadSanitizer: the cache and concurrency tests, and the multi-process
 #    cache stress.
 # Any report fails the run. scripts/test.sh runs this after the main suite.
@@ -22,12 +22,14 @@ configure() { # dir sanitizers
 
 asan=$base/build-asan
 configure "$asan" "address,undefined"
-cmake --build "$asan" --target kfuse-unit-tests kfuse-fuzz
+cmake --build "$asan" --target kfuse-unit-tests kfuse-fuzz kfuse-capi-test
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 export LSAN_OPTIONS=suppressions=$root/scripts/lsan.supp
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer: unit tests"
 "$asan/tests/unit/kfuse-unit-tests" --gtest_brief=1
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer: the C API"
+"$asan/tests/kfuse-capi-test"
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer: 100 fuzzed graphs"
 "$asan/compiler/kfuse-fuzz" --cpu --count 100 --seed 1 --time-limit 300
 

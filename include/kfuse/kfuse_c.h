@@ -1,0 +1,214 @@
+/*===- kfuse/kfuse_c.h - the kfuse C API ----------------------------------===*
+ *
+ * The stable ABI of libkfuse.so for other languages (the Python package
+ * binds it with ctypes). Plain C: opaque handles, integer tensor ids, error
+ * codes. A call that fails returns a status other than KFUSE_OK (or a
+ * negative tensor id, or NULL) and leaves its message for
+ * kfuse_last_error(), per thread. Strings kfuse returns are the caller's,
+ * to free with kfuse_free_string().
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef KFUSE_KFUSE_C_H
+#define KFUSE_KFUSE_C_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped when a declaration here changes incompatibly. */
+#define KFUSE_C_API_VERSION 1
+int kfuse_c_api_version(void);
+/* kfuse's version, "major.minor.patch" (static storage). */
+const char *kfuse_version(void);
+
+typedef enum kfuse_status {
+  KFUSE_OK = 0,
+  KFUSE_INVALID_GRAPH = 1,    /* a shape, dtype or op error */
+  KFUSE_INVALID_ARGUMENT = 2, /* a bad argument: count, shape, dtype, name */
+  KFUSE_COMPILE_FAILED = 3,
+  KFUSE_NO_DEVICE = 4, /* no CUDA driver or no GPU */
+  KFUSE_DEVICE_ERROR = 5,
+  KFUSE_IO_ERROR = 6,
+} kfuse_status;
+
+/* The message of this thread's last failed call ("" if none). Valid until
+ * the thread's next failing call. */
+const char *kfuse_last_error(void);
+void kfuse_free_string(char *text);
+
+typedef enum kfuse_dtype {
+  KFUSE_F32 = 0,
+  KFUSE_F16 = 1,
+  KFUSE_BF16 = 2,
+  KFUSE_I32 = 3,
+  KFUSE_I1 = 4,
+} kfuse_dtype;
+
+/*===------------------------------------------------------------------===*
+ * Graphs. A tensor is an id within its graph (>= 0); ops return -1 on a
+ * bad argument. A graph also keeps its first build error (shape or dtype
+ * mismatch), which kfuse_graph_status reports and compiling refuses.
+ *===------------------------------------------------------------------===*/
+
+typedef struct kfuse_graph_t *kfuse_graph;
+typedef int64_t kfuse_tensor;
+
+kfuse_graph kfuse_graph_create(const char *name);
+/* Parses kf-dialect MLIR text (its function's arguments and results
+ * become the graph's inputs and outputs). */
+kfuse_status kfuse_graph_from_mlir(const char *text, kfuse_graph *out);
+void kfuse_graph_destroy(kfuse_graph graph);
+/* KFUSE_OK, or the graph's first build error. */
+kfuse_status kfuse_graph_status(kfuse_graph graph);
+kfuse_status kfuse_graph_to_mlir(kfuse_graph graph, char **text);
+
+/* An input of `rank` dims; a dim whose `symbols` entry is non-NULL and
+ * non-empty is symbolic (`sizes` ignored there). `symbols` may be NULL. */
+kfuse_tensor kfuse_input(kfuse_graph graph, const char *name, kfuse_dtype dtype,
+                         int64_t rank, const int64_t *sizes,
+                         const char *const *symbols);
+kfuse_tensor kfuse_constant(kfuse_graph graph, double value, kfuse_dtype dtype);
+kfuse_status kfuse_output(kfuse_graph graph, const char *name,
+                          kfuse_tensor value);
+
+/* The graph's inputs (is_output 0) or outputs (1): how many, and each
+ * one's name (the graph's storage), dtype and shape (a symbolic dim is
+ * -1 in `sizes`; `sizes` holds up to `capacity` dims). */
+int64_t kfuse_graph_num_values(kfuse_graph graph, int is_output);
+kfuse_status kfuse_graph_value(kfuse_graph graph, int is_output, int64_t index,
+                               const char **name, kfuse_dtype *dtype,
+                               int64_t *rank, int64_t *sizes, int64_t capacity);
+/* A tensor's dtype and shape (sizes as above). */
+kfuse_status kfuse_tensor_info(kfuse_graph graph, kfuse_tensor x,
+                               kfuse_dtype *dtype, int64_t *rank,
+                               int64_t *sizes, int64_t capacity);
+
+/* Elementwise ops by name. Unary: neg abs relu exp log sqrt rsqrt sin cos
+ * tanh sigmoid erf gelu silu reciprocal. Binary (broadcasting, promoting):
+ * add sub mul div maximum minimum pow, and the comparisons eq ne lt le gt
+ * ge (i1 results). */
+kfuse_tensor kfuse_unary(kfuse_graph graph, const char *op, kfuse_tensor x);
+kfuse_tensor kfuse_binary(kfuse_graph graph, const char *op, kfuse_tensor a,
+                          kfuse_tensor b);
+kfuse_tensor kfuse_where(kfuse_graph graph, kfuse_tensor cond,
+                         kfuse_tensor on_true, kfuse_tensor on_false);
+kfuse_tensor kfuse_cast(kfuse_graph graph, kfuse_tensor x, kfuse_dtype dtype);
+
+/* Shapes. A -1 size in kfuse_reshape is not inferred: sizes are exact. */
+kfuse_tensor kfuse_reshape(kfuse_graph graph, kfuse_tensor x, int64_t rank,
+                           const int64_t *sizes);
+kfuse_tensor kfuse_broadcast_to(kfuse_graph graph, kfuse_tensor x, int64_t rank,
+                                const int64_t *sizes);
+kfuse_tensor kfuse_transpose(kfuse_graph graph, kfuse_tensor x, int64_t rank,
+                             const int64_t *perm);
+kfuse_tensor kfuse_iota(kfuse_graph graph, int64_t rank, const int64_t *sizes,
+                        int64_t dim, kfuse_dtype dtype);
+
+/* Reductions by name (sum max min mean) over `axes` (all if num_axes 0). */
+kfuse_tensor kfuse_reduce(kfuse_graph graph, const char *op, kfuse_tensor x,
+                          int64_t num_axes, const int64_t *axes, int keep_dims);
+kfuse_tensor kfuse_softmax(kfuse_graph graph, kfuse_tensor x, int64_t axis);
+/* result_dtype < 0: the operands' dtype. */
+kfuse_tensor kfuse_matmul(kfuse_graph graph, kfuse_tensor a, kfuse_tensor b,
+                          int transpose_a, int transpose_b, int result_dtype);
+/* mask and bias < 0: none; has_scale 0: 1/sqrt(head dim). With `lse`
+ * non-NULL, also the rows' log-sum-exp. */
+kfuse_tensor kfuse_attention(kfuse_graph graph, kfuse_tensor q, kfuse_tensor k,
+                             kfuse_tensor v, kfuse_tensor mask,
+                             kfuse_tensor bias, int has_scale, double scale,
+                             int causal, kfuse_tensor *lse);
+
+/*===------------------------------------------------------------------===*
+ * Host tensors: row-major, contiguous, i1 one byte an element.
+ *===------------------------------------------------------------------===*/
+
+typedef struct kfuse_host_tensor {
+  void *data;
+  kfuse_dtype dtype;
+  int64_t rank;
+  const int64_t *sizes;
+} kfuse_host_tensor;
+
+/* The float64 reference evaluator: outputs in kfuse_graph_num_values(g, 1)
+ * order, each allocated by kfuse (its data and sizes freed with
+ * kfuse_host_tensor_free). */
+kfuse_status kfuse_evaluate(kfuse_graph graph, const kfuse_host_tensor *inputs,
+                            int64_t num_inputs, kfuse_host_tensor *outputs,
+                            int64_t num_outputs);
+void kfuse_host_tensor_free(kfuse_host_tensor *tensor);
+
+/*===------------------------------------------------------------------===*
+ * Compiling and running.
+ *===------------------------------------------------------------------===*/
+
+typedef struct kfuse_compile_options {
+  const char *arch; /* NULL: "sm_90" */
+  int unfused;      /* one kernel per op: the baseline */
+  int pad_rows;
+  int allow_tf32;
+  int split_k;
+  int disk_cache;
+  const char *cache_dir; /* NULL: the default */
+} kfuse_compile_options;
+
+/* The defaults of kfuse::CompileOptions. */
+kfuse_compile_options kfuse_default_compile_options(void);
+
+typedef struct kfuse_executable_t *kfuse_executable;
+
+/* options NULL: the defaults. Works without a GPU. */
+kfuse_status kfuse_compile(kfuse_graph graph,
+                           const kfuse_compile_options *options,
+                           kfuse_executable *out);
+void kfuse_executable_destroy(kfuse_executable exe);
+int64_t kfuse_executable_num_inputs(kfuse_executable exe);
+int64_t kfuse_executable_num_outputs(kfuse_executable exe);
+
+/* The shapes of the outputs for inputs of these shapes (num_inputs 0: the
+ * graph's own): output i's rank in ranks[i] and its sizes in
+ * sizes[8 * i ...]. Input i's shape is input_sizes[i][0 .. input_ranks[i]). */
+kfuse_status kfuse_executable_output_shapes(kfuse_executable exe,
+                                            const int64_t *input_ranks,
+                                            const int64_t *const *input_sizes,
+                                            int64_t num_inputs, int64_t *ranks,
+                                            int64_t *sizes,
+                                            int64_t num_outputs);
+
+/* A stage's text (graph, fused, gpu, llvm, ptx) for the graph's shapes. */
+kfuse_status kfuse_executable_dump(kfuse_executable exe, const char *stage,
+                                   char **text);
+
+/* Device tensors: `data` is a CUdeviceptr, row-major and contiguous;
+ * `bytes` the size of its buffer where known (0: unknown). */
+typedef struct kfuse_device_tensor {
+  void *data;
+  kfuse_dtype dtype;
+  int64_t rank;
+  const int64_t *sizes;
+  size_t bytes;
+} kfuse_device_tensor;
+
+/* Enqueues a run on `stream` (a CUstream; NULL: the default stream). */
+kfuse_status kfuse_run(kfuse_executable exe, const kfuse_device_tensor *inputs,
+                       int64_t num_inputs, const kfuse_device_tensor *outputs,
+                       int64_t num_outputs, void *stream);
+/* Copies host inputs in, runs, and copies the outputs (allocated by kfuse,
+ * freed with kfuse_host_tensor_free) back. Needs a GPU. */
+kfuse_status kfuse_run_host(kfuse_executable exe,
+                            const kfuse_host_tensor *inputs, int64_t num_inputs,
+                            kfuse_host_tensor *outputs, int64_t num_outputs);
+
+/* Each producer-consumer decision of the fused partition and each
+ * attention rewrite, as text lines or (json != 0) a JSON array. */
+kfuse_status kfuse_explain_fusion(kfuse_graph graph, int unfused, int json,
+                                  char **text);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KFUSE_KFUSE_C_H */

@@ -1,0 +1,37 @@
+"""kfuse: a kernel-fusing JIT compiler for tensor expressions on Hopper.
+
+    import kfuse
+    g = kfuse.Graph("softmax")
+    x = g.input("x", kfuse.float32, ("M", 1024))
+    g.output("y", x.softmax(-1))
+    exe = kfuse.compile(g)
+    print(exe.dump("fused"))
+
+The package binds libkfuse.so's C API with ctypes (no compiled extension):
+set KFUSE_LIBRARY to the library's path where it is not found beside the
+package or in the source tree's build/.
+"""
+
+from . import _capi
+from .dtypes import bfloat16, bool_, dtype, float16, float32, int32
+from .errors import (CacheIOError, CompileError, DeviceError, Error,
+                     InvalidArgumentError, InvalidGraphError, NoDeviceError)
+from .executable import Executable, compile, evaluate
+from .graph import (Graph, Tensor, abs, attention, cos, erf, exp, gelu, log,
+                    matmul, maximum, minimum, neg, pow, reciprocal, relu,
+                    rsqrt, scaled_dot_product_attention, sigmoid, silu, sin,
+                    softmax, sqrt, tanh, where)
+
+bool = bool_
+__version__ = _capi.fn["kfuse_version"]().decode()
+
+__all__ = [
+    "Graph", "Tensor", "Executable", "compile", "evaluate", "dtype",
+    "float32", "float16", "bfloat16", "int32", "bool", "Error",
+    "InvalidGraphError", "InvalidArgumentError", "CompileError",
+    "NoDeviceError", "DeviceError", "CacheIOError", "abs", "attention",
+    "cos", "erf", "exp", "gelu", "log", "matmul", "maximum", "minimum",
+    "neg", "pow", "reciprocal", "relu", "rsqrt",
+    "scaled_dot_product_attention", "sigmoid", "silu", "sin", "softmax",
+    "sqrt", "tanh", "where",
+]

@@ -1,0 +1,156 @@
+"""GPU tensors of other frameworks, zero-copy: torch CUDA tensors through
+their own API (DLPack's __cuda_array_interface__ has no bfloat16), other
+objects through __cuda_array_interface__ (CuPy, Numba, JAX on GPU)."""
+
+import ctypes
+
+from . import _capi, dtypes
+
+_TYPESTRS = {"<f4": dtypes.float32, "<f2": dtypes.float16,
+             "<i4": dtypes.int32, "|b1": dtypes.bool_}
+
+
+class Described:
+    """What kfuse_run needs of one tensor."""
+
+    def __init__(self, pointer, dtype, shape, nbytes):
+        self.pointer, self.dtype, self.shape, self.nbytes = \
+            pointer, dtype, tuple(shape), nbytes
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch")
+
+
+def is_device_tensor(x):
+    if _is_torch(x):
+        return x.is_cuda
+    return hasattr(x, "__cuda_array_interface__")
+
+
+_TORCH_DTYPES = {}
+
+
+def _torch_dtype(torch_dtype):
+    found = _TORCH_DTYPES.get(torch_dtype)
+    if found is None:
+        found = _TORCH_DTYPES[torch_dtype] = dtypes.as_dtype(torch_dtype)
+    return found
+
+
+def describe(x, name, expected, what="input"):
+    """`x` as a Described, or an error naming the argument: not on the GPU,
+    not contiguous, or of another dtype than the graph's."""
+    err = _capi.errors.InvalidArgumentError
+    if _is_torch(x):
+        if not x.is_cuda:
+            raise err(f"kfuse: {what} '{name}' is a torch tensor on "
+                      f"{x.device}; a run takes CUDA tensors (or NumPy "
+                      "arrays, copied)")
+        if not x.is_contiguous():
+            raise err(f"kfuse: {what} '{name}' is not contiguous (strides "
+                      f"{tuple(x.stride())}); pass x.contiguous()")
+        dtype = _torch_dtype(x.dtype)
+        found = Described(x.data_ptr(), dtype, x.shape,
+                          x.numel() * x.element_size())
+    elif hasattr(x, "__cuda_array_interface__"):
+        cai = x.__cuda_array_interface__
+        dtype = _TYPESTRS.get(cai["typestr"])
+        if dtype is None:
+            raise err(f"kfuse: {what} '{name}' has elements of "
+                      f"{cai['typestr']}, which kfuse has no dtype for")
+        shape = tuple(cai["shape"])
+        if cai.get("strides") not in (None, _dense_strides(shape, dtype)):
+            raise err(f"kfuse: {what} '{name}' is not contiguous (strides "
+                      f"{cai['strides']})")
+        count = 1
+        for d in shape:
+            count *= d
+        found = Described(cai["data"][0], dtype, shape,
+                          count * dtype.numpy.itemsize)
+    else:
+        raise err(f"kfuse: {what} '{name}' is a {type(x).__name__}; mix no "
+                  "host arrays with GPU tensors")
+    if found.dtype is not expected:
+        raise err(f"kfuse: {what} '{name}' is {expected.name} in the graph, "
+                  f"got a tensor of {found.dtype.name}")
+    return found
+
+
+def _dense_strides(shape, dtype):
+    strides, step = [], dtype.numpy.itemsize
+    for d in reversed(shape):
+        strides.append(step)
+        step *= d
+    return tuple(reversed(strides))
+
+
+def torch_dtypes():
+    """torch dtype -> kfuse dtype, for the dtypes kfuse has."""
+    if not _TORCH_DTYPES:
+        import torch
+        for t in (torch.float32, torch.float16, torch.bfloat16, torch.int32,
+                  torch.bool):
+            _torch_dtype(t)
+    return _TORCH_DTYPES
+
+
+def all_torch(tensors):
+    return all(type(x).__module__.startswith("torch") for x in tensors)
+
+
+class Slots:
+    """The C descriptions of one run's tensors, allocated once an
+    executable and refilled each call (ctypes allocations cost more than
+    the run's own host time)."""
+
+    def __init__(self, count):
+        self.tensors = (_capi.DeviceTensor * max(count, 1))()
+        self.sizes = [(ctypes.c_int64 * 8)() for _ in range(count)]
+        for tensor, sizes in zip(self.tensors, self.sizes):
+            tensor.sizes = ctypes.cast(sizes, _capi.c_i64p)
+
+    def fill_torch(self, i, x, dtype):
+        tensor, sizes = self.tensors[i], self.sizes[i]
+        shape = x.shape
+        tensor.data, tensor.dtype, tensor.bytes = x.data_ptr(), dtype.code, \
+            x.nbytes
+        tensor.rank = len(shape)
+        for k, size in enumerate(shape):
+            sizes[k] = size
+
+    def fill(self, i, d):
+        tensor, sizes = self.tensors[i], self.sizes[i]
+        tensor.data, tensor.dtype, tensor.bytes = d.pointer, d.dtype.code, \
+            d.nbytes
+        tensor.rank = len(d.shape)
+        for k, size in enumerate(d.shape):
+            sizes[k] = size
+
+
+
+def current_stream(x):
+    """The stream work on `x` is ordered by: torch's current stream on its
+    device, else the default stream (0)."""
+    if _is_torch(x):
+        import torch
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return raw(x.device.index)
+        return torch.cuda.current_stream(x.device).cuda_stream
+    return 0
+
+
+def empty_like_framework(x, shape, dtype):
+    """An uninitialised GPU tensor of `x`'s framework and device."""
+    if _is_torch(x):
+        import torch
+        torch_dtype = {"float32": torch.float32, "float16": torch.float16,
+                       "bfloat16": torch.bfloat16, "int32": torch.int32,
+                       "bool": torch.bool}[dtype.name]
+        return torch.empty(shape, dtype=torch_dtype, device=x.device)
+    if type(x).__module__.startswith("cupy"):
+        import cupy
+        return cupy.empty(shape, dtype=dtype.numpy)
+    raise _capi.errors.InvalidArgumentError(
+        f"kfuse: cannot allocate outputs for a {type(x).__name__}; pass out=")

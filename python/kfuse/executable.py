@@ -1,0 +1,225 @@
+"""Compiling a graph, running it, and the float64 reference evaluator, on
+NumPy arrays (device tensors from PyTorch and other frameworks come with
+kfuse.torch and DLPack)."""
+
+import ctypes
+import threading
+
+import numpy as np
+
+from . import _capi, device, dtypes
+from ._capi import fn
+
+
+def _host_tensors(arrays, expected):
+    """C host tensors for `arrays` against the graph's (name, dtype, shape)
+    list, and the arrays that own their memory (kept alive by the caller)."""
+    if len(arrays) != len(expected):
+        raise _capi.errors.InvalidArgumentError(
+            f"kfuse: expected {len(expected)} inputs "
+            f"({', '.join(e[0] for e in expected)}), got {len(arrays)}")
+    keep, tensors = [], (_capi.HostTensor * max(len(arrays), 1))()
+    for i, (array, (name, dtype, _)) in enumerate(zip(arrays, expected)):
+        array = np.asarray(array)
+        if dtype is dtypes.bfloat16:
+            array = array if array.dtype == np.uint16 else \
+                dtypes.to_bfloat16_bits(array)
+        elif array.dtype != dtype.numpy:
+            raise _capi.errors.InvalidArgumentError(
+                f"kfuse: input '{name}' is {dtype.name}, got an array of "
+                f"{array.dtype}")
+        array = np.ascontiguousarray(array)
+        sizes, rank = _capi.int64_array(array.shape)
+        keep += [array, sizes]
+        tensors[i] = _capi.HostTensor(array.ctypes.data, dtype.code, rank,
+                                      sizes)
+    return tensors, keep
+
+
+def _arrays_of(tensors, count):
+    """NumPy copies of kfuse-allocated host tensors, which are freed; bf16
+    results as float32."""
+    out = []
+    for i in range(count):
+        t = tensors[i]
+        dtype = dtypes.of_code(t.dtype)
+        shape = tuple(t.sizes[d] for d in range(t.rank))
+        size = int(np.prod(shape, dtype=np.int64))
+        buffer = (ctypes.c_char * (size * dtype.numpy.itemsize)).from_address(
+            t.data) if size else b""
+        array = np.frombuffer(buffer, dtype=dtype.numpy,
+                              count=size).reshape(shape).copy()
+        if dtype is dtypes.bfloat16:
+            array = dtypes.from_bfloat16_bits(array)
+        out.append(array)
+        fn["kfuse_host_tensor_free"](ctypes.byref(t))
+    return out
+
+
+def _host_call(c_function, handle, inputs, expected, count):
+    """`c_function` (kfuse_evaluate or kfuse_run_host) on NumPy inputs:
+    the NumPy copies of its `count` outputs."""
+    tensors, keep = _host_tensors(inputs, expected)
+    outputs = (_capi.HostTensor * max(count, 1))()
+    _capi.check(c_function(handle, tensors, len(inputs), outputs, count))
+    del keep
+    return _arrays_of(outputs, count)
+
+
+def evaluate(graph, *inputs):
+    """The graph's outputs for NumPy `inputs`, by kfuse's float64 reference
+    evaluator (the semantics every kernel is tested against)."""
+    return _host_call(fn["kfuse_evaluate"], graph._handle, inputs,
+                      graph.inputs, len(graph.outputs))
+
+
+class Executable:
+    """A compiled graph: run it on NumPy arrays (copied to and from the
+    GPU), or print any stage of its compile."""
+
+    def __init__(self, graph, handle):
+        self.graph, self._handle = graph, handle
+        # (name, dtype, shape) of the inputs and outputs, read once; the
+        # output shapes of each input shape seen; the C tensors of a run.
+        self._inputs, self._outputs = graph.inputs, graph.outputs
+        self._shape_cache, self._slots = {}, None
+        self._lock = threading.Lock()
+
+    def __del__(self):
+        if getattr(self, "_handle", None):
+            fn["kfuse_executable_destroy"](self._handle)
+            self._handle = None
+
+    def dump(self, stage="ptx"):
+        """The text of a stage: graph, fused, gpu, llvm or ptx."""
+        return _capi.take_string(fn["kfuse_executable_dump"], self._handle,
+                                 stage.encode())
+
+    def __call__(self, *inputs, out=None, stream=None):
+        """Runs the graph. With GPU tensors (torch CUDA tensors, or objects
+        with __cuda_array_interface__ such as CuPy arrays): zero-copy, on
+        `stream` (a CUstream handle; default: torch's current stream for
+        torch tensors, else the default stream), the outputs written into
+        `out` or allocated by the inputs' framework. With NumPy arrays: copied
+        to the GPU and back. One output is returned as is, several as a
+        tuple."""
+        if any(device.is_device_tensor(x) for x in inputs):
+            outputs = self._run_on_device(inputs, out, stream)
+        elif out is not None:
+            raise _capi.errors.InvalidArgumentError(
+                "kfuse: out= takes GPU tensors; NumPy inputs run on copies")
+        else:
+            outputs = self._run_on_host(inputs)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _run_on_host(self, inputs):
+        return _host_call(fn["kfuse_run_host"], self._handle, inputs,
+                          self._inputs, len(self._outputs))
+
+    def output_shapes(self, *shapes):
+        """The output shapes for inputs of these shapes (none given: the
+        graph's own)."""
+        count = fn["kfuse_executable_num_outputs"](self._handle)
+        keep = [_capi.int64_array(s)[0] for s in shapes]
+        ranks, _ = _capi.int64_array(len(s) for s in shapes)
+        pointers = (_capi.c_i64p * max(len(shapes), 1))(
+            *[ctypes.cast(k, _capi.c_i64p) for k in keep])
+        out_ranks = (ctypes.c_int64 * max(count, 1))()
+        out_sizes = (ctypes.c_int64 * (8 * max(count, 1)))()
+        _capi.check(fn["kfuse_executable_output_shapes"](
+            self._handle, ranks, pointers, len(shapes), out_ranks, out_sizes,
+            count))
+        return [tuple(out_sizes[8 * i:8 * i + out_ranks[i]])
+                for i in range(count)]
+
+    def _run_torch(self, inputs, out):
+        """The common call, kept short: torch CUDA tensors of the graph's
+        dtypes, contiguous, `out=` given, on torch's current stream. Returns
+        None where anything differs, for the general path to handle (and
+        name the problem)."""
+        expected, results = self._inputs, self._outputs
+        out = out if isinstance(out, (list, tuple)) else (out,)
+        if len(inputs) != len(expected) or len(out) != len(results):
+            return None
+        dtype_of = device.torch_dtypes()
+        with self._lock:
+            if self._slots is None:
+                self._slots = (device.Slots(len(expected)),
+                               device.Slots(len(results)))
+            slots_in, slots_out = self._slots
+            for slots, tensors, values in ((slots_in, inputs, expected),
+                                           (slots_out, out, results)):
+                for i, x in enumerate(tensors):
+                    if (not x.is_cuda or not x.is_contiguous() or
+                            dtype_of.get(x.dtype) is not values[i][1]):
+                        return None
+                    slots.fill_torch(i, x, values[i][1])
+            stream = device.current_stream(inputs[0])
+            _capi.check(fn["kfuse_run"](self._handle, slots_in.tensors,
+                                        len(inputs), slots_out.tensors,
+                                        len(out), ctypes.c_void_p(stream)))
+        return list(out)
+
+    def _run_on_device(self, inputs, out, stream):
+        if out is not None and stream is None and device.all_torch(inputs):
+            done = self._run_torch(inputs, out)
+            if done is not None:
+                return done
+        expected, results = self._inputs, self._outputs
+        if len(inputs) != len(expected):
+            raise _capi.errors.InvalidArgumentError(
+                f"kfuse: expected {len(expected)} inputs "
+                f"({', '.join(e[0] for e in expected)}), got {len(inputs)}")
+        ins = [device.describe(x, name, dtype)
+               for x, (name, dtype, _) in zip(inputs, expected)]
+        if out is None:
+            shapes = tuple(d.shape for d in ins)
+            out_shapes = self._shape_cache.get(shapes)
+            if out_shapes is None:
+                out_shapes = self._shape_cache[shapes] = \
+                    self.output_shapes(*shapes)
+            out = [device.empty_like_framework(inputs[0], shape, dtype)
+                   for shape, (_, dtype, _) in zip(out_shapes, results)]
+        out = list(out) if isinstance(out, (list, tuple)) else [out]
+        if len(out) != len(results):
+            raise _capi.errors.InvalidArgumentError(
+                f"kfuse: expected {len(results)} outputs in out=, got "
+                f"{len(out)}")
+        outs = [device.describe(x, name, dtype, what="output")
+                for x, (name, dtype, _) in zip(out, results)]
+        if stream is None:
+            stream = device.current_stream(inputs[0])
+        # ctypes lets other threads run during the call: one call at a time
+        # fills and reads the executable's C tensors.
+        with self._lock:
+            if self._slots is None:
+                self._slots = (device.Slots(len(ins)), device.Slots(len(outs)))
+            slots_in, slots_out = self._slots
+            for i, d in enumerate(ins):
+                slots_in.fill(i, d)
+            for i, d in enumerate(outs):
+                slots_out.fill(i, d)
+            _capi.check(fn["kfuse_run"](self._handle, slots_in.tensors,
+                                        len(ins), slots_out.tensors,
+                                        len(outs), ctypes.c_void_p(stream)))
+        return out
+
+
+def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
+            allow_tf32=False, split_k=True, disk_cache=True, cache_dir=None):
+    """Compiles `graph` (works without a GPU; running needs one)."""
+    if fusion not in ("fused", "unfused"):
+        raise _capi.errors.InvalidArgumentError(
+            f"kfuse: fusion is 'fused' or 'unfused', not {fusion!r}")
+    options = fn["kfuse_default_compile_options"]()
+    options.arch = arch.encode() if arch else None
+    options.unfused = int(fusion == "unfused")
+    options.pad_rows = int(pad_rows)
+    options.allow_tf32 = int(allow_tf32)
+    options.split_k = int(split_k)
+    options.disk_cache = int(disk_cache)
+    options.cache_dir = cache_dir.encode() if cache_dir else None
+    handle = _capi.c_exe()
+    _capi.check(fn["kfuse_compile"](graph._handle, ctypes.byref(options),
+                                    ctypes.byref(handle)))
+    return Executable(graph, handle.value)

@@ -1,0 +1,205 @@
+"""The Python package on a machine without a GPU: building graphs, the
+reference evaluator against NumPy, compiling and dumping, bad input."""
+
+import numpy as np
+import pytest
+
+import kfuse
+
+rng = np.random.default_rng()
+
+
+def randn(*shape, dtype=np.float32):
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def relative_error(actual, expected):
+    expected = np.asarray(expected, dtype=np.float64)
+    assert not np.isnan(actual).any(), "NaN in the result"
+    return np.abs(actual - expected).max() / max(np.abs(expected).max(), 1e-30)
+
+
+def test_building_reports_shapes_dtypes_and_symbols():
+    g = kfuse.Graph("mlp")
+    x = g.input("x", kfuse.bfloat16, ("M", 64))
+    w = g.input("w", "bf16", (64, 32))
+    y = kfuse.gelu(x @ w)
+    g.output("y", y)
+    assert y.shape == (None, 32) and y.dtype is kfuse.bfloat16
+    assert g.inputs == [("x", kfuse.bfloat16, (None, 64)),
+                        ("w", kfuse.bfloat16, (64, 32))]
+    assert g.outputs == [("y", kfuse.bfloat16, (None, 32))]
+    text = g.to_mlir()
+    assert 'kf.dim_symbols = ["M", ""]' in text and "kf.gelu" in text
+
+
+def test_elementwise_and_broadcasting_match_numpy():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (8, 16))
+    b = g.input("b", kfuse.float32, (16,))
+    y = kfuse.tanh((x + b) * 0.5 - 1.0) / (1.0 + x.abs()) + kfuse.maximum(
+        x, b)
+    g.output("y", y)
+    xv, bv = randn(8, 16), randn(16)
+    (out,) = kfuse.evaluate(g, xv, bv)
+    expected = np.tanh((xv + bv) * 0.5 - 1.0) / (1.0 + np.abs(xv)) + \
+        np.maximum(xv, bv)
+    assert out.shape == (8, 16) and out.dtype == np.float32
+    assert relative_error(out, expected) < 1e-6
+
+
+def test_reductions_softmax_and_where():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (4, 32))
+    g.output("mean", x.mean(1, keepdim=True))
+    g.output("max", x.amax(0))
+    g.output("p", x.softmax(-1))
+    g.output("relu", kfuse.where(x > 0, x, 0.0))
+    xv = randn(4, 32)
+    mean, mx, p, relu = kfuse.evaluate(g, xv)
+    e = np.exp(xv - xv.max(-1, keepdims=True))
+    assert mean.shape == (4, 1)
+    assert relative_error(mean, xv.mean(1, keepdims=True)) < 1e-6
+    assert relative_error(mx, xv.max(0)) == 0
+    assert relative_error(p, e / e.sum(-1, keepdims=True)) < 1e-6
+    assert relative_error(relu, np.where(xv > 0, xv, 0)) == 0
+
+
+def test_matmul_transposes_and_casts():
+    g = kfuse.Graph()
+    a = g.input("a", kfuse.float32, (3, 5, 7))
+    b = g.input("b", kfuse.float32, (6, 7))
+    g.output("c", kfuse.matmul(a, b, transpose_b=True))
+    g.output("h", (a.transpose(1, 2) @ a).to(kfuse.float16))
+    av, bv = randn(3, 5, 7), randn(6, 7)
+    c, h = kfuse.evaluate(g, av, bv)
+    assert relative_error(c, av @ bv.T) < 1e-6
+    assert h.dtype == np.float16
+    assert relative_error(h, np.swapaxes(av, 1, 2) @ av) < 1e-3
+
+
+def test_bfloat16_inputs_round_and_results_widen():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.bfloat16, (64,))
+    g.output("y", x * 1.0)
+    xv = randn(64)
+    (y,) = kfuse.evaluate(g, xv)
+    assert y.dtype == np.float32
+    # bf16 keeps 8 bits of mantissa: within 2^-8 relative, and exactly a
+    # bf16 value (its low 16 bits zero).
+    assert np.all(np.abs(y - xv) <= np.abs(xv) * 2.0**-8)
+    assert np.all(y.view(np.uint32) & 0xFFFF == 0)
+
+
+def test_attention_matches_numpy():
+    g = kfuse.Graph()
+    q = g.input("q", kfuse.float32, (1, 2, 16, 8))
+    k = g.input("k", kfuse.float32, (1, 2, 24, 8))
+    v = g.input("v", kfuse.float32, (1, 2, 24, 4))
+    out, lse = kfuse.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                  return_lse=True)
+    g.output("o", out)
+    g.output("lse", lse)
+    qv, kv, vv = randn(1, 2, 16, 8), randn(1, 2, 24, 8), randn(1, 2, 24, 4)
+    o, l = kfuse.evaluate(g, qv, kv, vv)
+    s = qv @ np.swapaxes(kv, -1, -2) / np.sqrt(8)
+    s = np.where(np.tril(np.ones((16, 24), bool)), s, -np.inf)
+    m = s.max(-1, keepdims=True)
+    p = np.exp(s - m)
+    assert relative_error(o, (p / p.sum(-1, keepdims=True)) @ vv) < 1e-5
+    assert relative_error(l, (m + np.log(p.sum(-1, keepdims=True)))[..., 0]) \
+        < 1e-5
+
+
+def test_compile_dumps_every_stage_without_a_gpu():
+    g = kfuse.Graph("layer")
+    x = g.input("x", kfuse.float32, (64, 128))
+    y = (x - x.mean(-1, keepdim=True)) * 2.0
+    g.output("y", kfuse.silu(y))
+    fused = kfuse.compile(g, disk_cache=False)
+    for stage in ("graph", "fused", "gpu", "llvm"):
+        assert len(fused.dump(stage)) > 0
+    assert ".entry" in fused.dump("ptx")
+    unfused = kfuse.compile(g, fusion="unfused", disk_cache=False)
+    count = lambda exe: exe.dump("fused").count("kf.kernel ")
+    assert count(fused) < count(unfused)
+    assert "#kf.launch" in fused.dump("fused")
+
+
+def test_explain_fusion_names_each_edge():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (4, 4))
+    g.output("y", (x * 2.0).exp())
+    text = g.explain_fusion()
+    assert "(kf.mul) -> " in text and "fused" in text
+    assert '"producer"' in g.explain_fusion(json=True)
+
+
+def test_graph_from_mlir_round_trips():
+    g = kfuse.Graph("rt")
+    x = g.input("x", kfuse.float32, (2, 3))
+    g.output("y", x.exp())
+    again = kfuse.Graph.from_mlir(g.to_mlir())
+    xv = randn(2, 3)
+    assert relative_error(kfuse.evaluate(again, xv)[0], np.exp(xv)) < 1e-6
+
+
+def test_bad_graphs_raise_errors_that_name_the_problem():
+    g = kfuse.Graph()
+    a = g.input("a", kfuse.float32, (4, 8))
+    b = g.input("b", kfuse.float32, (3, 8))
+    with pytest.raises(kfuse.InvalidGraphError, match="add"):
+        a + b
+    with pytest.raises(kfuse.InvalidGraphError):
+        g.check()
+    with pytest.raises(kfuse.Error):
+        kfuse.compile(g)
+    other = kfuse.Graph("other").input("z", kfuse.float32, (4, 8))
+    with pytest.raises(kfuse.InvalidArgumentError, match="not a tensor"):
+        kfuse.Graph().output("y", other)
+    with pytest.raises(TypeError, match="not a dtype"):
+        kfuse.Graph().input("x", "float64", (2,))
+    with pytest.raises(kfuse.InvalidGraphError):
+        kfuse.Graph.from_mlir("func.func @f(")
+
+
+def test_bad_arguments_raise_before_anything_runs():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (4, 8))
+    g.output("y", x.exp())
+    with pytest.raises(kfuse.InvalidArgumentError, match="expected 1 inputs"):
+        kfuse.evaluate(g)
+    with pytest.raises(kfuse.InvalidArgumentError, match="float32"):
+        kfuse.evaluate(g, np.zeros((4, 8), np.int32))
+    with pytest.raises(kfuse.InvalidArgumentError, match="'x' dim 0 is 4"):
+        kfuse.evaluate(g, np.zeros((3, 8), np.float32))
+    exe = kfuse.compile(g, disk_cache=False)
+    with pytest.raises(kfuse.InvalidArgumentError, match="'sass'"):
+        exe.dump("sass")
+    with pytest.raises(kfuse.InvalidArgumentError, match="fusion"):
+        kfuse.compile(g, fusion="some")
+
+
+def test_runs_on_the_gpu_or_says_there_is_none():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (256, 64))
+    g.output("y", kfuse.softmax(x * 3.0, -1))
+    exe = kfuse.compile(g, disk_cache=False)
+    xv = randn(256, 64)
+    try:
+        y = exe(xv)
+    except kfuse.NoDeviceError as e:
+        pytest.skip(f"no GPU here: {e}")
+    (expected,) = kfuse.evaluate(g, xv)
+    assert relative_error(y, expected) < 1e-5
+
+
+def test_output_shapes_follow_the_bound_symbols():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, ("M", 8))
+    g.output("s", x.sum(-1, keepdim=True))
+    g.output("t", x.T)
+    exe = kfuse.compile(g, disk_cache=False)
+    assert exe.output_shapes((5, 8)) == [(5, 1), (8, 5)]
+    with pytest.raises(kfuse.InvalidArgumentError):
+        exe.output_shapes((5, 9))

@@ -1,0 +1,106 @@
+"""torch tensors on the GPU: zero-copy runs on the caller's stream, `out=`,
+and refused tensors. Skips, saying why, without torch or without a GPU."""
+
+import numpy as np
+import pytest
+
+import kfuse
+
+torch = pytest.importorskip("torch", reason="no torch here")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU here", allow_module_level=True)
+
+
+def layer_graph(dtype=kfuse.float32):
+    g = kfuse.Graph("layer")
+    x = g.input("x", dtype, ("M", 256))
+    w = g.input("w", dtype, (256,))
+    h = x * w
+    g.output("y", kfuse.silu(h - h.mean(-1, keepdim=True)))
+    return g
+
+
+def reference(g, *tensors):
+    arrays = [t.float().cpu().numpy() for t in tensors]
+    return kfuse.evaluate(g, *arrays)[0]
+
+
+def relative_error(actual, expected):
+    actual = actual.float().cpu().numpy()
+    assert not np.isnan(actual).any()
+    return np.abs(actual - expected).max() / np.abs(expected).max()
+
+
+@pytest.mark.parametrize("dtype,tol", [(kfuse.float32, 1e-5),
+                                       (kfuse.bfloat16, 2e-2)])
+def test_torch_in_torch_out(dtype, tol):
+    g = layer_graph(dtype)
+    exe = kfuse.compile(g)
+    torch_dtype = torch.float32 if dtype is kfuse.float32 else torch.bfloat16
+    x = torch.randn(300, 256, device="cuda", dtype=torch_dtype)
+    w = torch.randn(256, device="cuda", dtype=torch_dtype)
+    y = exe(x, w)
+    assert isinstance(y, torch.Tensor) and y.device == x.device
+    assert y.dtype == torch_dtype and tuple(y.shape) == (300, 256)
+    assert relative_error(y, reference(g, x, w)) < tol
+
+
+def test_out_and_the_current_stream():
+    g = layer_graph()
+    exe = kfuse.compile(g)
+    x = torch.randn(1024, 256, device="cuda")
+    w = torch.randn(256, device="cuda")
+    out = torch.full((1024, 256), float("nan"), device="cuda")
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        result = exe(x, w, out=out)
+    side.synchronize()
+    assert result is out
+    assert relative_error(out, reference(g, x, w)) < 1e-5
+
+
+def test_two_streams_at_once():
+    g = layer_graph()
+    exe = kfuse.compile(g)
+    xs = [torch.randn(2048, 256, device="cuda") for _ in range(2)]
+    w = torch.randn(256, device="cuda")
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    outs = []
+    for s, x in zip(streams, xs):
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            outs.append(exe(x, w))
+    torch.cuda.synchronize()
+    for x, y in zip(xs, outs):
+        assert relative_error(y, reference(g, x, w)) < 1e-5
+
+
+def test_bad_tensors_are_refused_before_any_launch():
+    g = layer_graph()
+    exe = kfuse.compile(g)
+    x = torch.randn(64, 256, device="cuda")
+    w = torch.randn(256, device="cuda")
+    with pytest.raises(kfuse.InvalidArgumentError, match="'w' is a torch "
+                       "tensor on cpu"):
+        exe(x, w.cpu())
+    with pytest.raises(kfuse.InvalidArgumentError, match="not contiguous"):
+        exe(torch.randn(256, 64, device="cuda").T, w)
+    with pytest.raises(kfuse.InvalidArgumentError, match="'x' is float32 in "
+                       "the graph, got a tensor of float16"):
+        exe(x.half(), w)
+    with pytest.raises(kfuse.Error, match="w"):
+        exe(x, torch.randn(255, device="cuda"))
+
+
+def test_cupy_arrays_run_zero_copy():
+    cupy = pytest.importorskip("cupy", reason="no CuPy here")
+    g = layer_graph()
+    exe = kfuse.compile(g)
+    x = cupy.random.standard_normal((128, 256), dtype=cupy.float32)
+    w = cupy.random.standard_normal((256,), dtype=cupy.float32)
+    y = exe(x, w)
+    cupy.cuda.runtime.deviceSynchronize()
+    expected = kfuse.evaluate(g, cupy.asnumpy(x), cupy.asnumpy(w))[0]
+    got = cupy.asnumpy(y)
+    assert np.abs(got - expected).max() / np.abs(expected).max() < 1e-5

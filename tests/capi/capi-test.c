@@ -1,0 +1,155 @@
+/* The C API from C: a graph built, checked, evaluated, compiled and dumped,
+ * and bad input refused with a status and a message, never a crash. Runs
+ * without a GPU; exits 1 naming the first check that failed. */
+
+#include "kfuse/kfuse_c.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int failures = 0;
+
+#define CHECK(cond)                                                            \
+  do {                                                                         \
+    if (!(cond)) {                                                             \
+      fprintf(stderr, "%s:%d: check failed: %s (last error: %s)\n", __FILE__,  \
+              __LINE__, #cond, kfuse_last_error());                            \
+      ++failures;                                                              \
+    }                                                                          \
+  } while (0)
+
+/* y = exp(x * 2 + 1) and s = sum(y, axis 1), on f32 [4, 8]. */
+static kfuse_graph buildGraph(void) {
+  kfuse_graph g = kfuse_graph_create("capi");
+  int64_t sizes[2] = {4, 8};
+  kfuse_tensor x = kfuse_input(g, "x", KFUSE_F32, 2, sizes, NULL);
+  kfuse_tensor two = kfuse_constant(g, 2.0, KFUSE_F32);
+  kfuse_tensor one = kfuse_constant(g, 1.0, KFUSE_F32);
+  kfuse_tensor y = kfuse_unary(
+      g, "exp", kfuse_binary(g, "add", kfuse_binary(g, "mul", x, two), one));
+  int64_t axis = 1;
+  kfuse_tensor s = kfuse_reduce(g, "sum", y, 1, &axis, 0);
+  CHECK(x >= 0 && y >= 0 && s >= 0);
+  CHECK(kfuse_output(g, "y", y) == KFUSE_OK);
+  CHECK(kfuse_output(g, "s", s) == KFUSE_OK);
+  return g;
+}
+
+static void checkGraph(kfuse_graph g) {
+  CHECK(kfuse_graph_status(g) == KFUSE_OK);
+  CHECK(kfuse_graph_num_values(g, 0) == 1);
+  CHECK(kfuse_graph_num_values(g, 1) == 2);
+  const char *name = NULL;
+  kfuse_dtype dtype;
+  int64_t rank = 0, sizes[8];
+  CHECK(kfuse_graph_value(g, 1, 1, &name, &dtype, &rank, sizes, 8) == KFUSE_OK);
+  CHECK(name && strcmp(name, "s") == 0);
+  CHECK(dtype == KFUSE_F32 && rank == 1 && sizes[0] == 4);
+  char *mlir = NULL;
+  CHECK(kfuse_graph_to_mlir(g, &mlir) == KFUSE_OK);
+  CHECK(mlir && strstr(mlir, "kf.exp") && strstr(mlir, "kf.reduce sum"));
+  kfuse_free_string(mlir);
+}
+
+static void checkEvaluate(kfuse_graph g) {
+  float data[32];
+  for (int i = 0; i < 32; ++i)
+    data[i] = (float)(i % 7) * 0.125f - 0.375f;
+  int64_t sizes[2] = {4, 8};
+  kfuse_host_tensor in = {data, KFUSE_F32, 2, sizes};
+  kfuse_host_tensor out[2];
+  CHECK(kfuse_evaluate(g, &in, 1, out, 2) == KFUSE_OK);
+  CHECK(out[0].rank == 2 && out[0].sizes[0] == 4 && out[0].sizes[1] == 8);
+  CHECK(out[1].rank == 1 && out[1].sizes[0] == 4);
+  const float *y = (const float *)out[0].data, *s = (const float *)out[1].data;
+  for (int r = 0; r < 4; ++r) {
+    double sum = 0;
+    for (int c = 0; c < 8; ++c) {
+      double expected = exp(2.0 * data[r * 8 + c] + 1.0);
+      CHECK(fabs(y[r * 8 + c] - expected) <= 1e-6 * expected);
+      sum += expected;
+    }
+    CHECK(fabs(s[r] - sum) <= 1e-5 * sum);
+  }
+  kfuse_host_tensor_free(&out[0]);
+  kfuse_host_tensor_free(&out[1]);
+}
+
+static void checkCompile(kfuse_graph g) {
+  kfuse_compile_options options = kfuse_default_compile_options();
+  options.disk_cache = 0;
+  kfuse_executable exe = NULL;
+  CHECK(kfuse_compile(g, &options, &exe) == KFUSE_OK);
+  if (!exe)
+    return;
+  CHECK(kfuse_executable_num_inputs(exe) == 1);
+  CHECK(kfuse_executable_num_outputs(exe) == 2);
+  char *ptx = NULL;
+  CHECK(kfuse_executable_dump(exe, "ptx", &ptx) == KFUSE_OK);
+  CHECK(ptx && strstr(ptx, ".entry"));
+  kfuse_free_string(ptx);
+  char *fused = NULL;
+  CHECK(kfuse_executable_dump(exe, "fused", &fused) == KFUSE_OK);
+  CHECK(fused && strstr(fused, "kf.kernel") && strstr(fused, "#kf.launch"));
+  kfuse_free_string(fused);
+  char *nothing = NULL;
+  CHECK(kfuse_executable_dump(exe, "sass", &nothing) == KFUSE_INVALID_ARGUMENT);
+  CHECK(strstr(kfuse_last_error(), "'sass'") != NULL);
+  char *explained = NULL;
+  CHECK(kfuse_explain_fusion(g, 0, 1, &explained) == KFUSE_OK);
+  CHECK(explained && strstr(explained, "\"producer\": \"%"));
+  kfuse_free_string(explained);
+  kfuse_executable_destroy(exe);
+}
+
+/* Bad input: a status and a message that names the problem. */
+static void checkErrors(void) {
+  kfuse_graph g = kfuse_graph_create("bad");
+  int64_t a[2] = {4, 8}, b[2] = {3, 8};
+  kfuse_tensor x = kfuse_input(g, "x", KFUSE_F32, 2, a, NULL);
+  kfuse_tensor y = kfuse_input(g, "y", KFUSE_F32, 2, b, NULL);
+  CHECK(kfuse_binary(g, "add", x, y) < 0);
+  CHECK(strstr(kfuse_last_error(), "add") != NULL);
+  CHECK(kfuse_graph_status(g) == KFUSE_INVALID_GRAPH);
+  kfuse_executable exe = NULL;
+  CHECK(kfuse_compile(g, NULL, &exe) != KFUSE_OK && exe == NULL);
+  kfuse_graph_destroy(g);
+
+  g = kfuse_graph_create("bad ids");
+  x = kfuse_input(g, "x", KFUSE_F32, 2, a, NULL);
+  CHECK(kfuse_unary(g, "exp", 12345) < 0);
+  CHECK(strstr(kfuse_last_error(), "12345") != NULL);
+  CHECK(kfuse_unary(g, "expp", x) < 0);
+  CHECK(strstr(kfuse_last_error(), "'expp'") != NULL);
+  CHECK(kfuse_input(g, "z", (kfuse_dtype)42, 2, a, NULL) < 0);
+  CHECK(kfuse_reshape(g, x, 9, a) < 0);
+  float data[32] = {0};
+  kfuse_host_tensor wrong = {data, KFUSE_F32, 2, b};
+  kfuse_host_tensor out;
+  CHECK(kfuse_output(g, "x", x) == KFUSE_OK);
+  CHECK(kfuse_evaluate(g, &wrong, 1, &out, 1) != KFUSE_OK);
+  CHECK(strlen(kfuse_last_error()) > 0);
+  kfuse_graph_destroy(g);
+
+  kfuse_graph parsed = NULL;
+  CHECK(kfuse_graph_from_mlir("func.func @f(", &parsed) != KFUSE_OK);
+  CHECK(parsed == NULL && strlen(kfuse_last_error()) > 0);
+}
+
+int main(void) {
+  CHECK(kfuse_c_api_version() == KFUSE_C_API_VERSION);
+  CHECK(strlen(kfuse_version()) > 0);
+  kfuse_graph g = buildGraph();
+  checkGraph(g);
+  checkEvaluate(g);
+  checkCompile(g);
+  kfuse_graph_destroy(g);
+  checkErrors();
+  if (failures)
+    fprintf(stderr, "%d checks failed\n", failures);
+  else
+    printf("capi-test: all checks passed\n");
+  return failures ? 1 : 0;
+}
