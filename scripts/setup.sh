@@ -8,7 +8,7 @@ packages=(
   llvm-22-dev llvm-22-tools libmlir-22-dev mlir-22-tools
   libzstd-dev zlib1g-dev libncurses-dev
   libgtest-dev
-  python3-numpy python3-pytest
+  python3-numpy python3-pytest python3-torch
 )
 
 missing=()

@@ -1,0 +1,112 @@
+"""kfuse.torch's fx converter on small modules, without a GPU: the kfuse
+graph of each, run by the float64 reference evaluator, against the module
+in PyTorch on the CPU. Skips, saying so, without torch."""
+
+import math
+
+import numpy as np
+import pytest
+
+import kfuse
+
+torch = pytest.importorskip("torch", reason="no torch here")
+nn = torch.nn
+F = torch.nn.functional
+import kfuse.torch as ktorch  # noqa: E402
+
+
+def evaluate_converted(module, *inputs):
+    """The module's kfuse graph, evaluated on `inputs` and its parameters."""
+    converter = ktorch.Converter(torch.fx.symbolic_trace(module), inputs)
+    converter.convert()
+    params = [dict(module.named_parameters()).get(n,
+              dict(module.named_buffers()).get(n))
+              for n in converter.param_names]
+    arrays = [t.detach().numpy() for t in (*inputs, *params)]
+    return kfuse.evaluate(converter.graph, *arrays)
+
+
+def relative_error(actual, expected):
+    expected = expected.detach().double().numpy()
+    assert not np.isnan(actual).any()
+    return np.abs(actual - expected).max() / np.abs(expected).max()
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = nn.Linear(32, 64), nn.Linear(64, 32)
+        self.act = nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        return x + self.down(self.act(self.up(x)))
+
+
+class Block(nn.Module):
+    """A pre-norm transformer block: attention written from primitives
+    (which kf-online-softmax turns into one attention op), then an MLP."""
+
+    def __init__(self, dim=32, heads=4):
+        super().__init__()
+        self.heads, self.dim = heads, dim
+        self.norm1, self.norm2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.q, self.k, self.v = (nn.Linear(dim, dim) for _ in range(3))
+        self.proj = nn.Linear(dim, dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.SiLU(),
+                                 nn.Linear(4 * dim, dim), nn.Dropout(0.1))
+
+    def split(self, t, b, s):
+        return t.view(b, s, self.heads, -1).transpose(1, 2)
+
+    def forward(self, x):
+        b, s, d = x.size(0), x.size(1), self.dim
+        h = self.norm1(x)
+        q = self.split(self.q(h), b, s)
+        k = self.split(self.k(h), b, s)
+        v = self.split(self.v(h), b, s)
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d // self.heads)
+        o = torch.matmul(torch.softmax(scores, dim=-1), v)
+        x = x + self.proj(o.transpose(1, 2).reshape(b, s, d))
+        return x + self.mlp(self.norm2(x))
+
+
+
+
+def test_mlp_matches_pytorch():
+    torch.manual_seed(0)
+    module = MLP().eval()
+    x = torch.randn(4, 8, 32)
+    (y,) = evaluate_converted(module, x)
+    assert relative_error(y, module(x)) < 1e-5
+
+
+def test_transformer_block_matches_pytorch():
+    torch.manual_seed(2)
+    module = Block().eval()
+    x = torch.randn(2, 16, 32)
+    (y,) = evaluate_converted(module, x)
+    assert relative_error(y, module(x)) < 1e-5
+
+
+def test_layer_norm_silu_and_softmax_modules():
+    torch.manual_seed(1)
+    module = nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 16), nn.SiLU(),
+                           nn.Softmax(dim=-1)).eval()
+    x = torch.randn(5, 16)
+    (y,) = evaluate_converted(module, x)
+    assert relative_error(y, module(x)) < 1e-5
+
+
+def test_unsupported_ops_are_named():
+    module = nn.Sequential(nn.Embedding(10, 4)).eval()
+    report = ktorch.explain(module, torch.zeros(3, dtype=torch.int64))
+    assert not report["supported"]
+    assert "Embedding" in report["reason"] or "int64" in report["reason"]
+    with pytest.raises(ktorch.Unsupported):
+        ktorch.compile(module, (torch.zeros(3, dtype=torch.int32),))
+
+
+def test_explain_reports_the_fusion():
+    module = MLP().eval()
+    report = ktorch.explain(module, torch.randn(2, 32))
+    assert report["supported"] and "fused" in report["fusion"]

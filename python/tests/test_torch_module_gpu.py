@@ -1,0 +1,63 @@
+"""kfuse.torch on the GPU: modules compiled through fx and through
+torch.compile(backend="kfuse"), against eager PyTorch. Skips, saying why,
+without torch or without a GPU."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="no torch here")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA GPU here", allow_module_level=True)
+F = torch.nn.functional
+
+import kfuse.torch as ktorch  # noqa: E402
+from test_torch_convert import MLP, Block  # noqa: E402
+
+
+def relative_error(actual, expected):
+    assert not torch.isnan(actual).any()
+    return ((actual.double() - expected.double()).abs().max() /
+            expected.double().abs().max()).item()
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-4),
+                                       (torch.bfloat16, 3e-2)])
+def test_block_through_fx(dtype, tol):
+    torch.manual_seed(0)
+    module = Block().eval().to("cuda", dtype)
+    x = torch.randn(4, 128, 32, device="cuda", dtype=dtype)
+    compiled = ktorch.compile(module, (x,))
+    with torch.no_grad():
+        expected = module(x)
+        got = compiled(x)
+        again = compiled(torch.randn(2, 64, 32, device="cuda", dtype=dtype))
+    assert got.dtype == dtype and got.shape == expected.shape
+    assert relative_error(got, expected) < tol
+    assert again.shape == (2, 64, 32)
+
+
+def test_sdpa_through_fx():
+    class Attn(torch.nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+    q, k, v = (torch.randn(2, 4, 256, 64, device="cuda",
+                           dtype=torch.bfloat16) for _ in range(3))
+    compiled = ktorch.compile(Attn(), (q, k, v))
+    got = compiled(q, k, v)
+    expected = Attn()(q, k, v)
+    assert relative_error(got, expected) < 3e-2
+
+
+def test_torch_compile_backend():
+    torch.manual_seed(1)
+    module = MLP().eval().to("cuda")
+    x = torch.randn(8, 32, device="cuda")
+    before = ktorch.backend_report["compiled"]
+    compiled = torch.compile(module, backend="kfuse")
+    with torch.no_grad():
+        got = compiled(x)
+        expected = module(x)
+    assert relative_error(got, expected) < 1e-4
+    # kfuse ran the graph; PyTorch did not run it instead.
+    assert ktorch.backend_report["compiled"] == before + 1, \
+        ktorch.backend_report["fallbacks"]
