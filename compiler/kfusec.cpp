@@ -15,6 +15,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
@@ -23,6 +24,8 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <memory>
+#include <set>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -40,7 +43,7 @@ cl::opt<Emit> emit(
         clEnumValN(Emit::Graph, "graph",
                    "kf graph IR after kf-specialize, canonicalize and cse"),
         clEnumValN(Emit::Fused, "fused",
-                   "kf IR in kf.kernel regions with launch configs"),
+                   "kf IR in kf.kernel regions with their launches and tilings"),
         clEnumValN(Emit::GPU, "gpu", "the gpu.module of kernels"),
         clEnumValN(Emit::LLVM, "llvm", "optimised LLVM IR"),
         clEnumValN(Emit::PTX, "ptx", "PTX"),
@@ -64,9 +67,8 @@ cl::list<std::string> shapeArgs("shape",
                                 cl::desc("An input's shape, NAME=128x64"));
 cl::list<std::string> bindArgs("bind",
                                cl::desc("A symbolic dim's size, NAME=SIZE"));
-cl::opt<bool> evalFlag("eval",
-                       cl::desc("Run the reference evaluator on random "
-                                "inputs and summarise each output"));
+cl::opt<bool> evalFlag("eval", cl::desc("Run the reference evaluator on random "
+                                        "inputs and summarise each output"));
 cl::opt<bool> runFlag("run",
                       cl::desc("Run fused and unfused on the GPU on random "
                                "inputs and check each against the reference "
@@ -104,6 +106,19 @@ inputShapes(const kfuse::Graph &graph) {
           arg.substr(eq + 1);
     }
   std::vector<kfuse::TensorInfo> infos = graph.inputs();
+  std::set<std::string> symbols;
+  for (const kfuse::TensorInfo &info : infos)
+    for (const kfuse::Dim &d : info.shape)
+      if (d.isSymbolic())
+        symbols.insert(d.symbol());
+  for (const auto &entry : bound)
+    if (!symbols.count(entry.first))
+      return kfuse::Error(kfuse::ErrorCode::InvalidArgument,
+                          "--bind names no symbolic dim '" + entry.first +
+                              "' (the graph's: " +
+                              (symbols.empty() ? std::string("none")
+                                               : llvm::join(symbols, ", ")) +
+                              ")");
   for (const auto &entry : given)
     if (llvm::none_of(infos, [&](const kfuse::TensorInfo &info) {
           return info.name == entry.first;
@@ -281,7 +296,8 @@ int profileOnGPU(const kfuse::Graph &graph) {
     auto b = kfuse::DeviceBuffer::allocate(bytes);
     if (!b)
       return fail(b.error().message());
-    out.push_back(b->tensor(outInfos[i].dtype, kfuse::Dims((*outputShapes)[i])));
+    out.push_back(
+        b->tensor(outInfos[i].dtype, kfuse::Dims((*outputShapes)[i])));
     buffers.push_back(b.take());
   }
   auto profile = exe->profile(in.data(), in.size(), out.data(), out.size());
@@ -296,12 +312,12 @@ int profileOnGPU(const kfuse::Graph &graph) {
     llvm::outs() << llvm::format(
         "%-24s %10.4f %12llu %12llu %8.2f %9.1f %9.3f %-16s %5.0f%%\n",
         k.name.c_str(), k.ms, (unsigned long long)k.bytes,
-        (unsigned long long)k.flops,
-        k.bytes ? double(k.flops) / k.bytes : 0.0, k.gbPerSecond,
-        k.tflopPerSecond, k.bound.c_str(), k.rooflineFraction * 100);
+        (unsigned long long)k.flops, k.bytes ? double(k.flops) / k.bytes : 0.0,
+        k.gbPerSecond, k.tflopPerSecond, k.bound.c_str(),
+        k.rooflineFraction * 100);
   }
-  llvm::outs() << llvm::format("%zu kernels, %.4f ms on %s\n",
-                               profile->size(), total, gpu->name.c_str());
+  llvm::outs() << llvm::format("%zu kernels, %.4f ms on %s\n", profile->size(),
+                               total, gpu->name.c_str());
   return 0;
 }
 
@@ -340,7 +356,8 @@ int runOnGPU(const kfuse::Graph &graph) {
       bool pass = error <= tol;
       ok &= pass;
       llvm::outs() << llvm::format(
-          "%s on %s (%zu kernels): %s relative error %.3g (tolerance %.1g) %s\n",
+          "%s on %s (%zu kernels): %s relative error %.3g (tolerance %.1g) "
+          "%s\n",
           fusion == kfuse::Fusion::Fused ? "fused" : "unfused",
           gpu->name.c_str(), kernels ? kernels->size() : 0,
           outputs[i].name.c_str(), error, tol, pass ? "PASS" : "FAIL");
@@ -376,8 +393,9 @@ int compileAndPrint(const kfuse::Graph &graph) {
   request.padRows = !noPad;
   request.allowTF32 = allowTF32;
   request.splitK = !noSplitK;
-  request.stopAfter = emit == Emit::SASS ? kfuse::Stage::PTX
-                                         : static_cast<kfuse::Stage>(emit.getValue());
+  request.stopAfter = emit == Emit::SASS
+                          ? kfuse::Stage::PTX
+                          : static_cast<kfuse::Stage>(emit.getValue());
   bool badOptions = false;
   request.configure = [&](PassManager &pm) {
     badOptions |= failed(applyPassManagerCLOptions(pm));
@@ -404,7 +422,35 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
-  cl::ParseCommandLineOptions(argc, argv, "kfuse compiler driver\n");
+  // kfusec's own options are what --help shows; MLIR's printing options
+  // (--mlir-print-ir-after-all, ...) and LLVM's still apply, unlisted.
+  cl::OptionCategory kfuseOptions("kfusec options");
+  cl::Option *own[] = {&inputFile,
+                       &emit,
+                       &arch,
+                       &unfused,
+                       &noPad,
+                       &allowTF32,
+                       &noSplitK,
+                       std::addressof(shapeArgs),
+                       std::addressof(bindArgs),
+                       &evalFlag,
+                       &runFlag,
+                       &profileFlag,
+                       &explainFlag,
+                       &jsonFlag,
+                       &seed};
+  for (cl::Option *option : own)
+    option->addCategory(kfuseOptions);
+  cl::HideUnrelatedOptions(kfuseOptions);
+  cl::SetVersionPrinter([](llvm::raw_ostream &os) {
+    os << "kfusec (kfuse " << kfuse::version() << ", LLVM "
+       << kfuse::llvmVersion() << ")\n";
+  });
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "kfuse compiler driver: compiles a kf graph (.mlir) and prints a "
+      "stage, evaluates it, or runs it on the GPU\n");
 
   auto graph = kfuse::Graph::fromFile(inputFile);
   if (!graph) {

@@ -23,7 +23,8 @@ run unit-tests "$bin/kfuse-unit-tests"
   > "$out/cache-stress.log" 2>&1
 echo "cache stress: exit $?" >> "$out/cache-stress.log"
 for example in "$dest"/kfuse/examples/*.mlir; do
-  echo "$(basename "$example"): $("$bin/kfusec" "$example" --run --bind M=512 --seed 3 | tr '\n' ';')"
+  bind=(); grep -q '"M"' "$example" && bind=(--bind M=512)
+  echo "$(basename "$example"): $("$bin/kfusec" "$example" --run "${bind[@]}" --seed 3 | tr '\n' ';')"
 done > "$out/examples.log" 2>&1
 "$bin/kfusec" "$dest/kfuse/examples/layernorm.mlir" --profile > "$out/profile.log" 2>&1
 "$bin/kfusec" "$dest/kfuse/examples/layernorm.mlir" --profile --unfused >> "$out/profile.log" 2>&1
