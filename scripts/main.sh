@@ -18,7 +18,7 @@ for example in "$root"/examples/*.mlir; do
   name=$(basename "$example")
   # The symbolic batch M, where the example has one.
   bind=(); grep -q '"M"' "$example" && bind=(--bind M=256)
-  echo "=== $name: kf graph IR (a symbolic M bound to 256)"
+  echo "=== $name: kf graph IR${bind[*]:+ (its symbolic M bound to 256)}"
   "$kfusec" "$example" --emit=graph "${bind[@]}"
   echo "=== $name: fused kernels"
   "$kfusec" "$example" --emit=fused "${bind[@]}"
