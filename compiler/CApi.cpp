@@ -8,7 +8,10 @@
 
 #include "compiler/CompileGraph.h"
 #include "kfuse/kfuse.h"
+
 #include "kfuse/kfuse_c.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -231,6 +234,74 @@ kfuse_tensor shapeOp(kfuse_graph graph, kfuse_tensor x, int64_t rank,
   if (!t.isValid() || !list)
     return -1;
   return idOf(graph, op(t, *list));
+}
+
+/// Input shapes given to C as ranks and size arrays.
+Expected<std::vector<std::vector<int64_t>>>
+shapesOf(const int64_t *ranks, const int64_t *const *sizes, int64_t count,
+         const char *what) {
+  std::vector<std::vector<int64_t>> shapes;
+  if (count > 0 && (!ranks || !sizes))
+    return Error(ErrorCode::InvalidArgument,
+                 std::string("kfuse: ") + what + ": NULL shapes");
+  for (int64_t i = 0; i < count; ++i) {
+    std::optional<std::vector<int64_t>> shape =
+        sizesOf(ranks[i], sizes[i], what);
+    if (!shape)
+      return Error(ErrorCode::InvalidArgument, lastError);
+    shapes.push_back(*shape);
+  }
+  return shapes;
+}
+
+/// Device tensors from C: inputs then outputs, in one vector.
+Expected<std::vector<DeviceTensor>>
+deviceTensorsOf(const kfuse_device_tensor *inputs, int64_t numInputs,
+                const kfuse_device_tensor *outputs, int64_t numOutputs,
+                const char *what) {
+  if (numInputs < 0 || numOutputs < 0 || (numInputs > 0 && !inputs) ||
+      (numOutputs > 0 && !outputs))
+    return Error(ErrorCode::InvalidArgument,
+                 std::string("kfuse: ") + what + ": NULL inputs or outputs");
+  std::vector<DeviceTensor> tensors;
+  for (int64_t i = 0; i < numInputs + numOutputs; ++i) {
+    const kfuse_device_tensor &t =
+        i < numInputs ? inputs[i] : outputs[i - numInputs];
+    std::optional<DType> dtype = dtypeOf(t.dtype);
+    std::optional<std::vector<int64_t>> shape = sizesOf(t.rank, t.sizes, what);
+    if (!dtype || !shape)
+      return Error(ErrorCode::InvalidArgument,
+                   std::string("kfuse: ") + what + ": tensor " +
+                       std::to_string(i) + " has a bad dtype or rank");
+    tensors.push_back({t.data, *dtype, Dims(*shape), t.bytes});
+  }
+  return tensors;
+}
+
+std::string jsonText(llvm::json::Value value) {
+  return llvm::formatv("{0:2}", std::move(value)).str();
+}
+
+llvm::json::Object reportJson(const testing::FusionReport &r) {
+  llvm::json::Array outputs;
+  for (const testing::OutputCheck &o : r.outputs)
+    outputs.push_back(llvm::json::Object{{"name", o.name},
+                                         {"dtype", dtypeName(o.dtype)},
+                                         {"fused_error", o.fusedError},
+                                         {"unfused_error", o.unfusedError},
+                                         {"tolerance", o.tolerance},
+                                         {"passed", o.passed}});
+  return llvm::json::Object{
+      {"passed", r.passed()},
+      {"values_match", r.valuesMatch},
+      {"fused_not_slower", r.fusedNotSlower},
+      {"seed", static_cast<int64_t>(r.seed)},
+      {"fused_kernels", static_cast<int64_t>(r.fusedKernels)},
+      {"unfused_kernels", static_cast<int64_t>(r.unfusedKernels)},
+      {"fused_ms", r.fusedMs},
+      {"unfused_ms", r.unfusedMs},
+      {"outputs", std::move(outputs)},
+      {"summary", r.summary()}};
 }
 
 std::optional<Stage> stageOf(const char *name) {
@@ -608,19 +679,14 @@ kfuse_status kfuse_executable_output_shapes(kfuse_executable exe,
                                             int64_t num_inputs, int64_t *ranks,
                                             int64_t *sizes,
                                             int64_t num_outputs) {
-  if (!exe || !ranks || !sizes || num_inputs < 0 ||
-      (num_inputs > 0 && (!input_ranks || !input_sizes)))
+  if (!exe || !ranks || !sizes)
     return fail("kfuse_executable_output_shapes: NULL argument");
-  std::vector<std::vector<int64_t>> shapes;
-  for (int64_t i = 0; i < num_inputs; ++i) {
-    std::optional<std::vector<int64_t>> shape = sizesOf(
-        input_ranks[i], input_sizes[i], "kfuse_executable_output_shapes");
-    if (!shape)
-      return KFUSE_INVALID_ARGUMENT;
-    shapes.push_back(*shape);
-  }
+  Expected<std::vector<std::vector<int64_t>>> shapes = shapesOf(
+      input_ranks, input_sizes, num_inputs, "kfuse_executable_output_shapes");
+  if (!shapes)
+    return fail(shapes.error());
   Expected<std::vector<std::vector<int64_t>>> out =
-      exe->exe.outputShapes(shapes);
+      exe->exe.outputShapes(*shapes);
   if (!out)
     return fail(out.error());
   if (static_cast<int64_t>(out->size()) != num_outputs)
@@ -651,23 +717,77 @@ kfuse_status kfuse_executable_dump(kfuse_executable exe, const char *stage,
 kfuse_status kfuse_run(kfuse_executable exe, const kfuse_device_tensor *inputs,
                        int64_t num_inputs, const kfuse_device_tensor *outputs,
                        int64_t num_outputs, void *stream) {
-  if (!exe || num_inputs < 0 || num_outputs < 0 ||
-      (num_inputs > 0 && !inputs) || (num_outputs > 0 && !outputs))
-    return fail("kfuse_run: NULL executable, inputs or outputs");
-  std::vector<DeviceTensor> tensors;
-  for (int64_t i = 0; i < num_inputs + num_outputs; ++i) {
-    const kfuse_device_tensor &t =
-        i < num_inputs ? inputs[i] : outputs[i - num_inputs];
-    std::optional<DType> dtype = dtypeOf(t.dtype);
-    std::optional<std::vector<int64_t>> shape =
-        sizesOf(t.rank, t.sizes, "kfuse_run");
-    if (!dtype || !shape)
-      return fail("kfuse_run: tensor " + std::to_string(i) +
-                  " has a bad dtype or rank");
-    tensors.push_back({t.data, *dtype, Dims(*shape), t.bytes});
-  }
-  return finish(exe->exe.run(tensors.data(), num_inputs,
-                             tensors.data() + num_inputs, num_outputs, stream));
+  if (!exe)
+    return fail("kfuse_run: the executable is NULL");
+  Expected<std::vector<DeviceTensor>> tensors =
+      deviceTensorsOf(inputs, num_inputs, outputs, num_outputs, "kfuse_run");
+  if (!tensors)
+    return fail(tensors.error());
+  return finish(exe->exe.run(tensors->data(), num_inputs,
+                             tensors->data() + num_inputs, num_outputs,
+                             stream));
+}
+
+kfuse_status kfuse_profile(kfuse_executable exe,
+                           const kfuse_device_tensor *inputs,
+                           int64_t num_inputs,
+                           const kfuse_device_tensor *outputs,
+                           int64_t num_outputs, int repetitions, char **json) {
+  if (!exe || !json || repetitions < 1)
+    return fail("kfuse_profile: needs an executable, json and repetitions "
+                ">= 1");
+  Expected<std::vector<DeviceTensor>> tensors = deviceTensorsOf(
+      inputs, num_inputs, outputs, num_outputs, "kfuse_profile");
+  if (!tensors)
+    return fail(tensors.error());
+  Expected<std::vector<KernelProfile>> profile =
+      exe->exe.profile(tensors->data(), num_inputs,
+                       tensors->data() + num_inputs, num_outputs, repetitions);
+  if (!profile)
+    return fail(profile.error());
+  llvm::json::Array kernels;
+  for (const KernelProfile &k : *profile)
+    kernels.push_back(
+        llvm::json::Object{{"name", k.name},
+                           {"ms", k.ms},
+                           {"bytes", static_cast<int64_t>(k.bytes)},
+                           {"flops", static_cast<int64_t>(k.flops)},
+                           {"gb_per_s", k.gbPerSecond},
+                           {"tflop_per_s", k.tflopPerSecond},
+                           {"bound", k.bound},
+                           {"roofline_fraction", k.rooflineFraction}});
+  *json = copyString(jsonText(std::move(kernels)));
+  return KFUSE_OK;
+}
+
+kfuse_status kfuse_check_fusion(kfuse_graph graph, const int64_t *input_ranks,
+                                const int64_t *const *input_sizes,
+                                int64_t num_inputs, uint64_t seed,
+                                int64_t reduction_length, int allow_tf32,
+                                int time, char **json) {
+  if (!graph || !json)
+    return fail("kfuse_check_fusion: graph and json must not be NULL");
+  Expected<std::vector<std::vector<int64_t>>> shapes =
+      shapesOf(input_ranks, input_sizes, num_inputs, "kfuse_check_fusion");
+  if (!shapes)
+    return fail(shapes.error());
+  testing::CheckOptions options;
+  options.shapes = *shapes;
+  options.seed = seed;
+  options.reductionLength = reduction_length;
+  options.allowTF32 = allow_tf32 != 0;
+  options.time = time != 0;
+  Expected<testing::FusionReport> report =
+      testing::checkFusion(graph->graph, options);
+  if (!report)
+    return fail(report.error());
+  *json = copyString(jsonText(reportJson(*report)));
+  return KFUSE_OK;
+}
+
+kfuse_cache_stats kfuse_get_cache_stats(void) {
+  CacheStats stats = cacheStats();
+  return {stats.compiles, stats.memoryHits, stats.diskHits, stats.diskRejected};
 }
 
 kfuse_status kfuse_run_host(kfuse_executable exe,

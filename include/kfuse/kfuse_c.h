@@ -202,6 +202,35 @@ kfuse_status kfuse_run_host(kfuse_executable exe,
                             const kfuse_host_tensor *inputs, int64_t num_inputs,
                             kfuse_host_tensor *outputs, int64_t num_outputs);
 
+/* Runs every kernel `repetitions` times on these device tensors, timed
+ * with CUDA events, and places each on the roofline: a JSON array of
+ * {name, ms, bytes, flops, gb_per_s, tflop_per_s, bound,
+ * roofline_fraction}. */
+kfuse_status kfuse_profile(kfuse_executable exe,
+                           const kfuse_device_tensor *inputs,
+                           int64_t num_inputs,
+                           const kfuse_device_tensor *outputs,
+                           int64_t num_outputs, int repetitions, char **json);
+
+/* kfuse::testing::checkFusion: the graph compiled fused and unfused, both
+ * run on the same fresh random inputs and compared with the reference
+ * evaluator, and timed. `shapes` as in kfuse_executable_output_shapes
+ * (num_inputs 0: the graph's own); seed 0: a fresh one. The report is a
+ * JSON object {passed, values_match, fused_not_slower, seed, fused_kernels,
+ * unfused_kernels, fused_ms, unfused_ms, outputs: [{name, dtype,
+ * fused_error, unfused_error, tolerance, passed}], summary}. Needs a GPU. */
+kfuse_status kfuse_check_fusion(kfuse_graph graph, const int64_t *input_ranks,
+                                const int64_t *const *input_sizes,
+                                int64_t num_inputs, uint64_t seed,
+                                int64_t reduction_length, int allow_tf32,
+                                int time, char **json);
+
+/* Process-wide compile and cache counters. */
+typedef struct kfuse_cache_stats {
+  uint64_t compiles, memory_hits, disk_hits, disk_rejected;
+} kfuse_cache_stats;
+kfuse_cache_stats kfuse_get_cache_stats(void);
+
 /* Each producer-consumer decision of the fused partition and each
  * attention rewrite, as text lines or (json != 0) a JSON array. */
 kfuse_status kfuse_explain_fusion(kfuse_graph graph, int unfused, int json,

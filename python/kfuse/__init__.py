@@ -16,7 +16,8 @@ from . import _capi
 from .dtypes import bfloat16, bool_, dtype, float16, float32, int32
 from .errors import (CacheIOError, CompileError, DeviceError, Error,
                      InvalidArgumentError, InvalidGraphError, NoDeviceError)
-from .executable import Executable, compile, evaluate
+from . import testing
+from .executable import Executable, cache_stats, compile, evaluate
 from .graph import (Graph, Tensor, abs, attention, cos, erf, exp, gelu, log,
                     matmul, maximum, minimum, neg, pow, reciprocal, relu,
                     rsqrt, scaled_dot_product_attention, sigmoid, silu, sin,
@@ -26,7 +27,8 @@ bool = bool_
 __version__ = _capi.fn["kfuse_version"]().decode()
 
 __all__ = [
-    "Graph", "Tensor", "Executable", "compile", "evaluate", "dtype",
+    "Graph", "Tensor", "Executable", "compile", "evaluate", "cache_stats",
+    "testing", "dtype",
     "float32", "float16", "bfloat16", "int32", "bool", "Error",
     "InvalidGraphError", "InvalidArgumentError", "CompileError",
     "NoDeviceError", "DeviceError", "CacheIOError", "abs", "attention",

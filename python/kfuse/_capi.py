@@ -67,6 +67,22 @@ class CompileOptions(ctypes.Structure):
                 ("cache_dir", ctypes.c_char_p)]
 
 
+class CacheStats(ctypes.Structure):
+    _fields_ = [("compiles", ctypes.c_uint64), ("memory_hits", ctypes.c_uint64),
+                ("disk_hits", ctypes.c_uint64),
+                ("disk_rejected", ctypes.c_uint64)]
+
+
+def shape_arrays(shapes):
+    """C ranks and size arrays for a list of shapes (kept alive by the
+    returned tuple's last element)."""
+    keep = [int64_array(s)[0] for s in shapes]
+    ranks, _ = int64_array(len(s) for s in shapes)
+    pointers = (c_i64p * max(len(shapes), 1))(
+        *[ctypes.cast(k, c_i64p) for k in keep])
+    return ranks, pointers, keep
+
+
 def _proto(name, restype, *argtypes):
     fn = getattr(lib, name)
     fn.restype = restype
@@ -141,6 +157,13 @@ _PROTOTYPES = {
                        ctypes.c_int64),
     "kfuse_explain_fusion": (_status, c_graph, ctypes.c_int, ctypes.c_int,
                              _charpp),
+    "kfuse_profile": (_status, c_exe, ctypes.POINTER(DeviceTensor),
+                      ctypes.c_int64, ctypes.POINTER(DeviceTensor),
+                      ctypes.c_int64, ctypes.c_int, _charpp),
+    "kfuse_check_fusion": (_status, c_graph, c_i64p, ctypes.POINTER(c_i64p),
+                           ctypes.c_int64, ctypes.c_uint64, ctypes.c_int64,
+                           ctypes.c_int, ctypes.c_int, _charpp),
+    "kfuse_get_cache_stats": (CacheStats,),
 }
 
 fn = {name: _proto(name, proto[0], *proto[1:])

@@ -3,6 +3,7 @@ NumPy arrays (device tensors from PyTorch and other frameworks come with
 kfuse.torch and DLPack)."""
 
 import ctypes
+import json
 import threading
 
 import numpy as np
@@ -120,10 +121,7 @@ class Executable:
         """The output shapes for inputs of these shapes (none given: the
         graph's own)."""
         count = fn["kfuse_executable_num_outputs"](self._handle)
-        keep = [_capi.int64_array(s)[0] for s in shapes]
-        ranks, _ = _capi.int64_array(len(s) for s in shapes)
-        pointers = (_capi.c_i64p * max(len(shapes), 1))(
-            *[ctypes.cast(k, _capi.c_i64p) for k in keep])
+        ranks, pointers, keep = _capi.shape_arrays(shapes)
         out_ranks = (ctypes.c_int64 * max(count, 1))()
         out_sizes = (ctypes.c_int64 * (8 * max(count, 1)))()
         _capi.check(fn["kfuse_executable_output_shapes"](
@@ -131,6 +129,32 @@ class Executable:
             count))
         return [tuple(out_sizes[8 * i:8 * i + out_ranks[i]])
                 for i in range(count)]
+
+    def profile(self, *inputs, out=None, repetitions=20):
+        """Runs every kernel `repetitions` times on these GPU tensors and
+        places it on the roofline: a list of dicts (name, ms, bytes, flops,
+        gb_per_s, tflop_per_s, bound, roofline_fraction)."""
+        ins = [device.describe(x, name, dtype)
+               for x, (name, dtype, _) in zip(inputs, self._inputs)]
+        if len(ins) != len(self._inputs) or not ins:
+            raise _capi.errors.InvalidArgumentError(
+                f"kfuse: profile takes the {len(self._inputs)} inputs as GPU "
+                "tensors")
+        if out is None:
+            out = [device.empty_like_framework(inputs[0], shape, dtype)
+                   for shape, (_, dtype, _) in zip(
+                       self.output_shapes(*[d.shape for d in ins]),
+                       self._outputs)]
+        outs = [device.describe(x, name, dtype, what="output")
+                for x, (name, dtype, _) in zip(out, self._outputs)]
+        slots_in, slots_out = device.Slots(len(ins)), device.Slots(len(outs))
+        for i, d in enumerate(ins):
+            slots_in.fill(i, d)
+        for i, d in enumerate(outs):
+            slots_out.fill(i, d)
+        return json.loads(_capi.take_string(
+            fn["kfuse_profile"], self._handle, slots_in.tensors, len(ins),
+            slots_out.tensors, len(outs), repetitions))
 
     def _run_torch(self, inputs, out):
         """The common call, kept short: torch CUDA tensors of the graph's
@@ -223,3 +247,10 @@ def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
     _capi.check(fn["kfuse_compile"](graph._handle, ctypes.byref(options),
                                     ctypes.byref(handle)))
     return Executable(graph, handle.value)
+
+
+def cache_stats():
+    """Process-wide counters: compiles, memory_hits, disk_hits,
+    disk_rejected."""
+    stats = fn["kfuse_get_cache_stats"]()
+    return {name: getattr(stats, name) for name, _ in stats._fields_}

@@ -203,3 +203,29 @@ def test_output_shapes_follow_the_bound_symbols():
     assert exe.output_shapes((5, 8)) == [(5, 1), (8, 5)]
     with pytest.raises(kfuse.InvalidArgumentError):
         exe.output_shapes((5, 9))
+
+
+def test_cache_stats_count_compiles():
+    before = kfuse.cache_stats()
+    g = kfuse.Graph("counted")
+    x = g.input("x", kfuse.float32, (3, 7))
+    g.output("y", x.cos() * 1.5)
+    kfuse.compile(g, disk_cache=False)
+    after = kfuse.cache_stats()
+    assert set(after) == {"compiles", "memory_hits", "disk_hits",
+                          "disk_rejected"}
+    assert after["compiles"] + after["memory_hits"] > \
+        before["compiles"] + before["memory_hits"]
+
+
+def test_check_fusion_needs_a_gpu_or_reports():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, ("M", 512))
+    g.output("y", kfuse.softmax(x * 2.0, -1))
+    try:
+        report = kfuse.testing.check_fusion(g, [(1024, 512)])
+    except kfuse.NoDeviceError as e:
+        pytest.skip(f"no GPU here: {e}")
+    assert report["values_match"], report["summary"]
+    assert report["outputs"][0]["name"] == "y"
+    assert report["fused_kernels"] <= report["unfused_kernels"]

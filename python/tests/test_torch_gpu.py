@@ -104,3 +104,13 @@ def test_cupy_arrays_run_zero_copy():
     expected = kfuse.evaluate(g, cupy.asnumpy(x), cupy.asnumpy(w))[0]
     got = cupy.asnumpy(y)
     assert np.abs(got - expected).max() / np.abs(expected).max() < 1e-5
+
+
+def test_profile_places_each_kernel_on_the_roofline():
+    g = layer_graph()
+    exe = kfuse.compile(g)
+    x = torch.randn(4096, 256, device="cuda")
+    w = torch.randn(256, device="cuda")
+    kernels = exe.profile(x, w, repetitions=5)
+    assert len(kernels) >= 1
+    assert all(k["ms"] > 0 and k["bytes"] > 0 and k["bound"] for k in kernels)

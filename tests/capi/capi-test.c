@@ -81,9 +81,13 @@ static void checkCompile(kfuse_graph g) {
   kfuse_compile_options options = kfuse_default_compile_options();
   options.disk_cache = 0;
   kfuse_executable exe = NULL;
+  kfuse_cache_stats before = kfuse_get_cache_stats();
   CHECK(kfuse_compile(g, &options, &exe) == KFUSE_OK);
   if (!exe)
     return;
+  kfuse_cache_stats after = kfuse_get_cache_stats();
+  CHECK(after.compiles + after.memory_hits >
+        before.compiles + before.memory_hits);
   CHECK(kfuse_executable_num_inputs(exe) == 1);
   CHECK(kfuse_executable_num_outputs(exe) == 2);
   char *ptx = NULL;
