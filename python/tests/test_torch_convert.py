@@ -70,29 +70,16 @@ class Block(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
-
-
-def test_mlp_matches_pytorch():
+@pytest.mark.parametrize("make,shape", [
+    (MLP, (4, 8, 32)),
+    (Block, (2, 16, 32)),
+    (lambda: nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 16), nn.SiLU(),
+                           nn.Softmax(dim=-1)), (5, 16)),
+], ids=["mlp", "transformer_block", "norm_silu_softmax"])
+def test_module_matches_pytorch(make, shape):
     torch.manual_seed(0)
-    module = MLP().eval()
-    x = torch.randn(4, 8, 32)
-    (y,) = evaluate_converted(module, x)
-    assert relative_error(y, module(x)) < 1e-5
-
-
-def test_transformer_block_matches_pytorch():
-    torch.manual_seed(2)
-    module = Block().eval()
-    x = torch.randn(2, 16, 32)
-    (y,) = evaluate_converted(module, x)
-    assert relative_error(y, module(x)) < 1e-5
-
-
-def test_layer_norm_silu_and_softmax_modules():
-    torch.manual_seed(1)
-    module = nn.Sequential(nn.LayerNorm(16), nn.Linear(16, 16), nn.SiLU(),
-                           nn.Softmax(dim=-1)).eval()
-    x = torch.randn(5, 16)
+    module = make().eval()
+    x = torch.randn(*shape)
     (y,) = evaluate_converted(module, x)
     assert relative_error(y, module(x)) < 1e-5
 
