@@ -16,11 +16,13 @@ _HERE = pathlib.Path(__file__).resolve().parent
 
 
 def _candidates():
-    """Where libkfuse.so may be: $KFUSE_LIBRARY, beside the package, the
-    source tree's build directory, then the loader's search path."""
+    """Where libkfuse.so may be: $KFUSE_LIBRARY, beside the package, in
+    the install prefix's lib/ (the package in lib/python/kfuse), the source
+    tree's build directory, then the loader's search path."""
     if os.environ.get("KFUSE_LIBRARY"):
         yield os.environ["KFUSE_LIBRARY"]
     yield str(_HERE / "lib" / "libkfuse.so")
+    yield str(_HERE.parent.parent / "libkfuse.so")
     root = _HERE.parent.parent
     yield str(root / "build" / "compiler" / "libkfuse.so")
     yield "libkfuse.so"
