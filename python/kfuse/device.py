@@ -10,6 +10,61 @@ _TYPESTRS = {"<f4": dtypes.float32, "<f2": dtypes.float16,
              "<i4": dtypes.int32, "|b1": dtypes.bool_}
 
 
+# DLPack's C structs (dlpack.h, version 0.8+), read through ctypes.
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8),
+                ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice),
+                ("ndim", ctypes.c_int), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+_DL_CUDA = 2
+# (type code, bits) -> dtype: kDLInt 0, kDLFloat 2, kDLBfloat 4, kDLBool 6.
+_DL_DTYPES = {(2, 32): dtypes.float32, (2, 16): dtypes.float16,
+              (4, 16): dtypes.bfloat16, (0, 32): dtypes.int32,
+              (6, 8): dtypes.bool_, (1, 8): dtypes.bool_}
+_get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_get_pointer.restype = ctypes.c_void_p
+_get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def _describe_dlpack(x, name, what, stream):
+    """A tensor of any framework through its __dlpack__ capsule, borrowed
+    for the call (the capsule keeps its name, so its producer frees it).
+    The producer orders its pending work before `stream` (the protocol's
+    stream argument; 1 is the default stream)."""
+    err = _capi.errors.InvalidArgumentError
+    capsule = x.__dlpack__(stream=stream or 1)
+    tensor = _DLTensor.from_address(_get_pointer(capsule, b"dltensor"))
+    if tensor.device.device_type != _DL_CUDA:
+        raise err(f"kfuse: {what} '{name}' is not on a CUDA device "
+                  f"(DLPack device type {tensor.device.device_type})")
+    dtype = _DL_DTYPES.get((tensor.dtype.code, tensor.dtype.bits))
+    if dtype is None or tensor.dtype.lanes != 1:
+        raise err(f"kfuse: {what} '{name}' has DLPack dtype code "
+                  f"{tensor.dtype.code}, {tensor.dtype.bits} bits, which "
+                  "kfuse has no dtype for")
+    shape = tuple(tensor.shape[i] for i in range(tensor.ndim))
+    if tensor.strides and tuple(tensor.strides[i] for i in range(
+            tensor.ndim)) != _dense_strides(shape, dtype, elements=True):
+        raise err(f"kfuse: {what} '{name}' is not contiguous")
+    count = 1
+    for d in shape:
+        count *= d
+    return Described(tensor.data + tensor.byte_offset, dtype, shape,
+                     count * dtype.numpy.itemsize), capsule
+
+
 class Described:
     """What kfuse_run needs of one tensor."""
 
@@ -25,6 +80,8 @@ def _is_torch(x):
 def is_device_tensor(x):
     if _is_torch(x):
         return x.is_cuda
+    if hasattr(x, "__dlpack_device__"):
+        return x.__dlpack_device__()[0] == _DL_CUDA
     return hasattr(x, "__cuda_array_interface__")
 
 
@@ -38,9 +95,10 @@ def _torch_dtype(torch_dtype):
     return found
 
 
-def describe(x, name, expected, what="input"):
+def describe(x, name, expected, what="input", stream=None):
     """`x` as a Described, or an error naming the argument: not on the GPU,
-    not contiguous, or of another dtype than the graph's."""
+    not contiguous, or of another dtype than the graph's. Torch tensors
+    through torch, others through DLPack or __cuda_array_interface__."""
     err = _capi.errors.InvalidArgumentError
     if _is_torch(x):
         if not x.is_cuda:
@@ -53,6 +111,9 @@ def describe(x, name, expected, what="input"):
         dtype = _torch_dtype(x.dtype)
         found = Described(x.data_ptr(), dtype, x.shape,
                           x.numel() * x.element_size())
+    elif hasattr(x, "__dlpack__") and not hasattr(
+            x, "__cuda_array_interface__"):
+        found, _ = _describe_dlpack(x, name, what, stream)
     elif hasattr(x, "__cuda_array_interface__"):
         cai = x.__cuda_array_interface__
         dtype = _TYPESTRS.get(cai["typestr"])
@@ -77,8 +138,9 @@ def describe(x, name, expected, what="input"):
     return found
 
 
-def _dense_strides(shape, dtype):
-    strides, step = [], dtype.numpy.itemsize
+def _dense_strides(shape, dtype, elements=False):
+    """Row-major strides of `shape`, in bytes (or in elements)."""
+    strides, step = [], 1 if elements else dtype.numpy.itemsize
     for d in reversed(shape):
         strides.append(step)
         step *= d

@@ -194,7 +194,9 @@ class Executable:
             raise _capi.errors.InvalidArgumentError(
                 f"kfuse: expected {len(expected)} inputs "
                 f"({', '.join(e[0] for e in expected)}), got {len(inputs)}")
-        ins = [device.describe(x, name, dtype)
+        if stream is None:
+            stream = device.current_stream(inputs[0])
+        ins = [device.describe(x, name, dtype, stream=stream)
                for x, (name, dtype, _) in zip(inputs, expected)]
         if out is None:
             shapes = tuple(d.shape for d in ins)
@@ -209,10 +211,8 @@ class Executable:
             raise _capi.errors.InvalidArgumentError(
                 f"kfuse: expected {len(results)} outputs in out=, got "
                 f"{len(out)}")
-        outs = [device.describe(x, name, dtype, what="output")
+        outs = [device.describe(x, name, dtype, what="output", stream=stream)
                 for x, (name, dtype, _) in zip(out, results)]
-        if stream is None:
-            stream = device.current_stream(inputs[0])
         # ctypes lets other threads run during the call: one call at a time
         # fills and reads the executable's C tensors.
         with self._lock:

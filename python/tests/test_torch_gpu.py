@@ -1,6 +1,8 @@
 """torch tensors on the GPU: zero-copy runs on the caller's stream, `out=`,
 and refused tensors. Skips, saying why, without torch or without a GPU."""
 
+import os
+
 import numpy as np
 import pytest
 
@@ -114,3 +116,51 @@ def test_profile_places_each_kernel_on_the_roofline():
     kernels = exe.profile(x, w, repetitions=5)
     assert len(kernels) >= 1
     assert all(k["ms"] > 0 and k["bytes"] > 0 and k["bound"] for k in kernels)
+
+
+class DLPackOnly:
+    """A GPU tensor seen only through the DLPack protocol."""
+
+    def __init__(self, tensor):
+        self.tensor = tensor
+
+    def __dlpack__(self, stream=None):
+        return self.tensor.__dlpack__(stream=stream)
+
+    def __dlpack_device__(self):
+        return self.tensor.__dlpack_device__()
+
+
+def test_dlpack_inputs_run_zero_copy():
+    g = layer_graph(kfuse.bfloat16)
+    exe = kfuse.compile(g)
+    x = torch.randn(64, 256, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(256, device="cuda", dtype=torch.bfloat16)
+    out = torch.full((64, 256), float("nan"), device="cuda",
+                     dtype=torch.bfloat16)
+    exe(DLPackOnly(x), DLPackOnly(w), out=out)
+    torch.cuda.synchronize()
+    assert relative_error(out, reference(g, x, w)) < 2e-2
+    with pytest.raises(kfuse.InvalidArgumentError, match="not contiguous"):
+        exe(DLPackOnly(torch.randn(256, 64, device="cuda",
+                                   dtype=torch.bfloat16).T), DLPackOnly(w),
+            out=out)
+
+
+def test_jax_arrays_run_zero_copy():
+    # JAX would otherwise take most of the GPU's memory for itself.
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    jax = pytest.importorskip("jax", reason="no JAX here")
+    jnp = pytest.importorskip("jax.numpy")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX sees no GPU")
+    g = layer_graph()
+    exe = kfuse.compile(g)
+    x = jnp.asarray(np.random.standard_normal((32, 256)), dtype=jnp.float32)
+    w = jnp.asarray(np.random.standard_normal((256,)), dtype=jnp.float32)
+    out = torch.empty(32, 256, device="cuda")
+    exe(x, w, out=out)
+    torch.cuda.synchronize()
+    expected = kfuse.evaluate(g, np.asarray(x), np.asarray(w))[0]
+    got = out.cpu().numpy()
+    assert np.abs(got - expected).max() / np.abs(expected).max() < 1e-5
