@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "compiler/CApiSupport.h"
 #include "compiler/CompileGraph.h"
 #include "kfuse/kfuse.h"
 
@@ -21,20 +22,7 @@
 
 using namespace kfuse;
 
-struct kfuse_graph_t {
-  Graph graph;
-  /// The C ids: index into this vector.
-  std::vector<Tensor> tensors;
-  /// The graph's inputs and outputs as last reported (kfuse_graph_value
-  /// hands out pointers to their names).
-  std::vector<TensorInfo> values[2];
-};
-
-struct kfuse_executable_t {
-  Executable exe;
-};
-
-namespace {
+namespace kfuse::capi {
 
 thread_local std::string lastError;
 
@@ -88,6 +76,8 @@ std::optional<DType> dtypeOf(int dtype) {
     return DType::i32;
   case KFUSE_I1:
     return DType::i1;
+  case KFUSE_I64:
+    return DType::i64;
   }
   return std::nullopt;
 }
@@ -179,6 +169,12 @@ kfuse_status writeHostTensors(const std::vector<HostTensor> &tensors,
   return KFUSE_OK;
 }
 
+} // namespace kfuse::capi
+
+using namespace kfuse::capi;
+
+namespace {
+
 using UnaryFn = Tensor (*)(Tensor);
 using BinaryFn = std::function<Tensor(Tensor, Tensor)>;
 // (Qualified below: <cmath> and <cstdlib> declare exp, div, pow, ... too.)
@@ -199,7 +195,10 @@ const std::map<std::string, UnaryFn> &unaryOps() {
       {"erf", kfuse::erf},
       {"gelu", kfuse::gelu},
       {"silu", kfuse::silu},
-      {"reciprocal", kfuse::reciprocal}};
+      {"reciprocal", kfuse::reciprocal},
+      {"floor", kfuse::floor},
+      {"round", kfuse::round},
+      {"logical_not", kfuse::logicalNot}};
   return ops;
 }
 
@@ -215,6 +214,10 @@ const std::map<std::string, BinaryFn> &binaryOps() {
       {"maximum", kfuse::maximum},
       {"minimum", kfuse::minimum},
       {"pow", kfuse::pow},
+      {"mod", kfuse::mod},
+      {"logical_and", kfuse::logicalAnd},
+      {"logical_or", kfuse::logicalOr},
+      {"logical_xor", kfuse::logicalXor},
       {"eq", compareBy(Compare::eq)},
       {"ne", compareBy(Compare::ne)},
       {"lt", compareBy(Compare::lt)},

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "frontend/GraphImpl.h"
+#include "frontend/Interpreter.h"
 #include "ir/KFDialect.h"
 #include "ir/Numerics.h"
 #include "kfuse/Evaluator.h"
@@ -23,41 +24,13 @@
 using namespace mlir;
 using namespace kfuse::kf;
 
-namespace kfuse {
+namespace kfuse::detail {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 /// Larger tensors are refused: the evaluator is an oracle for tests.
 constexpr int64_t kMaxElements = int64_t(1) << 28;
-
-struct Buffer {
-  SmallVector<int64_t, 4> shape;
-  std::vector<double> data;
-};
-
-SmallVector<int64_t, 4> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t, 4> strides(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
-  return strides;
-}
-
-/// Calls fn(outIndex, multiIndex) for every element of `shape`.
-template <typename Fn> void forEachIndex(ArrayRef<int64_t> shape, Fn fn) {
-  SmallVector<int64_t, 4> index(shape.size(), 0);
-  int64_t count = 1;
-  for (int64_t d : shape)
-    count *= d;
-  for (int64_t linear = 0; linear < count; ++linear) {
-    fn(linear, ArrayRef<int64_t>(index));
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++index[d] < shape[d])
-        break;
-      index[d] = 0;
-    }
-  }
-}
 
 double wrapI32(double v) {
   if (std::isnan(v))
@@ -78,9 +51,11 @@ double roundTo(Type dtype, double v) {
         numerics::floatToF16(numerics::toFloatRoundOdd(v)));
   if (dtype.isInteger(1))
     return v != 0.0;
-  // Float to i32 truncates toward zero and saturates; NaN is 0.
+  // Float to i32 or i64 truncates toward zero and saturates; NaN is 0.
   if (std::isnan(v))
     return 0;
+  if (dtype.isInteger(64))
+    return std::trunc(std::clamp(v, -0x1p63, 0x1p63));
   return std::trunc(std::clamp(v, -2147483648.0, 2147483647.0));
 }
 
@@ -108,18 +83,36 @@ double unaryFn(Operation *op, double x) {
       .Case([&](GeluOp) { return 0.5 * x * std::erfc(-x / M_SQRT2); })
       .Case([&](SiluOp) { return x / (1.0 + std::exp(-x)); })
       .Case([&](ReciprocalOp) { return 1.0 / x; })
+      .Case([&](FloorOp) { return std::floor(x); })
+      // Ties to even: the default rounding mode.
+      .Case([&](RoundOp) { return std::nearbyint(x); })
+      .Case([&](NotOp) { return double(x == 0); })
       .Default([](Operation *) { return kNaN; });
 }
 
-double binaryFn(Operation *op, double a, double b, bool integer) {
+/// lhs mod rhs with the sign of rhs (Python's %, torch.remainder).
+template <typename T> T flooredMod(T r, T rhs) {
+  return r != 0 && (r < 0) != (rhs < 0) ? r + rhs : r;
+}
+
+/// `integer`: i1, i32 or i64 operands; `wide`: i64 (which the interpreter
+/// does not wrap afterwards; its values are exact up to 2^53).
+double binaryFn(Operation *op, double a, double b, bool integer, bool wide) {
   if (integer) {
     auto x = static_cast<int64_t>(a), y = static_cast<int64_t>(b);
     return TypeSwitch<Operation *, double>(op)
         .Case([&](AddOp) { return double(x + y); })
         .Case([&](SubOp) { return double(x - y); })
-        .Case([&](MulOp) { return wrapI32(double(uint64_t(x) * uint64_t(y) &
-                                                 0xFFFFFFFFu)); })
+        .Case([&](MulOp) {
+          uint64_t product = uint64_t(x) * uint64_t(y);
+          return wide ? double(int64_t(product))
+                      : wrapI32(double(product & 0xFFFFFFFFu));
+        })
         .Case([&](DivOp) { return y == 0 ? 0.0 : double(x / y); })
+        .Case([&](ModOp) { return y == 0 ? 0.0 : double(flooredMod(x % y, y)); })
+        .Case([&](AndOp) { return double(x && y); })
+        .Case([&](OrOp) { return double(x || y); })
+        .Case([&](XorOp) { return double((x != 0) != (y != 0)); })
         .Case([&](MaxOp) { return double(std::max(x, y)); })
         .Case([&](MinOp) { return double(std::min(x, y)); })
         .Default([](Operation *) { return 0.0; });
@@ -132,6 +125,7 @@ double binaryFn(Operation *op, double a, double b, bool integer) {
       .Case([&](MaxOp) { return maxNaN(a, b); })
       .Case([&](MinOp) { return minNaN(a, b); })
       .Case([&](PowOp) { return std::pow(a, b); })
+      .Case([&](ModOp) { return flooredMod(std::fmod(a, b), b); })
       .Default([](Operation *) { return kNaN; });
 }
 
@@ -174,38 +168,7 @@ double softmaxRow(double *x, int64_t n, int64_t stride) {
   return m + std::log(sum);
 }
 
-class Interpreter {
-public:
-  LogicalResult run(Block &block, ArrayRef<Buffer> args,
-                    SmallVectorImpl<Buffer> &results);
-
-private:
-  FailureOr<Buffer> eval(Operation *op);
-  const Buffer &in(Value v) { return env.find(v)->second; }
-  Buffer like(Value result) {
-    Buffer b;
-    b.shape.assign(mlir::cast<RankedTensorType>(result.getType()).getShape().begin(),
-                   mlir::cast<RankedTensorType>(result.getType()).getShape().end());
-    int64_t n = 1;
-    for (int64_t d : b.shape)
-      n *= d;
-    b.data.assign(n, 0.0);
-    return b;
-  }
-  /// Ops of the SameOperandsAndResult trait: unary and binary arithmetic.
-  Buffer evalElementwise(Operation *op);
-  Buffer evalIota(IotaOp op);
-  Buffer evalSoftmax(SoftmaxOp op);
-  Buffer evalConstant(ConstantOp op);
-  Buffer evalBroadcast(BroadcastOp op);
-  Buffer evalTranspose(TransposeOp op);
-  Buffer evalReduce(ReduceOp op);
-  Buffer evalMatmul(MatmulOp op);
-  Buffer evalAttention(AttentionOp op);
-  FailureOr<Buffer> evalKernel(KernelOp op);
-
-  llvm::DenseMap<Value, Buffer> env;
-};
+} // namespace
 
 LogicalResult Interpreter::run(Block &block, ArrayRef<Buffer> args,
                                SmallVectorImpl<Buffer> &results) {
@@ -278,6 +241,12 @@ FailureOr<Buffer> Interpreter::eval(Operation *op) {
       .Case([&](ReduceOp r) { return evalReduce(r); })
       .Case([&](MatmulOp m) { return evalMatmul(m); })
       .Case([&](AttentionOp a) { return evalAttention(a); })
+      .Case([&](SliceOp s) { return evalSlice(s); })
+      .Case([&](ConcatOp c) { return evalConcat(c); })
+      .Case([&](PadOp p) { return evalPad(p); })
+      .Case([&](GatherOp g) { return evalGather(g); })
+      .Case([&](TakeAlongAxisOp t) { return evalTakeAlongAxis(t); })
+      .Case([&](RandomOp r) { return evalRandom(r); })
       .Case([&](KernelOp k) { return evalKernel(k); })
       .Default([](Operation *op) -> FailureOr<Buffer> {
         return op->emitOpError("is not supported by the reference evaluator");
@@ -286,9 +255,9 @@ FailureOr<Buffer> Interpreter::eval(Operation *op) {
 
 Buffer Interpreter::evalElementwise(Operation *op) {
   Buffer out = like(op->getResult(0));
-  bool integer = mlir::cast<RankedTensorType>(op->getOperand(0).getType())
-                     .getElementType()
-                     .isInteger();
+  Type dtype = mlir::cast<RankedTensorType>(op->getOperand(0).getType())
+                   .getElementType();
+  bool integer = dtype.isInteger(), wide = dtype.isInteger(64);
   if (op->getNumOperands() == 1) {
     const Buffer &x = in(op->getOperand(0));
     for (size_t i = 0; i < out.data.size(); ++i)
@@ -296,7 +265,7 @@ Buffer Interpreter::evalElementwise(Operation *op) {
   } else {
     const Buffer &a = in(op->getOperand(0)), &b = in(op->getOperand(1));
     for (size_t i = 0; i < out.data.size(); ++i)
-      out.data[i] = binaryFn(op, a.data[i], b.data[i], integer);
+      out.data[i] = binaryFn(op, a.data[i], b.data[i], integer, wide);
   }
   return out;
 }
@@ -501,6 +470,8 @@ FailureOr<Buffer> Interpreter::evalKernel(KernelOp op) {
   return results.front();
 }
 
+namespace {
+
 /// Checks the inputs against the graph's declared dtypes and ranks.
 Status checkInputs(const detail::GraphImpl &g,
                    const std::vector<HostTensor> &inputs) {
@@ -522,6 +493,10 @@ Status checkInputs(const detail::GraphImpl &g,
 }
 
 } // namespace
+} // namespace kfuse::detail
+
+namespace kfuse {
+using namespace kfuse::detail;
 
 Expected<std::vector<HostTensor>>
 evaluate(const Graph &graph, const std::vector<HostTensor> &inputs) {

@@ -33,12 +33,15 @@ const char *dtypeName(DType dtype) {
     return "i32";
   case DType::i1:
     return "i1";
+  case DType::i64:
+    return "i64";
   }
   return "?";
 }
 
 std::optional<DType> parseDType(std::string_view name) {
-  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1})
+  for (DType d : {DType::f32, DType::f16, DType::bf16, DType::i32, DType::i1,
+                  DType::i64})
     if (name == dtypeName(d))
       return d;
   return std::nullopt;
@@ -54,6 +57,8 @@ size_t dtypeSize(DType dtype) {
     return 2;
   case DType::i1:
     return 1;
+  case DType::i64:
+    return 8;
   }
   return 0;
 }
@@ -88,6 +93,8 @@ Type toMLIRType(MLIRContext *context, DType dtype) {
     return b.getI32Type();
   case DType::i1:
     return b.getI1Type();
+  case DType::i64:
+    return b.getI64Type();
   }
   return {};
 }
@@ -105,6 +112,8 @@ std::optional<DType> fromMLIRType(Type type) {
     return DType::i32;
   if (type.isInteger(1))
     return DType::i1;
+  if (type.isInteger(64))
+    return DType::i64;
   return std::nullopt;
 }
 
@@ -383,7 +392,7 @@ static LogicalResult checkGraphFunction(func::FuncOp func) {
       if (!isa<RankedTensorType>(type) || !fromMLIRType(type))
         return func.emitError() << what << " " << i << " has type " << type
                                 << "; kfuse graphs take ranked tensors of "
-                                   "f32, f16, bf16, i32 or i1";
+                                   "f32, f16, bf16, i32, i64 or i1";
     return success();
   };
   if (failed(checkTypes(func.getArgumentTypes(), "argument")) ||

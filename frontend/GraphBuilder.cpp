@@ -16,11 +16,9 @@ using kfuse::detail::GraphImpl;
 namespace shapes = kfuse::kf::shapes;
 
 namespace kfuse {
-namespace {
 
-/// The graph all of `tensors` belong to; null (after recording an error
-/// for a mix of graphs) if any is invalid.
-GraphImpl *graphOf(StringRef op, std::initializer_list<Tensor> tensors) {
+GraphImpl *GraphImpl::graphOf(StringRef op,
+                              std::initializer_list<Tensor> tensors) {
   GraphImpl *graph = nullptr;
   for (Tensor t : tensors) {
     if (!t.isValid())
@@ -34,30 +32,54 @@ GraphImpl *graphOf(StringRef op, std::initializer_list<Tensor> tensors) {
   return graph;
 }
 
+std::optional<int64_t> GraphImpl::normalizeAxis(StringRef op, int64_t axis,
+                                                int64_t rank) {
+  int64_t a = axis < 0 ? axis + rank : axis;
+  if (a < 0 || a >= rank) {
+    fail(op, "axis " + std::to_string(axis) + " is out of range for rank " +
+                 std::to_string(rank));
+    return std::nullopt;
+  }
+  return a;
+}
+
+namespace {
+
+/// The promotion order of Graph.h.
 int rank(DType d) {
   switch (d) {
   case DType::i1:
     return 0;
   case DType::i32:
     return 1;
+  case DType::i64:
+    return 2;
   case DType::f16:
   case DType::bf16:
-    return 2;
-  case DType::f32:
     return 3;
+  case DType::f32:
+    return 4;
   }
   return 0;
 }
 
-DType promote(DType a, DType b) {
+} // namespace
+
+DType detail::promote(DType a, DType b) {
   if (a == b)
     return a;
-  if (rank(a) == 2 && rank(b) == 2)
+  if (rank(a) == 3 && rank(b) == 3)
     return DType::f32; // f16 with bf16
   return rank(a) > rank(b) ? a : b;
 }
 
-enum class Operands { Any, Numeric, Float };
+namespace {
+
+GraphImpl *graphOf(StringRef op, std::initializer_list<Tensor> tensors) {
+  return GraphImpl::graphOf(op, tensors);
+}
+
+enum class Operands { Any, Numeric, Float, Bool };
 
 /// The dtype an op computes in after promotion for its operand class.
 DType computeType(DType d, Operands kind) {
@@ -65,19 +87,9 @@ DType computeType(DType d, Operands kind) {
     return DType::f32;
   if (kind == Operands::Numeric && d == DType::i1)
     return DType::i32;
+  if (kind == Operands::Bool)
+    return DType::i1;
   return d;
-}
-
-/// Normalises a possibly negative axis; records an error if out of range.
-std::optional<int64_t> normalizeAxis(GraphImpl &g, StringRef op, int64_t axis,
-                                     int64_t rank) {
-  int64_t a = axis < 0 ? axis + rank : axis;
-  if (a < 0 || a >= rank) {
-    g.fail(op, "axis " + std::to_string(axis) + " is out of range for rank " +
-                   std::to_string(rank));
-    return std::nullopt;
-  }
-  return a;
 }
 
 template <typename OpT> Tensor unary(StringRef name, Tensor x, Operands kind) {
@@ -99,7 +111,7 @@ LogicalResult unify(GraphImpl &g, StringRef name, MutableArrayRef<Tensor> ts,
   shapes::Shape shape = g.shapeOf(ts.front());
   shapes::ShapeDiag diag = g.diag();
   for (Tensor t : ts.drop_front()) {
-    dtype = promote(dtype, g.dtypeOf(t));
+    dtype = detail::promote(dtype, g.dtypeOf(t));
     FailureOr<shapes::Shape> joined =
         shapes::broadcastShapes(shape, g.shapeOf(t), diag);
     if (failed(joined)) {
@@ -137,13 +149,16 @@ Tensor reduce(StringRef name, kf::ReduceKind kind, Tensor x,
     for (int64_t i = 0; i < r; ++i)
       axes.push_back(i);
   for (int64_t &axis : axes) {
-    std::optional<int64_t> a = normalizeAxis(*g, name, axis, r);
+    std::optional<int64_t> a = g->normalizeAxis(name, axis, r);
     if (!a)
       return {};
     axis = *a;
   }
   llvm::sort(axes);
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
+  if (g->dtypeOf(x) == DType::i64)
+    return g->fail(name, "i64 tensors hold indices and are not reduced; "
+                         "cast to i32 or a float first");
   x = g->castTo(x, computeType(g->dtypeOf(x), kind == kf::ReduceKind::mean
                                                   ? Operands::Float
                                                   : Operands::Numeric));
@@ -199,6 +214,15 @@ Tensor silu(Tensor x) { return unary<kf::SiluOp>("silu", x, Operands::Float); }
 Tensor reciprocal(Tensor x) {
   return unary<kf::ReciprocalOp>("reciprocal", x, Operands::Float);
 }
+Tensor floor(Tensor x) {
+  return unary<kf::FloorOp>("floor", x, Operands::Float);
+}
+Tensor round(Tensor x) {
+  return unary<kf::RoundOp>("round", x, Operands::Float);
+}
+Tensor logicalNot(Tensor x) {
+  return unary<kf::NotOp>("logicalNot", x, Operands::Bool);
+}
 
 Tensor add(Tensor a, Tensor b) {
   return binary<kf::AddOp>("add", a, b, Operands::Numeric);
@@ -220,6 +244,18 @@ Tensor minimum(Tensor a, Tensor b) {
 }
 Tensor pow(Tensor a, Tensor b) {
   return binary<kf::PowOp>("pow", a, b, Operands::Float);
+}
+Tensor mod(Tensor a, Tensor b) {
+  return binary<kf::ModOp>("mod", a, b, Operands::Numeric);
+}
+Tensor logicalAnd(Tensor a, Tensor b) {
+  return binary<kf::AndOp>("logicalAnd", a, b, Operands::Bool);
+}
+Tensor logicalOr(Tensor a, Tensor b) {
+  return binary<kf::OrOp>("logicalOr", a, b, Operands::Bool);
+}
+Tensor logicalXor(Tensor a, Tensor b) {
+  return binary<kf::XorOp>("logicalXor", a, b, Operands::Bool);
 }
 
 Tensor compare(Compare predicate, Tensor a, Tensor b) {
@@ -351,7 +387,7 @@ Tensor iota(Graph &graph, const Shape &dims, int64_t dim, DType dtype) {
     return g.fail("iota", "negative dim in " + shapeString(dims));
   if (dtype == DType::i1)
     return g.fail("iota", "dtype must be numeric, got i1");
-  std::optional<int64_t> d = normalizeAxis(g, "iota", dim, shape->size());
+  std::optional<int64_t> d = g.normalizeAxis("iota", dim, shape->size());
   if (!d)
     return {};
   OpBuilder b = g.builder();
@@ -378,7 +414,7 @@ Tensor matmul(Tensor a, Tensor b, const MatmulOptions &options) {
   GraphImpl *g = graphOf("matmul", {a, b});
   if (!g)
     return {};
-  DType dtype = computeType(promote(g->dtypeOf(a), g->dtypeOf(b)),
+  DType dtype = computeType(detail::promote(g->dtypeOf(a), g->dtypeOf(b)),
                             Operands::Float);
   a = g->castTo(a, dtype);
   b = g->castTo(b, dtype);
@@ -408,7 +444,7 @@ Tensor softmax(Tensor x, int64_t axis) {
   if (!g)
     return {};
   std::optional<int64_t> a =
-      normalizeAxis(*g, "softmax", axis, g->shapeOf(x).size());
+      g->normalizeAxis("softmax", axis, g->shapeOf(x).size());
   if (!a)
     return {};
   x = g->castTo(x, computeType(g->dtypeOf(x), Operands::Float));
@@ -429,7 +465,8 @@ AttentionWithLse buildAttention(Tensor q, Tensor k, Tensor v,
       (options.bias.isValid() && !graphOf("attention", {q, options.bias})))
     return {};
   DType dtype = computeType(
-      promote(promote(g->dtypeOf(q), g->dtypeOf(k)), g->dtypeOf(v)),
+      detail::promote(detail::promote(g->dtypeOf(q), g->dtypeOf(k)),
+                      g->dtypeOf(v)),
       Operands::Float);
   q = g->castTo(q, dtype);
   k = g->castTo(k, dtype);

@@ -31,6 +31,9 @@ std::optional<DType> fromMLIRType(mlir::Type type);
 
 namespace detail {
 
+/// The dtype two operands of a binary op promote to (Graph.h says how).
+DType promote(DType a, DType b);
+
 struct GraphImpl {
   std::string name;
   std::unique_ptr<mlir::MLIRContext> context;
@@ -49,6 +52,8 @@ struct GraphImpl {
   llvm::StringMap<int64_t> symbolIds;
   std::vector<std::string> inputNames, outputNames;
   std::vector<int> outputIds;
+  /// kf.random ops so far: each gets its own Philox stream.
+  int64_t randomStreams = 0;
 
   explicit GraphImpl(std::string name);
 
@@ -59,6 +64,13 @@ struct GraphImpl {
   DType dtypeOf(Tensor t) const;
   static int id(Tensor t) { return t.id_; }
   static GraphImpl *of(Tensor t) { return t.graph_; }
+  /// The graph all of `tensors` belong to; null (after recording an error
+  /// for a mix of graphs) if any is invalid.
+  static GraphImpl *graphOf(llvm::StringRef op,
+                            std::initializer_list<Tensor> tensors);
+  /// Normalises a possibly negative axis; records an error if out of range.
+  std::optional<int64_t> normalizeAxis(llvm::StringRef op, int64_t axis,
+                                       int64_t rank);
 
   /// Records the first error ("op: message") and returns an invalid Tensor.
   Tensor fail(llvm::StringRef op, const llvm::Twine &message);

@@ -25,7 +25,7 @@ HostTensor HostTensor::random(DType dtype, std::vector<int64_t> shape,
   for (size_t i = 0; i < t.numElements(); ++i) {
     if (isFloat(dtype))
       t.set(i, uniform(rng));
-    else if (dtype == DType::i32)
+    else if (dtype == DType::i32 || dtype == DType::i64)
       t.set(i, small(rng));
     else
       t.set(i, coin(rng));
@@ -55,6 +55,11 @@ double HostTensor::get(size_t i) const {
   }
   case DType::i1:
     return *p ? 1.0 : 0.0;
+  case DType::i64: {
+    int64_t v;
+    std::memcpy(&v, p, 8);
+    return static_cast<double>(v);
+  }
   }
   return 0;
 }
@@ -83,6 +88,15 @@ void HostTensor::set(size_t i, double value) {
   case DType::i1:
     *p = value != 0.0;
     return;
+  case DType::i64: {
+    // Saturated: 2^63 has no int64, and a cast of it is undefined.
+    int64_t v = std::isnan(value)      ? 0
+                : value >= 0x1p63      ? INT64_MAX
+                : value < -0x1p63      ? INT64_MIN
+                                       : static_cast<int64_t>(value);
+    std::memcpy(p, &v, 8);
+    return;
+  }
   }
 }
 

@@ -2,6 +2,7 @@
 
 #include "ir/KFDialect.h"
 #include "ir/ShapeInference.h"
+#include "ir/VerifierSupport.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -12,6 +13,7 @@
 using namespace mlir;
 using namespace kfuse::kf;
 namespace shapes = kfuse::kf::shapes;
+using namespace kfuse::kf::detail;
 
 #include "ir/KFOpsDialect.cpp.inc"
 #include "ir/KFOpsEnums.cpp.inc"
@@ -43,58 +45,6 @@ static std::string typeStr(Type type) {
   return s;
 }
 
-static RankedTensorType tensorOf(Value v) {
-  return cast<RankedTensorType>(v.getType());
-}
-
-static bool isFloatDtype(Type t) { return isa<FloatType>(t); }
-
-/// Checks that `result` agrees with the shape the operands give.
-static LogicalResult verifyResultShape(Operation *op, ArrayRef<int64_t> shape,
-                                       RankedTensorType result) {
-  bool ok = shape.size() == static_cast<size_t>(result.getRank()) &&
-            llvm::all_of(llvm::zip(shape, result.getShape()), [](auto p) {
-              return shapes::dimsMatch(std::get<0>(p), std::get<1>(p));
-            });
-  if (ok)
-    return success();
-  shapes::ShapeDiag diag;
-  return op->emitOpError() << "result is " << result
-                           << " but the operands give the shape "
-                           << diag.str(shape);
-}
-
-static LogicalResult verifyDtype(Operation *op, StringRef what, Type actual,
-                                 Type expected) {
-  if (actual == expected)
-    return success();
-  return op->emitOpError() << what << " has dtype " << actual << ", expected "
-                           << expected;
-}
-
-/// `dim_symbols`, where present, names exactly the result's dynamic dims.
-static LogicalResult verifyDimSymbols(Operation *op,
-                                      std::optional<ArrayAttr> symbols,
-                                      RankedTensorType type) {
-  if (!symbols) {
-    if (type.hasStaticShape())
-      return success();
-    return op->emitOpError() << "result " << type
-                             << " has symbolic dims but no dim_symbols";
-  }
-  if (symbols->size() != static_cast<size_t>(type.getRank()))
-    return op->emitOpError() << "dim_symbols has " << symbols->size()
-                             << " entries for the rank-" << type.getRank()
-                             << " result " << type;
-  for (auto [i, attr] : llvm::enumerate(symbols->getAsValueRange<StringAttr>()))
-    if (attr.empty() != !type.isDynamicDim(i))
-      return op->emitOpError()
-             << "dim_symbols entry " << i << " ('" << attr
-             << "') must name a symbol exactly where " << type
-             << " has a '?'";
-  return success();
-}
-
 LogicalResult kfuse::kf::detail::verifySameOperandsAndResult(Operation *op) {
   static const char *const names[] = {"input", "lhs", "rhs"};
   Type expected = op->getResult(0).getType();
@@ -113,13 +63,21 @@ LogicalResult kfuse::kf::detail::verifyOperandDtypes(Operation *op,
                                                      bool floatOnly) {
   for (Type t : op->getOperandTypes()) {
     Type dtype = cast<RankedTensorType>(t).getElementType();
-    if (isFloatDtype(dtype) || (!floatOnly && dtype.isInteger(32)))
+    if (isFloatDtype(dtype) ||
+        (!floatOnly && (dtype.isInteger(32) || dtype.isInteger(64))))
       continue;
     return op->emitOpError() << "requires "
                              << (floatOnly ? "f32, f16 or bf16"
-                                           : "f32, f16, bf16 or i32")
+                                           : "f32, f16, bf16, i32 or i64")
                              << " operands, got " << t;
   }
+  return success();
+}
+
+LogicalResult kfuse::kf::detail::verifyBoolOperands(Operation *op) {
+  for (Type t : op->getOperandTypes())
+    if (!cast<RankedTensorType>(t).getElementType().isInteger(1))
+      return op->emitOpError() << "requires i1 operands, got " << t;
   return success();
 }
 
@@ -321,7 +279,8 @@ OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
 LogicalResult ReduceOp::verify() {
   RankedTensorType in = tensorOf(getInput()), out = tensorOf(getResult());
   Type dtype = in.getElementType();
-  if (dtype.isInteger(1) || (getKind() == ReduceKind::mean && !isFloatDtype(dtype)))
+  if (dtype.isInteger(1) || dtype.isInteger(64) ||
+      (getKind() == ReduceKind::mean && !isFloatDtype(dtype)))
     return emitOpError() << stringifyReduceKind(getKind())
                          << " does not take " << in;
   if (failed(verifyDtype(*this, "result", out.getElementType(), dtype)))

@@ -1,7 +1,7 @@
 //===- KFOps.td - the kf graph dialect ---------------------*- tablegen -*-===//
 //
 // The kf dialect is kfuse's graph-level IR: a func.func over ranked tensors
-// of f32, f16, bf16, i32 and i1 whose dims may be symbolic (`?`). Every op
+// of f32, f16, bf16, i32, i64 and i1 whose dims may be symbolic (`?`). Every op
 // has value semantics. Shape rules live in ShapeInference.cpp and are shared
 // by the verifiers, the C++ frontend and kf-specialize, so the three always
 // agree on what a legal graph is.
@@ -25,9 +25,9 @@ class KF_Op<string mnemonic, list<Trait> traits = []>
 // Types and attributes
 //===----------------------------------------------------------------------===//
 
-def KF_ElementType : AnyTypeOf<[F32, F16, BF16, I32, I1],
-                                "f32, f16, bf16, i32 or i1">;
-def KF_Tensor : RankedTensorOf<[F32, F16, BF16, I32, I1]>;
+def KF_ElementType : AnyTypeOf<[F32, F16, BF16, I32, I64, I1],
+                                "f32, f16, bf16, i32, i64 or i1">;
+def KF_Tensor : RankedTensorOf<[F32, F16, BF16, I32, I64, I1]>;
 
 def KF_ReduceKindAttr : I32EnumAttr<"ReduceKind", "reduction combiner", [
     I32EnumAttrCase<"sum", 0>, I32EnumAttrCase<"max", 1>,
@@ -54,6 +54,7 @@ def KF_KernelKindAttr : I32EnumAttr<"KernelKind", "fused kernel template", [
 def KF_SameOperandsAndResult : NativeOpTrait<"kf::SameOperandsAndResult">;
 def KF_FloatOperands : NativeOpTrait<"kf::FloatOperands">;
 def KF_NumericOperands : NativeOpTrait<"kf::NumericOperands">;
+def KF_BoolOperands : NativeOpTrait<"kf::BoolOperands">;
 // Marks ops computed element by element (fusion reads it). Unlike upstream's
 // Elementwise it verifies nothing: our own traits give better messages.
 def KF_Elementwise : NativeOpTrait<"kf::Elementwise">;
@@ -96,6 +97,13 @@ def KF_ErfOp : KF_FloatUnaryOp<"erf", "error function">;
 def KF_GeluOp : KF_FloatUnaryOp<"gelu", "x * Phi(x), the exact (erf) GELU">;
 def KF_SiluOp : KF_FloatUnaryOp<"silu", "x * sigmoid(x)">;
 def KF_ReciprocalOp : KF_FloatUnaryOp<"reciprocal", "1 / x">;
+def KF_FloorOp : KF_FloatUnaryOp<"floor", "the largest integer <= x">;
+def KF_RoundOp : KF_FloatUnaryOp<"round",
+    "x rounded to the nearest integer, ties to even (as torch.round)">;
+
+def KF_NotOp : KF_UnaryOp<"not", [KF_BoolOperands]> {
+  let summary = "elementwise logical not of i1";
+}
 
 class KF_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
     : KF_Op<mnemonic, !listconcat(traits,
@@ -119,6 +127,16 @@ def KF_MaxOp : KF_BinaryOp<"max", "max(lhs, rhs), NaN if either is NaN",
 def KF_MinOp : KF_BinaryOp<"min", "min(lhs, rhs), NaN if either is NaN",
                            [KF_NumericOperands, Commutative]>;
 def KF_PowOp : KF_BinaryOp<"pow", "lhs ^ rhs", [KF_FloatOperands]>;
+def KF_ModOp : KF_BinaryOp<"mod",
+    "lhs mod rhs with the sign of rhs, as Python's % and torch.remainder: "
+    "fmod(lhs, rhs), plus rhs where the signs differ (integers: x mod 0 = 0)",
+    [KF_NumericOperands]>;
+def KF_AndOp : KF_BinaryOp<"and", "logical lhs and rhs of i1",
+                           [KF_BoolOperands, Commutative]>;
+def KF_OrOp : KF_BinaryOp<"or", "logical lhs or rhs of i1",
+                          [KF_BoolOperands, Commutative]>;
+def KF_XorOp : KF_BinaryOp<"xor", "logical lhs xor rhs of i1",
+                           [KF_BoolOperands, Commutative]>;
 
 def KF_CompareOp : KF_Op<"compare", [Pure, KF_Elementwise]> {
   let summary = "elementwise comparison giving i1";
@@ -215,6 +233,120 @@ def KF_TransposeOp : KF_Op<"transpose", [Pure]> {
   }];
   let hasVerifier = 1;
   let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Indexing ops: each is an index map, computed in its consumer's loads
+//===----------------------------------------------------------------------===//
+
+def KF_SliceOp : KF_Op<"slice", [Pure]> {
+  let summary = "elements start + i * step, below limit, of each dim";
+  let description = [{
+    Result dim d has ceil((limits[d] - starts[d]) / steps[d]) elements:
+    element i is input element starts[d] + i * steps[d]. Per dim,
+    0 <= start <= limit <= the input dim and step >= 1 (a negative step is
+    refused). A limit of INT64_MAX means the end of the dim. A sliced dim
+    must have a known size; a symbolic one is kept whole (start 0, limit
+    INT64_MAX, step 1).
+  }];
+  let arguments = (ins KF_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$limits, DenseI64ArrayAttr:$steps);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $input `starts` $starts `limits` $limits `steps` $steps attr-dict `:`
+      type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def KF_ConcatOp : KF_Op<"concat", [Pure]> {
+  let summary = "operands joined along `axis`";
+  let description = [{
+    Operands of one dtype and rank agree on every dim but `axis`, which
+    must have a known size in each; the result's `axis` is their sum.
+  }];
+  let arguments = (ins Variadic<KF_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def KF_PadOp : KF_Op<"pad", [Pure]> {
+  let summary = "`low` and `high` elements of `value` around each dim";
+  let description = [{
+    Result dim d is low[d] + input dim + high[d]; element i is input
+    element i - low[d] where that lies in the input, else `value` (rounded
+    to the dtype). Widths are >= 0 (crop with kf.slice); a padded dim must
+    have a known size.
+  }];
+  let arguments = (ins KF_Tensor:$input, DenseI64ArrayAttr:$low,
+                       DenseI64ArrayAttr:$high, F64Attr:$value);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $input `low` $low `high` $high `value` $value attr-dict `:` type($input)
+      `->` type($result)
+  }];
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def KF_GatherOp : KF_Op<"gather", [Pure]> {
+  let summary = "input elements picked along `axis` by an index tensor";
+  let description = [{
+    NumPy's take (torch.index_select, an embedding lookup): the result is
+    input.shape[:axis] + indices.shape + input.shape[axis + 1:], and
+    result[a, i, b] = input[a, indices[i], b]. Indices are i32 or i64; an
+    index in [-n, 0) counts from the end (n = input dim `axis`); one
+    outside [-n, n) gives NaN for float inputs, 0 for integers and false
+    for i1: defined, never a read outside the input.
+  }];
+  let arguments = (ins KF_Tensor:$input, KF_Tensor:$indices, I64Attr:$axis);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` attr-dict `:` type($input) `,` type($indices)
+      `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KF_TakeAlongAxisOp : KF_Op<"take_along_axis", [Pure]> {
+  let summary = "one input element per index, along `axis`";
+  let description = [{
+    NumPy's take_along_axis (torch.gather): indices have the input's rank
+    and its dims except at `axis`; the result has the indices' shape, and
+    result[a, i, b] = input[a, indices[a, i, b], b]. Indices and
+    out-of-range indices as for kf.gather.
+  }];
+  let arguments = (ins KF_Tensor:$input, KF_Tensor:$indices, I64Attr:$axis);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $indices `]` attr-dict `:` type($input) `,` type($indices)
+      `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KF_RandomOp : KF_Op<"random", [Pure]> {
+  let summary = "uniform [0, 1) numbers from Philox4x32-10, counter-based";
+  let description = [{
+    Element i (row-major) is the first word w of Philox4x32-10 with key
+    (seed, 0) and counter (i mod 2^32, i div 2^32, stream, 0), as
+    (w >> 8) * 2^-24, rounded to the result's float dtype. `seed` is a
+    rank-0 i32 tensor, so a new seed needs no new compile; `stream` tells
+    apart the random ops of one graph. The same seed gives the same
+    numbers fused, unfused and in the evaluator.
+  }];
+  let arguments = (ins KF_Tensor:$seed, I64Attr:$stream,
+                       OptionalAttr<StrArrayAttr>:$dim_symbols);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $seed attr-dict `:` type($seed) `->` type($result)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

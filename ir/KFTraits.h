@@ -13,6 +13,7 @@
 namespace kfuse::kf::detail {
 mlir::LogicalResult verifySameOperandsAndResult(mlir::Operation *op);
 mlir::LogicalResult verifyOperandDtypes(mlir::Operation *op, bool floatOnly);
+mlir::LogicalResult verifyBoolOperands(mlir::Operation *op);
 } // namespace kfuse::kf::detail
 
 namespace mlir::OpTrait::kf {
@@ -36,12 +37,21 @@ public:
   }
 };
 
-/// Operands are floats or i32 (not i1).
+/// Operands are floats, i32 or i64 (not i1).
 template <typename ConcreteType>
 class NumericOperands : public TraitBase<ConcreteType, NumericOperands> {
 public:
   static LogicalResult verifyTrait(Operation *op) {
     return ::kfuse::kf::detail::verifyOperandDtypes(op, /*floatOnly=*/false);
+  }
+};
+
+/// Operands are i1.
+template <typename ConcreteType>
+class BoolOperands : public TraitBase<ConcreteType, BoolOperands> {
+public:
+  static LogicalResult verifyTrait(Operation *op) {
+    return ::kfuse::kf::detail::verifyBoolOperands(op);
   }
 };
 

@@ -8,6 +8,7 @@
 #ifndef KFUSE_IR_NUMERICS_H
 #define KFUSE_IR_NUMERICS_H
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -77,6 +78,35 @@ inline float f16ToFloat(uint16_t h) {
   if (exponent == 31)
     return floatOf(sign | 0x7F800000 | (mantissa << 13));
   return floatOf(sign | ((exponent - 15 + 127) << 23) | (mantissa << 13));
+}
+
+/// Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy as 1, 2,
+/// 3", SC'11): the constants of kf.random, shared by the evaluator and the
+/// GPU code so that both compute the same bits.
+inline constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
+inline constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
+inline constexpr int kPhiloxRounds = 10;
+
+/// The first output word of Philox4x32-10 for `counter` and `key`.
+inline uint32_t philox4x32(std::array<uint32_t, 4> c,
+                           std::array<uint32_t, 2> key) {
+  for (int round = 0; round < kPhiloxRounds; ++round) {
+    if (round) {
+      key[0] += kPhiloxW0;
+      key[1] += kPhiloxW1;
+    }
+    uint64_t p0 = uint64_t(kPhiloxM0) * c[0], p1 = uint64_t(kPhiloxM1) * c[2];
+    c = {uint32_t(p1 >> 32) ^ c[1] ^ key[0], uint32_t(p1),
+         uint32_t(p0 >> 32) ^ c[3] ^ key[1], uint32_t(p0)};
+  }
+  return c[0];
+}
+
+/// kf.random's element `index`: uniform in [0, 1) with 24 random bits.
+inline float philoxUniform(uint32_t seed, uint32_t stream, uint64_t index) {
+  uint32_t w = philox4x32({uint32_t(index), uint32_t(index >> 32), stream, 0},
+                          {seed, 0});
+  return float(w >> 8) * 0x1p-24f;
 }
 
 } // namespace kfuse::numerics

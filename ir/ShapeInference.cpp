@@ -215,4 +215,122 @@ FailureOr<Shape> inferAttention(const AttentionShapes &s, ShapeDiag &diag) {
   return Shape{s.q[0], s.q[1], s.q[2], s.v[3]};
 }
 
+/// "[1, 2, 3]".
+static std::string listStr(ArrayRef<int64_t> values) {
+  std::string s = "[";
+  for (auto [i, v] : llvm::enumerate(values))
+    s += (i ? ", " : "") + std::to_string(v);
+  return s + "]";
+}
+
+FailureOr<Shape> inferSlice(ArrayRef<int64_t> input, ArrayRef<int64_t> starts,
+                            ArrayRef<int64_t> limits, ArrayRef<int64_t> steps,
+                            ShapeDiag &diag) {
+  if (starts.size() != input.size() || limits.size() != input.size() ||
+      steps.size() != input.size())
+    return diag.fail("starts " + listStr(starts) + ", limits " +
+                     listStr(limits) + " and steps " + listStr(steps) +
+                     " need one entry per dim of " + diag.str(input));
+  Shape out;
+  for (auto [d, size] : llvm::enumerate(input)) {
+    int64_t start = starts[d], limit = limits[d], step = steps[d];
+    std::string where = "dim " + std::to_string(d) + " of " + diag.str(input);
+    bool toEnd = limit == kSliceToEnd;
+    if (step < 1)
+      return diag.fail("step " + std::to_string(step) + " of " + where +
+                       " must be >= 1 (negative steps are not supported)");
+    if (isSymbolic(size)) {
+      // A symbolic dim can only be kept whole: its limit is the dim itself.
+      if (start != 0 || step != 1 || !toEnd)
+        return diag.fail(where + " is symbolic: only a known dim can be "
+                                 "sliced");
+      out.push_back(size);
+      continue;
+    }
+    if (toEnd)
+      limit = size;
+    if (start < 0 || start > limit || limit > size)
+      return diag.fail("slice [" + std::to_string(start) + ":" +
+                       std::to_string(limit) + "] of " + where +
+                       " needs 0 <= start <= limit <= " + diag.dim(size));
+    out.push_back(llvm::divideCeil(limit - start, step));
+  }
+  return out;
+}
+
+FailureOr<Shape> inferConcat(ArrayRef<ArrayRef<int64_t>> inputs, int64_t axis,
+                             ShapeDiag &diag) {
+  if (inputs.empty())
+    return diag.fail("concat needs at least one operand");
+  ArrayRef<int64_t> first = inputs.front();
+  if (failed(checkAxis(first.size(), axis, diag)))
+    return failure();
+  Shape out(first.begin(), first.end());
+  out[axis] = 0;
+  for (auto [i, shape] : llvm::enumerate(inputs)) {
+    std::string which = "operand " + std::to_string(i) + " is " +
+                        diag.str(shape) + ", operand 0 is " + diag.str(first);
+    if (shape.size() != first.size())
+      return diag.fail("operands differ in rank: " + which);
+    for (auto [d, size] : llvm::enumerate(shape))
+      if (int64_t(d) != axis && !dimsMatch(size, first[d]))
+        return diag.fail("operands differ in dim " + std::to_string(d) +
+                         ", which is not the axis " + std::to_string(axis) +
+                         ": " + which);
+    if (isSymbolic(shape[axis]))
+      return diag.fail("the axis " + std::to_string(axis) + " of operand " +
+                       std::to_string(i) + " (" + diag.str(shape) +
+                       ") is symbolic: only known dims can be joined");
+    out[axis] += shape[axis];
+  }
+  return out;
+}
+
+FailureOr<Shape> inferPad(ArrayRef<int64_t> input, ArrayRef<int64_t> low,
+                          ArrayRef<int64_t> high, ShapeDiag &diag) {
+  if (low.size() != input.size() || high.size() != input.size())
+    return diag.fail("low " + listStr(low) + " and high " + listStr(high) +
+                     " need one entry per dim of " + diag.str(input));
+  Shape out;
+  for (auto [d, size] : llvm::enumerate(input)) {
+    std::string where = "dim " + std::to_string(d) + " of " + diag.str(input);
+    if (low[d] < 0 || high[d] < 0)
+      return diag.fail("padding " + std::to_string(low[d]) + ", " +
+                       std::to_string(high[d]) + " of " + where +
+                       " must be >= 0 (crop with slice)");
+    if (isSymbolic(size) && (low[d] || high[d]))
+      return diag.fail(where + " is symbolic: only a known dim can be padded");
+    out.push_back(isSymbolic(size) ? size : low[d] + size + high[d]);
+  }
+  return out;
+}
+
+FailureOr<Shape> inferGather(ArrayRef<int64_t> input,
+                             ArrayRef<int64_t> indices, int64_t axis,
+                             ShapeDiag &diag) {
+  if (failed(checkAxis(input.size(), axis, diag)))
+    return failure();
+  Shape out(input.begin(), input.begin() + axis);
+  out.append(indices.begin(), indices.end());
+  out.append(input.begin() + axis + 1, input.end());
+  return out;
+}
+
+FailureOr<Shape> inferTakeAlongAxis(ArrayRef<int64_t> input,
+                                    ArrayRef<int64_t> indices, int64_t axis,
+                                    ShapeDiag &diag) {
+  if (failed(checkAxis(input.size(), axis, diag)))
+    return failure();
+  std::string both =
+      "input is " + diag.str(input) + ", indices are " + diag.str(indices);
+  if (indices.size() != input.size())
+    return diag.fail("indices need the input's rank: " + both);
+  for (auto [d, size] : llvm::enumerate(indices))
+    if (int64_t(d) != axis && !dimsMatch(size, input[d]))
+      return diag.fail("indices differ from the input in dim " +
+                       std::to_string(d) + ", which is not the axis " +
+                       std::to_string(axis) + ": " + both);
+  return Shape(indices.begin(), indices.end());
+}
+
 } // namespace kfuse::kf::shapes

@@ -84,6 +84,31 @@ struct AttentionShapes {
 mlir::FailureOr<Shape> inferAttention(const AttentionShapes &shapes,
                                       ShapeDiag &diag);
 
+/// A kf.slice limit meaning "to the end of the dim", the one limit a
+/// symbolic dim takes (with start 0 and step 1: the dim kept whole).
+constexpr int64_t kSliceToEnd = INT64_MAX;
+
+/// kf.slice: per dim 0 <= start <= limit <= dim and step >= 1; a sliced
+/// dim must be known.
+mlir::FailureOr<Shape> inferSlice(llvm::ArrayRef<int64_t> input,
+                                  llvm::ArrayRef<int64_t> starts,
+                                  llvm::ArrayRef<int64_t> limits,
+                                  llvm::ArrayRef<int64_t> steps,
+                                  ShapeDiag &diag);
+mlir::FailureOr<Shape>
+inferConcat(llvm::ArrayRef<llvm::ArrayRef<int64_t>> inputs, int64_t axis,
+            ShapeDiag &diag);
+mlir::FailureOr<Shape> inferPad(llvm::ArrayRef<int64_t> input,
+                                llvm::ArrayRef<int64_t> low,
+                                llvm::ArrayRef<int64_t> high, ShapeDiag &diag);
+/// kf.gather (NumPy's take along `axis`).
+mlir::FailureOr<Shape> inferGather(llvm::ArrayRef<int64_t> input,
+                                   llvm::ArrayRef<int64_t> indices,
+                                   int64_t axis, ShapeDiag &diag);
+mlir::FailureOr<Shape> inferTakeAlongAxis(llvm::ArrayRef<int64_t> input,
+                                          llvm::ArrayRef<int64_t> indices,
+                                          int64_t axis, ShapeDiag &diag);
+
 /// Elements in `shape`, or nullopt if a dim is symbolic or the count
 /// overflows int64.
 std::optional<int64_t> elementCount(llvm::ArrayRef<int64_t> shape);

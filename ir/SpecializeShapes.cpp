@@ -111,7 +111,7 @@ FailureOr<Type> inferResultType(Operation *op, const SymbolBindings &bindings) {
     return Type(resultType.clone(*shape));
   };
   return TypeSwitch<Operation *, FailureOr<Type>>(op)
-      .Case<IotaOp, BroadcastOp, ReshapeOp>([&](auto shaped) {
+      .Case<IotaOp, BroadcastOp, ReshapeOp, RandomOp>([&](auto shaped) {
         return FailureOr<Type>(resolve(
             resultType, shaped.getDimSymbolsAttr(), bindings, error));
       })
@@ -123,6 +123,31 @@ FailureOr<Type> inferResultType(Operation *op, const SymbolBindings &bindings) {
       .Case([&](TransposeOp t) {
         return withShape(shapes::inferTranspose(
             tensorOf(t.getInput()).getShape(), t.getPerm(), diag));
+      })
+      .Case([&](SliceOp sl) {
+        return withShape(shapes::inferSlice(tensorOf(sl.getInput()).getShape(),
+                                            sl.getStarts(), sl.getLimits(),
+                                            sl.getSteps(), diag));
+      })
+      .Case([&](ConcatOp c) {
+        SmallVector<ArrayRef<int64_t>> inputs;
+        for (Value input : c.getInputs())
+          inputs.push_back(tensorOf(input).getShape());
+        return withShape(shapes::inferConcat(inputs, c.getAxis(), diag));
+      })
+      .Case([&](PadOp p) {
+        return withShape(shapes::inferPad(tensorOf(p.getInput()).getShape(),
+                                          p.getLow(), p.getHigh(), diag));
+      })
+      .Case([&](GatherOp g) {
+        return withShape(shapes::inferGather(
+            tensorOf(g.getInput()).getShape(),
+            tensorOf(g.getIndices()).getShape(), g.getAxis(), diag));
+      })
+      .Case([&](TakeAlongAxisOp t) {
+        return withShape(shapes::inferTakeAlongAxis(
+            tensorOf(t.getInput()).getShape(),
+            tensorOf(t.getIndices()).getShape(), t.getAxis(), diag));
       })
       .Case([&](ReduceOp r) {
         return withShape(shapes::inferReduce(tensorOf(r.getInput()).getShape(),

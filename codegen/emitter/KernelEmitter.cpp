@@ -402,6 +402,12 @@ FailureOr<Value> KernelEmitter::compute(Value tensor, ElementIndex &idx) {
       })
       .Case([&](SoftmaxOp softmax) { return softmaxAt(softmax, idx); })
       .Case([&](IotaOp iota) { return iotaAt(iota, idx); })
+      .Case([&](SliceOp slice) { return sliceAt(slice, idx); })
+      .Case([&](PadOp pad) { return padAt(pad, idx); })
+      .Case([&](ConcatOp concat) { return concatAt(concat, idx); })
+      .Case([&](GatherOp gather) { return gatherAt(gather, idx); })
+      .Case([&](TakeAlongAxisOp take) { return takeAlongAxisAt(take, idx); })
+      .Case([&](RandomOp random) { return randomAt(random, idx); })
       .Default([&](Operation *op) -> FailureOr<Value> {
         if (!op->hasTrait<OpTrait::kf::Elementwise>())
           return op->emitOpError("cannot be computed element by element "
@@ -458,7 +464,7 @@ FailureOr<Value> KernelEmitter::constantAt(ConstantOp op) {
                                                  : value.getSExtValue())));
 }
 
-/// dtype -> dtype conversion of a computed value (f32, i32 or i1), with the
+/// dtype -> dtype conversion of a computed value (f32, i32, i64 or i1), with the
 /// rounding the reference evaluator gives a cast.
 Value KernelEmitter::castScalar(Value v, Type from, Type to) {
   if (from == to)
@@ -473,7 +479,7 @@ Value KernelEmitter::castScalar(Value v, Type from, Type to) {
   if (isa<FloatType>(to)) {
     if (from.isInteger(1))
       v = arith::UIToFPOp::create(b, l, b.getF32Type(), v);
-    else if (from.isInteger(32))
+    else if (from.isInteger())
       v = arith::SIToFPOp::create(b, l, b.getF32Type(), v);
     // Round to the narrower format and widen again: the value a stored
     // bf16/f16 would hold.
@@ -483,22 +489,29 @@ Value KernelEmitter::castScalar(Value v, Type from, Type to) {
                                     .getResult());
     return v;
   }
-  // To i32.
+  // To i32 or i64: i1 is 0 or 1, a narrower integer sign-extends, a wider
+  // one wraps.
+  unsigned bits = to.getIntOrFloatBitWidth();
   if (from.isInteger(1))
     return arith::ExtUIOp::create(b, l, to, v);
-  // Float to i32 truncates and saturates; NaN gives 0.
+  if (from.isInteger())
+    return from.getIntOrFloatBitWidth() < bits
+               ? Value(arith::ExtSIOp::create(b, l, to, v))
+               : Value(arith::TruncIOp::create(b, l, to, v));
+  // Float to integer truncates and saturates; NaN gives 0. The upper clamp
+  // is the largest f32 below 2^(bits - 1); from 2^(bits - 1) on, the max.
+  double limit = std::ldexp(1.0, bits - 1);
   Value isNaN = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, v, v);
   Value clamped = arith::MinimumFOp::create(
-      b, l, arith::MaximumFOp::create(b, l, v, f32(-2147483648.0)),
-      f32(2147483520.0));
+      b, l, arith::MaximumFOp::create(b, l, v, f32(-limit)),
+      f32(std::nextafter(float(limit), 0.0f)));
   Value i = arith::FPToSIOp::create(b, l, to, clamped);
-  auto i32 = [&](int64_t c) {
-    return arith::ConstantOp::create(b, l, b.getIntegerAttr(to, c));
-  };
-  Value tooBig = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE, v,
-                                       f32(2147483648.0));
-  i = arith::SelectOp::create(b, l, tooBig, i32(2147483647), i);
-  return arith::SelectOp::create(b, l, isNaN, i32(0), i);
+  Value tooBig =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::OGE, v, f32(limit));
+  Value max = arith::ConstantOp::create(
+      b, l, b.getIntegerAttr(to, APInt::getSignedMaxValue(bits)));
+  i = arith::SelectOp::create(b, l, tooBig, max, i);
+  return arith::SelectOp::create(b, l, isNaN, constant(to, 0), i);
 }
 
 static arith::CmpFPredicate floatPredicate(ComparePredicate p) {
@@ -599,9 +612,52 @@ FailureOr<Value> KernelEmitter::unaryScalarOp(Operation *op, Type dtype,
       .Case([&](ReciprocalOp) -> Value {
         return arith::DivFOp::create(b, l, f32(1), x);
       })
+      .Case([&](FloorOp) -> Value { return math::FloorOp::create(b, l, x); })
+      .Case([&](RoundOp) -> Value {
+        return math::RoundEvenOp::create(b, l, x);
+      })
+      .Case([&](NotOp) -> Value {
+        return arith::XOrIOp::create(b, l, x, constant(b.getI1Type(), 1));
+      })
       .Default([](Operation *op) -> FailureOr<Value> {
         return op->emitOpError("has no scalar lowering");
       });
+}
+
+/// lhs mod rhs with the sign of rhs: the remainder of a truncating
+/// division, plus rhs where it is nonzero and its sign differs from rhs's.
+/// Integers: x mod 0 = 0 (the GPU's remainder by 0 is undefined).
+Value KernelEmitter::flooredMod(Type dtype, Value lhs, Value rhs) {
+  Location l = location;
+  bool isFloat = isa<FloatType>(dtype);
+  Value zero = zeroOf(dtype);
+  Value byZero, r;
+  if (isFloat) {
+    r = arith::RemFOp::create(b, l, lhs, rhs);
+  } else {
+    byZero = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, rhs, zero);
+    Value safe = arith::SelectOp::create(b, l, byZero,
+                                         constant(computeType(dtype), 1), rhs);
+    r = arith::RemSIOp::create(b, l, lhs, safe);
+  }
+  auto negative = [&](Value v) -> Value {
+    return isFloat ? Value(arith::CmpFOp::create(
+                         b, l, arith::CmpFPredicate::OLT, v, zero))
+                   : Value(arith::CmpIOp::create(
+                         b, l, arith::CmpIPredicate::slt, v, zero));
+  };
+  Value nonzero =
+      isFloat ? Value(arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNE, r,
+                                            zero))
+              : Value(arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, r,
+                                            zero));
+  Value differ = arith::XOrIOp::create(b, l, negative(r), negative(rhs));
+  Value adjust = arith::AndIOp::create(b, l, nonzero, differ);
+  Value moved = floatOrInt<arith::AddFOp, arith::AddIOp>(b, l, isFloat,
+                                                         ValueRange{r, rhs});
+  Value result = arith::SelectOp::create(b, l, adjust, moved, r);
+  return byZero ? Value(arith::SelectOp::create(b, l, byZero, zero, result))
+                : result;
 }
 
 FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
@@ -641,6 +697,10 @@ FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
       .Case([&](PowOp) -> Value {
         return math::PowFOp::create(b, l, x[0], x[1]);
       })
+      .Case([&](ModOp) { return flooredMod(dtype, x[0], x[1]); })
+      .Case([&](AndOp) -> Value { return arith::AndIOp::create(b, l, x[0], x[1]); })
+      .Case([&](OrOp) -> Value { return arith::OrIOp::create(b, l, x[0], x[1]); })
+      .Case([&](XorOp) -> Value { return arith::XOrIOp::create(b, l, x[0], x[1]); })
       .Case([&](CompareOp c) -> Value {
         if (isFloat)
           return arith::CmpFOp::create(b, l, floatPredicate(c.getPredicate()),

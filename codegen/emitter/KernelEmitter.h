@@ -14,7 +14,7 @@
 // row vectors ([N]) map to the same SSA index every time: the element is
 // then found in `computed` instead of being loaded or recomputed again.
 //
-// Values are computed in f32 for every float dtype, i32, or i1; they are
+// Values are computed in f32 for every float dtype, i32, i64 or i1; they are
 // widened on load and rounded once on store.
 //
 //===----------------------------------------------------------------------===//
@@ -154,6 +154,19 @@ private:
   /// A softmax's element from its row's max and sum (softmaxStats).
   mlir::FailureOr<mlir::Value> softmaxAt(SoftmaxOp op, ElementIndex &idx);
   mlir::Value iotaAt(IotaOp op, ElementIndex &idx);
+  // The indexing ops as index maps (IndexMaps.cpp).
+  mlir::FailureOr<mlir::Value> sliceAt(SliceOp op, ElementIndex &idx);
+  mlir::FailureOr<mlir::Value> padAt(PadOp op, ElementIndex &idx);
+  mlir::FailureOr<mlir::Value> concatAt(ConcatOp op, ElementIndex &idx);
+  /// kf.gather or kf.take_along_axis: `input` at `picked` along `axis`,
+  /// the other dims from `inputIndex`.
+  mlir::FailureOr<mlir::Value> pickAt(mlir::Value input, mlir::Value picked,
+                                      int64_t axis,
+                                      llvm::SmallVector<mlir::Value> inputIndex);
+  mlir::FailureOr<mlir::Value> gatherAt(GatherOp op, ElementIndex &idx);
+  mlir::FailureOr<mlir::Value> takeAlongAxisAt(TakeAlongAxisOp op,
+                                               ElementIndex &idx);
+  mlir::FailureOr<mlir::Value> randomAt(RandomOp op, ElementIndex &idx);
   /// The elementwise `op` on scalars of its compute type: the one-operand
   /// ops, then those of two or three.
   mlir::FailureOr<mlir::Value> scalarOp(mlir::Operation *op,
@@ -162,6 +175,8 @@ private:
                                              mlir::Type dtype, mlir::Value x);
   mlir::FailureOr<mlir::Value>
   binaryScalarOp(mlir::Operation *op, mlir::Type dtype, mlir::ValueRange x);
+  /// kf.mod on scalars of `dtype`.
+  mlir::Value flooredMod(mlir::Type dtype, mlir::Value lhs, mlir::Value rhs);
   /// 0 of the compute type of `dtype`.
   mlir::Value zeroOf(mlir::Type dtype);
   mlir::Value castScalar(mlir::Value v, mlir::Type from, mlir::Type to);

@@ -12,6 +12,8 @@
 #include "codegen/templates/KernelTemplates.h"
 #include "codegen/templates/PointwiseTemplate.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 using namespace mlir;
 using namespace kfuse::kf;
 
@@ -222,16 +224,33 @@ bool kfuse::kf::usesPointwiseTemplate(KernelOp kernel) {
          !paddedRowStride(kernel.getResult(0));
 }
 
+/// Whether every use of `arg`, transitively, reads it at the element it
+/// computes: elementwise ops and reshapes (same linear index) up to the
+/// yield. An index map (a gather, a slice, a transpose) would read other
+/// elements, which a thread step does not load and an in-place output may
+/// already have overwritten.
+static bool readOnlyInPlace(BlockArgument arg) {
+  SmallVector<Value> worklist = {arg};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!worklist.empty()) {
+    for (Operation *user : worklist.pop_back_val().getUsers()) {
+      if (isa<YieldOp>(user) || !seen.insert(user).second)
+        continue;
+      if (!user->hasTrait<OpTrait::kf::Elementwise>() && !isa<ReshapeOp>(user))
+        return false;
+      worklist.push_back(user->getResult(0));
+    }
+  }
+  return true;
+}
+
 SmallVector<BlockArgument> kfuse::kf::streamedInputs(KernelOp kernel) {
   auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
   ArrayRef<int64_t> shape = shapeOf(yield.getValues()[0]);
   SmallVector<BlockArgument> streamed;
   for (BlockArgument arg : kernel.getBody().front().getArguments())
     if (mlir::cast<RankedTensorType>(arg.getType()).getShape() == shape &&
-        llvm::all_of(arg.getUsers(), [](Operation *user) {
-          return user->hasTrait<OpTrait::kf::Elementwise>();
-        }))
+        readOnlyInPlace(arg))
       streamed.push_back(arg);
   return streamed;
 }
-

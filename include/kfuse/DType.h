@@ -9,9 +9,11 @@
 
 namespace kfuse {
 
-enum class DType { f32, f16, bf16, i32, i1 };
+/// i64 holds indices (gather, iota, cast); it is not reduced or multiplied
+/// as matrices.
+enum class DType { f32, f16, bf16, i32, i1, i64 };
 
-/// "f32", "f16", "bf16", "i32" or "i1".
+/// "f32", "f16", "bf16", "i32", "i1" or "i64".
 const char *dtypeName(DType dtype);
 /// The dtype with that name, or nullopt.
 std::optional<DType> parseDType(std::string_view name);

@@ -17,7 +17,7 @@
 // Broadcasting follows NumPy: shapes align on their trailing dims and a dim
 // of 1 stretches. Symbolic dims (named, e.g. "M") match only the same name.
 //
-// Dtype promotion, for binary ops and select: i1 < i32 < f16, bf16 < f32,
+// Dtype promotion, for binary ops and select: i1 < i32 < i64 < f16, bf16 < f32,
 // and f16 with bf16 gives f32. A C++ scalar takes the tensor's dtype if the
 // tensor is a float; an int scalar with an i32 tensor stays i32; a floating
 // scalar with an i32 or i1 tensor gives f32. Float-only math (exp, log,
@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kfuse {
@@ -147,6 +148,9 @@ Tensor erf(Tensor x);
 Tensor gelu(Tensor x);
 Tensor silu(Tensor x);
 Tensor reciprocal(Tensor x);
+Tensor floor(Tensor x);
+/// To the nearest integer, ties to even (torch.round).
+Tensor round(Tensor x);
 
 Tensor add(Tensor a, Tensor b);
 Tensor sub(Tensor a, Tensor b);
@@ -155,6 +159,14 @@ Tensor div(Tensor a, Tensor b);
 Tensor maximum(Tensor a, Tensor b);
 Tensor minimum(Tensor a, Tensor b);
 Tensor pow(Tensor a, Tensor b);
+/// a mod b with the sign of b (Python's %, torch.remainder); for integers
+/// a mod 0 is 0.
+Tensor mod(Tensor a, Tensor b);
+// Logic on i1; other operands are first compared with 0 (x != 0).
+Tensor logicalAnd(Tensor a, Tensor b);
+Tensor logicalOr(Tensor a, Tensor b);
+Tensor logicalXor(Tensor a, Tensor b);
+Tensor logicalNot(Tensor x);
 
 enum class Compare { eq, ne, lt, le, gt, ge };
 /// An i1 tensor; operands broadcast and promote as for binary ops.
@@ -190,6 +202,38 @@ Tensor transpose(Tensor x, const std::vector<int64_t> &perm);
 /// Elements equal to their index along `dim`.
 Tensor iota(Graph &graph, const Shape &shape, int64_t dim,
             DType dtype = DType::i32);
+
+// Indexing. Each is an index map that fused kernels compute in their
+// loads. Negative axes and positions count from the end; a position out of
+// range is an error, not clamped as Python's slices are.
+
+/// x[start:stop:step] along `axis`; no `stop` means the end of the dim.
+/// step >= 1 (negative steps are not supported). The sliced dim must have
+/// a known size.
+Tensor slice(Tensor x, int64_t axis, int64_t start,
+             std::optional<int64_t> stop = std::nullopt, int64_t step = 1);
+/// The tensors joined along `axis` (torch.cat); dtypes promote.
+Tensor concat(const std::vector<Tensor> &tensors, int64_t axis);
+/// Constant padding, NumPy's order: one (before, after) pair per dim, from
+/// the first; widths >= 0.
+Tensor pad(Tensor x, const std::vector<std::pair<int64_t, int64_t>> &widths,
+           double value = 0);
+/// NumPy's take along `axis` (torch.index_select, an embedding lookup):
+/// the result is x.shape[:axis] + indices.shape + x.shape[axis + 1:].
+/// Indices are i32 or i64; an index outside [-n, n) gives NaN (floats) or
+/// 0 (integers, i1).
+Tensor gather(Tensor x, Tensor indices, int64_t axis);
+/// NumPy's take_along_axis (torch.gather): indices of x's rank that agree
+/// with x except along `axis`; one element of x per index.
+Tensor takeAlongAxis(Tensor x, Tensor indices, int64_t axis);
+
+/// Uniform numbers in [0, 1) from counter-based Philox4x32-10, seeded by
+/// `seed` (a rank-0 i32 tensor, so a new seed needs no new compile). Each
+/// call in a graph draws its own stream; the numbers are the same fused,
+/// unfused and in the evaluator.
+Tensor rand(Tensor seed, const Shape &shape, DType dtype = DType::f32);
+/// Inverted dropout: x / (1 - p) where rand(seed) >= p, else 0.
+Tensor dropout(Tensor x, Tensor seed, double p);
 
 // Reductions over `axes` (all dims if empty).
 Tensor reduceSum(Tensor x, std::vector<int64_t> axes = {},

@@ -46,6 +46,7 @@ typedef enum kfuse_dtype {
   KFUSE_BF16 = 2,
   KFUSE_I32 = 3,
   KFUSE_I1 = 4,
+  KFUSE_I64 = 5,
 } kfuse_dtype;
 
 /*===------------------------------------------------------------------===*
@@ -88,8 +89,9 @@ kfuse_status kfuse_tensor_info(kfuse_graph graph, kfuse_tensor x,
                                int64_t *sizes, int64_t capacity);
 
 /* Elementwise ops by name. Unary: neg abs relu exp log sqrt rsqrt sin cos
- * tanh sigmoid erf gelu silu reciprocal. Binary (broadcasting, promoting):
- * add sub mul div maximum minimum pow, and the comparisons eq ne lt le gt
+ * tanh sigmoid erf gelu silu reciprocal floor round logical_not. Binary
+ * (broadcasting, promoting): add sub mul div maximum minimum pow mod
+ * logical_and logical_or logical_xor, and the comparisons eq ne lt le gt
  * ge (i1 results). */
 kfuse_tensor kfuse_unary(kfuse_graph graph, const char *op, kfuse_tensor x);
 kfuse_tensor kfuse_binary(kfuse_graph graph, const char *op, kfuse_tensor a,
@@ -107,6 +109,30 @@ kfuse_tensor kfuse_transpose(kfuse_graph graph, kfuse_tensor x, int64_t rank,
                              const int64_t *perm);
 kfuse_tensor kfuse_iota(kfuse_graph graph, int64_t rank, const int64_t *sizes,
                         int64_t dim, kfuse_dtype dtype);
+
+/* Indexing (kfuse/Graph.h says each in full). Negative axes and positions
+ * count from the end; out-of-range positions are errors. */
+/* x[start:stop:step] along `axis`; has_stop 0: to the end. */
+kfuse_tensor kfuse_slice(kfuse_graph graph, kfuse_tensor x, int64_t axis,
+                         int64_t start, int has_stop, int64_t stop,
+                         int64_t step);
+kfuse_tensor kfuse_concat(kfuse_graph graph, int64_t count,
+                          const kfuse_tensor *tensors, int64_t axis);
+/* `widths` holds (before, after) for each of x's `rank` dims, first dim
+ * first. */
+kfuse_tensor kfuse_pad(kfuse_graph graph, kfuse_tensor x, int64_t rank,
+                       const int64_t *widths, double value);
+/* NumPy's take (embedding lookup) and take_along_axis; i32 or i64
+ * indices, out-of-range ones give NaN (floats) or 0. */
+kfuse_tensor kfuse_gather(kfuse_graph graph, kfuse_tensor x,
+                          kfuse_tensor indices, int64_t axis);
+kfuse_tensor kfuse_take_along_axis(kfuse_graph graph, kfuse_tensor x,
+                                   kfuse_tensor indices, int64_t axis);
+/* Uniform [0, 1) from Philox seeded by `seed` (a rank-0 i32 tensor). */
+kfuse_tensor kfuse_rand(kfuse_graph graph, kfuse_tensor seed, int64_t rank,
+                        const int64_t *sizes, kfuse_dtype dtype);
+kfuse_tensor kfuse_dropout(kfuse_graph graph, kfuse_tensor x,
+                           kfuse_tensor seed, double p);
 
 /* Reductions by name (sum max min mean) over `axes` (all if num_axes 0). */
 kfuse_tensor kfuse_reduce(kfuse_graph graph, const char *op, kfuse_tensor x,

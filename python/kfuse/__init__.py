@@ -13,7 +13,7 @@ package or in the source tree's build/.
 """
 
 from . import _capi
-from .dtypes import bfloat16, bool_, dtype, float16, float32, int32
+from .dtypes import bfloat16, bool_, dtype, float16, float32, int32, int64
 from .errors import (CacheIOError, CompileError, DeviceError, Error,
                      InvalidArgumentError, InvalidGraphError, NoDeviceError)
 from . import testing
@@ -22,6 +22,9 @@ from .graph import (Graph, Tensor, abs, attention, cos, erf, exp, gelu, log,
                     matmul, maximum, minimum, neg, pow, reciprocal, relu,
                     rsqrt, scaled_dot_product_attention, sigmoid, silu, sin,
                     softmax, sqrt, tanh, where)
+from .indexing import (cat, dropout, embedding, floor, gather, index_select,
+                       logical_and, logical_not, logical_or, logical_xor, pad,
+                       rand, remainder, round, slice_, take_along_dim)
 
 bool = bool_
 __version__ = _capi.fn["kfuse_version"]().decode()
@@ -29,11 +32,14 @@ __version__ = _capi.fn["kfuse_version"]().decode()
 __all__ = [
     "Graph", "Tensor", "Executable", "compile", "evaluate", "cache_stats",
     "testing", "dtype",
-    "float32", "float16", "bfloat16", "int32", "bool", "Error",
+    "float32", "float16", "bfloat16", "int32", "int64", "bool", "Error",
     "InvalidGraphError", "InvalidArgumentError", "CompileError",
     "NoDeviceError", "DeviceError", "CacheIOError", "abs", "attention",
     "cos", "erf", "exp", "gelu", "log", "matmul", "maximum", "minimum",
     "neg", "pow", "reciprocal", "relu", "rsqrt",
     "scaled_dot_product_attention", "sigmoid", "silu", "sin", "softmax",
-    "sqrt", "tanh", "where",
+    "sqrt", "tanh", "where", "cat", "dropout", "embedding", "floor",
+    "gather", "index_select", "logical_and", "logical_not", "logical_or",
+    "logical_xor", "pad", "rand", "remainder", "round", "slice_",
+    "take_along_dim",
 ]

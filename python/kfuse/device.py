@@ -7,7 +7,7 @@ import ctypes
 from . import _capi, dtypes
 
 _TYPESTRS = {"<f4": dtypes.float32, "<f2": dtypes.float16,
-             "<i4": dtypes.int32, "|b1": dtypes.bool_}
+             "<i4": dtypes.int32, "<i8": dtypes.int64, "|b1": dtypes.bool_}
 
 
 # DLPack's C structs (dlpack.h, version 0.8+), read through ctypes.
@@ -32,7 +32,8 @@ _DL_CUDA = 2
 # (type code, bits) -> dtype: kDLInt 0, kDLFloat 2, kDLBfloat 4, kDLBool 6.
 _DL_DTYPES = {(2, 32): dtypes.float32, (2, 16): dtypes.float16,
               (4, 16): dtypes.bfloat16, (0, 32): dtypes.int32,
-              (6, 8): dtypes.bool_, (1, 8): dtypes.bool_}
+              (0, 64): dtypes.int64, (6, 8): dtypes.bool_,
+              (1, 8): dtypes.bool_}
 _get_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _get_pointer.restype = ctypes.c_void_p
 _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
@@ -152,7 +153,7 @@ def torch_dtypes():
     if not _TORCH_DTYPES:
         import torch
         for t in (torch.float32, torch.float16, torch.bfloat16, torch.int32,
-                  torch.bool):
+                  torch.int64, torch.bool):
             _torch_dtype(t)
     return _TORCH_DTYPES
 
@@ -209,7 +210,7 @@ def empty_like_framework(x, shape, dtype):
         import torch
         torch_dtype = {"float32": torch.float32, "float16": torch.float16,
                        "bfloat16": torch.bfloat16, "int32": torch.int32,
-                       "bool": torch.bool}[dtype.name]
+                       "int64": torch.int64, "bool": torch.bool}[dtype.name]
         return torch.empty(shape, dtype=torch_dtype, device=x.device)
     if type(x).__module__.startswith("cupy"):
         import cupy

@@ -27,12 +27,15 @@ float16 = dtype("float16", 1, np.dtype(np.float16))
 bfloat16 = dtype("bfloat16", 2, np.dtype(np.uint16))
 int32 = dtype("int32", 3, np.dtype(np.int32))
 bool_ = dtype("bool", 4, np.dtype(np.bool_))
+int64 = dtype("int64", 5, np.dtype(np.int64))
 
-_BY_CODE = {d.code: d for d in (float32, float16, bfloat16, int32, bool_)}
+_BY_CODE = {d.code: d for d in (float32, float16, bfloat16, int32, bool_,
+                                int64)}
 _ALIASES = {"f32": float32, "float32": float32, "f16": float16,
             "float16": float16, "half": float16, "bf16": bfloat16,
             "bfloat16": bfloat16, "i32": int32, "int32": int32,
-            "i1": bool_, "bool": bool_}
+            "i1": bool_, "bool": bool_, "i64": int64, "int64": int64,
+            "long": int64}
 
 
 def of_code(code):
@@ -51,11 +54,11 @@ def as_dtype(value):
         np_type = np.dtype(value)
     except TypeError:
         np_type = None
-    for d in (float32, float16, int32, bool_):
+    for d in (float32, float16, int32, bool_, int64):
         if np_type == d.numpy:
             return d
     raise TypeError(f"kfuse: {value!r} is not a dtype kfuse has "
-                    "(float32, float16, bfloat16, int32, bool)")
+                    "(float32, float16, bfloat16, int32, int64, bool)")
 
 
 def to_bfloat16_bits(array):

@@ -29,7 +29,8 @@ def _host_tensors(arrays, expected):
             raise _capi.errors.InvalidArgumentError(
                 f"kfuse: input '{name}' is {dtype.name}, got an array of "
                 f"{array.dtype}")
-        array = np.ascontiguousarray(array)
+        # (ascontiguousarray makes a rank-0 array rank 1.)
+        array = np.ascontiguousarray(array).reshape(array.shape)
         sizes, rank = _capi.int64_array(array.shape)
         keep += [array, sizes]
         tensors[i] = _capi.HostTensor(array.ctypes.data, dtype.code, rank,

@@ -19,7 +19,7 @@ import operator
 import torch
 import torch.nn.functional as F
 
-from . import dtypes, graph as kgraph
+from . import dtypes, graph as kgraph, indexing as kindex
 from .executable import compile as _compile
 
 
@@ -29,13 +29,13 @@ class Unsupported(Exception):
 
 _DTYPES = {torch.float32: dtypes.float32, torch.float16: dtypes.float16,
            torch.bfloat16: dtypes.bfloat16, torch.int32: dtypes.int32,
-           torch.bool: dtypes.bool_}
+           torch.int64: dtypes.int64, torch.bool: dtypes.bool_}
 
 
 def _kfuse_dtype(torch_dtype, what):
     if torch_dtype not in _DTYPES:
         raise Unsupported(f"{what}: dtype {torch_dtype} (kfuse has float32, "
-                          "float16, bfloat16, int32, bool)")
+                          "float16, bfloat16, int32, int64, bool)")
     return _DTYPES[torch_dtype]
 
 
@@ -109,6 +109,75 @@ def _to(x, *args, **kwargs):
     return x if target is None else x.to(_kfuse_dtype(target, "to"))
 
 
+def _dropout(x, p=0.5, training=True, inplace=False):
+    # Training-mode dropout needs a seed input the fx graph does not have:
+    # refused rather than silently skipped.
+    if training and p > 0:
+        raise Unsupported("dropout in training mode (build the graph with "
+                          "kfuse.dropout and a seed input)")
+    return x
+
+
+def _pad(x, pad, mode="constant", value=None):
+    if mode != "constant":
+        raise Unsupported(f"pad mode '{mode}' (kfuse pads with a constant)")
+    return kindex.pad(x, pad, 0.0 if value is None else value)
+
+
+def _round(x, decimals=0):
+    if decimals:
+        raise Unsupported("round with decimals")
+    return kindex.round(x)
+
+
+def _unsqueeze(x, dim):
+    dim = dim % (x.ndim + 1)
+    return x.reshape(x.shape[:dim] + (1,) + x.shape[dim:])
+
+
+def _squeeze(x, dim=None):
+    dims = range(x.ndim) if dim is None else [d % x.ndim for d in (
+        dim if isinstance(dim, (list, tuple)) else [dim])]
+    shape = [s for d, s in enumerate(x.shape) if not (d in dims and s == 1)]
+    return x.reshape(shape)
+
+
+def _split(x, size, dim=0):
+    n = x.shape[dim]
+    sizes = size if isinstance(size, (list, tuple)) else \
+        [min(size, n - i) for i in range(0, n, size)]
+    starts = [sum(sizes[:i]) for i in range(len(sizes))]
+    return tuple(kindex.slice_(x, dim, a, a + b) for a, b in zip(starts, sizes))
+
+
+def _chunk(x, chunks, dim=0):
+    return _split(x, -(-x.shape[dim] // chunks), dim)
+
+
+def _cross_entropy(x, target, weight=None, size_average=None,
+                   ignore_index=-100, reduce=None, reduction="mean",
+                   label_smoothing=0.0):
+    """F.cross_entropy over [N, C] logits and [N] class indices, written
+    from primitives kfuse fuses into one row kernel."""
+    if weight is not None or x.ndim != 2 or target.ndim != 1:
+        raise Unsupported("cross_entropy other than [N, C] logits with [N] "
+                          "class indices and no class weights")
+    x = x.to(dtypes.float32)
+    m = x.amax(1, keepdim=True)
+    lse = kgraph.log(kgraph.exp(x - m).sum(1, keepdim=True)) + m
+    nll = lse - kindex.gather(x, 1, target.reshape(target.shape[0], 1))
+    if label_smoothing:
+        nll = nll * (1.0 - label_smoothing) + (lse - x.mean(
+            1, keepdim=True)) * label_smoothing
+    valid = target.reshape(target.shape[0], 1).ne(ignore_index)
+    loss = kgraph.where(valid, nll, 0.0).reshape(target.shape[0])
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    return loss.sum() / valid.to(dtypes.float32).sum()
+
+
 def _reduce(name):
     def reduce(x, dim=None, keepdim=False, dtype=None):
         if dtype is not None:
@@ -137,7 +206,25 @@ _FUNCTIONS = {
     F.softmax: _softmax, torch.reshape: _reshape,
     torch.transpose: _transpose, torch.permute: lambda x, *d: x.permute(*d),
     torch.mean: _reduce("mean"), torch.sum: _reduce("sum"),
-    F.dropout: lambda x, p=0.5, training=False, inplace=False: x,
+    F.dropout: _dropout,
+    torch.cat: kindex.cat, torch.concat: kindex.cat, F.pad: _pad,
+    F.embedding: lambda input, weight, *a, **k: kindex.embedding(
+        input, weight),
+    torch.index_select: kindex.index_select, torch.gather: kindex.gather,
+    torch.narrow: lambda x, dim, start, length: kindex.slice_(
+        x, dim, start, start + length),
+    torch.floor: kindex.floor, torch.round: _round,
+    torch.remainder: kindex.remainder, operator.mod: kindex.remainder,
+    torch.logical_and: kindex.logical_and,
+    torch.logical_or: kindex.logical_or,
+    torch.logical_xor: kindex.logical_xor,
+    torch.logical_not: kindex.logical_not,
+    operator.and_: kindex.logical_and, operator.or_: kindex.logical_or,
+    operator.xor: kindex.logical_xor, operator.invert: kindex.logical_not,
+    operator.getitem: lambda x, key: x[key],
+    torch.unsqueeze: _unsqueeze, torch.squeeze: _squeeze,
+    torch.split: _split, torch.chunk: _chunk,
+    F.cross_entropy: _cross_entropy,
 }
 if hasattr(F, "scaled_dot_product_attention"):
     _FUNCTIONS[F.scaled_dot_product_attention] = _sdpa
@@ -155,6 +242,13 @@ _METHODS = {
     "pow": kgraph.pow, "relu": kgraph.relu,
     "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
     "size": lambda x, dim=None: x.shape if dim is None else x.shape[dim],
+    "floor": kindex.floor, "round": _round, "remainder": kindex.remainder,
+    "gather": kindex.gather, "index_select": kindex.index_select,
+    "narrow": lambda x, dim, start, length: kindex.slice_(
+        x, dim, start, start + length),
+    "unsqueeze": _unsqueeze, "squeeze": _squeeze, "split": _split,
+    "chunk": _chunk, "logical_not": kindex.logical_not,
+    "logical_and": kindex.logical_and, "logical_or": kindex.logical_or,
     "dim": lambda x: x.ndim,
 }
 
@@ -170,7 +264,8 @@ _MODULES = {
     torch.nn.Tanh: lambda m, p, x: kgraph.tanh(x),
     torch.nn.Sigmoid: lambda m, p, x: kgraph.sigmoid(x),
     torch.nn.Softmax: lambda m, p, x: x.softmax(m.dim),
-    torch.nn.Dropout: lambda m, p, x: x,
+    torch.nn.Dropout: lambda m, p, x: _dropout(x, m.p, m.training),
+    torch.nn.Embedding: lambda m, p, x: kindex.embedding(x, p("weight")),
     torch.nn.Identity: lambda m, p, x: x,
 }
 if hasattr(torch.nn, "RMSNorm"):

@@ -85,15 +85,60 @@ def test_module_matches_pytorch(make, shape):
 
 
 def test_unsupported_ops_are_named():
-    module = nn.Sequential(nn.Embedding(10, 4)).eval()
-    report = ktorch.explain(module, torch.zeros(3, dtype=torch.int64))
-    assert not report["supported"]
-    assert "Embedding" in report["reason"] or "int64" in report["reason"]
-    with pytest.raises(ktorch.Unsupported):
-        ktorch.compile(module, (torch.zeros(3, dtype=torch.int32),))
+    module = nn.Sequential(nn.Conv1d(4, 4, 3)).eval()
+    report = ktorch.explain(module, torch.zeros(2, 4, 9))
+    assert not report["supported"] and "Conv1d" in report["reason"]
+    with pytest.raises(ktorch.Unsupported, match="Conv1d"):
+        ktorch.compile(module, (torch.zeros(2, 4, 9),))
+
+
+def test_training_dropout_is_refused_not_skipped():
+    module = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).train()
+    with pytest.raises(ktorch.Unsupported, match="dropout in training"):
+        ktorch.compile(module, (torch.randn(2, 4),))
+
+
+class EmbedRope(nn.Module):
+    """Token and position embeddings, RoPE on heads by rotate-half (slices,
+    a negation and a cat), and a cross-entropy loss against labels."""
+
+    def __init__(self, vocab=50, dim=16, heads=2):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, dim), nn.Embedding(64, dim)
+        self.head, self.heads = nn.Linear(dim, vocab), heads
+
+    def forward(self, ids, positions, labels, cos, sin):
+        b, s = ids.size(0), ids.size(1)
+        x = self.tok(ids) + self.pos(positions)
+        h = x.view(b, s, self.heads, -1).transpose(1, 2)
+        rotated = torch.cat([-h[..., 4:], h[..., :4]], dim=-1)
+        h = (h * cos + rotated * sin).transpose(1, 2).reshape(b, s, -1)
+        logits = self.head(h)
+        loss = F.cross_entropy(logits.view(b * s, -1), labels.view(-1),
+                               ignore_index=0, label_smoothing=0.1)
+        return logits[:, -1], loss
 
 
 def test_explain_reports_the_fusion():
     module = MLP().eval()
     report = ktorch.explain(module, torch.randn(2, 32))
     assert report["supported"] and "fused" in report["fusion"]
+
+
+def test_embeddings_rope_and_cross_entropy_match_pytorch():
+    torch.manual_seed(0)
+    module = EmbedRope().eval()
+    ids = torch.randint(0, 50, (3, 10))
+    labels = torch.randint(0, 50, (3, 10))
+    positions = torch.arange(10)
+    cos, sin = torch.randn(10, 8).cos(), torch.randn(10, 8).sin()
+    inputs = (ids, positions, labels, cos, sin)
+    converter = ktorch.Converter(torch.fx.symbolic_trace(module), inputs)
+    converter.convert()
+    params = [dict(module.named_parameters())[n]
+              for n in converter.param_names]
+    arrays = [t.detach().numpy() for t in (*inputs, *params)]
+    last, loss = kfuse.evaluate(converter.graph, *arrays)
+    want_last, want_loss = module(*inputs)
+    assert relative_error(last, want_last) < 1e-5
+    assert abs(float(loss) - float(want_loss)) < 1e-5 * abs(float(want_loss))

@@ -81,12 +81,12 @@ std::vector<OpCase> allOpCases() {
                    },
                    {{33}, {33}}});
   for (DType from : {DType::f32, DType::f16, DType::bf16, DType::i32,
-                     DType::i1})
+                     DType::i1, DType::i64})
     cases.push_back({std::string("cast_from_") + dtypeName(from),
                      [from](Graph &g) {
                        Tensor x = g.input("x", from, {3, 17});
                        for (DType to : {DType::f32, DType::f16, DType::bf16,
-                                        DType::i32, DType::i1})
+                                        DType::i32, DType::i1, DType::i64})
                          g.output(dtypeName(to), cast(x * 4.0, to));
                      },
                      {{3, 17}}});
@@ -221,6 +221,7 @@ std::vector<OpCase> allOpCases() {
                      g.output("y", exp(y) / (reciprocal(y + 2.0) + 1.0));
                    },
                    {{100, 256}, {256}, {100, 1}}});
+  addIndexingCases(cases);
   return cases;
 }
 

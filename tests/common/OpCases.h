@@ -27,6 +27,9 @@ struct OpCase {
 };
 
 std::vector<OpCase> allOpCases();
+/// The indexing ops and the newer elementwise ones (IndexingCases.cpp);
+/// allOpCases includes them.
+void addIndexingCases(std::vector<OpCase> &cases);
 
 /// A seed from the system's entropy: every test run draws fresh inputs
 /// (the failure message prints it, to replay).

@@ -41,7 +41,7 @@ func.func @pow_float_only(%a: tensor<4xi32>) {
 // -----
 
 func.func @numeric_only(%a: tensor<4xi1>) {
-  // expected-error @+1 {{'kf.add' op requires f32, f16, bf16 or i32 operands, got 'tensor<4xi1>'}}
+  // expected-error @+1 {{'kf.add' op requires f32, f16, bf16, i32 or i64 operands, got 'tensor<4xi1>'}}
   %0 = kf.add %a, %a : tensor<4xi1>
   return
 }
@@ -49,7 +49,7 @@ func.func @numeric_only(%a: tensor<4xi1>) {
 // -----
 
 func.func @unsupported_dtype(%a: tensor<4xf64>) {
-  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 1-bit signless integer values}}
+  // expected-error @+1 {{operand #0 must be ranked tensor of 32-bit float or 16-bit float or bfloat16 type or 32-bit signless integer or 64-bit signless integer or 1-bit signless integer values}}
   %0 = kf.neg %a : tensor<4xf64>
   return
 }

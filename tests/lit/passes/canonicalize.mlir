@@ -52,3 +52,17 @@ func.func @cse(%x: tensor<4xf32>) -> tensor<4xf32> {
   %c = kf.add %a, %b : tensor<4xf32>
   return %c : tensor<4xf32>
 }
+
+// A slice of a slice is one slice; a slice that keeps everything, a pad of
+// nothing and a concat of one tensor are their input.
+// CHECK-LABEL: func.func @slices
+func.func @slices(%x: tensor<?x20xf32>) -> (tensor<?x3xf32>, tensor<?x20xf32>) {
+  // CHECK: %[[S:.*]] = kf.slice %arg0 starts [0, 3] limits [9223372036854775807, 16] steps [1, 6] : tensor<?x20xf32> -> tensor<?x3xf32>
+  %0 = kf.slice %x starts [0, 1] limits [9223372036854775807, 19] steps [1, 2] : tensor<?x20xf32> -> tensor<?x9xf32>
+  %1 = kf.slice %0 starts [0, 1] limits [9223372036854775807, 9] steps [1, 3] : tensor<?x9xf32> -> tensor<?x3xf32>
+  %2 = kf.slice %x starts [0, 0] limits [9223372036854775807, 20] steps [1, 1] : tensor<?x20xf32> -> tensor<?x20xf32>
+  %3 = kf.pad %2 low [0, 0] high [0, 0] value 1.0 : tensor<?x20xf32> -> tensor<?x20xf32>
+  %4 = kf.concat %3 {axis = 1} : tensor<?x20xf32> -> tensor<?x20xf32>
+  // CHECK: return %[[S]], %arg0
+  return %1, %4 : tensor<?x3xf32>, tensor<?x20xf32>
+}

@@ -1,0 +1,213 @@
+//===- IndexMaps.cpp - the indexing ops computed in their readers' loads --===//
+//
+// kf.slice, kf.pad, kf.concat, kf.gather and kf.take_along_axis never get
+// a buffer of their own inside a kernel: the element of their result at an
+// index is the element of an operand at a mapped index, so `elementAt`
+// maps the index and asks for the operand's element (which may itself be
+// loaded or recomputed). kf.random computes Philox from the index.
+//
+// Out-of-range positions (pad's border, an index outside the gathered dim)
+// read a clamped, valid position and select the fill value, so no thread
+// ever loads outside a buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/emitter/KernelEmitter.h"
+#include "ir/Numerics.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+#include <functional>
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+static ArrayRef<int64_t> shapeOfValue(Value v) {
+  return mlir::cast<RankedTensorType>(v.getType()).getShape();
+}
+
+FailureOr<Value> KernelEmitter::sliceAt(SliceOp op, ElementIndex &idx) {
+  SmallVector<Value> mapped(idx.getMulti(*this));
+  for (auto [d, position] : llvm::enumerate(mapped)) {
+    int64_t start = op.getStarts()[d], step = op.getSteps()[d];
+    if (step != 1)
+      position = arith::MulIOp::create(b, location, position, index(step));
+    if (start != 0)
+      position = arith::AddIOp::create(b, location, position, index(start));
+  }
+  return elementAt(op.getInput(),
+                   ElementIndex::multi(shapeOfValue(op.getInput()), mapped));
+}
+
+FailureOr<Value> KernelEmitter::padAt(PadOp op, ElementIndex &idx) {
+  ArrayRef<int64_t> in = shapeOfValue(op.getInput());
+  Type dtype = op.getType().getElementType();
+  double padding = op.getValue().convertToDouble();
+  Value fill = dtype.isInteger(1) ? constant(computeType(dtype), padding != 0)
+                                  : constant(computeType(dtype),
+                                             isa<FloatType>(dtype)
+                                                 ? padding
+                                                 : std::trunc(padding));
+  if (llvm::is_contained(in, 0))
+    return fill;
+  SmallVector<Value> mapped(idx.getMulti(*this));
+  Value inside;
+  for (auto [d, position] : llvm::enumerate(mapped)) {
+    int64_t low = op.getLow()[d], high = op.getHigh()[d];
+    if (low == 0 && high == 0)
+      continue;
+    // Below `low` the index wraps to a large unsigned value: one compare
+    // finds both borders.
+    Value shifted = arith::SubIOp::create(b, location, position, index(low));
+    Value ok = arith::CmpIOp::create(b, location, arith::CmpIPredicate::ult,
+                                     shifted, index(in[d]));
+    position = arith::SelectOp::create(b, location, ok, shifted, index(0));
+    inside = inside ? Value(arith::AndIOp::create(b, location, inside, ok)) : ok;
+  }
+  FailureOr<Value> v =
+      elementAt(op.getInput(), ElementIndex::multi(in, mapped));
+  if (failed(v) || !inside)
+    return v;
+  return Value(arith::SelectOp::create(b, location, inside, *v, fill));
+}
+
+FailureOr<Value> KernelEmitter::concatAt(ConcatOp op, ElementIndex &idx) {
+  int64_t axis = op.getAxis();
+  SmallVector<Value> out(idx.getMulti(*this));
+  Type type = computeType(op.getType().getElementType());
+  // Operands with nothing along the axis are never read.
+  SmallVector<std::pair<Value, int64_t>> parts; // operand, first position
+  int64_t offset = 0;
+  for (Value input : op.getInputs()) {
+    if (shapeOfValue(input)[axis] > 0)
+      parts.push_back({input, offset});
+    offset += shapeOfValue(input)[axis];
+  }
+  // if position < end of part k: part k, else the rest, as nested scf.if.
+  std::function<FailureOr<Value>(size_t)> partAt =
+      [&](size_t k) -> FailureOr<Value> {
+    auto [input, first] = parts[k];
+    SmallVector<Value> mapped = out;
+    if (first)
+      mapped[axis] =
+          arith::SubIOp::create(b, location, out[axis], index(first));
+    if (k + 1 == parts.size())
+      return elementAt(input, ElementIndex::multi(shapeOfValue(input), mapped));
+    Value inPart = arith::CmpIOp::create(
+        b, location, arith::CmpIPredicate::ult, out[axis],
+        index(first + shapeOfValue(input)[axis]));
+    auto branch = scf::IfOp::create(b, location, TypeRange{type}, inPart,
+                                    /*addThenBlock=*/true,
+                                    /*addElseBlock=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(branch.thenBlock());
+    FailureOr<Value> mine =
+        elementAt(input, ElementIndex::multi(shapeOfValue(input), mapped));
+    if (failed(mine))
+      return failure();
+    scf::YieldOp::create(b, location, *mine);
+    b.setInsertionPointToStart(branch.elseBlock());
+    FailureOr<Value> rest = partAt(k + 1);
+    if (failed(rest))
+      return failure();
+    scf::YieldOp::create(b, location, *rest);
+    return branch.getResult(0);
+  };
+  return partAt(0);
+}
+
+FailureOr<Value> KernelEmitter::pickAt(Value input, Value picked, int64_t axis,
+                                       SmallVector<Value> inputIndex) {
+  ArrayRef<int64_t> shape = shapeOfValue(input);
+  Type dtype = mlir::cast<RankedTensorType>(input.getType()).getElementType();
+  Value fill = isa<FloatType>(dtype) ? f32(NAN) : constant(computeType(dtype), 0);
+  int64_t n = shape[axis];
+  if (n == 0)
+    return fill;
+  // Index i in [-n, 0) is i + n; anything outside [-n, n) reads element 0
+  // and gives the fill.
+  Type i64 = b.getI64Type();
+  if (!picked.getType().isInteger(64))
+    picked = arith::ExtSIOp::create(b, location, i64, picked);
+  Value zero = constant(i64, 0), size = constant(i64, double(n));
+  Value negative = arith::CmpIOp::create(b, location, arith::CmpIPredicate::slt,
+                                         picked, zero);
+  picked = arith::SelectOp::create(
+      b, location, negative, arith::AddIOp::create(b, location, picked, size),
+      picked);
+  Value ok = arith::CmpIOp::create(b, location, arith::CmpIPredicate::ult,
+                                   picked, size);
+  picked = arith::SelectOp::create(b, location, ok, picked, zero);
+  inputIndex[axis] =
+      arith::IndexCastOp::create(b, location, b.getIndexType(), picked);
+  FailureOr<Value> v = elementAt(input, ElementIndex::multi(shape, inputIndex));
+  if (failed(v))
+    return failure();
+  return Value(arith::SelectOp::create(b, location, ok, *v, fill));
+}
+
+FailureOr<Value> KernelEmitter::gatherAt(GatherOp op, ElementIndex &idx) {
+  ArrayRef<Value> out = idx.getMulti(*this);
+  int64_t axis = op.getAxis();
+  ArrayRef<int64_t> indexShape = shapeOfValue(op.getIndices());
+  int64_t indexRank = indexShape.size();
+  FailureOr<Value> picked = elementAt(
+      op.getIndices(),
+      ElementIndex::multi(indexShape, out.slice(axis, indexRank)));
+  if (failed(picked))
+    return failure();
+  SmallVector<Value> inputIndex(out.take_front(axis));
+  inputIndex.push_back(Value());
+  llvm::append_range(inputIndex, out.drop_front(axis + indexRank));
+  return pickAt(op.getInput(), *picked, axis, inputIndex);
+}
+
+FailureOr<Value> KernelEmitter::takeAlongAxisAt(TakeAlongAxisOp op,
+                                                ElementIndex &idx) {
+  FailureOr<Value> picked = elementAt(op.getIndices(), idx);
+  if (failed(picked))
+    return failure();
+  return pickAt(op.getInput(), *picked, op.getAxis(),
+                SmallVector<Value>(idx.getMulti(*this)));
+}
+
+FailureOr<Value> KernelEmitter::randomAt(RandomOp op, ElementIndex &idx) {
+  Location l = location;
+  Type i32 = b.getI32Type();
+  auto word = [&](uint32_t value) -> Value {
+    return arith::ConstantOp::create(b, l, b.getIntegerAttr(i32, APInt(32, value)));
+  };
+  Value linear = arith::IndexCastOp::create(b, l, b.getI64Type(),
+                                            idx.getLinear(*this));
+  Value high = arith::ShRUIOp::create(
+      b, l, linear, constant(b.getI64Type(), 32));
+  FailureOr<Value> seed =
+      elementAt(op.getSeed(), ElementIndex::linear({}, index(0)));
+  if (failed(seed))
+    return failure();
+  // Philox4x32-10, as numerics::philox4x32 computes it on the host.
+  std::array<Value, 4> c = {arith::TruncIOp::create(b, l, i32, linear),
+                            arith::TruncIOp::create(b, l, i32, high),
+                            word(uint32_t(op.getStream())), word(0)};
+  std::array<Value, 2> key = {*seed, word(0)};
+  for (int round = 0; round < numerics::kPhiloxRounds; ++round) {
+    if (round) {
+      key[0] = arith::AddIOp::create(b, l, key[0], word(numerics::kPhiloxW0));
+      key[1] = arith::AddIOp::create(b, l, key[1], word(numerics::kPhiloxW1));
+    }
+    auto p0 = arith::MulUIExtendedOp::create(b, l, word(numerics::kPhiloxM0), c[0]);
+    auto p1 = arith::MulUIExtendedOp::create(b, l, word(numerics::kPhiloxM1), c[2]);
+    auto mix = [&](Value x, Value y, Value z) -> Value {
+      return arith::XOrIOp::create(b, l, arith::XOrIOp::create(b, l, x, y), z);
+    };
+    c = {mix(p1.getHigh(), c[1], key[0]), p1.getLow(),
+         mix(p0.getHigh(), c[3], key[1]), p0.getLow()};
+  }
+  Value bits = arith::ShRUIOp::create(b, l, c[0], word(8));
+  Value uniform = arith::MulFOp::create(
+      b, l, arith::UIToFPOp::create(b, l, b.getF32Type(), bits),
+      f32(0x1p-24));
+  return uniform;
+}

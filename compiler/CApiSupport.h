@@ -1,0 +1,51 @@
+//===- CApiSupport.h - what the C API's files share -------------*- C++ -*-===//
+//
+// Internal to compiler/: the structs behind the C API's handles and the
+// argument conversions every entry point uses (CApi.cpp defines them).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_COMPILER_CAPISUPPORT_H
+#define KFUSE_COMPILER_CAPISUPPORT_H
+
+#include "kfuse/kfuse.h"
+#include "kfuse/kfuse_c.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+struct kfuse_graph_t {
+  kfuse::Graph graph;
+  /// The C ids: index into this vector.
+  std::vector<kfuse::Tensor> tensors;
+  /// The graph's inputs and outputs as last reported (kfuse_graph_value
+  /// hands out pointers to their names).
+  std::vector<kfuse::TensorInfo> values[2];
+};
+
+struct kfuse_executable_t {
+  kfuse::Executable exe;
+};
+
+namespace kfuse::capi {
+
+/// Records `error` for kfuse_last_error() and returns its status.
+kfuse_status fail(const Error &error);
+/// Records an invalid-argument error "kfuse: message".
+kfuse_status fail(const std::string &message);
+/// KFUSE_OK, or the status's error recorded.
+kfuse_status finish(const Status &status);
+std::optional<DType> dtypeOf(int dtype);
+kfuse_dtype cDtype(DType dtype);
+/// The tensor with C id `id`, or an invalid one (and the error recorded).
+Tensor tensorOf(kfuse_graph g, kfuse_tensor id, const char *what);
+/// The C id of `t`, or -1 with the graph's error when it is invalid.
+kfuse_tensor idOf(kfuse_graph g, Tensor t);
+/// `rank` sizes from C, or nullopt (and the error) for a bad rank.
+std::optional<std::vector<int64_t>> sizesOf(int64_t rank, const int64_t *sizes,
+                                            const char *what);
+
+} // namespace kfuse::capi
+
+#endif // KFUSE_COMPILER_CAPISUPPORT_H

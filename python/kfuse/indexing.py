@@ -1,0 +1,163 @@
+"""Indexing ops and the newer elementwise ones, with PyTorch's names:
+x[1:5, ::2], kfuse.cat, kfuse.pad (torch's order of widths),
+kfuse.index_select / embedding, kfuse.gather (torch.gather),
+kfuse.rand, kfuse.dropout, floor / round / remainder and logic.
+
+Each is an index map that a fused kernel computes in its loads. Out-of-range
+positions are errors (not clamped as Python's slices are); an out-of-range
+gather index gives NaN for floats and 0 for integers.
+"""
+
+import numbers
+
+from . import _capi, dtypes
+from ._capi import fn
+from .graph import Tensor, _unary_op
+
+
+def _made(graph, tid):
+    return Tensor(graph, _capi.check_tensor(tid, graph._handle))
+
+
+def slice_(x, dim, start=0, stop=None, step=1):
+    """x[start:stop:step] along `dim` (stop None: to the end), step >= 1."""
+    tid = fn["kfuse_slice"](x.graph._handle, x._id, dim, start,
+                            int(stop is not None), stop or 0, step)
+    return _made(x.graph, tid)
+
+
+def _getitem(x, key):
+    """Basic indexing: ints, slices with positive steps, ... and None."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if sum(k is Ellipsis for k in key) > 1:
+        raise IndexError("kfuse: an index can have only one ellipsis")
+    named = sum(k is not None and k is not Ellipsis for k in key)
+    if Ellipsis in key:
+        at = key.index(Ellipsis)
+        key = key[:at] + (slice(None),) * (x.ndim - named) + key[at + 1:]
+    if named > x.ndim:
+        raise IndexError(f"kfuse: {named} indices for a tensor of rank "
+                         f"{x.ndim}")
+    out, dim, shape = x, 0, []
+    for k in key:
+        if k is None:
+            shape.append(1)
+            continue
+        if isinstance(k, numbers.Integral):
+            out = slice_(out, dim, int(k), None if k == -1 else int(k) + 1)
+        elif isinstance(k, slice):
+            if k != slice(None):
+                out = slice_(out, dim, k.start or 0, k.stop, k.step or 1)
+            shape.append(out.shape[dim])
+        else:
+            raise IndexError(f"kfuse: index {k!r} (a tensor index is "
+                             "kfuse.index_select or kfuse.gather)")
+        dim += 1
+    shape.extend(out.shape[dim:])
+    return out if list(out.shape) == shape else out.reshape(shape)
+
+
+def cat(tensors, dim=0):
+    """The tensors joined along `dim` (torch.cat); dtypes promote."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("kfuse.cat: needs at least one tensor")
+    g = tensors[0].graph
+    ids, count = _capi.int64_array(g._id(t) for t in tensors)
+    return _made(g, fn["kfuse_concat"](g._handle, count, ids, dim))
+
+
+def pad(x, pad, value=0.0):
+    """Constant padding in torch.nn.functional.pad's order: (left, right)
+    of the last dim first, then of the dim before, ..."""
+    pad = list(pad)
+    if len(pad) % 2 or len(pad) // 2 > x.ndim:
+        raise ValueError(f"kfuse.pad: {len(pad)} widths for a tensor of "
+                         f"rank {x.ndim}")
+    widths = [0] * (2 * x.ndim)
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        widths[2 * d], widths[2 * d + 1] = pad[2 * i], pad[2 * i + 1]
+    array, _ = _capi.int64_array(widths)
+    return _made(x.graph, fn["kfuse_pad"](x.graph._handle, x._id, x.ndim,
+                                          array, float(value)))
+
+
+def index_select(x, dim, index):
+    """torch.index_select, and NumPy's take for any index shape: the result
+    is x.shape[:dim] + index.shape + x.shape[dim + 1:]."""
+    return _made(x.graph, fn["kfuse_gather"](x.graph._handle, x._id,
+                                             x.graph._id(index), dim))
+
+
+def embedding(input, weight):
+    """torch.nn.functional.embedding: rows of `weight` picked by `input`."""
+    return index_select(weight, 0, input)
+
+
+def gather(x, dim, index):
+    """torch.gather (NumPy's take_along_axis): index has x's rank and its
+    dims except `dim`; one element of x per index."""
+    return _made(x.graph, fn["kfuse_take_along_axis"](
+        x.graph._handle, x._id, x.graph._id(index), dim))
+
+
+def take_along_dim(x, indices, dim):
+    return gather(x, dim, indices)
+
+
+def rand(seed, *shape, dtype=dtypes.float32):
+    """Uniform [0, 1) from counter-based Philox seeded by `seed`, a rank-0
+    int32 graph input (a new seed needs no new compile)."""
+    shape = shape[0] if len(shape) == 1 and not isinstance(
+        shape[0], numbers.Integral) else shape
+    sizes, rank = _capi.int64_array(shape)
+    return _made(seed.graph, fn["kfuse_rand"](seed.graph._handle, seed._id,
+                                              rank, sizes,
+                                              dtypes.as_dtype(dtype).code))
+
+
+def dropout(x, seed, p=0.5):
+    """Inverted dropout: x / (1 - p) where rand(seed) >= p, else 0."""
+    return _made(x.graph, fn["kfuse_dropout"](x.graph._handle, x._id,
+                                              x.graph._id(seed), float(p)))
+
+
+floor = _unary_op("floor", "the largest integer <= x")
+round = _unary_op("round", "to the nearest integer, ties to even")
+logical_not = _unary_op("logical_not", "not x (x != 0 for non-bool)")
+
+
+def remainder(a, b):
+    """a mod b with the sign of b (Python's %, torch.remainder)."""
+    return a._binary("mod", b)
+
+
+def logical_and(a, b):
+    return a._binary("logical_and", b)
+
+
+def logical_or(a, b):
+    return a._binary("logical_or", b)
+
+
+def logical_xor(a, b):
+    return a._binary("logical_xor", b)
+
+
+# As methods and operators, as on torch tensors.
+Tensor.__getitem__ = _getitem
+Tensor.__mod__ = lambda self, o: self._binary("mod", o)
+Tensor.__rmod__ = lambda self, o: self._binary("mod", o, True)
+Tensor.__and__ = lambda self, o: self._binary("logical_and", o)
+Tensor.__or__ = lambda self, o: self._binary("logical_or", o)
+Tensor.__xor__ = lambda self, o: self._binary("logical_xor", o)
+Tensor.__invert__ = lambda self: self._unary("logical_not")
+for _op in (floor, round, logical_not):
+    setattr(Tensor, _op.__name__, _op)
+Tensor.remainder = remainder
+Tensor.logical_and, Tensor.logical_or = logical_and, logical_or
+Tensor.logical_xor = logical_xor
+Tensor.index_select = index_select
+Tensor.gather = gather

@@ -1,0 +1,150 @@
+"""The indexing ops from Python: the reference evaluator against NumPy's
+own indexing (which defines what the ops mean), the errors bad indexing
+gets, and, where a GPU is present, compiled kernels fused and unfused
+against the evaluator."""
+
+import re
+
+import numpy as np
+import pytest
+
+import kfuse
+
+rng = np.random.default_rng()
+
+
+def randn(*shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def test_basic_indexing_matches_numpy():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (6, 8, 5))
+    keys = [np.s_[1:5, ::3], np.s_[2], np.s_[..., None, 3], np.s_[-1, 2:, 1:4:2],
+            np.s_[:, -3:-1], np.s_[::4, 7, ...]]
+    for i, key in enumerate(keys):
+        g.output(f"y{i}", x[key])
+    xv = randn(6, 8, 5)
+    for key, out in zip(keys, kfuse.evaluate(g, xv)):
+        np.testing.assert_array_equal(out, xv[key])
+
+
+def test_cat_pad_and_gathers_match_numpy():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (4, 7))
+    ids = g.input("ids", kfuse.int64, (2, 3))
+    labels = g.input("labels", kfuse.int32, (4, 1))
+    g.output("cat", kfuse.cat([x, x[:, :2] * 2.0], dim=1))
+    g.output("pad", kfuse.pad(x, (1, 2, 3, 0), value=-1.0))
+    g.output("embed", kfuse.embedding(ids, x))
+    g.output("take", kfuse.gather(x, 1, labels))
+    xv = randn(4, 7)
+    idv = np.array([[0, 3, -1], [2, 1, -4]])
+    lv = rng.integers(0, 7, (4, 1)).astype(np.int32)
+    cat, padded, embed, take = kfuse.evaluate(g, xv, idv, lv)
+    np.testing.assert_array_equal(cat, np.concatenate([xv, xv[:, :2] * 2], 1))
+    np.testing.assert_array_equal(
+        padded, np.pad(xv, ((3, 0), (1, 2)), constant_values=-1.0))
+    np.testing.assert_array_equal(embed, xv[idv])
+    np.testing.assert_array_equal(take, np.take_along_axis(xv, lv, 1))
+
+
+def test_out_of_range_indices_give_nan_and_zero():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (3,))
+    n = g.input("n", kfuse.int32, (3,))
+    i = g.input("i", kfuse.int32, (4,))
+    g.output("f", kfuse.index_select(x, 0, i))
+    g.output("n", kfuse.index_select(n, 0, i))
+    f, ints = kfuse.evaluate(g, np.array([1, 2, 3], np.float32),
+                             np.array([4, 5, 6], np.int32),
+                             np.array([0, 3, -3, -4], np.int32))
+    assert f[0] == 1 and np.isnan(f[1]) and f[2] == 1 and np.isnan(f[3])
+    assert list(ints) == [4, 0, 4, 0]
+
+
+def test_remainder_floor_round_and_logic_match_numpy():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (50,))
+    a = g.input("a", kfuse.int64, (50,))
+    b = g.input("b", kfuse.int64, (50,))
+    g.output("fmod", x % -0.75)
+    g.output("imod", a % b)
+    g.output("floor", x.floor())
+    g.output("round", kfuse.round(x * 2.0))
+    g.output("logic", (x > 0) & ~(a > b) | (x < -1))
+    xv = randn(50) * 4
+    av = rng.integers(-9, 9, 50)
+    bv = rng.integers(1, 5, 50) * rng.choice([-1, 1], 50)
+    fmod, imod, floor, rounded, logic = kfuse.evaluate(g, xv, av, bv)
+    np.testing.assert_allclose(fmod, np.remainder(xv.astype(np.float64), -0.75),
+                               atol=1e-6)
+    np.testing.assert_array_equal(imod, np.remainder(av, bv))
+    np.testing.assert_array_equal(floor, np.floor(xv))
+    np.testing.assert_array_equal(rounded, np.round(xv.astype(np.float64) * 2))
+    np.testing.assert_array_equal(logic, (xv > 0) & ~(av > bv) | (xv < -1))
+
+
+def test_rand_is_uniform_and_seeded():
+    g = kfuse.Graph()
+    seed = g.input("seed", kfuse.int32, ())
+    g.output("u", kfuse.rand(seed, 200, 100))
+    g.output("v", kfuse.rand(seed, 200, 100))
+    u1, v1 = kfuse.evaluate(g, np.array(7, np.int32))
+    u2, _ = kfuse.evaluate(g, np.array(7, np.int32))
+    u3, _ = kfuse.evaluate(g, np.array(8, np.int32))
+    assert (u1 >= 0).all() and (u1 < 1).all()
+    assert abs(u1.mean() - 0.5) < 0.01 and abs(u1.std() - 12 ** -0.5) < 0.01
+    np.testing.assert_array_equal(u1, u2)
+    assert not np.array_equal(u1, u3) and not np.array_equal(u1, v1)
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda x, i: x[2:9], "slice [2:9] of dim 0 of 6x4 needs"),
+    (lambda x, i: x[::-1], "must be >= 1 (negative steps are not supported)"),
+    (lambda x, i: kfuse.cat([x, x.T], 0), "operands differ in dim 1"),
+    (lambda x, i: kfuse.index_select(x, 0, x), "indices must be i32 or i64"),
+    (lambda x, i: kfuse.gather(x, 1, i), "indices need the input's rank"),
+    (lambda x, i: kfuse.pad(x, (-1, 0)), "must be >= 0 (crop with slice)"),
+    (lambda x, i: x[7], "slice [7:8] of dim 0 of 6x4 needs"),
+])
+def test_bad_indexing_is_refused_with_its_shapes(build, message):
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (6, 4))
+    i = g.input("i", kfuse.int32, (6,))
+    with pytest.raises(kfuse.InvalidGraphError,
+                       match=re.escape(message)) as info:
+        g.output("y", build(x, i))
+        g.check()
+    assert "6x4" in str(info.value) or "i32" in str(info.value) or \
+        "f32" in str(info.value)
+
+
+def _has_gpu():
+    try:
+        g = kfuse.Graph()
+        g.output("y", g.input("x", kfuse.float32, (1,)) + 1.0)
+        kfuse.compile(g)(np.ones(1, np.float32))
+        return True
+    except kfuse.NoDeviceError:
+        return False
+
+
+@pytest.mark.skipif(not _has_gpu(), reason="no GPU here")
+@pytest.mark.parametrize("fusion", ["fused", "unfused"])
+def test_compiled_indexing_matches_the_evaluator(fusion):
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.bfloat16, (64, 96))
+    ids = g.input("ids", kfuse.int64, (8, 16))
+    seed = g.input("seed", kfuse.int32, ())
+    half = x[:, 48:]
+    rotated = kfuse.cat([-half, x[:, :48]], dim=1)
+    g.output("rope", x * 0.5 + rotated)
+    g.output("embed", kfuse.embedding(ids, x).to(kfuse.float32))
+    g.output("drop", kfuse.dropout(x.to(kfuse.float32), seed, 0.1))
+    xv = randn(64, 96)
+    idv = rng.integers(-64, 64, (8, 16))
+    sv = np.array(rng.integers(0, 1 << 30), np.int32)
+    exe = kfuse.compile(g, fusion=fusion)
+    for out, ref in zip(exe(xv, idv, sv), kfuse.evaluate(g, xv, idv, sv)):
+        np.testing.assert_allclose(out, ref, rtol=1e-2, atol=1e-2)

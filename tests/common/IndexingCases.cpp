@@ -1,0 +1,140 @@
+//===- IndexingCases.cpp - cases for the indexing and newer ops ----------===//
+//
+// slice, concat, pad, gather, take_along_axis, rand/dropout, logic,
+// floor/round/mod and i64, alone and fused into chains. Random integer
+// inputs lie in [-8, 8], so gathers over short dims see negative indices
+// and indices out of range (which must give the evaluator's fill).
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpCases.h"
+
+namespace kfuse::testing {
+
+namespace {
+
+void addSliceConcatPad(std::vector<OpCase> &cases) {
+  for (DType d : {DType::f32, DType::bf16, DType::i32, DType::i64})
+    cases.push_back({std::string("slice_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {13, 12});
+                       g.output("strided", slice(x, 1, 1, std::nullopt, 3));
+                       g.output("rows", slice(x, 0, 2, -1) * scalarLike(x, 3));
+                       // Both halves of the last dim, recombined.
+                       Tensor lo = slice(x, -1, 0, 6), hi = slice(x, -1, 6);
+                       g.output("halves", lo - hi);
+                     },
+                     {{13, 12}}});
+  for (DType d : {DType::f32, DType::f16, DType::i32})
+    cases.push_back({std::string("concat_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor a = g.input("a", d, {5, 3});
+                       Tensor b = g.input("b", d, {5, 8});
+                       g.output("cols", concat({a, b, a}, 1));
+                       g.output("rows", concat({b, b * scalarLike(b, 2)}, 0));
+                     },
+                     {{5, 3}, {5, 8}}});
+  for (DType d : {DType::f32, DType::bf16, DType::i32, DType::i1})
+    cases.push_back({std::string("pad_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {7, 9});
+                       g.output("pad", pad(x, {{1, 2}, {0, 3}}, -1.5));
+                       g.output("sides", pad(x, {{0, 0}, {4, 4}}));
+                     },
+                     {{7, 9}}});
+  // Rotate-half as RoPE writes it: slices, a negation and a concat, fused.
+  cases.push_back({"rotate_half_bf16", [](Graph &g) {
+                     Tensor x = g.input("x", DType::bf16, {2, 3, 17, 16});
+                     Tensor cosT = g.input("cos", DType::bf16, {17, 16});
+                     Tensor sinT = g.input("sin", DType::bf16, {17, 16});
+                     Tensor rotated =
+                         concat({-slice(x, -1, 8), slice(x, -1, 0, 8)}, -1);
+                     g.output("y", x * cosT + rotated * sinT);
+                   },
+                   {{2, 3, 17, 16}, {17, 16}, {17, 16}}});
+}
+
+void addGathers(std::vector<OpCase> &cases) {
+  for (DType d : {DType::f32, DType::bf16, DType::i32, DType::i1})
+    for (DType index : {DType::i32, DType::i64})
+      cases.push_back(
+          {std::string("gather_") + dtypeName(d) + "_by_" + dtypeName(index),
+           [d, index](Graph &g) {
+             // An embedding lookup (dim 11: every index in range or counted
+             // from the end) and a gather along columns of 5 (some out of
+             // range).
+             Tensor table = g.input("table", d, {11, 6});
+             Tensor ids = g.input("ids", index, {3, 5});
+             Tensor x = g.input("x", d, {4, 5});
+             Tensor cols = g.input("cols", index, {9});
+             g.output("embed", gather(table, ids, 0));
+             g.output("cols", gather(x, cols, 1));
+           },
+           {{11, 6}, {3, 5}, {4, 5}, {9}}});
+  for (DType d : {DType::f32, DType::bf16})
+    cases.push_back({std::string("take_along_axis_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor logits = g.input("logits", d, {8, 50});
+                       Tensor labels = g.input("labels", DType::i64, {8, 1});
+                       Tensor x = cast(logits, DType::f32);
+                       Tensor m = reduceMax(x, {1}, true);
+                       Tensor lse =
+                           log(reduceSum(exp(x - m), {1}, true)) + m;
+                       // Cross-entropy per row: one row kernel.
+                       g.output("loss", lse - takeAlongAxis(x, labels, 1));
+                       g.output("picked", takeAlongAxis(logits, labels, 1));
+                     },
+                     {{8, 50}, {8, 1}}});
+}
+
+void addRandomAndScalars(std::vector<OpCase> &cases) {
+  for (DType d : {DType::f32, DType::bf16})
+    cases.push_back({std::string("rand_dropout_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor seed = g.input("seed", DType::i32, {});
+                       Tensor x = g.input("x", d, {"M", 333});
+                       g.output("u", rand(seed, {1000, 33}, d));
+                       g.output("dropped", dropout(x, seed, 0.25));
+                     },
+                     {{}, {61, 333}}});
+  cases.push_back({"logic_i1", [](Graph &g) {
+                     Tensor a = g.input("a", DType::i1, {33});
+                     Tensor b = g.input("b", DType::i1, {33});
+                     Tensor i = g.input("i", DType::i32, {33});
+                     g.output("and", logicalAnd(a, b));
+                     g.output("or", logicalOr(a, i));
+                     g.output("xor", logicalXor(a, b));
+                     g.output("not", logicalNot(logicalAnd(a, b)));
+                   },
+                   {{33}, {33}, {33}}});
+  for (DType d : {DType::f32, DType::bf16})
+    cases.push_back({std::string("floor_round_mod_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {17, 19}) * 4.0;
+                       g.output("floor", floor(x));
+                       g.output("round", round(x));
+                       g.output("mod", mod(x, scalarLike(x, 0.75)));
+                       g.output("negmod", mod(x, scalarLike(x, -1.25)));
+                     },
+                     {{17, 19}}});
+  for (DType d : {DType::i32, DType::i64})
+    cases.push_back({std::string("mod_") + dtypeName(d),
+                     [d](Graph &g) {
+                       // Divisors in [-8, 8]: zero included (x mod 0 = 0).
+                       Tensor a = g.input("a", d, {41});
+                       Tensor b = g.input("b", d, {41});
+                       g.output("mod", mod(a, b));
+                       g.output("sum", a * b + a);
+                     },
+                     {{41}, {41}}});
+}
+
+} // namespace
+
+void addIndexingCases(std::vector<OpCase> &cases) {
+  addSliceConcatPad(cases);
+  addGathers(cases);
+  addRandomAndScalars(cases);
+}
+
+} // namespace kfuse::testing
