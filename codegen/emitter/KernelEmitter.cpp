@@ -586,7 +586,11 @@ FailureOr<Value> KernelEmitter::unaryScalarOp(Operation *op, Type dtype,
         return isFloat ? Value(arith::NegFOp::create(b, l, x))
                        : Value(arith::SubIOp::create(b, l, zeroOf(dtype), x));
       })
-      .Case([&](AbsOp) {
+      .Case([&](AbsOp) -> Value {
+        // math.absi of i64 has no NVVM lowering: max(x, -x) there.
+        if (dtype.isInteger(64))
+          return arith::MaxSIOp::create(
+              b, l, x, arith::SubIOp::create(b, l, zeroOf(dtype), x));
         return floatOrInt<math::AbsFOp, math::AbsIOp>(b, l, isFloat, x);
       })
       .Case([&](ReluOp) -> Value {

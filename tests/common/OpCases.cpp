@@ -40,7 +40,8 @@ void addBinary(std::vector<OpCase> &cases, const std::string &name, Binary fn,
 std::vector<OpCase> allOpCases() {
   std::vector<OpCase> cases;
   const std::vector<DType> floats = {DType::f32, DType::f16, DType::bf16};
-  const std::vector<DType> numeric = {DType::f32, DType::bf16, DType::i32};
+  const std::vector<DType> numeric = {DType::f32, DType::bf16, DType::i32,
+                                      DType::i64};
   addUnary(cases, "neg", neg, numeric);
   addUnary(cases, "abs", abs, numeric);
   addUnary(cases, "relu", relu, numeric);

@@ -95,6 +95,10 @@ private:
   void addMatmul();
   void addSoftmax();
   void addAttention();
+  void addSlice();
+  void addPad();
+  void addConcat();
+  void addGather();
 
   std::mt19937_64 rng;
   GenerateOptions options;
@@ -402,6 +406,90 @@ void Generator::addAttention() {
   add(n, {b, h, sq, d});
 }
 
+void Generator::addSlice() {
+  int a = pickValue();
+  PoolShape shape = shapes[a];
+  if (shape.empty())
+    return;
+  int64_t axis = int64_t(pick(shape.size()));
+  int64_t size = recipe.dimSize(shape[axis]);
+  int64_t start = int64_t(pick(std::max<int64_t>(size / 2, 1)));
+  int64_t step = 1 + int64_t(pick(3));
+  shape[axis] = addDim((size - start + step - 1) / step);
+  Node n;
+  n.kind = NodeKind::Slice;
+  n.axes = {axis, start, step};
+  n.dims = shape;
+  n.operands = {a};
+  add(n, shape);
+}
+
+void Generator::addPad() {
+  int a = pickValue();
+  PoolShape shape = shapes[a];
+  if (shape.empty())
+    return;
+  int64_t axis = int64_t(pick(shape.size()));
+  int64_t low = int64_t(pick(4)), high = int64_t(pick(4));
+  shape[axis] = addDim(recipe.dimSize(shape[axis]) + low + high);
+  if (!fits(shape))
+    return;
+  Node n;
+  n.kind = NodeKind::Pad;
+  n.axes = {axis, low, high};
+  n.value = chance(0.5) ? 0.0 : -1.5;
+  n.operands = {a};
+  add(n, shape);
+}
+
+void Generator::addConcat() {
+  int a = pickValue(), b = pickValue();
+  PoolShape shape = shapes[a];
+  if (shape.empty() || shapes[b].size() != shape.size())
+    return;
+  int64_t axis = int64_t(pick(shape.size()));
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (int64_t(d) != axis && shapes[b][d] != shape[d])
+      b = a; // no partner: the value joined to itself
+  shape[axis] =
+      addDim(recipe.dimSize(shape[axis]) + recipe.dimSize(shapes[b][axis]));
+  if (!fits(shape))
+    return;
+  Node n;
+  n.kind = NodeKind::Concat;
+  n.axes = {axis};
+  n.operands = {a, b};
+  add(n, shape);
+}
+
+void Generator::addGather() {
+  int a = pickValue();
+  PoolShape shape = shapes[a];
+  if (shape.empty())
+    return;
+  int64_t axis = int64_t(pick(shape.size()));
+  bool along = chance(0.5);
+  PoolShape indexShape = shape, result;
+  if (along) {
+    indexShape[axis] = addDim(1 + int64_t(pick(9)));
+    result = indexShape;
+  } else {
+    indexShape = randomShape(2);
+    result.assign(shape.begin(), shape.begin() + axis);
+    result.insert(result.end(), indexShape.begin(), indexShape.end());
+    result.insert(result.end(), shape.begin() + axis + 1, shape.end());
+  }
+  if (!fits(result) || result.size() > 5)
+    return;
+  int indices = newInput(indexShape, chance(0.5) ? DType::i32 : DType::i64);
+  Node n;
+  n.kind = NodeKind::Gather;
+  n.op = along ? 1 : 0;
+  n.axes = {axis};
+  n.operands = {a, indices};
+  add(n, result);
+}
+
 Recipe Generator::run() {
   DType first = chance(0.85) ? kFloatTypes[pick(3)] : DType::i32;
   if (chance(0.1))
@@ -415,7 +503,9 @@ Recipe Generator::run() {
       {4, &Generator::addBroadcast},  {4, &Generator::addTranspose},
       {3, &Generator::addReshape},    {10, &Generator::addReduce},
       {5, &Generator::addMatmul},     {5, &Generator::addSoftmax},
-      {2, &Generator::addAttention}};
+      {2, &Generator::addAttention},  {3, &Generator::addSlice},
+      {2, &Generator::addPad},        {2, &Generator::addConcat},
+      {3, &Generator::addGather}};
   int total = 0;
   for (auto &[weight, adder] : kAdders)
     total += weight;
@@ -442,7 +532,8 @@ Recipe Generator::run() {
   bool shapesGiven = std::any_of(recipe.nodes.begin(), recipe.nodes.end(), [](const Node &n) {
     return n.kind == NodeKind::Reshape || n.kind == NodeKind::Broadcast ||
            n.kind == NodeKind::Iota ||
-           n.kind == NodeKind::AttentionPrimitives;
+           n.kind == NodeKind::AttentionPrimitives ||
+           n.kind >= NodeKind::Slice; // known sizes along their axis
   });
   if (!shapesGiven && chance(0.3)) {
     recipe.symbolic = true;

@@ -33,6 +33,10 @@ static const char *kindName(NodeKind kind) {
   case NodeKind::Softmax: return "softmax";
   case NodeKind::Attention: return "attention";
   case NodeKind::AttentionPrimitives: return "attention-primitives";
+  case NodeKind::Slice: return "slice";
+  case NodeKind::Pad: return "pad";
+  case NodeKind::Concat: return "concat";
+  case NodeKind::Gather: return "gather";
   }
   return "?";
 }
@@ -145,6 +149,32 @@ Tensor attentionFromPrimitives(Graph &g, Tensor q, Tensor k, Tensor v,
   return matmul(softmax(scores, -1), v);
 }
 
+/// The indexing nodes: slice, pad, concat, gather.
+Tensor applyIndexing(const Recipe &r, const Node &n, Tensor x, Tensor y) {
+  int64_t axis = n.axes[0];
+  switch (n.kind) {
+  case NodeKind::Slice: {
+    int64_t size = r.dimSize(n.dims[axis]), start = n.axes[1],
+            step = n.axes[2];
+    return slice(x, axis, start, size ? start + (size - 1) * step + 1 : start,
+                 step);
+  }
+  case NodeKind::Pad: {
+    std::vector<std::pair<int64_t, int64_t>> widths(x.rank(), {0, 0});
+    widths[axis] = {n.axes[1], n.axes[2]};
+    return pad(x, widths, n.value);
+  }
+  case NodeKind::Concat:
+    return concat({x, y}, axis);
+  case NodeKind::Gather: {
+    Tensor index = mod(y, scalarLike(y, double(x.shape()[axis].size())));
+    return n.op == 1 ? takeAlongAxis(x, index, axis) : gather(x, index, axis);
+  }
+  default:
+    return {};
+  }
+}
+
 /// The tensor node `n` computes from `values` (the earlier nodes').
 Tensor apply(Graph &g, const Recipe &r, const Node &n,
              const std::vector<Tensor> &values, int &inputCount) {
@@ -208,8 +238,10 @@ Tensor apply(Graph &g, const Recipe &r, const Node &n,
   case NodeKind::AttentionPrimitives:
     return attentionFromPrimitives(g, operand(0), operand(1), operand(2),
                                    n.flag);
+  default:
+    return applyIndexing(r, n, operand(0),
+                         n.operands.size() > 1 ? operand(1) : Tensor());
   }
-  return {};
 }
 
 int64_t reductionLengthOf(const Node &n, const std::vector<Tensor> &values) {

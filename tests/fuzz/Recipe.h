@@ -44,6 +44,13 @@ enum class NodeKind {
   /// causal; value = the scale if op & kScale. Spelled as the op.
   Attention,
   AttentionPrimitives, ///< q, k, v; flag = causal; softmax(q kT * s) v
+  Slice,  ///< axes = {axis, start, step}; dims: the result (its axis dim
+          ///< gives the stop)
+  Pad,    ///< axes = {axis, low, high}; value
+  Concat, ///< the operands along axes[0]
+  /// input, indices; axes[0]; the indices are taken mod the dim, so every
+  /// one is in range. op 1: take_along_axis, else gather.
+  Gather,
 };
 
 /// Bits of Node::op for matmul and attention.
