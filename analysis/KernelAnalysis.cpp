@@ -216,3 +216,31 @@ BlockArgument kfuse::kf::stagedScoresInput(KernelOp kernel) {
   }
   return found.size() == 1 ? found[0] : BlockArgument();
 }
+
+ReduceOp kfuse::kf::shiftedExpSumOf(ReduceOp max) {
+  int64_t rank = max.getInput().getType().getRank();
+  if (max.getKind() != ReduceKind::max || !max.getKeepDims() ||
+      max.getAxes() != ArrayRef<int64_t>{rank - 1})
+    return {};
+  for (Operation *user : max->getUsers()) {
+    auto shift = dyn_cast<BroadcastOp>(user);
+    if (!shift || shift.getType() != max.getInput().getType())
+      continue;
+    for (Operation *sub : shift->getUsers()) {
+      auto diff = dyn_cast<SubOp>(sub);
+      if (!diff || diff.getLhs() != max.getInput() ||
+          diff.getRhs() != shift.getResult() || !diff->hasOneUse())
+        continue;
+      auto exp = dyn_cast<ExpOp>(*diff->getUsers().begin());
+      if (!exp)
+        continue;
+      for (Operation *reduceUser : exp->getUsers())
+        if (auto sum = dyn_cast<ReduceOp>(reduceUser);
+            sum && sum.getKind() == ReduceKind::sum &&
+            sum.getAxes() == max.getAxes() &&
+            sum->getBlock() == max->getBlock())
+          return sum;
+    }
+  }
+  return {};
+}

@@ -37,6 +37,13 @@ struct RowSpace {
 };
 std::optional<RowSpace> rowSpaceOf(KernelOp kernel);
 
+/// The sum of a row's shifted exponentials that `max` (a row kernel's max
+/// along the last axis, with kept dims) is the shift of: the reduce sum of
+/// exp(x - broadcast(max)) over the same x, in the same kernel. A row
+/// template computes the two in one online pass, as it does a softmax's
+/// (a log-sum-exp, a cross-entropy). Null if there is none.
+ReduceOp shiftedExpSumOf(ReduceOp max);
+
 /// A reduction kernel that reduces the leading dims of its input
 /// ([rows..., columns...] to [columns...]): [rows, columns].
 std::optional<RowSpace> columnSpaceOf(KernelOp kernel);

@@ -102,6 +102,7 @@ std::vector<Workload> memoryBoundWorkloads(bool small) {
                  g.output("y", relu(y));    // 10
                },
                0});
+  addIndexingWorkloads(w, small);
   return w;
 }
 

@@ -21,9 +21,16 @@ struct Workload {
   std::function<void(Graph &)> build;
   /// torch.compile time over floor on the H200 (gpu-machine.md), 0 if none.
   double torchCompileRatio;
+  /// The inputs to time on, where uniform [-1, 1] data (integers in
+  /// [-8, 8]) would not be representative (token ids over a vocabulary).
+  std::function<std::vector<HostTensor>(const Graph &)> inputs = {};
 };
 
 std::vector<Workload> memoryBoundWorkloads(bool small);
+/// The indexing ops' workloads (IndexingWorkloads.cpp): slices, concat,
+/// pad, RoPE, an embedding lookup, dropout and cross-entropy; appended by
+/// memoryBoundWorkloads.
+void addIndexingWorkloads(std::vector<Workload> &w, bool small);
 
 /// Attention as a model writes it from primitives: q [B, H, S, D], k and v
 /// [B, Hkv, S, D] in bf16, their heads repeated H / Hkv times, scores

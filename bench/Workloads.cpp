@@ -128,7 +128,11 @@ int runMemoryBound(const std::string &only, bool list, MemoryTable &table) {
     }
     std::vector<HostTensor> inputs;
     uint64_t seed = 1;
+    if (w.inputs)
+      inputs = w.inputs(g);
     for (const TensorInfo &info : g.inputs()) {
+      if (w.inputs)
+        break;
       std::vector<int64_t> shape;
       for (const Dim &d : info.shape)
         shape.push_back(d.size());

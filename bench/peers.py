@@ -59,6 +59,36 @@ def chain10(x, row, col):
     return torch.relu(y)
 
 
+def rope(x, cos, sin):
+    half = x.shape[-1] // 2
+    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+    return x * cos + rotated * sin
+
+
+def indexing_workloads():
+    """The indexing ops' workloads (bench/IndexingWorkloads.cpp)."""
+    bf16 = torch.bfloat16
+    m, n = 16384, 8192
+    b, h, s, d = 8, 32, 2048, 128
+    vocab, dim, seq, batch = 8192, 2048, 4096, 8
+    out = [
+        ("slice_stride2_bf16", lambda x: x[:, ::2] * 2.0, [rand(m, n, dtype=bf16)]),
+        ("concat_bf16", lambda a, c: torch.cat([a, c], 1),
+         [rand(m, n // 2, dtype=bf16), rand(m, n // 2, dtype=bf16)]),
+        ("pad_f32", lambda x: F.pad(x, (1, 1, 1, 1)), [rand(m // 2 - 2, n - 2)]),
+        ("rope_bf16", rope, [rand(b, h, s, d, dtype=bf16), rand(s, d, dtype=bf16),
+                             rand(s, d, dtype=bf16)]),
+        ("embedding_pos_bf16", lambda t, i, p: F.embedding(i, t) + p,
+         [rand(vocab, dim, dtype=bf16), torch.randint(0, vocab, (batch, seq), device="cuda"),
+          rand(seq, dim, dtype=bf16)]),
+        ("dropout_bf16", lambda x: F.dropout(x, 0.1, training=True), [rand(m, n, dtype=bf16)]),
+    ]
+    for rows, v in ((8192, 32000), (4096, 128256)):
+        out.append((f"xent_{v // 1000}k_bf16", lambda x, y: F.cross_entropy(x, y),
+                    [rand(rows, v, dtype=bf16), torch.randint(0, v, (rows,), device="cuda")]))
+    return out
+
+
 def workloads():
     n26 = 1 << 26
     bf16 = torch.bfloat16
@@ -78,7 +108,7 @@ def workloads():
         ("column_sum_f32", lambda x: x.sum(0), [rand(8192, 8192)]),
         ("transpose_add_f32", lambda x, z: x.t() + z, [rand(8192, 8192), rand(8192, 8192)]),
         ("chain10_f32", chain10, [rand(8192, 8192), rand(8192), rand(8192, 1)]),
-    ]
+    ] + indexing_workloads()
 
 
 def sdpa_ms(spec):
@@ -100,6 +130,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
     parser.add_argument("--sdpa", help="time SDPA for B,H,HKV,S,D,CAUSAL and print ms")
+    parser.add_argument("--only", help="a comma-separated list of workloads")
     args = parser.parse_args()
     if args.sdpa:
         print(f"{sdpa_ms(args.sdpa):.5f}")
@@ -109,6 +140,8 @@ def main():
     print(f"{'workload':18} {'floor_ms':>9} {'eager_ms':>9} {'compiled_ms':>11} {'eager/fl':>9} {'compiled/fl':>11}")
     rows = []
     for name, fn, inputs in workloads():
+        if args.only and name not in args.only.split(","):
+            continue
         out = fn(*inputs)
         moved = sum(t.numel() * t.element_size() for t in inputs) + out.numel() * out.element_size()
         floor = moved / (bandwidth * 1e9) * 1e3

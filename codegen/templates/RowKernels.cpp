@@ -6,7 +6,8 @@
 // is loaded (and every prologue computed) once, kept in registers across
 // the passes. Otherwise each pass loops over the row again, and a softmax
 // uses the online normaliser so that the row is read twice, not three
-// times.
+// times; so does a max with the sum of exponentials it shifts (a
+// log-sum-exp, a cross-entropy), read once for both.
 //
 // Rows that kf-pad padded are read a whole vector at a time: the lanes
 // span the longest padded row, and lanes past the row's end are masked.
@@ -17,6 +18,8 @@
 
 #include "ir/KFDialect.h"
 #include "codegen/templates/KernelTemplates.h"
+
+#include "llvm/ADT/SmallPtrSet.h"
 
 using namespace mlir;
 using namespace kfuse::kf;
@@ -52,6 +55,10 @@ private:
                   function_ref<Value(Value)> map);
   LogicalResult emitReduce(ReduceOp reduce);
   void emitOnlineSoftmax(SoftmaxOp softmax);
+  /// The row's max of `x` and the sum of exp(x - max), in one pass.
+  std::pair<Value, Value> onlineMaxAndSum(Value x);
+  /// `max` and its shifted-exponential sum `sum` (shiftedExpSumOf).
+  void emitOnlineLogSumExp(ReduceOp max, ReduceOp sum);
   void emitSoftmaxInRegisters(SoftmaxOp softmax);
   /// Row-shaped outputs at every lane, row scalars once per row.
   LogicalResult storeOutputs();
@@ -73,6 +80,8 @@ private:
   // The row being emitted.
   Value row, rowBase;
   SmallVector<RowLanes> unrolled;
+  /// Sums computed with their max by emitOnlineLogSumExp.
+  llvm::SmallPtrSet<Operation *, 2> computedSums;
   LogicalResult status = success();
 };
 
@@ -110,10 +119,17 @@ LogicalResult RowKernel::emitRow(Value r) {
   if (inRegisters)
     for (int64_t c = 0; c < chunks; ++c)
       unrolled.push_back(lanesOf(e.index(c)));
+  computedSums.clear();
   for (Operation &op : body.without_terminator()) {
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
-      if (failed(emitReduce(reduce)))
+      ReduceOp sum = inRegisters ? ReduceOp() : shiftedExpSumOf(reduce);
+      if (sum && reduce->isBeforeInBlock(sum)) {
+        emitOnlineLogSumExp(reduce, sum);
+        computedSums.insert(sum);
+      } else if (!computedSums.contains(reduce) &&
+                 failed(emitReduce(reduce))) {
         return failure();
+      }
     } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
       if (inRegisters)
         emitSoftmaxInRegisters(softmax);
@@ -204,33 +220,35 @@ LogicalResult RowKernel::emitReduce(ReduceOp reduce) {
   return success();
 }
 
+/// sum * exp(from - to), with an empty sum (from = -inf) staying 0.
+static Value rescaleSum(KernelEmitter &e, Value sum, Value from, Value to) {
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, from,
+                                      e.f32(-INFINITY));
+  Value factor = emitExp2Approx(
+      b, l,
+      arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, from, to),
+                            e.f32(M_LOG2E)));
+  return arith::SelectOp::create(b, l, empty, e.f32(0),
+                                 arith::MulFOp::create(b, l, sum, factor));
+}
+
 /// A row too long for registers: the online normaliser reads it once for
-/// the max and the sum together (a running max rescales the running sum),
-/// and once more for the output.
-void RowKernel::emitOnlineSoftmax(SoftmaxOp softmax) {
+/// the max and the sum together (a running max rescales the running sum).
+std::pair<Value, Value> RowKernel::onlineMaxAndSum(Value x) {
   Value negInf = e.f32(-INFINITY), zero = e.f32(0);
-  auto rescale = [&](Value sum, Value from, Value to) -> Value {
-    // sum * exp(from - to), with an empty sum (from = -inf) staying 0.
-    Value empty =
-        arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, from, negInf);
-    Value factor = emitExp2Approx(
-        b, l,
-        arith::MulFOp::create(b, l, arith::SubFOp::create(b, l, from, to),
-                              e.f32(M_LOG2E)));
-    return arith::SelectOp::create(b, l, empty, zero,
-                                   arith::MulFOp::create(b, l, sum, factor));
-  };
   SmallVector<Value> state = e.loop(
       chunks, {negInf, zero}, [&](Value c, ValueRange carried) {
         RowLanes lanes = lanesOf(c);
         Value m = carried[0], s = carried[1];
         for (int64_t k = 0; k < vec; ++k) {
-          Value x = element(softmax.getInput(), lanes, k);
+          Value v = element(x, lanes, k);
           if (ragged)
-            x = arith::SelectOp::create(b, l, lanes.valid[k], x, negInf);
-          Value next = arith::MaximumFOp::create(b, l, m, x);
-          s = arith::AddFOp::create(b, l, rescale(s, m, next),
-                                    rescale(e.f32(1), x, next));
+            v = arith::SelectOp::create(b, l, lanes.valid[k], v, negInf);
+          Value next = arith::MaximumFOp::create(b, l, m, v);
+          s = arith::AddFOp::create(b, l, rescaleSum(e, s, m, next),
+                                    rescaleSum(e, e.f32(1), v, next));
           m = next;
         }
         return SmallVector<Value>{m, s};
@@ -239,11 +257,23 @@ void RowKernel::emitOnlineSoftmax(SoftmaxOp softmax) {
                             [&](Value x, Value y) -> Value {
                               return arith::MaximumFOp::create(b, l, x, y);
                             });
-  Value sum = e.blockReduce(rescale(state[1], state[0], max), zero, scratch,
-                            threads, [&](Value x, Value y) -> Value {
+  Value sum = e.blockReduce(rescaleSum(e, state[1], state[0], max), zero,
+                            scratch, threads, [&](Value x, Value y) -> Value {
                               return arith::AddFOp::create(b, l, x, y);
                             });
+  return {max, sum};
+}
+
+/// The softmax's statistics online; its output is a second read.
+void RowKernel::emitOnlineSoftmax(SoftmaxOp softmax) {
+  auto [max, sum] = onlineMaxAndSum(softmax.getInput());
   e.setSoftmaxStats(softmax, max, sum);
+}
+
+void RowKernel::emitOnlineLogSumExp(ReduceOp max, ReduceOp sum) {
+  auto [m, s] = onlineMaxAndSum(max.getInput());
+  e.setElement(max.getResult(), row, m);
+  e.setElement(sum.getResult(), row, s);
 }
 
 /// A row in registers: the max, then each exponential once (kept for the

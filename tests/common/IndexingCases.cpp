@@ -85,6 +85,20 @@ void addGathers(std::vector<OpCase> &cases) {
                        g.output("picked", takeAlongAxis(logits, labels, 1));
                      },
                      {{8, 50}, {8, 1}}});
+  // Rows too long for registers: the max and the sum of exponentials in
+  // one online pass (40003 is ragged against any thread count).
+  cases.push_back({"cross_entropy_long_rows", [](Graph &g) {
+                     Tensor x = cast(g.input("logits", DType::bf16, {3, 40003}),
+                                     DType::f32);
+                     Tensor labels = g.input("labels", DType::i64, {3, 1});
+                     Tensor m = reduceMax(x, {1}, true);
+                     Tensor lse = log(reduceSum(exp(x - m), {1}, true)) + m;
+                     Tensor loss = lse - takeAlongAxis(x, labels, 1);
+                     g.output("loss", loss);
+                     g.output("mean", reduceMean(loss));
+                     g.output("lse", lse);
+                   },
+                   {{3, 40003}, {3, 1}}});
 }
 
 void addRandomAndScalars(std::vector<OpCase> &cases) {
