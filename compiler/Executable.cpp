@@ -1,8 +1,9 @@
 //===- Executable.cpp - Compiler, Executable and the kernel cache ---------===//
 //
-// The in-memory cache maps a full key (kfuse and LLVM versions, arch,
-// fusion mode, input shapes, graph text) to one entry; concurrent callers
-// of one key wait on a once_flag, so a key compiles once per process. Below
+// The in-memory cache maps a full key (kfuse and LLVM versions, the
+// compiler's build ID, arch, fusion mode, input shapes, graph text) to one
+// entry; concurrent callers of one key wait on a once_flag, so a key
+// compiles once per process. Below
 // it sits the disk cache. The hot path of run() (shapes seen before) does
 // no hashing, no allocation and no string work: it compares shapes, checks
 // arguments and launches.
@@ -146,8 +147,9 @@ struct ExecutableImpl {
 std::string
 ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
                        bool aligned) const {
-  std::string key = std::string("kfuse ") + version() + "\nllvm " +
-                    llvmVersion() + "\narch " + options.arch + "\nfusion " +
+  std::string key = std::string("kfuse ") + version() + "\nbuild " +
+                    compilerBuildId() + "\nllvm " + llvmVersion() +
+                    "\narch " + options.arch + "\nfusion " +
                     (options.fusion == Fusion::Fused ? "fused" : "unfused") +
                     "\npad rows " + (options.padRows ? "16" : "no") +
                     "\ntf32 " + (options.allowTF32 ? "allowed" : "no") +

@@ -31,16 +31,44 @@ using namespace kfuse::kf;
 
 namespace {
 
-/// Elements per 16-byte access that every buffer of the kernel allows.
-/// Vectors of i1 are bit-packed in LLVM, not byte arrays: no vectors there.
+/// Elements of `v`'s tensor type.
+static int64_t elementsOf(Value v) {
+  return mlir::cast<RankedTensorType>(v.getType()).getNumElements();
+}
+
+/// Whether the templates may access `buffer` (a kernel block argument or
+/// result) a vector at a time. Not a value per row or a single value
+/// ([..., 1] smaller than the kernel's space, rank 0: one element a vector)
+/// nor an input read only through index maps (gathered, sliced,
+/// concatenated, padded: element by element).
+static bool accessedAsVectors(Value buffer, KernelOp kernel) {
+  auto type = mlir::cast<RankedTensorType>(buffer.getType());
+  int64_t space = elementsOf(kernel.getResult(0));
+  if (std::optional<RowSpace> rows = rowSpaceOf(kernel))
+    space = rows->rows * rows->length;
+  if (type.getRank() == 0 ||
+      (type.getShape().back() == 1 && type.getNumElements() < space))
+    return false;
+  if (!isa<BlockArgument>(buffer))
+    return true;
+  return !llvm::all_of(buffer.getUsers(), [](Operation *user) {
+    return isa<GatherOp, TakeAlongAxisOp, SliceOp, ConcatOp, PadOp>(user);
+  });
+}
+
+/// Elements per 16-byte access that every buffer the kernel accesses a
+/// vector at a time allows. Vectors of i1 are bit-packed in LLVM, not byte
+/// arrays: no vectors where any buffer is i1.
 int64_t vectorWidth(KernelOp kernel) {
   int64_t bytes = 1;
-  for (Type t : llvm::concat<const Type>(kernel.getInputs().getTypes(),
-                                         kernel.getResultTypes())) {
-    Type dtype = mlir::cast<RankedTensorType>(t).getElementType();
+  for (Value buffer : llvm::concat<Value>(kernel.getBody().front().getArguments(),
+                                          kernel.getResults())) {
+    Type dtype =
+        mlir::cast<RankedTensorType>(buffer.getType()).getElementType();
     if (dtype.isInteger(1))
       return 1;
-    bytes = std::max<int64_t>(bytes, dtype.getIntOrFloatBitWidth() / 8);
+    if (accessedAsVectors(buffer, kernel))
+      bytes = std::max<int64_t>(bytes, dtype.getIntOrFloatBitWidth() / 8);
   }
   return 16 / bytes;
 }

@@ -235,28 +235,32 @@ static Value rescaleSum(KernelEmitter &e, Value sum, Value from, Value to) {
 }
 
 /// A row too long for registers: the online normaliser reads it once for
-/// the max and the sum together (a running max rescales the running sum).
+/// the max and the sum together. A vector's lanes share one rescale of the
+/// running sum: one exponential an element and one a vector, not two an
+/// element (which made long rows issue-bound on the H200).
 std::pair<Value, Value> RowKernel::onlineMaxAndSum(Value x) {
   Value negInf = e.f32(-INFINITY), zero = e.f32(0);
+  auto maximum = [&](Value a, Value c) -> Value {
+    return arith::MaximumFOp::create(b, l, a, c);
+  };
   SmallVector<Value> state = e.loop(
       chunks, {negInf, zero}, [&](Value c, ValueRange carried) {
         RowLanes lanes = lanesOf(c);
-        Value m = carried[0], s = carried[1];
+        SmallVector<Value> values;
+        Value next = carried[0];
         for (int64_t k = 0; k < vec; ++k) {
           Value v = element(x, lanes, k);
           if (ragged)
             v = arith::SelectOp::create(b, l, lanes.valid[k], v, negInf);
-          Value next = arith::MaximumFOp::create(b, l, m, v);
-          s = arith::AddFOp::create(b, l, rescaleSum(e, s, m, next),
-                                    rescaleSum(e, e.f32(1), v, next));
-          m = next;
+          values.push_back(v);
+          next = maximum(next, v);
         }
-        return SmallVector<Value>{m, s};
+        Value s = rescaleSum(e, carried[1], carried[0], next);
+        for (Value v : values)
+          s = arith::AddFOp::create(b, l, s, rescaleSum(e, e.f32(1), v, next));
+        return SmallVector<Value>{next, s};
       });
-  Value max = e.blockReduce(state[0], negInf, scratch, threads,
-                            [&](Value x, Value y) -> Value {
-                              return arith::MaximumFOp::create(b, l, x, y);
-                            });
+  Value max = e.blockReduce(state[0], negInf, scratch, threads, maximum);
   Value sum = e.blockReduce(rescaleSum(e, state[1], state[0], max), zero,
                             scratch, threads, [&](Value x, Value y) -> Value {
                               return arith::AddFOp::create(b, l, x, y);

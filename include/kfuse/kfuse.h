@@ -20,6 +20,10 @@ namespace kfuse {
 const char *version();
 /// The LLVM kfuse was built with.
 const char *llvmVersion();
+/// The GNU build ID of the code that compiles kernels (hex), which changes
+/// with every rebuild that changes it; "" where the linker wrote none.
+/// Part of every kernel-cache key beside the versions.
+const char *compilerBuildId();
 } // namespace kfuse
 
 #endif // KFUSE_KFUSE_H

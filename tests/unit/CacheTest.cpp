@@ -85,6 +85,14 @@ void expectEqual(const Plan &a, const Plan &b) {
   EXPECT_EQ(a.dumps, b.dumps);
 }
 
+// A rebuild of the same version must not load kernels the previous build
+// compiled: the build ID is part of the key, so it must exist.
+TEST(CacheKey, NamesTheCompilersBuild) {
+  std::string id = kfuse::compilerBuildId();
+  EXPECT_GE(id.size(), 16u) << "no GNU build ID in libkfuse";
+  EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+}
+
 TEST(Plan, RoundTrips) {
   Plan p = samplePlan();
   std::optional<Plan> back = Plan::deserialize(p.serialize());
