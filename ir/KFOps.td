@@ -333,9 +333,10 @@ def KF_TakeAlongAxisOp : KF_Op<"take_along_axis", [Pure]> {
 def KF_RandomOp : KF_Op<"random", [Pure]> {
   let summary = "uniform [0, 1) numbers from Philox4x32-10, counter-based";
   let description = [{
-    Element i (row-major) is the first word w of Philox4x32-10 with key
-    (seed, 0) and counter (i mod 2^32, i div 2^32, stream, 0), as
-    (w >> 8) * 2^-24, rounded to the result's float dtype. `seed` is a
+    Element i (row-major) is word i mod 4, w, of Philox4x32-10 with key
+    (seed, 0) and counter (b mod 2^32, b div 2^32, stream, 0), b = i div 4
+    (four elements share an evaluation), as (w >> 8) * 2^-24, rounded to
+    the result's float dtype. `seed` is a
     rank-0 i32 tensor, so a new seed needs no new compile; `stream` tells
     apart the random ops of one graph. The same seed gives the same
     numbers fused, unfused and in the evaluator.

@@ -87,9 +87,9 @@ inline constexpr uint32_t kPhiloxM0 = 0xD2511F53u, kPhiloxM1 = 0xCD9E8D57u;
 inline constexpr uint32_t kPhiloxW0 = 0x9E3779B9u, kPhiloxW1 = 0xBB67AE85u;
 inline constexpr int kPhiloxRounds = 10;
 
-/// The first output word of Philox4x32-10 for `counter` and `key`.
-inline uint32_t philox4x32(std::array<uint32_t, 4> c,
-                           std::array<uint32_t, 2> key) {
+/// The four output words of Philox4x32-10 for `counter` and `key`.
+inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c,
+                                          std::array<uint32_t, 2> key) {
   for (int round = 0; round < kPhiloxRounds; ++round) {
     if (round) {
       key[0] += kPhiloxW0;
@@ -99,13 +99,16 @@ inline uint32_t philox4x32(std::array<uint32_t, 4> c,
     c = {uint32_t(p1 >> 32) ^ c[1] ^ key[0], uint32_t(p1),
          uint32_t(p0 >> 32) ^ c[3] ^ key[1], uint32_t(p0)};
   }
-  return c[0];
+  return c;
 }
 
-/// kf.random's element `index`: uniform in [0, 1) with 24 random bits.
+/// kf.random's element `index`: word index mod 4 of the block of counter
+/// index / 4, uniform in [0, 1) with 24 random bits. (Four elements share
+/// one Philox evaluation.)
 inline float philoxUniform(uint32_t seed, uint32_t stream, uint64_t index) {
-  uint32_t w = philox4x32({uint32_t(index), uint32_t(index >> 32), stream, 0},
-                          {seed, 0});
+  uint64_t block = index / 4;
+  uint32_t w = philox4x32({uint32_t(block), uint32_t(block >> 32), stream, 0},
+                          {seed, 0})[index % 4];
   return float(w >> 8) * 0x1p-24f;
 }
 

@@ -17,6 +17,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 
 #include <cmath>
 #include <functional>
@@ -173,25 +174,45 @@ FailureOr<Value> KernelEmitter::takeAlongAxisAt(TakeAlongAxisOp op,
                 SmallVector<Value>(idx.getMulti(*this)));
 }
 
-FailureOr<Value> KernelEmitter::randomAt(RandomOp op, ElementIndex &idx) {
+/// `linear` as first + k with k a constant (k = 0 if it is no such sum).
+static std::pair<Value, int64_t> splitConstantOffset(Value linear) {
+  if (auto add = linear.getDefiningOp<arith::AddIOp>())
+    for (auto [a, b] : {std::pair{add.getLhs(), add.getRhs()},
+                        std::pair{add.getRhs(), add.getLhs()}})
+      if (std::optional<int64_t> k = getConstantIntValue(b))
+        return {a, *k};
+  return {linear, 0};
+}
+
+/// Whether `v` is a product with a constant multiple of 4 (a vector's
+/// first linear index, for vectors of a multiple of 4 lanes).
+static bool isMultipleOfFour(Value v) {
+  if (std::optional<int64_t> c = getConstantIntValue(v))
+    return *c % 4 == 0;
+  auto mul = v.getDefiningOp<arith::MulIOp>();
+  if (!mul)
+    return false;
+  return llvm::any_of(mul->getOperands(), [](Value operand) {
+    std::optional<int64_t> c = getConstantIntValue(operand);
+    return c && *c % 4 == 0;
+  });
+}
+
+std::array<Value, 4> KernelEmitter::philoxBlock(RandomOp op, Value block) {
   Location l = location;
   Type i32 = b.getI32Type();
   auto word = [&](uint32_t value) -> Value {
     return arith::ConstantOp::create(b, l, b.getIntegerAttr(i32, APInt(32, value)));
   };
-  Value linear = arith::IndexCastOp::create(b, l, b.getI64Type(),
-                                            idx.getLinear(*this));
-  Value high = arith::ShRUIOp::create(
-      b, l, linear, constant(b.getI64Type(), 32));
-  FailureOr<Value> seed =
-      elementAt(op.getSeed(), ElementIndex::linear({}, index(0)));
-  if (failed(seed))
-    return failure();
+  Value counter = arith::IndexCastOp::create(b, l, b.getI64Type(), block);
+  Value high = arith::ShRUIOp::create(b, l, counter,
+                                      constant(b.getI64Type(), 32));
+  Value seed = *elementAt(op.getSeed(), ElementIndex::linear({}, index(0)));
   // Philox4x32-10, as numerics::philox4x32 computes it on the host.
-  std::array<Value, 4> c = {arith::TruncIOp::create(b, l, i32, linear),
+  std::array<Value, 4> c = {arith::TruncIOp::create(b, l, i32, counter),
                             arith::TruncIOp::create(b, l, i32, high),
                             word(uint32_t(op.getStream())), word(0)};
-  std::array<Value, 2> key = {*seed, word(0)};
+  std::array<Value, 2> key = {seed, word(0)};
   for (int round = 0; round < numerics::kPhiloxRounds; ++round) {
     if (round) {
       key[0] = arith::AddIOp::create(b, l, key[0], word(numerics::kPhiloxW0));
@@ -205,9 +226,43 @@ FailureOr<Value> KernelEmitter::randomAt(RandomOp op, ElementIndex &idx) {
     c = {mix(p1.getHigh(), c[1], key[0]), p1.getLow(),
          mix(p0.getHigh(), c[3], key[1]), p0.getLow()};
   }
-  Value bits = arith::ShRUIOp::create(b, l, c[0], word(8));
-  Value uniform = arith::MulFOp::create(
+  return c;
+}
+
+FailureOr<Value> KernelEmitter::randomAt(RandomOp op, ElementIndex &idx) {
+  Location l = location;
+  Value linear = idx.getLinear(*this);
+  Value word;
+  auto [first, lane] = splitConstantOffset(linear);
+  if (isMultipleOfFour(first)) {
+    // Lanes first + k of a vector share the block of counter
+    // first / 4 + k / 4: one Philox evaluation for four lanes.
+    auto key = std::make_tuple(op.getOperation(), first, lane / 4);
+    auto cached = philoxBlocks.find(key);
+    if (cached == philoxBlocks.end() ||
+        !cached->second[0].getParentRegion()->isAncestor(
+            b.getInsertionBlock()->getParent())) {
+      Value block = arith::AddIOp::create(
+          b, l, arith::DivUIOp::create(b, l, first, index(4)), index(lane / 4));
+      cached = philoxBlocks.insert_or_assign(key, philoxBlock(op, block)).first;
+    }
+    word = cached->second[lane % 4];
+  } else {
+    std::array<Value, 4> words = philoxBlock(
+        op, arith::DivUIOp::create(b, l, linear, index(4)));
+    Value which = arith::RemUIOp::create(b, l, linear, index(4));
+    word = words[3];
+    for (int k = 2; k >= 0; --k)
+      word = arith::SelectOp::create(
+          b, l,
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, which,
+                                index(k)),
+          words[k], word);
+  }
+  Value bits = arith::ShRUIOp::create(
+      b, l, word,
+      arith::ConstantOp::create(b, l, b.getIntegerAttr(b.getI32Type(), 8)));
+  return Value(arith::MulFOp::create(
       b, l, arith::UIToFPOp::create(b, l, b.getF32Type(), bits),
-      f32(0x1p-24));
-  return uniform;
+      f32(0x1p-24)));
 }

@@ -28,7 +28,9 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/DenseMap.h"
 
+#include <array>
 #include <optional>
+#include <tuple>
 
 namespace kfuse::kf {
 
@@ -167,6 +169,8 @@ private:
   mlir::FailureOr<mlir::Value> takeAlongAxisAt(TakeAlongAxisOp op,
                                                ElementIndex &idx);
   mlir::FailureOr<mlir::Value> randomAt(RandomOp op, ElementIndex &idx);
+  /// The four Philox4x32-10 words of kf.random `op`'s counter `block`.
+  std::array<mlir::Value, 4> philoxBlock(RandomOp op, mlir::Value block);
   /// The elementwise `op` on scalars of its compute type: the one-operand
   /// ops, then those of two or three.
   mlir::FailureOr<mlir::Value> scalarOp(mlir::Operation *op,
@@ -201,6 +205,11 @@ private:
   llvm::DenseMap<std::pair<mlir::Value, mlir::Value>, mlir::Value> computed;
   llvm::DenseMap<mlir::Operation *, std::pair<mlir::Value, mlir::Value>>
       softmaxStats;
+  /// Philox blocks computed, by (kf.random, a vector's first index, block
+  /// within the vector).
+  llvm::DenseMap<std::tuple<mlir::Operation *, mlir::Value, int64_t>,
+                 std::array<mlir::Value, 4>>
+      philoxBlocks;
 };
 
 /// How a broadcast maps output elements to input elements when it does by
