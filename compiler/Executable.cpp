@@ -239,8 +239,14 @@ void ExecutableImpl::writeDumps(const runtime::Plan &plan,
       root = env;
   if (root.empty())
     return;
-  std::string dir =
-      root + "/" + graphName + "-" + runtime::DiskCache::digest(key).substr(0, 12);
+  // Named by the key without the compiler's build ID, so that the dumps
+  // of one compile by two builds of kfuse have one name (a diff -r of two
+  // dump directories compares them: scripts/ptx-snapshot.sh).
+  std::string stable = key;
+  if (size_t at = stable.find("\nbuild "); at != std::string::npos)
+    stable.erase(at, stable.find('\n', at + 1) - at);
+  std::string dir = root + "/" + graphName + "-" +
+                    runtime::DiskCache::digest(stable).substr(0, 12);
   mkdir(root.c_str(), 0755);
   mkdir(dir.c_str(), 0755);
   auto write = [&](const std::string &name, const std::string &text) {

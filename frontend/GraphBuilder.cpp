@@ -140,6 +140,37 @@ Tensor binary(StringRef name, Tensor a, Tensor b, Operands kind) {
 }
 
 Tensor reduce(StringRef name, kf::ReduceKind kind, Tensor x,
+              std::vector<int64_t> axes, bool keepDims);
+
+/// Several trailing dims of known sizes (`axes`, sorted) reduce as the one
+/// row they are: x reshaped to [leading..., n], reduced along its last axis
+/// by a row kernel, reshaped back. Otherwise a reduction of all of a
+/// [8192, 1] tensor's dims ran in one thread. Nullopt where this does not
+/// apply.
+std::optional<Tensor> reduceTrailingAsRow(GraphImpl &g, StringRef name,
+                                          kf::ReduceKind kind, Tensor x,
+                                          ArrayRef<int64_t> axes,
+                                          bool keepDims) {
+  shapes::Shape in = g.shapeOf(x);
+  int64_t rank = in.size(), first = rank - int64_t(axes.size());
+  if (axes.size() < 2 || axes.front() != first ||
+      llvm::any_of(axes, [&](int64_t a) { return shapes::isSymbolic(in[a]); }))
+    return std::nullopt;
+  shapes::Shape rows(in.begin(), in.begin() + first);
+  int64_t n = 1;
+  for (int64_t a : axes)
+    n *= in[a];
+  rows.push_back(n);
+  Tensor reduced =
+      reduce(name, kind, reshape(x, g.toDims(rows)), {first}, false);
+  if (!keepDims || !reduced.isValid())
+    return reduced;
+  shapes::Shape kept(in.begin(), in.begin() + first);
+  kept.append(axes.size(), 1);
+  return reshape(reduced, g.toDims(kept));
+}
+
+Tensor reduce(StringRef name, kf::ReduceKind kind, Tensor x,
               std::vector<int64_t> axes, bool keepDims) {
   GraphImpl *g = graphOf(name, {x});
   if (!g)
@@ -164,6 +195,9 @@ Tensor reduce(StringRef name, kf::ReduceKind kind, Tensor x,
                                                   : Operands::Numeric));
   if (!x.isValid())
     return {};
+  if (std::optional<Tensor> row = reduceTrailingAsRow(*g, name, kind, x, axes,
+                                                      keepDims))
+    return *row;
   shapes::ShapeDiag diag = g->diag();
   FailureOr<shapes::Shape> shape =
       shapes::inferReduce(g->shapeOf(x), axes, keepDims, diag);

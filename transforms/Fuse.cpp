@@ -58,6 +58,36 @@ std::optional<RowSpace> rowOpSpace(Operation *op) {
   return RowSpace{numElements(input) / length, length};
 }
 
+/// Whether `op` reads, directly or through pointwise ops, a row reduction
+/// over rows other than `rows` (and more than one): per-row results (a loss
+/// per row)
+/// belong with the rows they were reduced from, not with a later reduction
+/// of them (their mean), which would split the first row kernel.
+bool readsOtherRows(Operation *op, RowSpace rows) {
+  SmallVector<Operation *> worklist = {op};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!worklist.empty()) {
+    Operation *next = worklist.pop_back_val();
+    if (!seen.insert(next).second)
+      continue;
+    for (Value operand : next->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def)
+        continue;
+      if (std::optional<RowSpace> space =
+              isa<ReduceOp>(def) ? rowOpSpace(def) : std::nullopt) {
+        // (A single row's result is a scalar: broadcast anywhere.)
+        if (space->rows > 1 &&
+            (space->rows != rows.rows || space->length != rows.length))
+          return true;
+      } else if (kernelKindOf(def) == KernelKind::pointwise) {
+        worklist.push_back(def);
+      }
+    }
+  }
+  return false;
+}
+
 /// Elementwise math that costs tens of instructions (libdevice calls).
 bool isTranscendental(Operation *op) {
   return isa<ExpOp, LogOp, SinOp, CosOp, TanhOp, ErfOp, GeluOp, SiluOp,
@@ -97,6 +127,9 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
       return {false, "matmul kernels take no prologue yet"};
     if (c.kind == KernelKind::reduction && !c.rows)
       return {false, "reductions over other axes take no prologue yet"};
+    if (c.rows && readsOtherRows(op, *c.rows))
+      return {false, "it reads the results of a row kernel over other rows, "
+                     "whose kernel it joins"};
     int64_t elements = numElements(op->getResult(0));
     int64_t space = c.rows ? c.rows->rows * c.rows->length : c.elements;
     if (isTranscendental(op) && elements * 64 <= space)
@@ -278,7 +311,8 @@ Partition partitionOnce(Block &body, bool fused,
 /// reads it in place: a row kernel holds one row per thread block, so an
 /// op may read the row it computes, not another. Elementwise ops do; so
 /// does a broadcast of per-row values along the row ([..., 1] to
-/// [..., length]) and a reshape that keeps the last dim.
+/// [..., length]), a reshape that keeps the last dim and one that only adds
+/// or drops dims of size 1.
 bool readsInPlace(Operation *op) {
   if (op->hasTrait<OpTrait::kf::Elementwise>() || isa<SelectOp>(op) ||
       kernelKindOf(op) != KernelKind::pointwise)
@@ -290,8 +324,18 @@ bool readsInPlace(Operation *op) {
   if (isa<BroadcastOp>(op))
     return in.getRank() == out.getRank() && in.getShape().back() == 1 &&
            in.getShape().drop_back() == out.getShape().drop_back();
-  if (isa<ReshapeOp>(op))
-    return in.getShape().back() == out.getShape().back();
+  if (isa<ReshapeOp>(op)) {
+    // Keeping the last dim, or only adding or dropping dims of size 1 (a
+    // per-row [rows, 1] as [rows]), every element stays where it was.
+    auto nonUnit = [](ArrayRef<int64_t> shape) {
+      SmallVector<int64_t> dims;
+      llvm::copy_if(shape, std::back_inserter(dims),
+                    [](int64_t d) { return d != 1; });
+      return dims;
+    };
+    return in.getShape().back() == out.getShape().back() ||
+           nonUnit(in.getShape()) == nonUnit(out.getShape());
+  }
   return false;
 }
 

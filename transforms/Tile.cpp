@@ -37,18 +37,23 @@ static int64_t elementsOf(Value v) {
 }
 
 /// Whether the templates may access `buffer` (a kernel block argument or
-/// result) a vector at a time. Not a value per row or a single value
-/// ([..., 1] smaller than the kernel's space, rank 0: one element a vector)
-/// nor an input read only through index maps (gathered, sliced,
-/// concatenated, padded: element by element).
+/// result) a vector at a time: in a row kernel, a row-shaped buffer; in
+/// others, one that is not a value per row or a single value ([..., 1]
+/// smaller than the kernel's space, rank 0: one element a vector). An
+/// input read only through index maps (gathered, sliced, concatenated,
+/// padded) is read element by element.
 static bool accessedAsVectors(Value buffer, KernelOp kernel) {
   auto type = mlir::cast<RankedTensorType>(buffer.getType());
-  int64_t space = elementsOf(kernel.getResult(0));
-  if (std::optional<RowSpace> rows = rowSpaceOf(kernel))
-    space = rows->rows * rows->length;
-  if (type.getRank() == 0 ||
-      (type.getShape().back() == 1 && type.getNumElements() < space))
+  if (type.getRank() == 0)
     return false;
+  if (std::optional<RowSpace> rows = rowSpaceOf(kernel)) {
+    if (type.getShape().back() != rows->length ||
+        type.getNumElements() != rows->rows * rows->length)
+      return false;
+  } else if (type.getShape().back() == 1 &&
+             type.getNumElements() < elementsOf(kernel.getResult(0))) {
+    return false;
+  }
   if (!isa<BlockArgument>(buffer))
     return true;
   return !llvm::all_of(buffer.getUsers(), [](Operation *user) {
