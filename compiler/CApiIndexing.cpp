@@ -11,6 +11,20 @@
 using namespace kfuse;
 using namespace kfuse::capi;
 
+namespace {
+
+/// kfuse_gather and kfuse_take_along_axis: `op` of two C tensors.
+kfuse_tensor indexingOp(kfuse_graph graph, kfuse_tensor x, kfuse_tensor indices,
+                        int64_t axis, const char *name,
+                        Tensor (*op)(Tensor, Tensor, int64_t)) {
+  Tensor t = tensorOf(graph, x, name), i = tensorOf(graph, indices, name);
+  if (!t.isValid() || !i.isValid())
+    return -1;
+  return idOf(graph, op(t, i, axis));
+}
+
+} // namespace
+
 extern "C" {
 
 kfuse_tensor kfuse_slice(kfuse_graph graph, kfuse_tensor x, int64_t axis,
@@ -53,20 +67,13 @@ kfuse_tensor kfuse_pad(kfuse_graph graph, kfuse_tensor x, int64_t rank,
 
 kfuse_tensor kfuse_gather(kfuse_graph graph, kfuse_tensor x,
                           kfuse_tensor indices, int64_t axis) {
-  Tensor t = tensorOf(graph, x, "gather"),
-         i = tensorOf(graph, indices, "gather");
-  if (!t.isValid() || !i.isValid())
-    return -1;
-  return idOf(graph, gather(t, i, axis));
+  return indexingOp(graph, x, indices, axis, "gather", gather);
 }
 
 kfuse_tensor kfuse_take_along_axis(kfuse_graph graph, kfuse_tensor x,
                                    kfuse_tensor indices, int64_t axis) {
-  Tensor t = tensorOf(graph, x, "take_along_axis"),
-         i = tensorOf(graph, indices, "take_along_axis");
-  if (!t.isValid() || !i.isValid())
-    return -1;
-  return idOf(graph, takeAlongAxis(t, i, axis));
+  return indexingOp(graph, x, indices, axis, "take_along_axis",
+                    takeAlongAxis);
 }
 
 kfuse_tensor kfuse_rand(kfuse_graph graph, kfuse_tensor seed, int64_t rank,

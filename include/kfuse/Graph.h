@@ -17,11 +17,12 @@
 // Broadcasting follows NumPy: shapes align on their trailing dims and a dim
 // of 1 stretches. Symbolic dims (named, e.g. "M") match only the same name.
 //
-// Dtype promotion, for binary ops and select: i1 < i32 < i64 < f16, bf16 < f32,
-// and f16 with bf16 gives f32. A C++ scalar takes the tensor's dtype if the
-// tensor is a float; an int scalar with an i32 tensor stays i32; a floating
-// scalar with an i32 or i1 tensor gives f32. Float-only math (exp, log,
-// sin, ...) on i32 or i1 first casts to f32.
+// Dtype promotion, for binary ops and select: i1 < i32 < i64 < f16,
+// bf16 < f32, and f16 with bf16 gives f32. A C++ scalar takes the tensor's
+// dtype if the tensor is a float; an int scalar with an integer tensor
+// keeps the tensor's dtype; a floating scalar with an integer or i1 tensor
+// gives f32. Float-only math (exp, log, sin, ...) on integers or i1 first
+// casts to f32.
 //
 //===----------------------------------------------------------------------===//
 

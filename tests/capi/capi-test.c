@@ -142,6 +142,37 @@ static void checkErrors(void) {
   CHECK(parsed == NULL && strlen(kfuse_last_error()) > 0);
 }
 
+/* The indexing ops: y = concat(x[:, 1:3], gather(x, ids, axis 1)) of f32
+ * [2, 4] with i64 ids {3, -1, 9}: the last is out of range, so NaN. And a
+ * slice out of range is refused with its shapes. */
+static void checkIndexing(void) {
+  kfuse_graph g = kfuse_graph_create("indexing");
+  int64_t xs[2] = {2, 4}, is[1] = {3};
+  kfuse_tensor x = kfuse_input(g, "x", KFUSE_F32, 2, xs, NULL);
+  kfuse_tensor ids = kfuse_input(g, "ids", KFUSE_I64, 1, is, NULL);
+  kfuse_tensor parts[2] = {kfuse_slice(g, x, 1, 1, 1, 3, 1),
+                           kfuse_gather(g, x, ids, 1)};
+  kfuse_tensor y = kfuse_concat(g, 2, parts, 1);
+  CHECK(y >= 0 && kfuse_output(g, "y", y) == KFUSE_OK);
+  float data[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+  int64_t idData[3] = {3, -1, 9};
+  kfuse_host_tensor in[2] = {{data, KFUSE_F32, 2, xs},
+                             {idData, KFUSE_I64, 1, is}};
+  kfuse_host_tensor out;
+  CHECK(kfuse_evaluate(g, in, 2, &out, 1) == KFUSE_OK);
+  CHECK(out.rank == 2 && out.sizes[0] == 2 && out.sizes[1] == 5);
+  const float *v = (const float *)out.data;
+  for (int r = 0; r < 2; ++r) {
+    CHECK(v[r * 5] == data[r * 4 + 1] && v[r * 5 + 1] == data[r * 4 + 2]);
+    CHECK(v[r * 5 + 2] == data[r * 4 + 3] && v[r * 5 + 3] == data[r * 4 + 3]);
+    CHECK(isnan(v[r * 5 + 4]));
+  }
+  kfuse_host_tensor_free(&out);
+  CHECK(kfuse_slice(g, x, 1, 2, 1, 9, 1) < 0);
+  CHECK(strstr(kfuse_last_error(), "slice [2:9] of dim 1 of 2x4") != NULL);
+  kfuse_graph_destroy(g);
+}
+
 int main(void) {
   CHECK(kfuse_c_api_version() == KFUSE_C_API_VERSION);
   CHECK(strlen(kfuse_version()) > 0);
@@ -150,6 +181,7 @@ int main(void) {
   checkEvaluate(g);
   checkCompile(g);
   kfuse_graph_destroy(g);
+  checkIndexing();
   checkErrors();
   if (failures)
     fprintf(stderr, "%d checks failed\n", failures);
