@@ -42,42 +42,50 @@ FailureOr<Value> KernelEmitter::sliceAt(SliceOp op, ElementIndex &idx) {
                    ElementIndex::multi(shapeOfValue(op.getInput()), mapped));
 }
 
-FailureOr<Value> KernelEmitter::padAt(PadOp op, ElementIndex &idx) {
-  ArrayRef<int64_t> in = shapeOfValue(op.getInput());
+Value KernelEmitter::padFill(PadOp op) {
   Type dtype = op.getType().getElementType();
   double padding = op.getValue().convertToDouble();
-  Value fill = dtype.isInteger(1) ? constant(computeType(dtype), padding != 0)
-                                  : constant(computeType(dtype),
-                                             isa<FloatType>(dtype)
-                                                 ? padding
-                                                 : std::trunc(padding));
-  if (llvm::is_contained(in, 0))
-    return fill;
-  SmallVector<Value> mapped(idx.getMulti(*this));
+  if (dtype.isInteger(1))
+    return constant(computeType(dtype), padding != 0);
+  return constant(computeType(dtype),
+                  isa<FloatType>(dtype) ? padding : std::trunc(padding));
+}
+
+Value KernelEmitter::clampIntoPad(PadOp op, MutableArrayRef<Value> position) {
+  ArrayRef<int64_t> in = shapeOfValue(op.getInput());
   Value inside;
-  for (auto [d, position] : llvm::enumerate(mapped)) {
+  for (auto [d, p] : llvm::enumerate(position)) {
     int64_t low = op.getLow()[d], high = op.getHigh()[d];
     if (low == 0 && high == 0)
       continue;
     // Below `low` the index wraps to a large unsigned value: one compare
     // finds both borders.
-    Value shifted = arith::SubIOp::create(b, location, position, index(low));
+    Value shifted = arith::SubIOp::create(b, location, p, index(low));
     Value ok = arith::CmpIOp::create(b, location, arith::CmpIPredicate::ult,
                                      shifted, index(in[d]));
-    position = arith::SelectOp::create(b, location, ok, shifted, index(0));
+    p = arith::SelectOp::create(b, location, ok, shifted, index(0));
     inside = inside ? Value(arith::AndIOp::create(b, location, inside, ok)) : ok;
   }
+  return inside;
+}
+
+FailureOr<Value> KernelEmitter::padAt(PadOp op, ElementIndex &idx) {
+  ArrayRef<int64_t> in = shapeOfValue(op.getInput());
+  if (llvm::is_contained(in, 0))
+    return padFill(op);
+  SmallVector<Value> mapped(idx.getMulti(*this));
+  Value inside = clampIntoPad(op, mapped);
   FailureOr<Value> v =
       elementAt(op.getInput(), ElementIndex::multi(in, mapped));
   if (failed(v) || !inside)
     return v;
-  return Value(arith::SelectOp::create(b, location, inside, *v, fill));
+  return Value(arith::SelectOp::create(b, location, inside, *v, padFill(op)));
 }
 
-FailureOr<Value> KernelEmitter::concatAt(ConcatOp op, ElementIndex &idx) {
+FailureOr<SmallVector<Value>> KernelEmitter::forEachConcatPart(
+    ConcatOp op, ArrayRef<Value> position, TypeRange types,
+    function_ref<FailureOr<SmallVector<Value>>(Value, ArrayRef<Value>)> read) {
   int64_t axis = op.getAxis();
-  SmallVector<Value> out(idx.getMulti(*this));
-  Type type = computeType(op.getType().getElementType());
   // Operands with nothing along the axis are never read.
   SmallVector<std::pair<Value, int64_t>> parts; // operand, first position
   int64_t offset = 0;
@@ -87,46 +95,60 @@ FailureOr<Value> KernelEmitter::concatAt(ConcatOp op, ElementIndex &idx) {
     offset += shapeOfValue(input)[axis];
   }
   // if position < end of part k: part k, else the rest, as nested scf.if.
-  std::function<FailureOr<Value>(size_t)> partAt =
-      [&](size_t k) -> FailureOr<Value> {
+  std::function<FailureOr<SmallVector<Value>>(size_t)> partAt =
+      [&](size_t k) -> FailureOr<SmallVector<Value>> {
     auto [input, first] = parts[k];
-    SmallVector<Value> mapped = out;
+    SmallVector<Value> mapped(position);
     if (first)
       mapped[axis] =
-          arith::SubIOp::create(b, location, out[axis], index(first));
+          arith::SubIOp::create(b, location, position[axis], index(first));
     if (k + 1 == parts.size())
-      return elementAt(input, ElementIndex::multi(shapeOfValue(input), mapped));
+      return read(input, mapped);
     Value inPart = arith::CmpIOp::create(
-        b, location, arith::CmpIPredicate::ult, out[axis],
+        b, location, arith::CmpIPredicate::ult, position[axis],
         index(first + shapeOfValue(input)[axis]));
-    auto branch = scf::IfOp::create(b, location, TypeRange{type}, inPart,
+    auto branch = scf::IfOp::create(b, location, types, inPart,
                                     /*addThenBlock=*/true,
                                     /*addElseBlock=*/true);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(branch.thenBlock());
-    FailureOr<Value> mine =
-        elementAt(input, ElementIndex::multi(shapeOfValue(input), mapped));
+    FailureOr<SmallVector<Value>> mine = read(input, mapped);
     if (failed(mine))
       return failure();
     scf::YieldOp::create(b, location, *mine);
     b.setInsertionPointToStart(branch.elseBlock());
-    FailureOr<Value> rest = partAt(k + 1);
+    FailureOr<SmallVector<Value>> rest = partAt(k + 1);
     if (failed(rest))
       return failure();
     scf::YieldOp::create(b, location, *rest);
-    return branch.getResult(0);
+    return SmallVector<Value>(branch.getResults());
   };
   return partAt(0);
 }
 
-FailureOr<Value> KernelEmitter::pickAt(Value input, Value picked, int64_t axis,
-                                       SmallVector<Value> inputIndex) {
-  ArrayRef<int64_t> shape = shapeOfValue(input);
+FailureOr<Value> KernelEmitter::concatAt(ConcatOp op, ElementIndex &idx) {
+  Type type = computeType(op.getType().getElementType());
+  FailureOr<SmallVector<Value>> v = forEachConcatPart(
+      op, idx.getMulti(*this), TypeRange{type},
+      [&](Value input,
+          ArrayRef<Value> mapped) -> FailureOr<SmallVector<Value>> {
+        FailureOr<Value> element = elementAt(
+            input, ElementIndex::multi(shapeOfValue(input), mapped));
+        if (failed(element))
+          return failure();
+        return SmallVector<Value>{*element};
+      });
+  if (failed(v))
+    return failure();
+  return (*v)[0];
+}
+
+Value KernelEmitter::pickFill(Value input) {
   Type dtype = mlir::cast<RankedTensorType>(input.getType()).getElementType();
-  Value fill = isa<FloatType>(dtype) ? f32(NAN) : constant(computeType(dtype), 0);
-  int64_t n = shape[axis];
-  if (n == 0)
-    return fill;
+  return isa<FloatType>(dtype) ? f32(NAN) : constant(computeType(dtype), 0);
+}
+
+std::pair<Value, Value> KernelEmitter::normalizePick(Value picked, int64_t n) {
   // Index i in [-n, 0) is i + n; anything outside [-n, n) reads element 0
   // and gives the fill.
   Type i64 = b.getI64Type();
@@ -141,12 +163,21 @@ FailureOr<Value> KernelEmitter::pickAt(Value input, Value picked, int64_t axis,
   Value ok = arith::CmpIOp::create(b, location, arith::CmpIPredicate::ult,
                                    picked, size);
   picked = arith::SelectOp::create(b, location, ok, picked, zero);
-  inputIndex[axis] =
-      arith::IndexCastOp::create(b, location, b.getIndexType(), picked);
+  return {arith::IndexCastOp::create(b, location, b.getIndexType(), picked),
+          ok};
+}
+
+FailureOr<Value> KernelEmitter::pickAt(Value input, Value picked, int64_t axis,
+                                       SmallVector<Value> inputIndex) {
+  ArrayRef<int64_t> shape = shapeOfValue(input);
+  if (shape[axis] == 0)
+    return pickFill(input);
+  auto [position, ok] = normalizePick(picked, shape[axis]);
+  inputIndex[axis] = position;
   FailureOr<Value> v = elementAt(input, ElementIndex::multi(shape, inputIndex));
   if (failed(v))
     return failure();
-  return Value(arith::SelectOp::create(b, location, ok, *v, fill));
+  return Value(arith::SelectOp::create(b, location, ok, *v, pickFill(input)));
 }
 
 FailureOr<Value> KernelEmitter::gatherAt(GatherOp op, ElementIndex &idx) {

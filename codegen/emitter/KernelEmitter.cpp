@@ -255,17 +255,26 @@ SmallVector<Value> KernelEmitter::loadVector(BlockArgument arg,
   if (lanes == 1)
     return {load(arg.getArgNumber(), offset)};
   Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
-  auto type = VectorType::get({lanes}, dtype);
-  Value vector =
-      vector::LoadOp::create(b, location, type, memref, ValueRange{offset},
-                             /*nontemporal=*/false, vectorAlignment(type));
+  // At most 16 bytes an access (NVPTX splits a wider one into 8-byte
+  // loads).
+  int64_t chunk =
+      std::min<int64_t>(lanes, 128 / dtype.getIntOrFloatBitWidth());
+  auto type = VectorType::get({chunk}, dtype);
   SmallVector<Value> values;
-  for (int64_t lane = 0; lane < lanes; ++lane) {
-    Value v =
-        vector::ExtractOp::create(b, location, vector, ArrayRef<int64_t>{lane});
-    if (isa<FloatType>(dtype) && !dtype.isF32())
-      v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
-    values.push_back(v);
+  for (int64_t from = 0; from < lanes; from += chunk) {
+    Value at = from ? Value(arith::AddIOp::create(b, location, offset,
+                                                  index(from)))
+                    : offset;
+    Value vector =
+        vector::LoadOp::create(b, location, type, memref, ValueRange{at},
+                               /*nontemporal=*/false, vectorAlignment(type));
+    for (int64_t lane = 0; lane < chunk; ++lane) {
+      Value v = vector::ExtractOp::create(b, location, vector,
+                                          ArrayRef<int64_t>{lane});
+      if (isa<FloatType>(dtype) && !dtype.isF32())
+        v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
+      values.push_back(v);
+    }
   }
   return values;
 }

@@ -86,6 +86,15 @@ public:
   /// The element of `tensor` (a value of the kernel body) at `index`.
   mlir::FailureOr<mlir::Value> elementAt(mlir::Value tensor,
                                          ElementIndex index);
+  /// The elements of `tensor` at `lanes`: consecutive linear indices, the
+  /// first (at `first`) a multiple of their count. Index maps that keep
+  /// the lanes consecutive in their operand read them as one vector
+  /// access (VectorReads.cpp); the rest are computed lane by lane.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  vectorAt(mlir::Value tensor, ElementIndex first,
+           llvm::ArrayRef<mlir::Value> lanes);
+  /// `first`, first + 1, ..., first + count - 1.
+  llvm::SmallVector<mlir::Value> laneIndices(mlir::Value first, int64_t count);
   /// Records `value` as the element of `tensor` at linear index `linear`
   /// (templates do this for reductions they computed).
   void setElement(mlir::Value tensor, mlir::Value linear, mlir::Value value);
@@ -169,6 +178,53 @@ private:
   mlir::FailureOr<mlir::Value> takeAlongAxisAt(TakeAlongAxisOp op,
                                                ElementIndex &idx);
   mlir::FailureOr<mlir::Value> randomAt(RandomOp op, ElementIndex &idx);
+  /// The value of pad's border, in compute type.
+  mlir::Value padFill(PadOp op);
+  /// Maps `position` (of pad's result) into its input in place, clamped to
+  /// a valid element; returns whether it was inside (null: no border).
+  mlir::Value clampIntoPad(PadOp op, llvm::MutableArrayRef<mlir::Value> position);
+  /// `read` of the part of concat `op` holding `position` (of its result),
+  /// given the position within the part: a branch a part, each yielding
+  /// `types`.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>> forEachConcatPart(
+      ConcatOp op, llvm::ArrayRef<mlir::Value> position, mlir::TypeRange types,
+      llvm::function_ref<mlir::FailureOr<llvm::SmallVector<mlir::Value>>(
+          mlir::Value, llvm::ArrayRef<mlir::Value>)>
+          read);
+  /// A picked index into a dim of `n`: wrapped if in [-n, 0), clamped to 0
+  /// if outside [-n, n); with whether it was inside.
+  std::pair<mlir::Value, mlir::Value> normalizePick(mlir::Value picked,
+                                                    int64_t n);
+  /// What a gather reads outside its input: NaN, or 0 for integers.
+  mlir::Value pickFill(mlir::Value input);
+  // Vectors of consecutive elements (VectorReads.cpp).
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  computeVector(mlir::Value tensor, ElementIndex &first,
+                llvm::ArrayRef<mlir::Value> lanes);
+  /// vectorAt of `count` elements of `tensor` from multi-index `first`.
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  vectorFrom(mlir::Value tensor, llvm::ArrayRef<mlir::Value> first,
+             int64_t count);
+  /// The elements at `lanes` one at a time (`first` says whether they are
+  /// row elements).
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  lanesOneByOne(mlir::Value tensor, ElementIndex &first,
+                llvm::ArrayRef<mlir::Value> lanes);
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  broadcastVector(BroadcastOp op, ElementIndex &first,
+                  llvm::ArrayRef<mlir::Value> lanes);
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  sliceVector(SliceOp op, ElementIndex &first,
+              llvm::ArrayRef<mlir::Value> lanes);
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  padVector(PadOp op, ElementIndex &first, llvm::ArrayRef<mlir::Value> lanes);
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  concatVector(ConcatOp op, ElementIndex &first,
+               llvm::ArrayRef<mlir::Value> lanes);
+  mlir::FailureOr<llvm::SmallVector<mlir::Value>>
+  gatherVector(GatherOp op, ElementIndex &first,
+               llvm::ArrayRef<mlir::Value> lanes);
+
   /// The four Philox4x32-10 words of kf.random `op`'s counter `block`.
   std::array<mlir::Value, 4> philoxBlock(RandomOp op, mlir::Value block);
   /// The elementwise `op` on scalars of its compute type: the one-operand

@@ -153,15 +153,14 @@ LogicalResult PointwiseKernel::computeStep(ArrayRef<SmallVector<Value>> lanes,
         return failure();
   }
   for (const SmallVector<Value> &linears : lanes) {
-    SmallVector<SmallVector<Value>> results(yield.getValues().size());
-    for (Value linear : linears)
-      for (auto [i, value] : llvm::enumerate(yield.getValues())) {
-        FailureOr<Value> v =
-            e.elementAt(value, ElementIndex::linear(shapeOf(value), linear));
-        if (failed(v))
-          return failure();
-        results[i].push_back(*v);
-      }
+    SmallVector<SmallVector<Value>> results;
+    for (Value value : yield.getValues()) {
+      FailureOr<SmallVector<Value>> v = e.vectorAt(
+          value, ElementIndex::linear(shapeOf(value), linears[0]), linears);
+      if (failed(v))
+        return failure();
+      results.push_back(std::move(*v));
+    }
     for (auto [i, values] : llvm::enumerate(results))
       e.storeLanes(i, linears[0], values);
   }

@@ -184,9 +184,20 @@ Value RowKernel::overRow(Value acc, LaneFn fn) {
 }
 
 Value RowKernel::element(Value tensor, const RowLanes &lanes, int64_t k) {
-  FailureOr<Value> v = e.elementAt(
-      tensor, ElementIndex::rowElement(shapeOf(tensor), lanes.linears[k], row,
-                                       lanes.columns[k]));
+  ElementIndex idx = ElementIndex::rowElement(shapeOf(tensor), lanes.linears[k],
+                                              row, lanes.columns[k]);
+  FailureOr<Value> v = failure();
+  if (!ragged && k == 0 && vec > 1) {
+    // Rows of whole vectors: a vector's lanes asked for together, so that
+    // index maps (a gathered row, a slice) read their operand a vector at
+    // a time. The other lanes are then found computed.
+    FailureOr<SmallVector<Value>> vector =
+        e.vectorAt(tensor, idx, lanes.linears);
+    if (succeeded(vector))
+      v = (*vector)[0];
+  } else {
+    v = e.elementAt(tensor, idx);
+  }
   if (failed(v)) {
     status = failure();
     return e.f32(0);

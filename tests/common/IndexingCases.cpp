@@ -54,6 +54,33 @@ void addSliceConcatPad(std::vector<OpCase> &cases) {
                    {{2, 3, 17, 16}, {17, 16}, {17, 16}}});
 }
 
+/// Index maps at multiples of the vector (4 f32 or i32, 8 bf16, 2 i64
+/// lanes), which read whole vectors of their operand: a stride-2 slice, an
+/// aligned slice, concat parts, a pad's border, a gathered row (ids in [-8, 8] of 7
+/// rows: some out of range, a vector of fill), a transpose keeping the last dim and a
+/// broadcast over a middle dim.
+void addVectorIndexMaps(std::vector<OpCase> &cases) {
+  for (DType d : {DType::f32, DType::bf16, DType::i32, DType::i64})
+    cases.push_back(
+        {std::string("index_maps_as_vectors_") + dtypeName(d),
+         [d](Graph &g) {
+           Tensor x = g.input("x", d, {6, 32});
+           Tensor table = g.input("table", d, {7, 16});
+           Tensor ids = g.input("ids", DType::i64, {3, 5});
+           Tensor pos = g.input("pos", d, {5, 16});
+           Tensor cube = g.input("cube", d, {4, 6, 16});
+           Tensor row = g.input("row", d, {6, 1, 16});
+           Tensor strided = slice(x, 1, 0, std::nullopt, 2);
+           g.output("slices", strided + slice(x, 1, 8, 24));
+           g.output("concat", concat({-slice(x, 1, 16), strided}, 1));
+           g.output("pad", pad(x, {{1, 1}, {8, 8}}, 2.0));
+           g.output("embed", gather(table, ids, 0) + pos);
+           g.output("moved", transpose(cube, {1, 0, 2}) +
+                                 broadcastTo(row, {6, 4, 16}));
+         },
+         {{6, 32}, {7, 16}, {3, 5}, {5, 16}, {4, 6, 16}, {6, 1, 16}}});
+}
+
 void addGathers(std::vector<OpCase> &cases) {
   for (DType d : {DType::f32, DType::bf16, DType::i32, DType::i1})
     for (DType index : {DType::i32, DType::i64})
@@ -147,6 +174,7 @@ void addRandomAndScalars(std::vector<OpCase> &cases) {
 
 void addIndexingCases(std::vector<OpCase> &cases) {
   addSliceConcatPad(cases);
+  addVectorIndexMaps(cases);
   addGathers(cases);
   addRandomAndScalars(cases);
 }
