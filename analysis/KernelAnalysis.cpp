@@ -33,7 +33,7 @@ int64_t kfuse::kf::rowStrideOf(Value value) {
 }
 
 KernelKind kfuse::kf::kernelKindOf(Operation *op) {
-  if (isa<ReduceOp>(op))
+  if (isa<ReduceOp, ArgReduceOp, CumsumOp>(op))
     return KernelKind::reduction;
   if (isa<SoftmaxOp>(op))
     return KernelKind::normalization;
@@ -73,6 +73,10 @@ std::optional<RowSpace> kfuse::kf::rowSpaceOf(KernelOp kernel) {
       if (int64_t(softmax.getAxis()) != int64_t(shapeOf(softmax).size()) - 1)
         ok = false;
       addRows(softmax.getInput());
+    } else if (auto arg = dyn_cast<ArgReduceOp>(op)) {
+      if (int64_t(arg.getAxis()) != int64_t(shapeOf(arg.getInput()).size()) - 1)
+        ok = false;
+      addRows(arg.getInput());
     }
   });
   if (!ok || !space)
@@ -135,10 +139,15 @@ int64_t kfuse::kf::kernelWorkItems(KernelOp kernel) {
       return rows->rows;
   auto resultType = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
   int64_t elements = resultType.getNumElements();
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  // A running sum: one thread a line along its axis.
+  if (auto cumsum = yield.getValues()[0].getDefiningOp<CumsumOp>()) {
+    int64_t n = resultType.getDimSize(cumsum.getAxis());
+    return n ? elements / n : 0;
+  }
   if (kernel.getKind() != KernelKind::normalization)
     return elements;
   // A softmax along another axis: one thread per row.
-  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
   auto softmax = yield.getValues()[0].getDefiningOp<SoftmaxOp>();
   int64_t rowLength = resultType.getDimSize(softmax.getAxis());
   return rowLength ? elements / rowLength : 0;

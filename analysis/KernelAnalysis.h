@@ -28,9 +28,10 @@ int64_t rowStrideOf(mlir::Value value);
 /// The kernel template that computes `op` on its own.
 KernelKind kernelKindOf(mlir::Operation *op);
 
-/// The [rows, length] space of a kernel whose reductions and softmaxes all
-/// work along the last axis of tensors of one row length: such a kernel
-/// runs one thread block per row and keeps the row on chip.
+/// The [rows, length] space of a kernel whose reductions, softmaxes and
+/// argmax/argmin all work along the last axis of tensors of one row
+/// length: such a kernel runs one thread block per row and keeps the row
+/// on chip.
 struct RowSpace {
   int64_t rows;
   int64_t length;

@@ -100,6 +100,28 @@ void addIndexingWorkloads(std::vector<Workload> &w, bool small) {
                  g.output("y", dropout(x, seed, 0.1));
                },
                0});
+  // Greedy decoding's pick over a vocabulary, and running sums down the
+  // columns and along the rows.
+  const int64_t picks = small ? 64 : 8192, classes = small ? 320 : 32000;
+  w.push_back({"argmax_rows_bf16", [=](Graph &g) {
+                 g.output("pick", argmax(g.input("logits", DType::bf16,
+                                                 {picks, classes}),
+                                         -1));
+               },
+               0});
+  const int64_t lines = small ? 64 : 4096, length = small ? 256 : 16384;
+  w.push_back({"cumsum_cols_f32", [=](Graph &g) {
+                 g.output("y", cumsum(g.input("x", DType::f32,
+                                              {lines, length}),
+                                      0));
+               },
+               0});
+  w.push_back({"cumsum_rows_f32", [=](Graph &g) {
+                 g.output("y", cumsum(g.input("x", DType::f32,
+                                              {length, lines}),
+                                      1));
+               },
+               0});
   for (auto [rows, vocab] : {std::pair<int64_t, int64_t>{8192, 32000},
                              std::pair<int64_t, int64_t>{4096, 128256}}) {
     if (small) {

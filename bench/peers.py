@@ -82,6 +82,9 @@ def indexing_workloads():
          [rand(vocab, dim, dtype=bf16), torch.randint(0, vocab, (batch, seq), device="cuda"),
           rand(seq, dim, dtype=bf16)]),
         ("dropout_bf16", lambda x: F.dropout(x, 0.1, training=True), [rand(m, n, dtype=bf16)]),
+        ("argmax_rows_bf16", lambda x: torch.argmax(x, -1), [rand(8192, 32000, dtype=bf16)]),
+        ("cumsum_cols_f32", lambda x: torch.cumsum(x, 0), [rand(4096, 16384)]),
+        ("cumsum_rows_f32", lambda x: torch.cumsum(x, 1), [rand(16384, 4096)]),
     ]
     for rows, v in ((8192, 32000), (4096, 128256)):
         out.append((f"xent_{v // 1000}k_bf16", lambda x, y: F.cross_entropy(x, y),

@@ -93,8 +93,11 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
   }
   if (isa_and_nonnull<RowTilingAttr>(tiling)) {
     std::optional<RowSpace> rows = rowSpaceOf(kernel);
-    return rows ? emitRows(e, *rows)
-                : refuseTiling(kernel, "works along no one row length");
+    if (!rows)
+      return refuseTiling(kernel, "works along no one row length");
+    if (auto arg = rootValue(kernel).getDefiningOp<ArgReduceOp>())
+      return emitArgReduceRows(e, arg, *rows);
+    return emitRows(e, *rows);
   }
   switch (kernel.getKind()) {
   case KernelKind::pointwise:
@@ -103,6 +106,10 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
     return paddedRowStride(kernel.getResult(0)) ? emitPaddedRows(e, items)
                                                 : emitPointwise(e, items);
   case KernelKind::reduction:
+    if (auto arg = rootValue(kernel).getDefiningOp<ArgReduceOp>())
+      return emitArgReduce(e, arg, items);
+    if (auto cumsum = rootValue(kernel).getDefiningOp<CumsumOp>())
+      return emitCumsum(e, cumsum, items);
     return emitReduction(e, items);
   case KernelKind::normalization:
     return emitSoftmax(e, items);

@@ -1,8 +1,8 @@
 //===- CApiIndexing.cpp - the C API's indexing ops ------------------------===//
 //
 // kfuse_slice, kfuse_concat, kfuse_pad, kfuse_gather, kfuse_take_along_axis,
-// kfuse_rand and kfuse_dropout over kfuse/Graph.h, with the conversions of
-// CApiSupport.h.
+// kfuse_rand, kfuse_dropout, kfuse_arg_reduce and kfuse_cumsum over
+// kfuse/Graph.h, with the conversions of CApiSupport.h.
 //
 //===----------------------------------------------------------------------===//
 
@@ -96,6 +96,25 @@ kfuse_tensor kfuse_dropout(kfuse_graph graph, kfuse_tensor x,
   if (!t.isValid() || !s.isValid())
     return -1;
   return idOf(graph, dropout(t, s, p));
+}
+
+kfuse_tensor kfuse_arg_reduce(kfuse_graph graph, const char *op,
+                              kfuse_tensor x, int64_t axis, int keep_dims) {
+  std::string name = op ? op : "";
+  if (name != "argmax" && name != "argmin") {
+    fail("kfuse_arg_reduce: no op '" + name + "' (argmax or argmin)");
+    return -1;
+  }
+  Tensor t = tensorOf(graph, x, name.c_str());
+  if (!t.isValid())
+    return -1;
+  return idOf(graph, name == "argmax" ? argmax(t, axis, keep_dims != 0)
+                                      : argmin(t, axis, keep_dims != 0));
+}
+
+kfuse_tensor kfuse_cumsum(kfuse_graph graph, kfuse_tensor x, int64_t axis) {
+  Tensor t = tensorOf(graph, x, "cumsum");
+  return t.isValid() ? idOf(graph, cumsum(t, axis)) : -1;
 }
 
 } // extern "C"

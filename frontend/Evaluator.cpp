@@ -247,6 +247,8 @@ FailureOr<Buffer> Interpreter::eval(Operation *op) {
       .Case([&](GatherOp g) { return evalGather(g); })
       .Case([&](TakeAlongAxisOp t) { return evalTakeAlongAxis(t); })
       .Case([&](RandomOp r) { return evalRandom(r); })
+      .Case([&](ArgReduceOp r) { return evalArgReduce(r); })
+      .Case([&](CumsumOp c) { return evalCumsum(c); })
       .Case([&](KernelOp k) { return evalKernel(k); })
       .Default([](Operation *op) -> FailureOr<Buffer> {
         return op->emitOpError("is not supported by the reference evaluator");

@@ -91,6 +91,9 @@ private:
   Buffer evalGather(kf::GatherOp op);
   Buffer evalTakeAlongAxis(kf::TakeAlongAxisOp op);
   Buffer evalRandom(kf::RandomOp op);
+  // The ops along one axis (EvaluatorAxisOps.cpp).
+  Buffer evalArgReduce(kf::ArgReduceOp op);
+  Buffer evalCumsum(kf::CumsumOp op);
   FailureOr<Buffer> evalKernel(kf::KernelOp op);
 
   llvm::DenseMap<Value, Buffer> env;

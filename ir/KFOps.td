@@ -370,6 +370,40 @@ def KF_ReduceOp : KF_Op<"reduce", [Pure]> {
   let hasVerifier = 1;
 }
 
+def KF_ArgReduceOp : KF_Op<"arg_reduce", [Pure]> {
+  let summary = "position of the max or min along one axis";
+  let description = [{
+    The position (i64) along `axis` of the largest (`max`) or smallest
+    (`min`) element, the first of several equal ones. A NaN wins over any
+    number for both kinds (the first NaN's position), as in
+    torch.argmax/argmin and NumPy. With `keep_dims` the axis stays as
+    size 1. Takes floats and i32; an empty axis is refused.
+  }];
+  let arguments = (ins KF_ReduceKindAttr:$kind, KF_Tensor:$input,
+                       I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$keep_dims);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $kind $input `[` $axis `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+def KF_CumsumOp : KF_Op<"cumsum", [Pure]> {
+  let summary = "inclusive running sum along one axis";
+  let description = [{
+    result[..., i, ...] = input[..., 0, ...] + ... + input[..., i, ...],
+    in the input's dtype: f16/bf16 sums run in f32 and each element is
+    rounded once; i32 sums wrap modulo 2^32.
+  }];
+  let arguments = (ins KF_Tensor:$input, I64Attr:$axis);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $input `[` $axis `]` attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def KF_MatmulOp : KF_Op<"matmul", [Pure]> {
   let summary = "batched matrix product, f32 accumulation";
   let description = [{

@@ -149,6 +149,12 @@ FailureOr<Type> inferResultType(Operation *op, const SymbolBindings &bindings) {
             tensorOf(t.getInput()).getShape(),
             tensorOf(t.getIndices()).getShape(), t.getAxis(), diag));
       })
+      .Case([&](ArgReduceOp r) {
+        return withShape(shapes::inferReduce(tensorOf(r.getInput()).getShape(),
+                                             {static_cast<int64_t>(r.getAxis())},
+                                             r.getKeepDims(),
+                                             diag));
+      })
       .Case([&](ReduceOp r) {
         return withShape(shapes::inferReduce(tensorOf(r.getInput()).getShape(),
                                              r.getAxes(), r.getKeepDims(),

@@ -24,8 +24,10 @@ mlir::Value combine(KernelEmitter &e, ReduceKind kind, mlir::Value acc,
                     mlir::Value v);
 /// The identity of a reduction of `kind` over values of `type`.
 mlir::Value reductionInit(KernelEmitter &e, ReduceKind kind, mlir::Type type);
-/// A shared-memory buffer of `floats` f32s for the kernel.
-mlir::Value workgroupBuffer(KernelEmitter &e, int64_t floats);
+/// A shared-memory buffer of `count` elements (f32 by default) for the
+/// kernel.
+mlir::Value workgroupBuffer(KernelEmitter &e, int64_t count,
+                            mlir::Type element = {});
 
 /// Index arithmetic for the templates that compute addresses (tensor-core
 /// matmul, FlashAttention): one op each at the emitter's insertion point.
@@ -69,6 +71,14 @@ mlir::LogicalResult emitPaddedRows(KernelEmitter &e, int64_t items);
 /// axis, a matmul, an attention.
 mlir::LogicalResult emitReduction(KernelEmitter &e, int64_t items);
 mlir::LogicalResult emitSoftmax(KernelEmitter &e, int64_t items);
+/// One thread a line along an axis (LineKernels.cpp): `items` results of
+/// an argmax/argmin, `items` lines of a running sum.
+mlir::LogicalResult emitArgReduce(KernelEmitter &e, ArgReduceOp op,
+                                  int64_t items);
+mlir::LogicalResult emitCumsum(KernelEmitter &e, CumsumOp op, int64_t items);
+/// An argmax/argmin along the last axis: a block a row (its row_tiling).
+mlir::LogicalResult emitArgReduceRows(KernelEmitter &e, ArgReduceOp op,
+                                      RowSpace rows);
 mlir::LogicalResult emitMatmul(KernelEmitter &e, int64_t items);
 mlir::LogicalResult emitAttention(KernelEmitter &e, int64_t items);
 

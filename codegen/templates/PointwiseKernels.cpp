@@ -152,18 +152,22 @@ LogicalResult PointwiseKernel::computeStep(ArrayRef<SmallVector<Value>> lanes,
       if (failed(readBroadcast(leaf, linears)))
         return failure();
   }
-  for (const SmallVector<Value> &linears : lanes) {
-    SmallVector<SmallVector<Value>> results;
+  // Every vector of the step computed before any is stored: loads through
+  // index maps (a gathered row, a concat part in a branch) of all the
+  // step's vectors are then in flight together, where a store between them
+  // (which may alias, as far as LLVM knows) would order them.
+  SmallVector<SmallVector<SmallVector<Value>>> results(lanes.size());
+  for (auto [u, linears] : llvm::enumerate(lanes))
     for (Value value : yield.getValues()) {
       FailureOr<SmallVector<Value>> v = e.vectorAt(
           value, ElementIndex::linear(shapeOf(value), linears[0]), linears);
       if (failed(v))
         return failure();
-      results.push_back(std::move(*v));
+      results[u].push_back(std::move(*v));
     }
-    for (auto [i, values] : llvm::enumerate(results))
+  for (auto [u, linears] : llvm::enumerate(lanes))
+    for (auto [i, values] : llvm::enumerate(results[u]))
       e.storeLanes(i, linears[0], values);
-  }
   return success();
 }
 

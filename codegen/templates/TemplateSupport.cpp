@@ -56,10 +56,11 @@ Value kfuse::kf::reductionInit(KernelEmitter &e, ReduceKind kind, Type type) {
                                                     : 0);
 }
 
-Value kfuse::kf::workgroupBuffer(KernelEmitter &e, int64_t floats) {
+Value kfuse::kf::workgroupBuffer(KernelEmitter &e, int64_t count,
+                                 Type element) {
   OpBuilder &b = e.builder();
   return e.gpuFunc().addWorkgroupAttribution(
-      MemRefType::get({floats}, b.getF32Type(), AffineMap(),
+      MemRefType::get({count}, element ? element : b.getF32Type(), AffineMap(),
                       gpu::AddressSpaceAttr::get(b.getContext(),
                                                  gpu::AddressSpace::Workgroup)),
       e.loc());

@@ -228,6 +228,15 @@ Tensor gather(Tensor x, Tensor indices, int64_t axis);
 /// with x except along `axis`; one element of x per index.
 Tensor takeAlongAxis(Tensor x, Tensor indices, int64_t axis);
 
+/// The position (i64) of the largest (argmax) or smallest (argmin) element
+/// along `axis`, the first of equal ones; a NaN wins over any number, as
+/// in torch.argmax. Floats or i32; keepDims keeps the axis as size 1.
+Tensor argmax(Tensor x, int64_t axis, bool keepDims = false);
+Tensor argmin(Tensor x, int64_t axis, bool keepDims = false);
+/// The inclusive running sum along `axis` (torch.cumsum), in x's dtype
+/// (floats or i32).
+Tensor cumsum(Tensor x, int64_t axis);
+
 /// Uniform numbers in [0, 1) from counter-based Philox4x32-10, seeded by
 /// `seed` (a rank-0 i32 tensor, so a new seed needs no new compile). Each
 /// call in a graph draws its own stream; the numbers are the same fused,

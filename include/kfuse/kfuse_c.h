@@ -137,6 +137,12 @@ kfuse_tensor kfuse_dropout(kfuse_graph graph, kfuse_tensor x,
 /* Reductions by name (sum max min mean) over `axes` (all if num_axes 0). */
 kfuse_tensor kfuse_reduce(kfuse_graph graph, const char *op, kfuse_tensor x,
                           int64_t num_axes, const int64_t *axes, int keep_dims);
+/* The i64 position of the max (op "argmax") or min ("argmin") along `axis`,
+ * the first of equal ones, a NaN winning. */
+kfuse_tensor kfuse_arg_reduce(kfuse_graph graph, const char *op,
+                              kfuse_tensor x, int64_t axis, int keep_dims);
+/* The inclusive running sum along `axis`, in x's dtype. */
+kfuse_tensor kfuse_cumsum(kfuse_graph graph, kfuse_tensor x, int64_t axis);
 kfuse_tensor kfuse_softmax(kfuse_graph graph, kfuse_tensor x, int64_t axis);
 /* result_dtype < 0: the operands' dtype. */
 kfuse_tensor kfuse_matmul(kfuse_graph graph, kfuse_tensor a, kfuse_tensor b,

@@ -22,9 +22,10 @@ from .graph import (Graph, Tensor, abs, attention, cos, erf, exp, gelu, log,
                     matmul, maximum, minimum, neg, pow, reciprocal, relu,
                     rsqrt, scaled_dot_product_attention, sigmoid, silu, sin,
                     softmax, sqrt, tanh, where)
-from .indexing import (cat, dropout, embedding, floor, gather, index_select,
-                       logical_and, logical_not, logical_or, logical_xor, pad,
-                       rand, remainder, round, slice_, take_along_dim)
+from .indexing import (argmax, argmin, cat, cumsum, dropout, embedding, floor,
+                       gather, index_select, logical_and, logical_not,
+                       logical_or, logical_xor, pad, rand, remainder, round,
+                       slice_, take_along_dim)
 
 bool = bool_
 __version__ = _capi.fn["kfuse_version"]().decode()

@@ -1,7 +1,8 @@
 """Indexing ops and the newer elementwise ones, with PyTorch's names:
 x[1:5, ::2], kfuse.cat, kfuse.pad (torch's order of widths),
 kfuse.index_select / embedding, kfuse.gather (torch.gather),
-kfuse.rand, kfuse.dropout, floor / round / remainder and logic.
+kfuse.rand, kfuse.dropout, floor / round / remainder and logic;
+kfuse.argmax / argmin and kfuse.cumsum along one dim.
 
 Each is an index map that a fused kernel computes in its loads. Out-of-range
 positions are errors (not clamped as Python's slices are); an out-of-range
@@ -124,6 +125,37 @@ def dropout(x, seed, p=0.5):
                                               x.graph._id(seed), float(p)))
 
 
+def _flat(x):
+    """x as one dim (torch's argmax without a dim)."""
+    n = 1
+    for size in x.shape:
+        n *= size
+    return x.reshape(n)
+
+
+def argmax(x, dim=None, keepdim=False):
+    """torch.argmax: the int64 position of the largest element along `dim`
+    (of all elements when None), the first of equal ones; NaN wins."""
+    if dim is None:
+        x, dim, keepdim = _flat(x), 0, False
+    return _made(x.graph, fn["kfuse_arg_reduce"](x.graph._handle, b"argmax",
+                                                 x._id, dim, int(keepdim)))
+
+
+def argmin(x, dim=None, keepdim=False):
+    """torch.argmin: as argmax, of the smallest element."""
+    if dim is None:
+        x, dim, keepdim = _flat(x), 0, False
+    return _made(x.graph, fn["kfuse_arg_reduce"](x.graph._handle, b"argmin",
+                                                 x._id, dim, int(keepdim)))
+
+
+def cumsum(x, dim):
+    """torch.cumsum: the inclusive running sum along `dim`, in x's dtype
+    (floats or int32)."""
+    return _made(x.graph, fn["kfuse_cumsum"](x.graph._handle, x._id, dim))
+
+
 floor = _unary_op("floor", "the largest integer <= x")
 round = _unary_op("round", "to the nearest integer, ties to even")
 logical_not = _unary_op("logical_not", "not x (x != 0 for non-bool)")
@@ -161,3 +193,4 @@ Tensor.logical_and, Tensor.logical_or = logical_and, logical_or
 Tensor.logical_xor = logical_xor
 Tensor.index_select = index_select
 Tensor.gather = gather
+Tensor.argmax, Tensor.argmin, Tensor.cumsum = argmax, argmin, cumsum

@@ -186,6 +186,18 @@ def _reduce(name):
     return reduce
 
 
+def _cumsum(x, dim, dtype=None):
+    """torch.cumsum: integer sums come out int64 (here summed in int32 and
+    widened, exact below 2^31)."""
+    if dtype is not None and dtype != torch.int64:
+        x = x.to(_kfuse_dtype(dtype, "cumsum"))
+    integer = not x.dtype.is_floating_point
+    if integer and x.dtype != dtypes.int32:
+        x = x.to(dtypes.int32)
+    out = kindex.cumsum(x, dim)
+    return out.to(dtypes.int64) if integer or dtype == torch.int64 else out
+
+
 # torch callables, and tensor method names, to their kfuse form.
 _FUNCTIONS = {
     operator.add: lambda a, b: a + b, torch.add: lambda a, b: a + b,
@@ -225,6 +237,8 @@ _FUNCTIONS = {
     torch.unsqueeze: _unsqueeze, torch.squeeze: _squeeze,
     torch.split: _split, torch.chunk: _chunk,
     F.cross_entropy: _cross_entropy,
+    torch.argmax: kindex.argmax, torch.argmin: kindex.argmin,
+    torch.cumsum: _cumsum,
 }
 if hasattr(F, "scaled_dot_product_attention"):
     _FUNCTIONS[F.scaled_dot_product_attention] = _sdpa
@@ -249,7 +263,8 @@ _METHODS = {
     "unsqueeze": _unsqueeze, "squeeze": _squeeze, "split": _split,
     "chunk": _chunk, "logical_not": kindex.logical_not,
     "logical_and": kindex.logical_and, "logical_or": kindex.logical_or,
-    "dim": lambda x: x.ndim,
+    "dim": lambda x: x.ndim, "argmax": kindex.argmax,
+    "argmin": kindex.argmin, "cumsum": _cumsum,
 }
 
 # Modules by type: each takes the module, its parameters as kfuse tensors

@@ -99,6 +99,29 @@ def test_rand_is_uniform_and_seeded():
     assert not np.array_equal(u1, u3) and not np.array_equal(u1, v1)
 
 
+def test_argmax_argmin_cumsum_match_numpy():
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (5, 9))
+    n = g.input("n", kfuse.int32, (5, 9))
+    g.output("argmax", kfuse.argmax(x, 1))
+    g.output("argmin", x.argmin(0, keepdim=True))
+    g.output("flat", kfuse.argmax(n))
+    g.output("ties", kfuse.argmin(n, -1))
+    g.output("cumsum", kfuse.cumsum(x, 0))
+    g.output("icumsum", n.cumsum(1))
+    xv = randn(5, 9)
+    xv[3, 4] = np.nan  # NumPy: the first NaN is both the max and the min
+    nv = rng.integers(-3, 3, (5, 9)).astype(np.int32)  # many ties
+    amax, amin, flat, ties, csum, icsum = kfuse.evaluate(g, xv, nv)
+    np.testing.assert_array_equal(amax, np.argmax(xv, 1))
+    np.testing.assert_array_equal(amin, np.argmin(xv, 0)[None])
+    assert amax.dtype == np.int64 and amax[3] == 4
+    np.testing.assert_array_equal(flat, np.argmax(nv))
+    np.testing.assert_array_equal(ties, np.argmin(nv, -1))
+    np.testing.assert_allclose(csum, np.cumsum(xv, 0), rtol=1e-6)
+    np.testing.assert_array_equal(icsum, np.cumsum(nv, 1, dtype=np.int32))
+
+
 @pytest.mark.parametrize("build, message", [
     (lambda x, i: x[2:9], "slice [2:9] of dim 0 of 6x4 needs"),
     (lambda x, i: x[::-1], "must be >= 1 (negative steps are not supported)"),
@@ -107,6 +130,8 @@ def test_rand_is_uniform_and_seeded():
     (lambda x, i: kfuse.gather(x, 1, i), "indices need the input's rank"),
     (lambda x, i: kfuse.pad(x, (-1, 0)), "must be >= 0 (crop with slice)"),
     (lambda x, i: x[7], "slice [7:8] of dim 0 of 6x4 needs"),
+    (lambda x, i: kfuse.argmax(x, 2), "axis 2 is out of range for rank 2"),
+    (lambda x, i: kfuse.cumsum(x > 0, 0), "takes floats or i32, got i1 6x4"),
 ])
 def test_bad_indexing_is_refused_with_its_shapes(build, message):
     g = kfuse.Graph()
@@ -116,8 +141,8 @@ def test_bad_indexing_is_refused_with_its_shapes(build, message):
                        match=re.escape(message)) as info:
         g.output("y", build(x, i))
         g.check()
-    assert "6x4" in str(info.value) or "i32" in str(info.value) or \
-        "f32" in str(info.value)
+    assert any(what in str(info.value)
+               for what in ("6x4", "i32", "f32", "rank 2"))
 
 
 def _has_gpu():
@@ -142,6 +167,8 @@ def test_compiled_indexing_matches_the_evaluator(fusion):
     g.output("rope", x * 0.5 + rotated)
     g.output("embed", kfuse.embedding(ids, x).to(kfuse.float32))
     g.output("drop", kfuse.dropout(x.to(kfuse.float32), seed, 0.1))
+    g.output("argmax", kfuse.argmax(x, -1).to(kfuse.float32))
+    g.output("cumsum", kfuse.cumsum(x.to(kfuse.float32), 0))
     xv = randn(64, 96)
     idv = rng.integers(-64, 64, (8, 16))
     sv = np.array(rng.integers(0, 1 << 30), np.int32)

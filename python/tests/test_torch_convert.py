@@ -142,3 +142,30 @@ def test_embeddings_rope_and_cross_entropy_match_pytorch():
     want_last, want_loss = module(*inputs)
     assert relative_error(last, want_last) < 1e-5
     assert abs(float(loss) - float(want_loss)) < 1e-5 * abs(float(want_loss))
+
+
+class Sampling(nn.Module):
+    """Greedy picks, their running count and a cumulative distribution."""
+
+    def forward(self, logits, mask):
+        picks = torch.argmax(logits, dim=-1)
+        worst = logits.argmin(-1, keepdim=True)
+        cdf = torch.cumsum(torch.softmax(logits, -1), dim=-1)
+        counts = mask.cumsum(1)
+        return picks, worst, cdf, counts
+
+
+def test_argmax_and_cumsum_match_pytorch():
+    torch.manual_seed(0)
+    logits = torch.randn(4, 6, 50)
+    mask = torch.randint(0, 3, (4, 6), dtype=torch.int32)
+    converter = ktorch.Converter(torch.fx.symbolic_trace(Sampling()),
+                                 (logits, mask))
+    converter.convert()
+    got = kfuse.evaluate(converter.graph, logits.numpy(), mask.numpy())
+    want = Sampling()(logits, mask)
+    np.testing.assert_array_equal(got[0], want[0].numpy())
+    np.testing.assert_array_equal(got[1], want[1].numpy())
+    assert relative_error(got[2], want[2]) < 1e-5
+    assert got[3].dtype == np.int64  # torch's cumsum of ints is int64
+    np.testing.assert_array_equal(got[3], want[3].numpy())

@@ -128,6 +128,27 @@ void addGathers(std::vector<OpCase> &cases) {
                    {{3, 40003}, {3, 1}}});
 }
 
+/// argmax/argmin and cumsum along the last, a middle and the first axis.
+/// Integer inputs in [-8, 8] tie often (the first of equal ones must
+/// win); log of inputs in [-1, 1] puts NaNs in the lines (the first NaN
+/// must win).
+void addAxisOps(std::vector<OpCase> &cases) {
+  for (DType d : {DType::f32, DType::bf16, DType::i32})
+    cases.push_back(
+        {std::string("argmax_argmin_cumsum_") + dtypeName(d),
+         [d](Graph &g) {
+           Tensor x = g.input("x", d, {5, 7, 33});
+           g.output("argmax_last", argmax(x, -1));
+           g.output("argmin_middle", argmin(x, 1, true));
+           g.output("argmax_first", argmax(x * scalarLike(x, 2), 0));
+           g.output("cumsum_last", cumsum(x, 2));
+           g.output("cumsum_first", cumsum(x, 0));
+           if (isFloat(d))
+             g.output("nan_wins", argmin(log(x), -1));
+         },
+         {{5, 7, 33}}});
+}
+
 void addRandomAndScalars(std::vector<OpCase> &cases) {
   for (DType d : {DType::f32, DType::bf16})
     cases.push_back({std::string("rand_dropout_") + dtypeName(d),
@@ -176,6 +197,7 @@ void addIndexingCases(std::vector<OpCase> &cases) {
   addSliceConcatPad(cases);
   addVectorIndexMaps(cases);
   addGathers(cases);
+  addAxisOps(cases);
   addRandomAndScalars(cases);
 }
 

@@ -99,6 +99,7 @@ private:
   void addPad();
   void addConcat();
   void addGather();
+  void addLine();
 
   std::mt19937_64 rng;
   GenerateOptions options;
@@ -490,6 +491,30 @@ void Generator::addGather() {
   add(n, result);
 }
 
+void Generator::addLine() {
+  int a = pickValue();
+  PoolShape shape = shapes[a];
+  if (shape.empty())
+    return;
+  Node n;
+  n.kind = NodeKind::Line;
+  n.op = int(pick(3));
+  n.flag = chance(0.5);
+  int64_t axis = chance(0.6) ? int64_t(shape.size()) - 1
+                             : int64_t(pick(shape.size()));
+  n.axes = {axis};
+  n.operands = {a};
+  if (n.op != 0) {
+    if (recipe.dimSize(shape[axis]) == 0)
+      return;
+    if (n.flag)
+      shape[axis] = one;
+    else
+      shape.erase(shape.begin() + axis);
+  }
+  add(n, shape);
+}
+
 Recipe Generator::run() {
   DType first = chance(0.85) ? kFloatTypes[pick(3)] : DType::i32;
   if (chance(0.1))
@@ -505,7 +530,7 @@ Recipe Generator::run() {
       {5, &Generator::addMatmul},     {5, &Generator::addSoftmax},
       {2, &Generator::addAttention},  {3, &Generator::addSlice},
       {2, &Generator::addPad},        {2, &Generator::addConcat},
-      {3, &Generator::addGather}};
+      {3, &Generator::addGather},     {2, &Generator::addLine}};
   int total = 0;
   for (auto &[weight, adder] : kAdders)
     total += weight;

@@ -37,6 +37,7 @@ static const char *kindName(NodeKind kind) {
   case NodeKind::Pad: return "pad";
   case NodeKind::Concat: return "concat";
   case NodeKind::Gather: return "gather";
+  case NodeKind::Line: return "line";
   }
   return "?";
 }
@@ -149,7 +150,8 @@ Tensor attentionFromPrimitives(Graph &g, Tensor q, Tensor k, Tensor v,
   return matmul(softmax(scores, -1), v);
 }
 
-/// The indexing nodes: slice, pad, concat, gather.
+/// The indexing nodes: slice, pad, concat, gather; and cumsum, argmax,
+/// argmin.
 Tensor applyIndexing(const Recipe &r, const Node &n, Tensor x, Tensor y) {
   int64_t axis = n.axes[0];
   switch (n.kind) {
@@ -170,6 +172,11 @@ Tensor applyIndexing(const Recipe &r, const Node &n, Tensor x, Tensor y) {
     Tensor index = mod(y, scalarLike(y, double(x.shape()[axis].size())));
     return n.op == 1 ? takeAlongAxis(x, index, axis) : gather(x, index, axis);
   }
+  case NodeKind::Line:
+    if (n.op == 0)
+      return cumsum(x, axis);
+    return cast(n.op == 1 ? argmax(x, axis, n.flag) : argmin(x, axis, n.flag),
+                DType::i32);
   default:
     return {};
   }
@@ -261,6 +268,10 @@ int64_t reductionLengthOf(const Node &n, const std::vector<Tensor> &values) {
     int64_t a = n.axes[0];
     return s[a < 0 ? a + int64_t(s.size()) : a].size();
   }
+  case NodeKind::Line: {
+    Shape s = shape(0);
+    return n.op == 0 ? s[n.axes[0]].size() : 1;
+  }
   case NodeKind::Matmul:
     return shape(0).back().size();
   case NodeKind::Attention:
@@ -294,6 +305,9 @@ Expected<BuiltGraph> build(const Recipe &recipe) {
     };
     if (n.kind == NodeKind::Cast && !isFloat(n.dtype) &&
         computedFloat(n.operands[0]))
+      built.discrete = true;
+    // A position picked among computed values flips with their rounding.
+    if (n.kind == NodeKind::Line && n.op != 0 && computedFloat(n.operands[0]))
       built.discrete = true;
     if (n.kind == NodeKind::Select &&
         (computedFloat(n.operands[0]) || computedFloat(n.operands[1])))

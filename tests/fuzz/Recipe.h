@@ -51,6 +51,9 @@ enum class NodeKind {
   /// input, indices; axes[0]; the indices are taken mod the dim, so every
   /// one is in range. op 1: take_along_axis, else gather.
   Gather,
+  /// Along axes[0]: op 0 cumsum, 1 argmax, 2 argmin (keepDims = flag; the
+  /// position cast to i32, a dtype every node takes).
+  Line,
 };
 
 /// Bits of Node::op for matmul and attention.

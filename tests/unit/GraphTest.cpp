@@ -148,6 +148,25 @@ TEST(GraphErrors, ShapeOps) {
             "input: input 'a' has a negative dim in 2x-3");
 }
 
+TEST(GraphErrors, AxisOps) {
+  EXPECT_EQ(errorOf([](Graph &g) {
+              argmax(g.input("a", DType::i64, {2, 3}), 1);
+            }),
+            "argmax: takes floats or i32, got i64 2x3");
+  EXPECT_EQ(errorOf([](Graph &g) {
+              argmin(g.input("a", DType::f32, {2, 0}), -1);
+            }),
+            "argmin: axis 1 of 2x0 is empty: no position to return");
+  EXPECT_EQ(errorOf([](Graph &g) {
+              cumsum(g.input("a", DType::bf16, {2, 3}), 2);
+            }),
+            "cumsum: axis 2 is out of range for rank 2");
+  EXPECT_EQ(errorOf([](Graph &g) {
+              cumsum(g.input("a", DType::i1, {4}), 0);
+            }),
+            "cumsum: takes floats or i32, got i1 4");
+}
+
 TEST(GraphErrors, SelectAndCompare) {
   EXPECT_EQ(errorOf([](Graph &g) {
               Tensor x = g.input("x", DType::f32, {4});

@@ -1,0 +1,241 @@
+//===- LineKernels.cpp - one thread a line along an axis ------------------===//
+//
+// kf.arg_reduce and kf.cumsum are kernels of their own: each result
+// element depends on a whole line of the input along one axis. One thread
+// walks a line, reading the input (and any fused producer) through
+// `elementAt`: an argmax keeps its best value and position, a cumsum
+// stores its running sum at every element. (A line per thread: a block
+// cooperating on long last-axis lines is not done yet.)
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/templates/KernelTemplates.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+#include <limits>
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+/// The line's start: the extreme of the compute type, which any element
+/// ties or beats (a line of them gives position 0).
+static Value argReduceInit(KernelEmitter &e, ReduceKind kind, Type type) {
+  bool max = kind == ReduceKind::max;
+  if (isa<FloatType>(type))
+    return e.f32(max ? -INFINITY : INFINITY);
+  return e.constant(type, max ? double(std::numeric_limits<int32_t>::min())
+                              : double(std::numeric_limits<int32_t>::max()));
+}
+
+/// Whether `v` replaces `best`: strictly better, or the first NaN.
+static Value argReduceTakes(KernelEmitter &e, ReduceKind kind, Value v,
+                            Value best) {
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  bool max = kind == ReduceKind::max;
+  if (!isa<FloatType>(v.getType()))
+    return arith::CmpIOp::create(
+        b, l, max ? arith::CmpIPredicate::sgt : arith::CmpIPredicate::slt, v,
+        best);
+  Value better = arith::CmpFOp::create(
+      b, l, max ? arith::CmpFPredicate::OGT : arith::CmpFPredicate::OLT, v,
+      best);
+  Value vNaN = arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, v, v);
+  Value bestNumber =
+      arith::CmpFOp::create(b, l, arith::CmpFPredicate::ORD, best, best);
+  return arith::OrIOp::create(b, l, better,
+                              arith::AndIOp::create(b, l, vNaN, bestNumber));
+}
+
+LogicalResult kfuse::kf::emitArgReduce(KernelEmitter &e, ArgReduceOp op,
+                                       int64_t items) {
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  ArrayRef<int64_t> in = shapeOf(op.getInput()), out = shapeOf(op);
+  int64_t axis = op.getAxis();
+  Type type = KernelEmitter::computeType(
+      getElementTypeOrSelf(op.getInput().getType()));
+  return e.forEachItem(items, false, [&](Value item) -> LogicalResult {
+    SmallVector<Value> outIdx = e.delinearize(item, out);
+    LogicalResult inner = success();
+    SmallVector<Value> best = e.loop(
+        in[axis], {argReduceInit(e, op.getKind(), type), e.index(0)},
+        [&](Value j, ValueRange carried) -> SmallVector<Value> {
+          SmallVector<Value> idx(outIdx);
+          if (op.getKeepDims())
+            idx[axis] = j;
+          else
+            idx.insert(idx.begin() + axis, j);
+          FailureOr<Value> v =
+              e.elementAt(op.getInput(), ElementIndex::multi(in, idx));
+          if (failed(v)) {
+            inner = failure();
+            return SmallVector<Value>(carried);
+          }
+          Value takes = argReduceTakes(e, op.getKind(), *v, carried[0]);
+          return {arith::SelectOp::create(b, l, takes, *v, carried[0]),
+                  arith::SelectOp::create(b, l, takes, j, carried[1])};
+        });
+    if (failed(inner))
+      return failure();
+    e.storeResult(0, item,
+                  arith::IndexCastOp::create(b, l, b.getI64Type(), best[1]));
+    return success();
+  });
+}
+
+LogicalResult kfuse::kf::emitCumsum(KernelEmitter &e, CumsumOp op,
+                                    int64_t items) {
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  ArrayRef<int64_t> shape = shapeOf(op);
+  int64_t axis = op.getAxis(), n = shape[axis], inner = 1;
+  for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d)
+    inner *= shape[d];
+  Type type =
+      KernelEmitter::computeType(getElementTypeOrSelf(op.getType()));
+  return e.forEachItem(items, false, [&](Value line) -> LogicalResult {
+    // Line (outer, i) starts at outer * n * inner + i, elements inner apart.
+    Value outer = arith::DivUIOp::create(b, l, line, e.index(inner));
+    Value first = arith::AddIOp::create(
+        b, l, arith::MulIOp::create(b, l, outer, e.index(n * inner)),
+        arith::RemUIOp::create(b, l, line, e.index(inner)));
+    LogicalResult status = success();
+    e.loop(n, {e.constant(type, 0)},
+           [&](Value j, ValueRange carried) -> SmallVector<Value> {
+             Value at = arith::AddIOp::create(
+                 b, l, first, arith::MulIOp::create(b, l, j, e.index(inner)));
+             FailureOr<Value> v =
+                 e.elementAt(op.getInput(), ElementIndex::linear(shape, at));
+             if (failed(v)) {
+               status = failure();
+               return SmallVector<Value>(carried);
+             }
+             Value sum = isa<FloatType>(type)
+                             ? Value(arith::AddFOp::create(b, l, carried[0], *v))
+                             : Value(arith::AddIOp::create(b, l, carried[0], *v));
+             e.storeResult(0, at, sum);
+             return {sum};
+           });
+    return status;
+  });
+}
+
+/// A block a row: each thread keeps the best of its strided share of the
+/// row (vectors of the row_tiling, in column order, so its first best is
+/// kept), then the block finds the best value (NaN-propagating max or min)
+/// and the least column among the threads that hold it.
+LogicalResult kfuse::kf::emitArgReduceRows(KernelEmitter &e, ArgReduceOp op,
+                                           RowSpace space) {
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  auto tiling = e.kernel().getTilingAs<RowTilingAttr>();
+  int64_t vec = tiling.getVector(), chunks = tiling.getChunks();
+  int64_t threads = e.kernel().getLaunchAttr().getBlock();
+  bool ragged = space.length != threads * vec * chunks;
+  ReduceKind kind = op.getKind();
+  Value input = op.getInput();
+  ArrayRef<int64_t> shape = shapeOf(input);
+  Type type = KernelEmitter::computeType(getElementTypeOrSelf(input.getType()));
+  Type i32 = b.getI32Type();
+  Value scratch = workgroupBuffer(e, 32, type);
+  Value positions = workgroupBuffer(e, 32, i32);
+  return e.forEachItem(space.rows, true, [&](Value row) -> LogicalResult {
+    Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+    Value rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
+    LogicalResult status = success();
+    SmallVector<Value> best = e.loop(
+        chunks, {argReduceInit(e, kind, type), e.index(0)},
+        [&](Value c, ValueRange carried) -> SmallVector<Value> {
+          Value first = arith::MulIOp::create(
+              b, l,
+              arith::AddIOp::create(
+                  b, l, arith::MulIOp::create(b, l, c, e.index(threads)), tid),
+              e.index(vec));
+          SmallVector<Value> columns, linears, valid;
+          for (int64_t k = 0; k < vec; ++k) {
+            Value column = k ? Value(arith::AddIOp::create(b, l, first,
+                                                           e.index(k)))
+                             : first;
+            valid.push_back(arith::CmpIOp::create(
+                b, l, arith::CmpIPredicate::ult, column,
+                e.index(space.length)));
+            if (ragged) // read inside the row; the lane is masked
+              column = arith::SelectOp::create(b, l, valid.back(), column,
+                                               e.index(0));
+            columns.push_back(column);
+            linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
+          }
+          ElementIndex at =
+              ElementIndex::rowElement(shape, linears[0], row, columns[0]);
+          FailureOr<SmallVector<Value>> values =
+              ragged ? FailureOr<SmallVector<Value>>(failure())
+                     : e.vectorAt(input, at, linears);
+          SmallVector<Value> acc(carried);
+          for (int64_t k = 0; k < vec; ++k) {
+            FailureOr<Value> v =
+                succeeded(values)
+                    ? FailureOr<Value>((*values)[k])
+                    : e.elementAt(input, ElementIndex::rowElement(
+                                             shape, linears[k], row,
+                                             columns[k]));
+            if (failed(v)) {
+              status = failure();
+              return acc;
+            }
+            Value takes = arith::AndIOp::create(
+                b, l, valid[k], argReduceTakes(e, kind, *v, acc[0]));
+            acc = {arith::SelectOp::create(b, l, takes, *v, acc[0]),
+                   arith::SelectOp::create(b, l, takes, columns[k], acc[1])};
+          }
+          return acc;
+        });
+    if (failed(status))
+      return failure();
+    bool isFloat = isa<FloatType>(type);
+    Value winner = e.blockReduce(
+        best[0], argReduceInit(e, kind, type), scratch, threads,
+        [&](Value x, Value y) -> Value {
+          if (isFloat)
+            return kind == ReduceKind::max
+                       ? Value(arith::MaximumFOp::create(b, l, x, y))
+                       : Value(arith::MinimumFOp::create(b, l, x, y));
+          return kind == ReduceKind::max
+                     ? Value(arith::MaxSIOp::create(b, l, x, y))
+                     : Value(arith::MinSIOp::create(b, l, x, y));
+        });
+    // The threads holding the winner offer their column; NaN equals NaN.
+    Value holds =
+        isFloat ? Value(arith::CmpFOp::create(b, l, arith::CmpFPredicate::UEQ,
+                                              best[0], winner))
+                : Value(arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                              best[0], winner));
+    if (isFloat) // UEQ is true where either is NaN: both must be then
+      holds = arith::AndIOp::create(
+          b, l, holds,
+          arith::CmpIOp::create(
+              b, l, arith::CmpIPredicate::eq,
+              arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, best[0],
+                                    best[0]),
+              arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, winner,
+                                    winner)));
+    Value none = e.constant(i32, double(std::numeric_limits<int32_t>::max()));
+    Value offer = arith::SelectOp::create(
+        b, l, holds, arith::IndexCastOp::create(b, l, i32, best[1]), none);
+    Value column = e.blockReduce(offer, none, positions, threads,
+                                 [&](Value x, Value y) -> Value {
+                                   return arith::MinSIOp::create(b, l, x, y);
+                                 });
+    Value leader = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid,
+                                         e.index(0));
+    auto store = scf::IfOp::create(b, l, leader);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(store.thenBlock()->getTerminator());
+    e.storeResult(0, row, arith::ExtSIOp::create(b, l, b.getI64Type(), column));
+    return success();
+  });
+}
