@@ -73,10 +73,12 @@ std::optional<RowSpace> kfuse::kf::rowSpaceOf(KernelOp kernel) {
       if (int64_t(softmax.getAxis()) != int64_t(shapeOf(softmax).size()) - 1)
         ok = false;
       addRows(softmax.getInput());
-    } else if (auto arg = dyn_cast<ArgReduceOp>(op)) {
-      if (int64_t(arg.getAxis()) != int64_t(shapeOf(arg.getInput()).size()) - 1)
+    } else if (isa<ArgReduceOp, CumsumOp>(op)) {
+      Value input = op->getOperand(0);
+      auto axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+      if (axis != int64_t(shapeOf(input).size()) - 1)
         ok = false;
-      addRows(arg.getInput());
+      addRows(input);
     }
   });
   if (!ok || !space)

@@ -97,6 +97,8 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
       return refuseTiling(kernel, "works along no one row length");
     if (auto arg = rootValue(kernel).getDefiningOp<ArgReduceOp>())
       return emitArgReduceRows(e, arg, *rows);
+    if (auto cumsum = rootValue(kernel).getDefiningOp<CumsumOp>())
+      return emitCumsumRows(e, cumsum, *rows);
     return emitRows(e, *rows);
   }
   switch (kernel.getKind()) {

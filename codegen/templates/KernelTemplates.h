@@ -79,6 +79,9 @@ mlir::LogicalResult emitCumsum(KernelEmitter &e, CumsumOp op, int64_t items);
 /// An argmax/argmin along the last axis: a block a row (its row_tiling).
 mlir::LogicalResult emitArgReduceRows(KernelEmitter &e, ArgReduceOp op,
                                       RowSpace rows);
+/// A cumsum along the last axis: a block a row, scanned chunk by chunk.
+mlir::LogicalResult emitCumsumRows(KernelEmitter &e, CumsumOp op,
+                                   RowSpace rows);
 mlir::LogicalResult emitMatmul(KernelEmitter &e, int64_t items);
 mlir::LogicalResult emitAttention(KernelEmitter &e, int64_t items);
 

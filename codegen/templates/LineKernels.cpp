@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 #include <cmath>
@@ -237,5 +238,163 @@ LogicalResult kfuse::kf::emitArgReduceRows(KernelEmitter &e, ArgReduceOp op,
     b.setInsertionPoint(store.thenBlock()->getTerminator());
     e.storeResult(0, row, arith::ExtSIOp::create(b, l, b.getI64Type(), column));
     return success();
+  });
+}
+
+namespace {
+
+/// Exclusive prefix of `value` over the block's threads in thread order,
+/// and the block's total, every thread getting both: shuffles within a
+/// warp, then each thread adds the totals of the warps before its own
+/// (`scratch` holds one a warp).
+std::pair<Value, Value> blockExclusiveScan(KernelEmitter &e, Value value,
+                                           Value scratch, int64_t threads) {
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  bool isFloat = isa<FloatType>(value.getType());
+  auto add = [&](Value x, Value y) -> Value {
+    return isFloat ? Value(arith::AddFOp::create(b, l, x, y))
+                   : Value(arith::AddIOp::create(b, l, x, y));
+  };
+  Value zero = e.constant(value.getType(), 0);
+  Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, l, tid, e.index(32));
+  Value warp = arith::DivUIOp::create(b, l, tid, e.index(32));
+  Value width = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(32));
+  Value inclusive = value;
+  for (int offset = 1; offset < 32; offset *= 2) {
+    Value before = gpu::ShuffleOp::create(
+                       b, l, inclusive,
+                       arith::ConstantOp::create(b, l,
+                                                 b.getI32IntegerAttr(offset)),
+                       width, gpu::ShuffleMode::UP)
+                       .getShuffleResult();
+    Value has = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, lane,
+                                      e.index(offset));
+    inclusive = arith::SelectOp::create(b, l, has, add(inclusive, before),
+                                        inclusive);
+  }
+  int64_t warps = (threads + 31) / 32;
+  Value last = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane,
+                                     e.index(31));
+  auto publish = scf::IfOp::create(b, l, last);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(publish.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, l, inclusive, scratch, ValueRange{warp});
+  }
+  gpu::BarrierOp::create(b, l);
+  Value offset = zero, total = zero;
+  for (int64_t w = 0; w < warps; ++w) {
+    Value partial =
+        memref::LoadOp::create(b, l, scratch, ValueRange{e.index(w)});
+    Value earlier = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt,
+                                          warp, e.index(w));
+    offset = arith::SelectOp::create(b, l, earlier, add(offset, partial),
+                                     offset);
+    total = add(total, partial);
+  }
+  // The scratch is reused by the next chunk's scan.
+  gpu::BarrierOp::create(b, l);
+  Value exclusive = isFloat
+                        ? Value(arith::SubFOp::create(b, l, inclusive, value))
+                        : Value(arith::SubIOp::create(b, l, inclusive, value));
+  return {add(exclusive, offset), total};
+}
+
+} // namespace
+
+/// A block a row: the row in chunks of `threads` vectors, in order; each
+/// thread sums its vector's lanes, the block scans those sums, and the
+/// lanes are stored with their offset plus the carry of the chunks before.
+/// The row is read once and written once.
+LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
+                                        RowSpace space) {
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  auto tiling = e.kernel().getTilingAs<RowTilingAttr>();
+  int64_t vec = tiling.getVector(), chunks = tiling.getChunks();
+  int64_t threads = e.kernel().getLaunchAttr().getBlock();
+  bool ragged = space.length != threads * vec * chunks;
+  Value input = op.getInput();
+  ArrayRef<int64_t> shape = shapeOf(input);
+  Type type = KernelEmitter::computeType(getElementTypeOrSelf(input.getType()));
+  bool isFloat = isa<FloatType>(type);
+  auto add = [&](Value x, Value y) -> Value {
+    return isFloat ? Value(arith::AddFOp::create(b, l, x, y))
+                   : Value(arith::AddIOp::create(b, l, x, y));
+  };
+  Value scratch = workgroupBuffer(e, 32, type);
+  return e.forEachItem(space.rows, true, [&](Value row) -> LogicalResult {
+    Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+    Value rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
+    LogicalResult status = success();
+    e.loop(chunks, {e.constant(type, 0)},
+           [&](Value c, ValueRange carry) -> SmallVector<Value> {
+             Value first = arith::MulIOp::create(
+                 b, l,
+                 arith::AddIOp::create(
+                     b, l, arith::MulIOp::create(b, l, c, e.index(threads)),
+                     tid),
+                 e.index(vec));
+             SmallVector<Value> columns, linears, valid;
+             for (int64_t k = 0; k < vec; ++k) {
+               Value column = k ? Value(arith::AddIOp::create(b, l, first,
+                                                              e.index(k)))
+                                : first;
+               valid.push_back(arith::CmpIOp::create(
+                   b, l, arith::CmpIPredicate::ult, column,
+                   e.index(space.length)));
+               if (ragged)
+                 column = arith::SelectOp::create(b, l, valid.back(), column,
+                                                  e.index(0));
+               columns.push_back(column);
+               linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
+             }
+             FailureOr<SmallVector<Value>> values =
+                 ragged ? FailureOr<SmallVector<Value>>(failure())
+                        : e.vectorAt(input,
+                                     ElementIndex::rowElement(
+                                         shape, linears[0], row, columns[0]),
+                                     linears);
+             // The lanes' running sums within the vector.
+             SmallVector<Value> running;
+             Value sum = e.constant(type, 0);
+             for (int64_t k = 0; k < vec; ++k) {
+               FailureOr<Value> v =
+                   succeeded(values)
+                       ? FailureOr<Value>((*values)[k])
+                       : e.elementAt(input, ElementIndex::rowElement(
+                                                shape, linears[k], row,
+                                                columns[k]));
+               if (failed(v)) {
+                 status = failure();
+                 return SmallVector<Value>(carry);
+               }
+               Value x = ragged ? Value(arith::SelectOp::create(
+                                      b, l, valid[k], *v, e.constant(type, 0)))
+                                : *v;
+               sum = add(sum, x);
+               running.push_back(sum);
+             }
+             auto [before, total] = blockExclusiveScan(e, sum, scratch, threads);
+             Value offset = add(carry[0], before);
+             SmallVector<Value> out;
+             for (Value r : running)
+               out.push_back(add(offset, r));
+             if (!ragged) {
+               e.storeLanes(0, BufferIndex(linears[0], row, columns[0]), out);
+             } else {
+               for (int64_t k = 0; k < vec; ++k) {
+                 auto guard = scf::IfOp::create(b, l, valid[k]);
+                 OpBuilder::InsertionGuard insertion(b);
+                 b.setInsertionPoint(guard.thenBlock()->getTerminator());
+                 e.storeResult(0, BufferIndex(linears[k], row, columns[k]),
+                               out[k]);
+               }
+             }
+             return {add(carry[0], total)};
+           });
+    return status;
   });
 }

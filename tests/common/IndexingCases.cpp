@@ -147,6 +147,18 @@ void addAxisOps(std::vector<OpCase> &cases) {
              g.output("nan_wins", argmin(log(x), -1));
          },
          {{5, 7, 33}}});
+  // Rows of whole vectors, several chunks a thread (f32: 256 threads x 4
+  // chunks; bf16: 32 threads x 4 chunks): the vector path of the row
+  // templates, and a scan carried across chunks.
+  for (auto [d, length] : {std::pair{DType::f32, int64_t(4096)},
+                           std::pair{DType::bf16, int64_t(1024)}})
+    cases.push_back({std::string("argmax_cumsum_long_rows_") + dtypeName(d),
+                     [d, length](Graph &g) {
+                       Tensor x = g.input("x", d, {3, length});
+                       g.output("argmax", argmax(x, -1));
+                       g.output("cumsum", cumsum(x, -1));
+                     },
+                     {{3, length}}});
 }
 
 void addRandomAndScalars(std::vector<OpCase> &cases) {

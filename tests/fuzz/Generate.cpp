@@ -499,6 +499,12 @@ void Generator::addLine() {
   Node n;
   n.kind = NodeKind::Line;
   n.op = int(pick(3));
+  // A position picked among computed floats flips with their last bit
+  // (cos x and cos -x tie exactly in the evaluator, not always in f32),
+  // and a broadcast of it turns one flip into many: positions are picked
+  // among inputs, exact everywhere.
+  if (recipe.nodes[a].kind != NodeKind::Input)
+    n.op = 0;
   n.flag = chance(0.5);
   int64_t axis = chance(0.6) ? int64_t(shape.size()) - 1
                              : int64_t(pick(shape.size()));
