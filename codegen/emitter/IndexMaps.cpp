@@ -29,17 +29,23 @@ static ArrayRef<int64_t> shapeOfValue(Value v) {
   return mlir::cast<RankedTensorType>(v.getType()).getShape();
 }
 
-FailureOr<Value> KernelEmitter::sliceAt(SliceOp op, ElementIndex &idx) {
-  SmallVector<Value> mapped(idx.getMulti(*this));
-  for (auto [d, position] : llvm::enumerate(mapped)) {
+SmallVector<Value> KernelEmitter::sliceSource(SliceOp op,
+                                              ArrayRef<Value> position) {
+  SmallVector<Value> mapped(position);
+  for (auto [d, p] : llvm::enumerate(mapped)) {
     int64_t start = op.getStarts()[d], step = op.getSteps()[d];
     if (step != 1)
-      position = arith::MulIOp::create(b, location, position, index(step));
+      p = arith::MulIOp::create(b, location, p, index(step));
     if (start != 0)
-      position = arith::AddIOp::create(b, location, position, index(start));
+      p = arith::AddIOp::create(b, location, p, index(start));
   }
+  return mapped;
+}
+
+FailureOr<Value> KernelEmitter::sliceAt(SliceOp op, ElementIndex &idx) {
   return elementAt(op.getInput(),
-                   ElementIndex::multi(shapeOfValue(op.getInput()), mapped));
+                   ElementIndex::multi(shapeOfValue(op.getInput()),
+                                       sliceSource(op, idx.getMulti(*this))));
 }
 
 Value KernelEmitter::padFill(PadOp op) {
@@ -180,8 +186,8 @@ FailureOr<Value> KernelEmitter::pickAt(Value input, Value picked, int64_t axis,
   return Value(arith::SelectOp::create(b, location, ok, *v, pickFill(input)));
 }
 
-FailureOr<Value> KernelEmitter::gatherAt(GatherOp op, ElementIndex &idx) {
-  ArrayRef<Value> out = idx.getMulti(*this);
+FailureOr<std::pair<Value, SmallVector<Value>>>
+KernelEmitter::gatherSource(GatherOp op, ArrayRef<Value> out) {
   int64_t axis = op.getAxis();
   ArrayRef<int64_t> indexShape = shapeOfValue(op.getIndices());
   int64_t indexRank = indexShape.size();
@@ -193,7 +199,14 @@ FailureOr<Value> KernelEmitter::gatherAt(GatherOp op, ElementIndex &idx) {
   SmallVector<Value> inputIndex(out.take_front(axis));
   inputIndex.push_back(Value());
   llvm::append_range(inputIndex, out.drop_front(axis + indexRank));
-  return pickAt(op.getInput(), *picked, axis, inputIndex);
+  return std::pair{*picked, inputIndex};
+}
+
+FailureOr<Value> KernelEmitter::gatherAt(GatherOp op, ElementIndex &idx) {
+  auto source = gatherSource(op, idx.getMulti(*this));
+  if (failed(source))
+    return failure();
+  return pickAt(op.getInput(), source->first, op.getAxis(), source->second);
 }
 
 FailureOr<Value> KernelEmitter::takeAlongAxisAt(TakeAlongAxisOp op,

@@ -174,10 +174,17 @@ private:
   mlir::FailureOr<mlir::Value> pickAt(mlir::Value input, mlir::Value picked,
                                       int64_t axis,
                                       llvm::SmallVector<mlir::Value> inputIndex);
+  /// The index gather `op` picks for result position `out`, and the input
+  /// position around it (its axis entry left null for the pick).
+  mlir::FailureOr<std::pair<mlir::Value, llvm::SmallVector<mlir::Value>>>
+  gatherSource(GatherOp op, llvm::ArrayRef<mlir::Value> out);
   mlir::FailureOr<mlir::Value> gatherAt(GatherOp op, ElementIndex &idx);
   mlir::FailureOr<mlir::Value> takeAlongAxisAt(TakeAlongAxisOp op,
                                                ElementIndex &idx);
   mlir::FailureOr<mlir::Value> randomAt(RandomOp op, ElementIndex &idx);
+  /// The position in slice `op`'s input of `position` in its result.
+  llvm::SmallVector<mlir::Value> sliceSource(SliceOp op,
+                                             llvm::ArrayRef<mlir::Value> position);
   /// The value of pad's border, in compute type.
   mlir::Value padFill(PadOp op);
   /// Maps `position` (of pad's result) into its input in place, clamped to

@@ -236,15 +236,8 @@ KernelEmitter::sliceVector(SliceOp op, ElementIndex &first,
   if (!inOneRow(first.shape(), count) || wide > kMaxLanes ||
       in.back() % wide || start % wide)
     return lanesOneByOne(op.getResult(), first, lanes);
-  SmallVector<Value> mapped(first.getMulti(*this));
-  for (auto [d, position] : llvm::enumerate(mapped)) {
-    int64_t dStart = op.getStarts()[d], dStep = op.getSteps()[d];
-    if (dStep != 1)
-      position = arith::MulIOp::create(b, location, position, index(dStep));
-    if (dStart != 0)
-      position = arith::AddIOp::create(b, location, position, index(dStart));
-  }
-  FailureOr<SmallVector<Value>> read = vectorFrom(op.getInput(), mapped, wide);
+  FailureOr<SmallVector<Value>> read = vectorFrom(
+      op.getInput(), sliceSource(op, first.getMulti(*this)), wide);
   if (failed(read) || step == 1)
     return read;
   SmallVector<Value> kept;
@@ -310,20 +303,13 @@ KernelEmitter::gatherVector(GatherOp op, ElementIndex &first,
   if (axis + 1 == int64_t(in.size()) || !inOneRow(first.shape(), count) ||
       in[axis] == 0)
     return lanesOneByOne(op.getResult(), first, lanes);
-  ArrayRef<Value> out = first.getMulti(*this);
-  ArrayRef<int64_t> indexShape = shapeOfValue(op.getIndices());
-  int64_t indexRank = indexShape.size();
-  FailureOr<Value> picked = elementAt(
-      op.getIndices(),
-      ElementIndex::multi(indexShape, out.slice(axis, indexRank)));
-  if (failed(picked))
+  auto source = gatherSource(op, first.getMulti(*this));
+  if (failed(source))
     return failure();
-  auto [position, ok] = normalizePick(*picked, in[axis]);
-  SmallVector<Value> mapped(out.take_front(axis));
-  mapped.push_back(position);
-  llvm::append_range(mapped, out.drop_front(axis + indexRank));
+  auto [position, ok] = normalizePick(source->first, in[axis]);
+  source->second[axis] = position;
   FailureOr<SmallVector<Value>> values =
-      vectorFrom(op.getInput(), mapped, count);
+      vectorFrom(op.getInput(), source->second, count);
   if (failed(values))
     return failure();
   Value fill = pickFill(op.getInput());

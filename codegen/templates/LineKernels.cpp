@@ -52,6 +52,81 @@ static Value argReduceTakes(KernelEmitter &e, ReduceKind kind, Value v,
                               arith::AndIOp::create(b, l, vNaN, bestNumber));
 }
 
+namespace {
+
+/// A thread's vector of one chunk of a row: its lanes' columns (clamped
+/// into the row when the row is ragged), linear indices, and whether each
+/// is inside the row.
+struct ChunkLanes {
+  SmallVector<Value> columns, linears, valid;
+};
+
+/// The geometry of the row templates of argmax and cumsum (their
+/// row_tiling): chunk c of a row is `threads` vectors of `vec` columns,
+/// thread t's at (c * threads + t) * vec.
+struct RowChunks {
+  RowChunks(KernelEmitter &e, RowSpace space)
+      : e(e), space(space),
+        vec(e.kernel().getTilingAs<RowTilingAttr>().getVector()),
+        chunks(e.kernel().getTilingAs<RowTilingAttr>().getChunks()),
+        threads(e.kernel().getLaunchAttr().getBlock()),
+        ragged(space.length != threads * vec * chunks) {}
+
+  ChunkLanes lanes(Value row, Value c) const {
+    OpBuilder &b = e.builder();
+    Location l = e.loc();
+    Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+    Value rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
+    Value first = arith::MulIOp::create(
+        b, l,
+        arith::AddIOp::create(
+            b, l, arith::MulIOp::create(b, l, c, e.index(threads)), tid),
+        e.index(vec));
+    ChunkLanes lanes;
+    for (int64_t k = 0; k < vec; ++k) {
+      Value column =
+          k ? Value(arith::AddIOp::create(b, l, first, e.index(k))) : first;
+      lanes.valid.push_back(arith::CmpIOp::create(
+          b, l, arith::CmpIPredicate::ult, column, e.index(space.length)));
+      if (ragged) // read inside the row; the lane is masked
+        column = arith::SelectOp::create(b, l, lanes.valid.back(), column,
+                                         e.index(0));
+      lanes.columns.push_back(column);
+      lanes.linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
+    }
+    return lanes;
+  }
+
+  /// The lanes' elements of `tensor` (a vector access where the rows are
+  /// whole vectors).
+  FailureOr<SmallVector<Value>> read(Value tensor, Value row,
+                                     const ChunkLanes &lanes) const {
+    ArrayRef<int64_t> shape = shapeOf(tensor);
+    if (!ragged)
+      return e.vectorAt(tensor,
+                        ElementIndex::rowElement(shape, lanes.linears[0], row,
+                                                 lanes.columns[0]),
+                        lanes.linears);
+    SmallVector<Value> values;
+    for (int64_t k = 0; k < vec; ++k) {
+      FailureOr<Value> v = e.elementAt(
+          tensor, ElementIndex::rowElement(shape, lanes.linears[k], row,
+                                           lanes.columns[k]));
+      if (failed(v))
+        return failure();
+      values.push_back(*v);
+    }
+    return values;
+  }
+
+  KernelEmitter &e;
+  RowSpace space;
+  int64_t vec, chunks, threads;
+  bool ragged;
+};
+
+} // namespace
+
 LogicalResult kfuse::kf::emitArgReduce(KernelEmitter &e, ArgReduceOp op,
                                        int64_t items) {
   OpBuilder &b = e.builder();
@@ -126,6 +201,50 @@ LogicalResult kfuse::kf::emitCumsum(KernelEmitter &e, CumsumOp op,
   });
 }
 
+/// The least column holding the block's best value, from each thread's
+/// `best` and its `column`: the best value first (a NaN-propagating max or
+/// min), then the least column among the threads holding it (NaN equal to
+/// NaN). `scratch` holds values, `positions` i32 columns.
+static Value blockArgBest(KernelEmitter &e, ReduceKind kind, Value best,
+                          Value column, Value scratch, Value positions,
+                          int64_t threads) {
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  bool isFloat = isa<FloatType>(best.getType());
+  bool max = kind == ReduceKind::max;
+  Value winner = e.blockReduce(
+      best, argReduceInit(e, kind, best.getType()), scratch, threads,
+      [&](Value x, Value y) -> Value {
+        if (isFloat)
+          return max ? Value(arith::MaximumFOp::create(b, l, x, y))
+                     : Value(arith::MinimumFOp::create(b, l, x, y));
+        return max ? Value(arith::MaxSIOp::create(b, l, x, y))
+                   : Value(arith::MinSIOp::create(b, l, x, y));
+      });
+  Value holds;
+  if (isFloat) {
+    // UEQ holds where either is NaN: then both must be.
+    auto isNaN = [&](Value v) {
+      return arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, v, v);
+    };
+    holds = arith::AndIOp::create(
+        b, l,
+        arith::CmpFOp::create(b, l, arith::CmpFPredicate::UEQ, best, winner),
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, isNaN(best),
+                              isNaN(winner)));
+  } else {
+    holds = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, best, winner);
+  }
+  Type i32 = b.getI32Type();
+  Value none = e.constant(i32, double(std::numeric_limits<int32_t>::max()));
+  Value offer = arith::SelectOp::create(
+      b, l, holds, arith::IndexCastOp::create(b, l, i32, column), none);
+  return e.blockReduce(offer, none, positions, threads,
+                       [&](Value x, Value y) -> Value {
+                         return arith::MinSIOp::create(b, l, x, y);
+                       });
+}
+
 /// A block a row: each thread keeps the best of its strided share of the
 /// row (vectors of the row_tiling, in column order, so its first best is
 /// kept), then the block finds the best value (NaN-propagating max or min)
@@ -134,103 +253,41 @@ LogicalResult kfuse::kf::emitArgReduceRows(KernelEmitter &e, ArgReduceOp op,
                                            RowSpace space) {
   OpBuilder &b = e.builder();
   Location l = e.loc();
-  auto tiling = e.kernel().getTilingAs<RowTilingAttr>();
-  int64_t vec = tiling.getVector(), chunks = tiling.getChunks();
-  int64_t threads = e.kernel().getLaunchAttr().getBlock();
-  bool ragged = space.length != threads * vec * chunks;
+  RowChunks rows(e, space);
   ReduceKind kind = op.getKind();
-  Value input = op.getInput();
-  ArrayRef<int64_t> shape = shapeOf(input);
-  Type type = KernelEmitter::computeType(getElementTypeOrSelf(input.getType()));
+  Type type = KernelEmitter::computeType(
+      getElementTypeOrSelf(op.getInput().getType()));
   Type i32 = b.getI32Type();
+  int64_t threads = rows.threads;
   Value scratch = workgroupBuffer(e, 32, type);
   Value positions = workgroupBuffer(e, 32, i32);
   return e.forEachItem(space.rows, true, [&](Value row) -> LogicalResult {
     Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
-    Value rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
     LogicalResult status = success();
     SmallVector<Value> best = e.loop(
-        chunks, {argReduceInit(e, kind, type), e.index(0)},
+        rows.chunks, {argReduceInit(e, kind, type), e.index(0)},
         [&](Value c, ValueRange carried) -> SmallVector<Value> {
-          Value first = arith::MulIOp::create(
-              b, l,
-              arith::AddIOp::create(
-                  b, l, arith::MulIOp::create(b, l, c, e.index(threads)), tid),
-              e.index(vec));
-          SmallVector<Value> columns, linears, valid;
-          for (int64_t k = 0; k < vec; ++k) {
-            Value column = k ? Value(arith::AddIOp::create(b, l, first,
-                                                           e.index(k)))
-                             : first;
-            valid.push_back(arith::CmpIOp::create(
-                b, l, arith::CmpIPredicate::ult, column,
-                e.index(space.length)));
-            if (ragged) // read inside the row; the lane is masked
-              column = arith::SelectOp::create(b, l, valid.back(), column,
-                                               e.index(0));
-            columns.push_back(column);
-            linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
-          }
-          ElementIndex at =
-              ElementIndex::rowElement(shape, linears[0], row, columns[0]);
+          ChunkLanes lanes = rows.lanes(row, c);
           FailureOr<SmallVector<Value>> values =
-              ragged ? FailureOr<SmallVector<Value>>(failure())
-                     : e.vectorAt(input, at, linears);
+              rows.read(op.getInput(), row, lanes);
           SmallVector<Value> acc(carried);
-          for (int64_t k = 0; k < vec; ++k) {
-            FailureOr<Value> v =
-                succeeded(values)
-                    ? FailureOr<Value>((*values)[k])
-                    : e.elementAt(input, ElementIndex::rowElement(
-                                             shape, linears[k], row,
-                                             columns[k]));
-            if (failed(v)) {
-              status = failure();
-              return acc;
-            }
+          if (failed(values)) {
+            status = failure();
+            return acc;
+          }
+          for (auto [k, v] : llvm::enumerate(*values)) {
             Value takes = arith::AndIOp::create(
-                b, l, valid[k], argReduceTakes(e, kind, *v, acc[0]));
-            acc = {arith::SelectOp::create(b, l, takes, *v, acc[0]),
-                   arith::SelectOp::create(b, l, takes, columns[k], acc[1])};
+                b, l, lanes.valid[k], argReduceTakes(e, kind, v, acc[0]));
+            acc = {arith::SelectOp::create(b, l, takes, v, acc[0]),
+                   arith::SelectOp::create(b, l, takes, lanes.columns[k],
+                                           acc[1])};
           }
           return acc;
         });
     if (failed(status))
       return failure();
-    bool isFloat = isa<FloatType>(type);
-    Value winner = e.blockReduce(
-        best[0], argReduceInit(e, kind, type), scratch, threads,
-        [&](Value x, Value y) -> Value {
-          if (isFloat)
-            return kind == ReduceKind::max
-                       ? Value(arith::MaximumFOp::create(b, l, x, y))
-                       : Value(arith::MinimumFOp::create(b, l, x, y));
-          return kind == ReduceKind::max
-                     ? Value(arith::MaxSIOp::create(b, l, x, y))
-                     : Value(arith::MinSIOp::create(b, l, x, y));
-        });
-    // The threads holding the winner offer their column; NaN equals NaN.
-    Value holds =
-        isFloat ? Value(arith::CmpFOp::create(b, l, arith::CmpFPredicate::UEQ,
-                                              best[0], winner))
-                : Value(arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                              best[0], winner));
-    if (isFloat) // UEQ is true where either is NaN: both must be then
-      holds = arith::AndIOp::create(
-          b, l, holds,
-          arith::CmpIOp::create(
-              b, l, arith::CmpIPredicate::eq,
-              arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, best[0],
-                                    best[0]),
-              arith::CmpFOp::create(b, l, arith::CmpFPredicate::UNO, winner,
-                                    winner)));
-    Value none = e.constant(i32, double(std::numeric_limits<int32_t>::max()));
-    Value offer = arith::SelectOp::create(
-        b, l, holds, arith::IndexCastOp::create(b, l, i32, best[1]), none);
-    Value column = e.blockReduce(offer, none, positions, threads,
-                                 [&](Value x, Value y) -> Value {
-                                   return arith::MinSIOp::create(b, l, x, y);
-                                 });
+    Value column = blockArgBest(e, kind, best[0], best[1], scratch,
+                                positions, threads);
     Value leader = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid,
                                          e.index(0));
     auto store = scf::IfOp::create(b, l, leader);
@@ -302,6 +359,23 @@ std::pair<Value, Value> blockExclusiveScan(KernelEmitter &e, Value value,
   return {add(exclusive, offset), total};
 }
 
+/// Stores a chunk's lanes: one vector, or lane by lane inside a ragged row.
+void storeChunk(KernelEmitter &e, bool ragged, Value row,
+                const ChunkLanes &lanes, ArrayRef<Value> values) {
+  if (!ragged) {
+    e.storeLanes(0, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
+                 values);
+    return;
+  }
+  OpBuilder &b = e.builder();
+  for (auto [k, v] : llvm::enumerate(values)) {
+    auto guard = scf::IfOp::create(b, e.loc(), lanes.valid[k]);
+    OpBuilder::InsertionGuard insertion(b);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    e.storeResult(0, BufferIndex(lanes.linears[k], row, lanes.columns[k]), v);
+  }
+}
+
 } // namespace
 
 /// A block a row: the row in chunks of `threads` vectors, in order; each
@@ -312,13 +386,9 @@ LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
                                         RowSpace space) {
   OpBuilder &b = e.builder();
   Location l = e.loc();
-  auto tiling = e.kernel().getTilingAs<RowTilingAttr>();
-  int64_t vec = tiling.getVector(), chunks = tiling.getChunks();
-  int64_t threads = e.kernel().getLaunchAttr().getBlock();
-  bool ragged = space.length != threads * vec * chunks;
-  Value input = op.getInput();
-  ArrayRef<int64_t> shape = shapeOf(input);
-  Type type = KernelEmitter::computeType(getElementTypeOrSelf(input.getType()));
+  RowChunks rows(e, space);
+  Type type = KernelEmitter::computeType(
+      getElementTypeOrSelf(op.getInput().getType()));
   bool isFloat = isa<FloatType>(type);
   auto add = [&](Value x, Value y) -> Value {
     return isFloat ? Value(arith::AddFOp::create(b, l, x, y))
@@ -326,73 +396,33 @@ LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
   };
   Value scratch = workgroupBuffer(e, 32, type);
   return e.forEachItem(space.rows, true, [&](Value row) -> LogicalResult {
-    Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
-    Value rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
     LogicalResult status = success();
-    e.loop(chunks, {e.constant(type, 0)},
+    e.loop(rows.chunks, {e.constant(type, 0)},
            [&](Value c, ValueRange carry) -> SmallVector<Value> {
-             Value first = arith::MulIOp::create(
-                 b, l,
-                 arith::AddIOp::create(
-                     b, l, arith::MulIOp::create(b, l, c, e.index(threads)),
-                     tid),
-                 e.index(vec));
-             SmallVector<Value> columns, linears, valid;
-             for (int64_t k = 0; k < vec; ++k) {
-               Value column = k ? Value(arith::AddIOp::create(b, l, first,
-                                                              e.index(k)))
-                                : first;
-               valid.push_back(arith::CmpIOp::create(
-                   b, l, arith::CmpIPredicate::ult, column,
-                   e.index(space.length)));
-               if (ragged)
-                 column = arith::SelectOp::create(b, l, valid.back(), column,
-                                                  e.index(0));
-               columns.push_back(column);
-               linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
-             }
+             ChunkLanes lanes = rows.lanes(row, c);
              FailureOr<SmallVector<Value>> values =
-                 ragged ? FailureOr<SmallVector<Value>>(failure())
-                        : e.vectorAt(input,
-                                     ElementIndex::rowElement(
-                                         shape, linears[0], row, columns[0]),
-                                     linears);
-             // The lanes' running sums within the vector.
+                 rows.read(op.getInput(), row, lanes);
+             if (failed(values)) {
+               status = failure();
+               return SmallVector<Value>(carry);
+             }
+             // The lanes' running sums within the vector (lanes past a
+             // ragged row's end add nothing).
              SmallVector<Value> running;
              Value sum = e.constant(type, 0);
-             for (int64_t k = 0; k < vec; ++k) {
-               FailureOr<Value> v =
-                   succeeded(values)
-                       ? FailureOr<Value>((*values)[k])
-                       : e.elementAt(input, ElementIndex::rowElement(
-                                                shape, linears[k], row,
-                                                columns[k]));
-               if (failed(v)) {
-                 status = failure();
-                 return SmallVector<Value>(carry);
-               }
-               Value x = ragged ? Value(arith::SelectOp::create(
-                                      b, l, valid[k], *v, e.constant(type, 0)))
-                                : *v;
-               sum = add(sum, x);
+             for (auto [k, v] : llvm::enumerate(*values)) {
+               sum = add(sum, rows.ragged ? Value(arith::SelectOp::create(
+                                                b, l, lanes.valid[k], v,
+                                                e.constant(type, 0)))
+                                          : v);
                running.push_back(sum);
              }
-             auto [before, total] = blockExclusiveScan(e, sum, scratch, threads);
+             auto [before, total] =
+                 blockExclusiveScan(e, sum, scratch, rows.threads);
              Value offset = add(carry[0], before);
-             SmallVector<Value> out;
-             for (Value r : running)
-               out.push_back(add(offset, r));
-             if (!ragged) {
-               e.storeLanes(0, BufferIndex(linears[0], row, columns[0]), out);
-             } else {
-               for (int64_t k = 0; k < vec; ++k) {
-                 auto guard = scf::IfOp::create(b, l, valid[k]);
-                 OpBuilder::InsertionGuard insertion(b);
-                 b.setInsertionPoint(guard.thenBlock()->getTerminator());
-                 e.storeResult(0, BufferIndex(linears[k], row, columns[k]),
-                               out[k]);
-               }
-             }
+             for (Value &r : running)
+               r = add(offset, r);
+             storeChunk(e, rows.ragged, row, lanes, running);
              return {add(carry[0], total)};
            });
     return status;
