@@ -173,6 +173,33 @@ static void checkIndexing(void) {
   kfuse_graph_destroy(g);
 }
 
+/* argmax along rows of f32 [2, 3] with a tie (the first wins) and
+ * cumsum down its columns; a name that is no arg-reduction is refused. */
+static void checkAxisOps(void) {
+  kfuse_graph g = kfuse_graph_create("axis_ops");
+  int64_t xs[2] = {2, 3};
+  kfuse_tensor x = kfuse_input(g, "x", KFUSE_F32, 2, xs, NULL);
+  kfuse_tensor pick = kfuse_arg_reduce(g, "argmax", x, -1, 0);
+  kfuse_tensor sums = kfuse_cumsum(g, x, 0);
+  CHECK(pick >= 0 && kfuse_output(g, "pick", pick) == KFUSE_OK);
+  CHECK(sums >= 0 && kfuse_output(g, "sums", sums) == KFUSE_OK);
+  float data[6] = {1, 5, 5, -2, -3, 0};
+  kfuse_host_tensor in[1] = {{data, KFUSE_F32, 2, xs}};
+  kfuse_host_tensor out[2];
+  CHECK(kfuse_evaluate(g, in, 1, out, 2) == KFUSE_OK);
+  CHECK(out[0].dtype == KFUSE_I64 && out[0].rank == 1 && out[0].sizes[0] == 2);
+  const int64_t *p = (const int64_t *)out[0].data;
+  CHECK(p[0] == 1 && p[1] == 2);
+  const float *c = (const float *)out[1].data;
+  CHECK(c[0] == 1 && c[1] == 5 && c[2] == 5);
+  CHECK(c[3] == -1 && c[4] == 2 && c[5] == 5);
+  kfuse_host_tensor_free(&out[0]);
+  kfuse_host_tensor_free(&out[1]);
+  CHECK(kfuse_arg_reduce(g, "argsum", x, 0, 0) < 0);
+  CHECK(strstr(kfuse_last_error(), "argsum") != NULL);
+  kfuse_graph_destroy(g);
+}
+
 int main(void) {
   CHECK(kfuse_c_api_version() == KFUSE_C_API_VERSION);
   CHECK(strlen(kfuse_version()) > 0);
@@ -182,6 +209,7 @@ int main(void) {
   checkCompile(g);
   kfuse_graph_destroy(g);
   checkIndexing();
+  checkAxisOps();
   checkErrors();
   if (failures)
     fprintf(stderr, "%d checks failed\n", failures);
