@@ -405,6 +405,20 @@ Tensor transpose(Tensor x, const std::vector<int64_t> &perm) {
       shapes::inferTranspose(g->shapeOf(x), p, diag);
   if (failed(shape))
     return g->fail("transpose", diag.message());
+  // Moving only size-1 dims keeps every element at its row-major position:
+  // a reshape, which kernels read in place (a transpose would read through
+  // an index map, or take a tiled-transpose kernel of its own).
+  const shapes::Shape &in = g->shapeOf(x);
+  int64_t last = -1;
+  bool inOrder = llvm::none_of(in, shapes::isSymbolic);
+  for (int64_t axis : p) {
+    if (!inOrder || in[axis] == 1)
+      continue;
+    inOrder = axis > last;
+    last = axis;
+  }
+  if (inOrder)
+    return reshape(x, g->toDims(*shape));
   OpBuilder b = g->builder();
   Value v = kf::TransposeOp::create(b, g->loc("transpose"),
                                     g->tensorType(*shape, g->dtypeOf(x)),

@@ -27,6 +27,26 @@ TEST(Graph, BuildsAndPrintsIR) {
   EXPECT_NE(ir->find("kf.gelu"), std::string::npos);
 }
 
+TEST(Graph, TransposeOfSizeOneDimsIsAReshape) {
+  Graph g("unit_dims");
+  Tensor x = g.input("x", DType::f32, {4, 1, 8});
+  Tensor moved = transpose(x, {1, 0, 2});   // [1, 4, 8]: a reshape
+  Tensor swapped = transpose(x, {2, 1, 0}); // [8, 1, 4]: a transpose
+  g.output("moved", moved);
+  g.output("swapped", swapped);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  EXPECT_EQ(shapeOf(moved), "1x4x8");
+  Expected<std::string> ir = g.toMLIR();
+  ASSERT_TRUE(ir);
+  EXPECT_NE(ir->find("kf.reshape %arg0 : tensor<4x1x8xf32> -> "
+                     "tensor<1x4x8xf32>"),
+            std::string::npos)
+      << *ir;
+  size_t first = ir->find("kf.transpose");
+  EXPECT_NE(first, std::string::npos);
+  EXPECT_EQ(ir->find("kf.transpose", first + 1), std::string::npos) << *ir;
+}
+
 TEST(Graph, RoundTripsThroughText) {
   Graph g("rt");
   Tensor x = g.input("x", DType::f32, {4, "N"});
