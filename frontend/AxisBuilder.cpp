@@ -41,7 +41,7 @@ Tensor argReduce(StringRef op, kf::ReduceKind kind, Tensor x, int64_t axis,
   if (!checked)
     return {};
   auto [g, a] = *checked;
-  const shapes::Shape &in = g->shapeOf(x);
+  shapes::Shape in = g->shapeOf(x);
   if (in[a] == 0)
     return g->fail(op, "axis " + std::to_string(a) + " of " +
                            g->diag().str(in) +
@@ -73,7 +73,7 @@ Tensor cumsum(Tensor x, int64_t axis) {
   if (!checked)
     return {};
   auto [g, a] = *checked;
-  const shapes::Shape &in = g->shapeOf(x);
+  shapes::Shape in = g->shapeOf(x);
   OpBuilder b = g->builder();
   Value v = kf::CumsumOp::create(b, g->loc("cumsum"),
                                  g->tensorType(in, g->dtypeOf(x)), g->value(x),

@@ -76,7 +76,8 @@ Tensor concat(const std::vector<Tensor> &tensors, int64_t axis) {
   if (!a)
     return {};
   SmallVector<Value> values;
-  SmallVector<ArrayRef<int64_t>> inputShapes;
+  // Copies: a cast adds a tensor, which may move the shapes held so far.
+  SmallVector<shapes::Shape> inputShapes;
   for (Tensor t : tensors) {
     Tensor cast = g->castTo(t, dtype);
     if (!cast.isValid())
@@ -85,7 +86,9 @@ Tensor concat(const std::vector<Tensor> &tensors, int64_t axis) {
     inputShapes.push_back(g->shapeOf(cast));
   }
   shapes::ShapeDiag diag = g->diag();
-  FailureOr<shapes::Shape> shape = shapes::inferConcat(inputShapes, *a, diag);
+  FailureOr<shapes::Shape> shape = shapes::inferConcat(
+      SmallVector<ArrayRef<int64_t>>(inputShapes.begin(), inputShapes.end()),
+      *a, diag);
   if (failed(shape))
     return g->fail("concat", diag.message());
   OpBuilder b = g->builder();
