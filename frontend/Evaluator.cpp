@@ -500,13 +500,11 @@ Status checkInputs(const detail::GraphImpl &g,
 namespace kfuse {
 using namespace kfuse::detail;
 
-Expected<std::vector<HostTensor>>
-evaluate(const Graph &graph, const std::vector<HostTensor> &inputs) {
-  const detail::GraphImpl &g = graph.impl();
-  if (!g.status)
-    return g.status.error();
-  KFUSE_RETURN_IF_ERROR(checkInputs(g, inputs));
+namespace {
 
+/// Binds the symbols from the inputs' shapes and interprets the graph.
+Expected<SmallVector<Buffer>> interpret(const GraphImpl &g,
+                                        SmallVector<Buffer> args) {
   OwningOpRef<func::FuncOp> func(g.func.clone());
   std::string diagnostics;
   ScopedDiagnosticHandler handler(g.context.get(), [&](Diagnostic &d) {
@@ -514,12 +512,26 @@ evaluate(const Graph &graph, const std::vector<HostTensor> &inputs) {
     return success();
   });
   SmallVector<SmallVector<int64_t, 4>> shapes;
-  for (const HostTensor &t : inputs)
-    shapes.emplace_back(t.shape().begin(), t.shape().end());
+  for (const Buffer &b : args)
+    shapes.push_back(b.shape);
   if (failed(kf::specializeShapes(*func, shapes)))
     return Error(ErrorCode::InvalidArgument, "evaluate: " + diagnostics);
+  SmallVector<Buffer> results;
+  Interpreter interpreter;
+  if (failed(interpreter.run(func->getBody().front(), args, results)))
+    return Error(ErrorCode::InvalidGraph, "evaluate: " + diagnostics);
+  return results;
+}
 
-  SmallVector<Buffer> args, results;
+} // namespace
+
+Expected<std::vector<HostTensor>>
+evaluate(const Graph &graph, const std::vector<HostTensor> &inputs) {
+  const detail::GraphImpl &g = graph.impl();
+  if (!g.status)
+    return g.status.error();
+  KFUSE_RETURN_IF_ERROR(checkInputs(g, inputs));
+  SmallVector<Buffer> args;
   for (const HostTensor &t : inputs) {
     Buffer b;
     b.shape.assign(t.shape().begin(), t.shape().end());
@@ -528,18 +540,48 @@ evaluate(const Graph &graph, const std::vector<HostTensor> &inputs) {
       b.data[i] = t.get(i);
     args.push_back(std::move(b));
   }
-  Interpreter interpreter;
-  if (failed(interpreter.run(func->getBody().front(), args, results)))
-    return Error(ErrorCode::InvalidGraph, "evaluate: " + diagnostics);
-
+  Expected<SmallVector<Buffer>> results = interpret(g, std::move(args));
+  if (!results)
+    return results.error();
   std::vector<HostTensor> outputs;
-  for (auto [buffer, type] : llvm::zip(results, func->getResultTypes())) {
+  for (auto [buffer, type] : llvm::zip(*results, g.func.getResultTypes())) {
     HostTensor t(*fromMLIRType(type),
                  std::vector<int64_t>(buffer.shape.begin(), buffer.shape.end()));
     for (size_t i = 0; i < buffer.data.size(); ++i)
       t.set(i, buffer.data[i]);
     outputs.push_back(std::move(t));
   }
+  return outputs;
+}
+
+Expected<std::vector<Float64Tensor>>
+evaluateFloat64(const Graph &graph, const std::vector<Float64Tensor> &inputs) {
+  const detail::GraphImpl &g = graph.impl();
+  if (!g.status)
+    return g.status.error();
+  if (inputs.size() != g.func.getNumArguments())
+    return Error(ErrorCode::InvalidArgument,
+                 "evaluateFloat64: the graph takes " +
+                     std::to_string(g.func.getNumArguments()) +
+                     " inputs, got " + std::to_string(inputs.size()));
+  SmallVector<Buffer> args;
+  for (auto [i, t] : llvm::enumerate(inputs)) {
+    std::optional<int64_t> count = kf::shapes::elementCount(t.shape);
+    if (!count || *count != static_cast<int64_t>(t.values.size()))
+      return Error(ErrorCode::InvalidArgument,
+                   "evaluateFloat64: input '" + g.inputNames[i] + "' has " +
+                       std::to_string(t.values.size()) +
+                       " values for its shape");
+    args.push_back({SmallVector<int64_t, 4>(t.shape.begin(), t.shape.end()),
+                    t.values});
+  }
+  Expected<SmallVector<Buffer>> results = interpret(g, std::move(args));
+  if (!results)
+    return results.error();
+  std::vector<Float64Tensor> outputs;
+  for (Buffer &b : *results)
+    outputs.push_back({std::vector<int64_t>(b.shape.begin(), b.shape.end()),
+                       std::move(b.data)});
   return outputs;
 }
 

@@ -1,6 +1,7 @@
 //===- Graph.cpp - kfuse::Graph over the kf dialect -----------------------===//
 
 #include "frontend/GraphImpl.h"
+#include "ir/SpecializeShapes.h"
 #include "ir/KFDialect.h"
 #include "kfuse/kfuse.h"
 
@@ -158,6 +159,7 @@ Tensor GraphImpl::wrap(Value value, shapes::Shape shape) {
                 "a tensor of " + diag().str(shape) +
                     " has more bytes than 64 bits can count");
   }
+  ids.try_emplace(value, static_cast<int>(values.size()));
   values.push_back(value);
   shapes.push_back(std::move(shape));
   return Tensor(this, static_cast<int>(values.size()) - 1);
@@ -431,9 +433,39 @@ static LogicalResult checkGraphFunction(func::FuncOp func) {
   return failure(walk.wasInterrupted());
 }
 
+/// Gives every op result in `entry` a Tensor with its symbolic shape,
+/// inferred by the op's shape rule from its operands', so that frontend
+/// functions (autodiff's rules among them) can build on any value of a
+/// parsed graph.
+static LogicalResult adoptOps(detail::GraphImpl &g, Block &entry) {
+  auto shapeOf = [&](Value v) -> ArrayRef<int64_t> {
+    return g.shapes[g.ids.lookup(v)];
+  };
+  auto namedDim = [&](unsigned, StringRef symbol) -> FailureOr<int64_t> {
+    return symbol.empty() ? shapes::kUnknown : g.symbolId(symbol);
+  };
+  for (Operation &op : entry.without_terminator()) {
+    shapes::ShapeDiag diag = g.diag();
+    FailureOr<shapes::Shape> shape =
+        kf::inferResultShape(&op, shapeOf, namedDim, diag);
+    if (failed(shape)) {
+      op.emitOpError() << diag.message();
+      return failure();
+    }
+    if (!g.wrap(op.getResult(0), *shape).isValid())
+      return failure();
+    // kf.attention's log-sum-exp: one per query row.
+    if (op.getNumResults() == 2 &&
+        !g.wrap(op.getResult(1), shapes::Shape(ArrayRef(*shape).drop_back()))
+             .isValid())
+      return failure();
+  }
+  return success();
+}
+
 /// Fills the frontend's tables (names, symbolic shapes, outputs) from a
 /// parsed function.
-static void adoptFunction(detail::GraphImpl &g, func::FuncOp func) {
+static LogicalResult adoptFunction(detail::GraphImpl &g, func::FuncOp func) {
   g.func = func;
   g.name = func.getSymName().str();
   Block &entry = func.getBody().front();
@@ -446,8 +478,11 @@ static void adoptFunction(detail::GraphImpl &g, func::FuncOp func) {
     for (auto [d, size] : llvm::enumerate(shape))
       if (ShapedType::isDynamic(size) && symbols && d < symbols.size())
         size = g.symbolId(mlir::cast<StringAttr>(symbols[d]).getValue());
-    g.wrap(arg, shape);
+    if (!g.wrap(arg, shape).isValid())
+      return failure();
   }
+  if (failed(adoptOps(g, entry)))
+    return failure();
   for (auto [i, result] :
        llvm::enumerate(entry.getTerminator()->getOperands())) {
     auto name = func.getResultAttrOfType<StringAttr>(i, "kf.name");
@@ -461,6 +496,7 @@ static void adoptFunction(detail::GraphImpl &g, func::FuncOp func) {
     g.wrap(result,
            shapes::Shape(mlir::cast<RankedTensorType>(result.getType()).getShape()));
   }
+  return success();
 }
 
 Expected<Graph> Graph::fromMLIR(std::string_view text,
@@ -493,7 +529,9 @@ Expected<Graph> Graph::fromMLIR(std::string_view text,
   if (failed(checkGraphFunction(funcs.front())))
     return fail(std::string(bufferName) + ": not a kfuse graph");
   g.module = std::move(module);
-  adoptFunction(g, funcs.front());
+  if (failed(adoptFunction(g, funcs.front())))
+    return g.status ? fail(std::string(bufferName) + ": a shape does not follow")
+                    : g.status.error();
   return graph;
 }
 

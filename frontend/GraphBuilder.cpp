@@ -427,21 +427,24 @@ Tensor transpose(Tensor x, const std::vector<int64_t> &perm) {
 }
 
 Tensor iota(Graph &graph, const Shape &dims, int64_t dim, DType dtype) {
-  GraphImpl &g = graph.impl();
-  if (!g.status)
+  if (!graph.status())
     return {};
-  std::optional<shapes::Shape> shape = g.fromDims(dims);
+  return graph.impl().iota(dims, dim, dtype);
+}
+
+Tensor detail::GraphImpl::iota(const Shape &dims, int64_t dim, DType dtype) {
+  std::optional<shapes::Shape> shape = fromDims(dims);
   if (!shape)
-    return g.fail("iota", "negative dim in " + shapeString(dims));
+    return fail("iota", "negative dim in " + shapeString(dims));
   if (dtype == DType::i1)
-    return g.fail("iota", "dtype must be numeric, got i1");
-  std::optional<int64_t> d = g.normalizeAxis("iota", dim, shape->size());
+    return fail("iota", "dtype must be numeric, got i1");
+  std::optional<int64_t> d = normalizeAxis("iota", dim, shape->size());
   if (!d)
     return {};
-  OpBuilder b = g.builder();
-  Value v = kf::IotaOp::create(b, g.loc("iota"), g.tensorType(*shape, dtype),
-                               b.getI64IntegerAttr(*d), g.dimSymbols(*shape));
-  return g.wrap(v, *shape);
+  OpBuilder b = builder();
+  Value v = kf::IotaOp::create(b, loc("iota"), tensorType(*shape, dtype),
+                               b.getI64IntegerAttr(*d), dimSymbols(*shape));
+  return wrap(v, *shape);
 }
 
 Tensor reduceSum(Tensor x, std::vector<int64_t> axes, bool keepDims) {

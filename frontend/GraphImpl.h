@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <mutex>
@@ -48,6 +49,8 @@ struct GraphImpl {
   /// Per value id: the MLIR value and its shape with symbol ids.
   std::vector<mlir::Value> values;
   std::vector<kf::shapes::Shape> shapes;
+  /// Value -> the id of its first Tensor.
+  llvm::DenseMap<mlir::Value, int> ids;
   std::vector<std::string> symbolNames;
   llvm::StringMap<int64_t> symbolIds;
   std::vector<std::string> inputNames, outputNames;
@@ -60,6 +63,11 @@ struct GraphImpl {
   // Building.
   Tensor wrap(mlir::Value value, kf::shapes::Shape shape);
   mlir::Value value(Tensor t) const { return values[id(t)]; }
+  /// The Tensor of a value of this graph (invalid for a value without one).
+  Tensor tensorOf(mlir::Value v) {
+    auto it = ids.find(v);
+    return it == ids.end() ? Tensor() : Tensor(this, it->second);
+  }
   const kf::shapes::Shape &shapeOf(Tensor t) const { return shapes[id(t)]; }
   DType dtypeOf(Tensor t) const;
   static int id(Tensor t) { return t.id_; }
@@ -92,6 +100,8 @@ struct GraphImpl {
   Tensor castTo(Tensor t, DType dtype);
   Tensor broadcastTo(Tensor t, const kf::shapes::Shape &shape);
   Tensor scalar(double value, DType dtype);
+  /// kfuse::iota on this graph.
+  Tensor iota(const Shape &dims, int64_t dim, DType dtype);
 };
 
 } // namespace detail

@@ -53,21 +53,17 @@ std::string argName(func::FuncOp func, unsigned i) {
 FailureOr<RankedTensorType> resolve(RankedTensorType type, ArrayAttr symbols,
                                     const SymbolBindings &bindings,
                                     function_ref<InFlightDiagnostic()> error) {
-  if (type.hasStaticShape())
-    return type;
-  shapes::Shape shape(type.getShape());
-  for (auto [i, d] : llvm::enumerate(shape)) {
-    if (!type.isDynamicDim(i))
-      continue;
-    StringRef symbol =
-        symbols ? cast<StringAttr>(symbols[i]).getValue() : StringRef();
-    std::optional<int64_t> size = bindings.lookup(symbol);
-    if (!size)
-      return error() << "symbolic dim " << i << " ('" << symbol << "') of "
-                     << type << " is not bound to a size";
-    d = *size;
-  }
-  return type.clone(shape);
+  FailureOr<shapes::Shape> shape = resolveNamedDims(
+      type, symbols, [&](unsigned i, StringRef symbol) -> FailureOr<int64_t> {
+        std::optional<int64_t> size = bindings.lookup(symbol);
+        if (!size)
+          return error() << "symbolic dim " << i << " ('" << symbol
+                         << "') of " << type << " is not bound to a size";
+        return *size;
+      });
+  if (failed(shape))
+    return failure();
+  return type.clone(*shape);
 }
 
 /// Binds the symbols of argument `i` from the shape the call gives.
@@ -101,84 +97,26 @@ LogicalResult bindArgument(func::FuncOp func, unsigned i,
 
 /// The result type `op` has once its operands have concrete types.
 FailureOr<Type> inferResultType(Operation *op, const SymbolBindings &bindings) {
-  auto tensorOf = [](Value v) { return cast<RankedTensorType>(v.getType()); };
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
-  auto error = [op] { return op->emitOpError(); };
   shapes::ShapeDiag diag;
-  auto withShape = [&](FailureOr<shapes::Shape> shape) -> FailureOr<Type> {
-    if (failed(shape))
-      return error() << diag.message();
-    return Type(resultType.clone(*shape));
-  };
-  return TypeSwitch<Operation *, FailureOr<Type>>(op)
-      .Case<IotaOp, BroadcastOp, ReshapeOp, RandomOp>([&](auto shaped) {
-        return FailureOr<Type>(resolve(
-            resultType, shaped.getDimSymbolsAttr(), bindings, error));
-      })
-      .Case([&](MatmulOp mm) {
-        return withShape(shapes::inferMatmul(
-            tensorOf(mm.getA()).getShape(), tensorOf(mm.getB()).getShape(),
-            mm.getTransposeA(), mm.getTransposeB(), diag, mm.getKChunk()));
-      })
-      .Case([&](TransposeOp t) {
-        return withShape(shapes::inferTranspose(
-            tensorOf(t.getInput()).getShape(), t.getPerm(), diag));
-      })
-      .Case([&](SliceOp sl) {
-        return withShape(shapes::inferSlice(tensorOf(sl.getInput()).getShape(),
-                                            sl.getStarts(), sl.getLimits(),
-                                            sl.getSteps(), diag));
-      })
-      .Case([&](ConcatOp c) {
-        SmallVector<ArrayRef<int64_t>> inputs;
-        for (Value input : c.getInputs())
-          inputs.push_back(tensorOf(input).getShape());
-        return withShape(shapes::inferConcat(inputs, c.getAxis(), diag));
-      })
-      .Case([&](PadOp p) {
-        return withShape(shapes::inferPad(tensorOf(p.getInput()).getShape(),
-                                          p.getLow(), p.getHigh(), diag));
-      })
-      .Case([&](GatherOp g) {
-        return withShape(shapes::inferGather(
-            tensorOf(g.getInput()).getShape(),
-            tensorOf(g.getIndices()).getShape(), g.getAxis(), diag));
-      })
-      .Case([&](TakeAlongAxisOp t) {
-        return withShape(shapes::inferTakeAlongAxis(
-            tensorOf(t.getInput()).getShape(),
-            tensorOf(t.getIndices()).getShape(), t.getAxis(), diag));
-      })
-      .Case([&](ArgReduceOp r) {
-        return withShape(shapes::inferReduce(tensorOf(r.getInput()).getShape(),
-                                             {static_cast<int64_t>(r.getAxis())},
-                                             r.getKeepDims(),
-                                             diag));
-      })
-      .Case([&](ReduceOp r) {
-        return withShape(shapes::inferReduce(tensorOf(r.getInput()).getShape(),
-                                             r.getAxes(), r.getKeepDims(),
-                                             diag));
-      })
-      .Case([&](AttentionOp a) {
-        shapes::AttentionShapes in{tensorOf(a.getQ()).getShape(),
-                                   tensorOf(a.getK()).getShape(),
-                                   tensorOf(a.getV()).getShape(), std::nullopt,
-                                   std::nullopt};
-        if (a.getMask())
-          in.mask = tensorOf(a.getMask()).getShape();
-        if (a.getBias())
-          in.bias = tensorOf(a.getBias()).getShape();
-        return withShape(shapes::inferAttention(in, diag));
-      })
-      .Case(
-          [&](SelectOp s) { return FailureOr<Type>(s.getOnTrue().getType()); })
-      .Case([&](ConstantOp c) { return FailureOr<Type>(c.getType()); })
-      .Default([&](Operation *) -> FailureOr<Type> {
-        // Elementwise ops, casts, compares and softmax keep the shape of
-        // their first operand.
-        return Type(resultType.clone(tensorOf(op->getOperand(0)).getShape()));
-      });
+  FailureOr<shapes::Shape> shape = inferResultShape(
+      op,
+      [](Value v) { return cast<RankedTensorType>(v.getType()).getShape(); },
+      [&](unsigned i, StringRef symbol) -> FailureOr<int64_t> {
+        std::optional<int64_t> size = bindings.lookup(symbol);
+        if (!size)
+          return op->emitOpError()
+                 << "symbolic dim " << i << " ('" << symbol << "') of "
+                 << resultType << " is not bound to a size";
+        return *size;
+      },
+      diag);
+  if (failed(shape)) {
+    if (!diag.message().empty())
+      op->emitOpError() << diag.message();
+    return failure();
+  }
+  return Type(resultType.clone(*shape));
 }
 
 LogicalResult retypeBlock(Block &block, const SymbolBindings &bindings);
@@ -223,6 +161,98 @@ LogicalResult retypeBlock(Block &block, const SymbolBindings &bindings) {
 }
 
 } // namespace
+
+FailureOr<shapes::Shape> kfuse::kf::resolveNamedDims(
+    RankedTensorType type, ArrayAttr symbols,
+    function_ref<FailureOr<int64_t>(unsigned, StringRef)> namedDim) {
+  shapes::Shape shape(type.getShape());
+  for (auto [i, d] : llvm::enumerate(shape)) {
+    if (!type.isDynamicDim(i))
+      continue;
+    StringRef symbol =
+        symbols ? cast<StringAttr>(symbols[i]).getValue() : StringRef();
+    FailureOr<int64_t> named = namedDim(i, symbol);
+    if (failed(named))
+      return failure();
+    d = *named;
+  }
+  return shape;
+}
+
+FailureOr<shapes::Shape> kfuse::kf::inferResultShape(
+    Operation *op, function_ref<ArrayRef<int64_t>(Value)> shapeOf,
+    function_ref<FailureOr<int64_t>(unsigned, StringRef)> namedDim,
+    shapes::ShapeDiag &diag) {
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  return TypeSwitch<Operation *, FailureOr<shapes::Shape>>(op)
+      .Case<IotaOp, BroadcastOp, ReshapeOp, RandomOp>([&](auto shaped) {
+        return resolveNamedDims(resultType, shaped.getDimSymbolsAttr(),
+                                namedDim);
+      })
+      .Case([&](MatmulOp mm) {
+        return shapes::inferMatmul(shapeOf(mm.getA()), shapeOf(mm.getB()),
+                                   mm.getTransposeA(), mm.getTransposeB(),
+                                   diag, mm.getKChunk());
+      })
+      .Case([&](TransposeOp t) {
+        return shapes::inferTranspose(shapeOf(t.getInput()), t.getPerm(),
+                                      diag);
+      })
+      .Case([&](SliceOp sl) {
+        return shapes::inferSlice(shapeOf(sl.getInput()), sl.getStarts(),
+                                  sl.getLimits(), sl.getSteps(), diag);
+      })
+      .Case([&](ConcatOp c) {
+        SmallVector<ArrayRef<int64_t>> inputs;
+        for (Value input : c.getInputs())
+          inputs.push_back(shapeOf(input));
+        return shapes::inferConcat(inputs, c.getAxis(), diag);
+      })
+      .Case([&](PadOp p) {
+        return shapes::inferPad(shapeOf(p.getInput()), p.getLow(),
+                                p.getHigh(), diag);
+      })
+      .Case([&](GatherOp g) {
+        return shapes::inferGather(shapeOf(g.getInput()),
+                                   shapeOf(g.getIndices()), g.getAxis(), diag);
+      })
+      .Case([&](TakeAlongAxisOp t) {
+        return shapes::inferTakeAlongAxis(shapeOf(t.getInput()),
+                                          shapeOf(t.getIndices()), t.getAxis(),
+                                          diag);
+      })
+      .Case([&](ArgReduceOp r) {
+        return shapes::inferReduce(shapeOf(r.getInput()),
+                                   {static_cast<int64_t>(r.getAxis())},
+                                   r.getKeepDims(), diag);
+      })
+      .Case([&](ReduceOp r) {
+        return shapes::inferReduce(shapeOf(r.getInput()), r.getAxes(),
+                                   r.getKeepDims(), diag);
+      })
+      .Case([&](AttentionOp a) {
+        shapes::AttentionShapes in{shapeOf(a.getQ()), shapeOf(a.getK()),
+                                   shapeOf(a.getV()), std::nullopt,
+                                   std::nullopt};
+        if (a.getMask())
+          in.mask = shapeOf(a.getMask());
+        if (a.getBias())
+          in.bias = shapeOf(a.getBias());
+        return shapes::inferAttention(in, diag);
+      })
+      .Case([&](SelectOp s) {
+        return FailureOr<shapes::Shape>(shapes::Shape(shapeOf(s.getOnTrue())));
+      })
+      .Case([&](ConstantOp c) {
+        return FailureOr<shapes::Shape>(shapes::Shape(c.getType().getShape()));
+      })
+      .Default([&](Operation *) {
+        // Elementwise ops, casts, compares, cumsum and softmax keep the
+        // shape of their first operand.
+        return FailureOr<shapes::Shape>(
+            shapes::Shape(shapeOf(op->getOperand(0))));
+      });
+}
 
 LogicalResult
 kfuse::kf::specializeShapes(func::FuncOp func,

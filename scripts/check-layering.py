@@ -17,12 +17,13 @@ import sys
 ALLOWED = {
     "ir": set(),
     "frontend": {"ir"},
+    "autodiff": {"ir", "frontend"},
     "analysis": {"ir"},
     "transforms": {"ir", "analysis"},
     "codegen": {"ir", "analysis", "transforms"},
     "runtime": set(),
-    "compiler": {"ir", "frontend", "analysis", "transforms", "codegen",
-                 "runtime"},
+    "compiler": {"ir", "frontend", "autodiff", "analysis", "transforms",
+                 "codegen", "runtime"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^/"]+)/')
 SOURCES = ("*.h", "*.cpp", "*.inc", "*.td")

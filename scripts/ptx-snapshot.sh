@@ -12,7 +12,7 @@ out=${1:?usage: scripts/ptx-snapshot.sh DIR}
 "$root/scripts/build.sh" > /dev/null
 rm -rf "$out"
 export KFUSE_DUMP_DIR=$out
-"$build/tests/unit/kfuse-unit-tests" --gtest_filter='PTX*:Compiler*' > /dev/null 2>&1 || true
+"$build/tests/unit/kfuse-unit-tests" --gtest_filter='*PTX*:Compiler*' > /dev/null 2>&1 || true
 "$build/compiler/kfuse-fuzz" --cpu --count 400 --seed 424242 > /dev/null
 "$build/examples/kfuse-example-embed" > /dev/null 2>&1 || true
 echo "ptx-snapshot: $(find "$out" -name kernels.ptx | wc -l) compiles in $out"

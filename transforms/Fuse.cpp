@@ -307,13 +307,15 @@ Partition partitionOnce(Block &body, bool fused,
   return p;
 }
 
-/// Whether `op`, which reads a value computed from a row op of its kernel,
-/// reads it in place: a row kernel holds one row per thread block, so an
-/// op may read the row it computes, not another. Elementwise ops do; so
-/// does a broadcast of per-row values along the row ([..., 1] to
-/// [..., length]), a reshape that keeps the last dim and one that only adds
-/// or drops dims of size 1.
-bool readsInPlace(Operation *op) {
+/// Whether `op`, which reads a value computed from a row op of its kernel
+/// (rows of `length`), reads it in place: a row kernel holds one row per
+/// thread block, so an op may read the row it computes, not another.
+/// Elementwise ops do; so does a broadcast of per-row values along the row
+/// ([..., 1] to [..., length]), a reshape that keeps the last dim and one
+/// that only adds or drops dims of size 1 of per-row values (a [rows, 1]
+/// as [rows]; a whole row [length] as [length, 1] would make its columns
+/// rows).
+bool readsInPlace(Operation *op, int64_t length) {
   if (op->hasTrait<OpTrait::kf::Elementwise>() || isa<SelectOp>(op) ||
       kernelKindOf(op) != KernelKind::pointwise)
     return true;
@@ -333,8 +335,9 @@ bool readsInPlace(Operation *op) {
                     [](int64_t d) { return d != 1; });
       return dims;
     };
+    bool perRow = in.getShape().back() != length || length == 1;
     return in.getShape().back() == out.getShape().back() ||
-           nonUnit(in.getShape()) == nonUnit(out.getShape());
+           (perRow && nonUnit(in.getShape()) == nonUnit(out.getShape()));
   }
   return false;
 }
@@ -368,8 +371,11 @@ void findMisreadRowOps(Block &body, const Partition &p,
     }
     bool afterMatmul = llvm::any_of(
         mine, [](Operation *anchor) { return isa<MatmulOp>(anchor); });
+    auto inPlace = [&](Operation *anchor) {
+      return isa<MatmulOp>(anchor) || readsInPlace(&op, rowOpSpace(anchor)->length);
+    };
     if (!mine.empty() && (afterMatmul ? !readsAccumulatorsInPlace(&op)
-                                      : !readsInPlace(&op)))
+                                      : !llvm::all_of(mine, inPlace)))
       misread.insert(mine.begin(), mine.end());
   }
 }

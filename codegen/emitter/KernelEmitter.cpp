@@ -455,6 +455,8 @@ Value KernelEmitter::iotaAt(IotaOp op, ElementIndex &idx) {
   Type dtype = computeType(op.getType().getElementType());
   if (isa<FloatType>(dtype))
     return arith::SIToFPOp::create(b, location, dtype, i);
+  if (dtype == i.getType())
+    return i;
   return arith::TruncIOp::create(b, location, dtype, i);
 }
 

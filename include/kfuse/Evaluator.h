@@ -55,6 +55,19 @@ private:
 Expected<std::vector<HostTensor>> evaluate(const Graph &graph,
                                            const std::vector<HostTensor> &inputs);
 
+/// A tensor's values as float64, row-major.
+struct Float64Tensor {
+  std::vector<int64_t> shape;
+  std::vector<double> values;
+};
+
+/// evaluate() with float64 inputs and outputs: nothing is rounded but what
+/// a cast in the graph rounds, so finite differences of a graph of f32 ops
+/// are those of its float64 semantics (kfuse::testing::checkGradients).
+/// Values of integer or i1 inputs must be integers.
+Expected<std::vector<Float64Tensor>>
+evaluateFloat64(const Graph &graph, const std::vector<Float64Tensor> &inputs);
+
 /// ||a - b|| / ||b|| over all elements; NaN or inf where either has one
 /// that the other does not match exactly.
 double relativeError(const HostTensor &actual, const HostTensor &expected);

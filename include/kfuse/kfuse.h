@@ -8,6 +8,7 @@
 #ifndef KFUSE_KFUSE_H
 #define KFUSE_KFUSE_H
 
+#include "kfuse/Autodiff.h"
 #include "kfuse/DType.h"
 #include "kfuse/Error.h"
 #include "kfuse/Evaluator.h"

@@ -67,6 +67,19 @@ void kfuse_graph_destroy(kfuse_graph graph);
 kfuse_status kfuse_graph_status(kfuse_graph graph);
 kfuse_status kfuse_graph_to_mlir(kfuse_graph graph, char **text);
 
+/* Reverse mode (kfuse/Autodiff.h). kfuse_graph_vjp: a new graph computing
+ * `graph`'s outputs and "grad_<x>" for each of the `num_wrt` inputs named
+ * (every float input when 0), taking a cotangent input "grad_<y>" for each
+ * of the `num_outputs` outputs named (every float output when 0).
+ * kfuse_graph_grad: the same for a rank-0 `loss` whose cotangent is 1 (no
+ * grad_<loss> input). Destroy the new graph with kfuse_graph_destroy. */
+kfuse_status kfuse_graph_vjp(kfuse_graph graph, const char *const *outputs,
+                             int64_t num_outputs, const char *const *wrt,
+                             int64_t num_wrt, kfuse_graph *out);
+kfuse_status kfuse_graph_grad(kfuse_graph graph, const char *loss,
+                              const char *const *wrt, int64_t num_wrt,
+                              kfuse_graph *out);
+
 /* An input of `rank` dims; a dim whose `symbols` entry is non-NULL and
  * non-empty is symbolic (`sizes` ignored there). `symbols` may be NULL. */
 kfuse_tensor kfuse_input(kfuse_graph graph, const char *name, kfuse_dtype dtype,

@@ -18,6 +18,7 @@ from .errors import (CacheIOError, CompileError, DeviceError, Error,
                      InvalidArgumentError, InvalidGraphError, NoDeviceError)
 from . import testing
 from .executable import Executable, cache_stats, compile, evaluate
+from .autodiff import grad, vjp
 from .graph import (Graph, Tensor, abs, attention, cos, erf, exp, gelu, log,
                     matmul, maximum, minimum, neg, pow, reciprocal, relu,
                     rsqrt, scaled_dot_product_attention, sigmoid, silu, sin,
@@ -32,7 +33,7 @@ __version__ = _capi.fn["kfuse_version"]().decode()
 
 __all__ = [
     "Graph", "Tensor", "Executable", "compile", "evaluate", "cache_stats",
-    "testing", "dtype",
+    "testing", "dtype", "grad", "vjp",
     "float32", "float16", "bfloat16", "int32", "int64", "bool", "Error",
     "InvalidGraphError", "InvalidArgumentError", "CompileError",
     "NoDeviceError", "DeviceError", "CacheIOError", "abs", "attention",

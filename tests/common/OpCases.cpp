@@ -223,6 +223,7 @@ std::vector<OpCase> allOpCases() {
                    },
                    {{100, 256}, {256}, {100, 1}}});
   addIndexingCases(cases);
+  addGradientCases(cases);
   return cases;
 }
 

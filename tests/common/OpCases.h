@@ -30,6 +30,9 @@ std::vector<OpCase> allOpCases();
 /// The indexing ops and the newer elementwise ones (IndexingCases.cpp);
 /// allOpCases includes them.
 void addIndexingCases(std::vector<OpCase> &cases);
+/// Joint forward-and-backward graphs from kfuse::grad and kfuse::vjp
+/// (GradientCases.cpp); allOpCases includes them.
+void addGradientCases(std::vector<OpCase> &cases);
 
 /// A seed from the system's entropy: every test run draws fresh inputs
 /// (the failure message prints it, to replay).

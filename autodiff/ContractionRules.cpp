@@ -1,0 +1,179 @@
+//===- ContractionRules.cpp - vector-Jacobian rules of matmul, softmax, ---===//
+//                            attention
+//
+// A matmul's cotangents are two matmuls; 16-bit operands get 16-bit
+// cotangents (tensor cores, f32 accumulation), as PyTorch's backward does.
+// Attention's backward recomputes the probabilities from q and k: FlashAttention's
+// recurrences, written here as whole matmuls over the S x S scores.
+//
+//===----------------------------------------------------------------------===//
+
+#include "autodiff/Rules.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+
+namespace kfuse::autodiff {
+namespace {
+
+MatmulOptions f32With(bool transposeA, bool transposeB) {
+  return {transposeA, transposeB, DType::f32};
+}
+
+/// `t` with its last two dims swapped.
+Tensor swapLast(Tensor t) {
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < t.rank(); ++i)
+    perm.push_back(i);
+  std::swap(perm[t.rank() - 1], perm[t.rank() - 2]);
+  return transpose(t, perm);
+}
+
+/// dB of a matmul whose b is rank 2 and shared by a's batches: a's rows
+/// (all batches) against g's, as one matmul when the rows can be counted,
+/// else batch by batch and summed.
+Tensor sharedOperandVJP(Tensor aLogical, Tensor g) {
+  Shape shape = aLogical.shape();
+  int64_t rows = 1;
+  for (size_t i = 0; i + 1 < shape.size() && rows >= 0; ++i)
+    rows = shape[i].isSymbolic() ? -1 : rows * shape[i].size();
+  if (rows >= 0)
+    return matmul(reshape(aLogical, {rows, shape.back()}),
+                  reshape(g, {rows, g.shape().back()}), f32With(true, false));
+  std::vector<int64_t> batch;
+  for (int64_t i = 0; i + 2 < aLogical.rank(); ++i)
+    batch.push_back(i);
+  return reduceSum(matmul(aLogical, g, f32With(true, false)), batch);
+}
+
+Cotangents matmulVJP(kf::MatmulOp op, Tensor g, const RuleContext &ctx) {
+  Tensor a = ctx.primal(op.getA()), b = ctx.primal(op.getB());
+  bool tA = op.getTransposeA(), tB = op.getTransposeB();
+  g = cast(g, a.dtype());
+  // dA = g B^T, stored as a is (transposed when a is).
+  Tensor da;
+  if (!tA)
+    da = matmul(g, b, f32With(false, !tB));
+  else if (b.rank() == a.rank())
+    da = matmul(b, g, f32With(tB, true));
+  else
+    da = swapLast(matmul(g, b, f32With(false, !tB)));
+  // dB = A^T g, stored as b is.
+  Tensor db;
+  if (b.rank() != a.rank()) {
+    db = sharedOperandVJP(tA ? swapLast(a) : a, g);
+    db = tB ? swapLast(db) : db;
+  } else if (!tB) {
+    db = matmul(a, g, f32With(!tA, false));
+  } else {
+    db = matmul(g, a, f32With(true, tA));
+  }
+  return {da, db};
+}
+
+Cotangents softmaxVJP(kf::SoftmaxOp op, Tensor g, const RuleContext &ctx) {
+  Tensor y = toF32(ctx.primal(op.getResult()));
+  int64_t axis = op.getAxis();
+  Tensor dot = broadcastTo(reduceSum(g * y, {axis}, true), y.shape());
+  return {y * (g - dot)};
+}
+
+/// Attention's pieces: q, k and v with k and v repeated to q's heads
+/// (grouped-query attention), and the recomputed probabilities.
+struct AttentionPrimals {
+  Tensor q, k, v, probs;
+  int64_t group; ///< query heads per kv head
+};
+
+/// `t` [B, Hkv, S, X] repeated to [B, Hkv * group, S, X], each kv head
+/// serving `group` consecutive query heads.
+Tensor repeatHeads(Tensor t, int64_t group) {
+  if (group == 1)
+    return t;
+  Shape s = t.shape();
+  Tensor spread = broadcastTo(unsqueeze(t, 2), {s[0], s[1], group, s[2], s[3]});
+  return reshape(spread, {s[0], s[1].size() * group, s[2], s[3]});
+}
+
+/// A [B, H, S, X] cotangent of repeated heads summed back to [B, Hkv, S, X].
+Tensor sumHeads(Tensor t, int64_t group) {
+  if (group == 1)
+    return t;
+  Shape s = t.shape();
+  Tensor split =
+      reshape(t, {s[0], s[1].size() / group, group, s[2], s[3]});
+  return reduceSum(split, {2});
+}
+
+AttentionPrimals recompute(kf::AttentionOp op, const RuleContext &ctx) {
+  AttentionPrimals p;
+  p.q = ctx.primal(op.getQ());
+  Tensor k = ctx.primal(op.getK());
+  p.group = p.q.shape()[1].size() / k.shape()[1].size();
+  p.k = repeatHeads(k, p.group);
+  p.v = repeatHeads(ctx.primal(op.getV()), p.group);
+  Tensor s = matmul(p.q, p.k, f32With(false, true)) * op.getScale().convertToDouble();
+  if (op.getBias())
+    s = s + toF32(ctx.primal(op.getBias()));
+  Tensor minusInf = scalarLike(s, -std::numeric_limits<double>::infinity());
+  if (op.getMask())
+    s = where(ctx.primal(op.getMask()), s, minusInf);
+  if (op.getCausal()) {
+    Shape scores = {p.q.shape()[2], p.k.shape()[2]};
+    Tensor row = ctx.graph.iota(scores, 0, DType::i32);
+    Tensor col = ctx.graph.iota(scores, 1, DType::i32);
+    s = where(col <= row, s, minusInf);
+  }
+  p.probs = softmax(s, -1);
+  return p;
+}
+
+Cotangents attentionVJP(kf::AttentionOp op, ArrayRef<Tensor> results,
+                        const RuleContext &ctx) {
+  AttentionPrimals p = recompute(op, ctx);
+  DType dtype = p.q.dtype();
+  double scale = op.getScale().convertToDouble();
+  Tensor dOut = results[0], dLse = results.size() > 1 ? results[1] : Tensor();
+  Tensor dv, dScores;
+  if (dOut.isValid()) {
+    dOut = cast(dOut, dtype);
+    dv = matmul(cast(p.probs, dtype), dOut, f32With(true, false));
+    Tensor dProbs = matmul(dOut, p.v, f32With(false, true));
+    Tensor dot = broadcastTo(reduceSum(dProbs * p.probs, {-1}, true),
+                             p.probs.shape());
+    dScores = p.probs * (dProbs - dot);
+  }
+  if (dLse.isValid()) {
+    // d lse / d scores is the probabilities.
+    Tensor fromLse = p.probs * unsqueeze(dLse, 3);
+    dScores = dScores.isValid() ? dScores + fromLse : fromLse;
+  }
+  Tensor dsc = cast(dScores, dtype);
+  Tensor dq = matmul(dsc, p.k, f32With(false, false)) * scale;
+  Tensor dk = matmul(dsc, p.q, f32With(true, false)) * scale;
+  Cotangents out = {dq, sumHeads(dk, p.group),
+                    dv.isValid() ? sumHeads(dv, p.group)
+                                 : zerosLike(ctx.primal(op.getV()))};
+  if (op.getMask())
+    out.push_back(Tensor());
+  if (op.getBias())
+    out.push_back(dScores);
+  return out;
+}
+
+} // namespace
+
+std::optional<Cotangents> contractionVJP(Operation *op,
+                                         ArrayRef<Tensor> results,
+                                         const RuleContext &ctx) {
+  return TypeSwitch<Operation *, std::optional<Cotangents>>(op)
+      .Case([&](kf::MatmulOp m) { return matmulVJP(m, results[0], ctx); })
+      .Case([&](kf::SoftmaxOp s) { return softmaxVJP(s, results[0], ctx); })
+      .Case([&](kf::AttentionOp a) { return attentionVJP(a, results, ctx); })
+      .Default([](Operation *) { return std::nullopt; });
+}
+
+} // namespace kfuse::autodiff

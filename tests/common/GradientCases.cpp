@@ -1,0 +1,105 @@
+//===- GradientCases.cpp - joint forward-and-backward graphs --------------===//
+//
+// Graphs made by kfuse::grad and kfuse::vjp from the pieces of a
+// transformer (an MLP, a LayerNorm, cross-entropy, grouped-query causal
+// attention, indexing), in f32 and 16-bit dtypes: the PTX tests compile
+// them, the GPU tests run them fused and unfused against the evaluator.
+// Each case's graph is the joint one; the forward's inputs come first.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpCases.h"
+
+namespace kfuse::testing {
+
+namespace {
+
+/// Replaces `g` with the joint graph of `forward` (loss: grad, else vjp).
+void differentiate(Graph &g, const Graph &forward, const char *loss) {
+  Expected<Graph> joint = loss ? grad(forward, loss) : vjp(forward);
+  if (joint)
+    g = joint.take();
+  else // an invalid input makes the failure visible in g's status
+    g.output("vjp_failed: " + joint.error().message(), Tensor());
+}
+
+Tensor layerNorm(Tensor x, Tensor w, Tensor b) {
+  Tensor xf = cast(x, DType::f32);
+  Tensor mean = reduceMean(xf, {-1}, true);
+  Tensor d = xf - mean;
+  Tensor var = reduceMean(d * d, {-1}, true);
+  return cast(d * rsqrt(var + 1e-5) * w + b, x.dtype());
+}
+
+} // namespace
+
+void addGradientCases(std::vector<OpCase> &cases) {
+  for (DType d : {DType::f32, DType::bf16}) {
+    std::string suffix = std::string("_") + dtypeName(d);
+    cases.push_back({"grad_mlp" + suffix,
+                     [d](Graph &g) {
+                       Graph f("mlp");
+                       Tensor x = f.input("x", d, {64, 96});
+                       Tensor w = f.input("w", d, {96, 128});
+                       Tensor b = f.input("b", d, {128});
+                       Tensor h = gelu(matmul(x, w) + b);
+                       f.output("loss", reduceMean(cast(h, DType::f32)));
+                       differentiate(g, f, "loss");
+                     },
+                     {{64, 96}, {96, 128}, {128}}});
+    cases.push_back({"grad_layernorm" + suffix,
+                     [d](Graph &g) {
+                       Graph f("layernorm");
+                       Tensor x = f.input("x", d, {37, 96});
+                       Tensor w = f.input("w", DType::f32, {96});
+                       Tensor b = f.input("b", DType::f32, {96});
+                       f.output("y", layerNorm(x, w, b));
+                       differentiate(g, f, nullptr);
+                     },
+                     {{37, 96}, {96}, {96}, {37, 96}}});
+    cases.push_back(
+        {"grad_cross_entropy" + suffix,
+         [d](Graph &g) {
+           Graph f("xent");
+           Tensor logits = f.input("logits", d, {13, 1000});
+           Tensor labels = f.input("labels", DType::i64, {13, 1});
+           Tensor z = cast(logits, DType::f32);
+           Tensor m = reduceMax(z, {-1}, true);
+           Tensor lse = log(reduceSum(exp(z - m), {-1}, true)) + m;
+           f.output("loss", reduceMean(lse - takeAlongAxis(z, labels, 1)));
+           differentiate(g, f, "loss");
+         },
+         {{13, 1000}, {13, 1}}});
+  }
+  for (DType d : {DType::f16, DType::bf16})
+    cases.push_back({std::string("grad_attention_gqa_causal_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Graph f("attention");
+                       Tensor q = f.input("q", d, {1, 4, 64, 32});
+                       Tensor k = f.input("k", d, {1, 2, 64, 32});
+                       Tensor v = f.input("v", d, {1, 2, 64, 32});
+                       AttentionOptions o;
+                       o.causal = true;
+                       f.output("o", attention(q, k, v, o));
+                       differentiate(g, f, nullptr);
+                     },
+                     {{1, 4, 64, 32},
+                      {1, 2, 64, 32},
+                      {1, 2, 64, 32},
+                      {1, 4, 64, 32}}});
+  cases.push_back({"grad_indexing_f32",
+                   [](Graph &g) {
+                     Graph f("indexing");
+                     Tensor table = f.input("table", DType::f32, {11, 8});
+                     Tensor ids = f.input("ids", DType::i32, {3, 5});
+                     Tensor e = gather(table, ids, 0);         // [3, 5, 8]
+                     Tensor s = concat({slice(e, 2, 0, 4), slice(e, 2, 4) * 2.0},
+                                       1);                     // [3, 10, 4]
+                     Tensor p = pad(cumsum(s, 1), {{0, 0}, {1, 0}, {0, 2}});
+                     f.output("y", softmax(p, -1));
+                     differentiate(g, f, nullptr);
+                   },
+                   {{11, 8}, {3, 5}, {3, 11, 6}}});
+}
+
+} // namespace kfuse::testing
