@@ -98,6 +98,9 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
                     const CompileOptions &base = {});
 
 int runCosts(const std::string &self, Table &table);
+/// Compile time to PTX of stacks of pre-norm blocks (no GPU needed): the
+/// kernels, the distinct functions in the PTX, and the milliseconds.
+int runCompileScaling(const std::vector<int> &layerCounts);
 /// The memory-bound workloads (all, or `only`); `list` prints their names.
 int runMemoryBound(const std::string &only, bool list, MemoryTable &table);
 /// The tensor-core matmuls against cuBLAS (all, or `only`).

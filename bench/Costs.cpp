@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bench.h"
+#include "WorkloadGraphs.h"
 
 #include <algorithm>
 #include <chrono>
@@ -124,6 +125,40 @@ int runCosts(const std::string &self, Table &table) {
     return 1;
   table.add({"host time of run() on a cached one-kernel graph (10,000 calls)",
              median(hostUs), "us", "<= 5 us"});
+  return 0;
+}
+
+int runCompileScaling(const std::vector<int> &layerCounts) {
+  // GPT-2-medium-sized blocks; the sizes matter little to compile time.
+  const BlockShape shape{4, 1024, 1024, 16};
+  CompileOptions options;
+  options.diskCache = false;
+  // LLVM's one-time set-up (targets, libdevice) is not a layer's cost.
+  if (Expected<Executable> warm = Compiler(options).compile(oneOp(1000));
+      !warm || !warm->dump(Stage::PTX))
+    return 1;
+  std::printf("%-8s %8s %12s %14s %12s\n", "layers", "kernels", "functions",
+              "to PTX (ms)", "per layer");
+  for (int layers : layerCounts) {
+    Graph g = preNormStack(shape, layers);
+    Clock::time_point start = Clock::now();
+    Expected<Executable> exe = Compiler(options).compile(g);
+    Expected<std::string> ptx =
+        exe ? exe->dump(Stage::PTX) : Expected<std::string>(exe.error());
+    if (!ptx) {
+      std::fprintf(stderr, "%s\n", ptx.error().message().c_str());
+      return 1;
+    }
+    double ms = msSince(start);
+    size_t functions = 0;
+    for (size_t at = ptx->find(".entry"); at != std::string::npos;
+         at = ptx->find(".entry", at + 1))
+      ++functions;
+    Expected<std::vector<KernelReport>> kernels = exe->kernels();
+    std::printf("%-8d %8zu %12zu %14.1f %12.1f\n", layers,
+                kernels ? kernels->size() : size_t(0), functions, ms,
+                ms / layers);
+  }
   return 0;
 }
 

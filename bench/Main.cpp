@@ -7,6 +7,9 @@
 //                                        tensor-core matmuls vs cuBLAS
 //   kfuse-bench attention [--list] [--workload NAME] [--peers PEERS.PY]
 //                                        FlashAttention vs unfused and SDPA
+//   kfuse-bench compile-scaling [LAYERS...]
+//                                        compile time of block stacks to
+//                                        PTX (no GPU needed)
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,7 +111,8 @@ static int usage() {
                "       kfuse-bench matmul [--list] [--workload NAME|pairs]\n"
                "       kfuse-bench pad [--list] [--workload NAME]\n"
                "       kfuse-bench attention [--list] [--workload NAME] "
-               "[--peers PEERS.PY]\n");
+               "[--peers PEERS.PY]\n"
+               "       kfuse-bench compile-scaling [LAYERS...]\n");
   return 2;
 }
 
@@ -118,6 +122,14 @@ int main(int argc, char **argv) {
     return childLoad(argv[2], std::atoll(argv[3]));
   if (argc < 2)
     return usage();
+  if (std::strcmp(argv[1], "compile-scaling") == 0) {
+    std::vector<int> layers;
+    for (int i = 2; i < argc; ++i)
+      layers.push_back(std::atoi(argv[i]));
+    if (layers.empty())
+      layers = {1, 2, 4, 8, 16, 32};
+    return runCompileScaling(layers);
+  }
   std::string command = argv[1], json, only, peers = "bench/peers.py";
   bool list = false;
   for (int i = 2; i < argc; ++i) {

@@ -45,6 +45,15 @@ struct AttentionShape {
 };
 Graph attentionFromPrimitives(const std::string &name, const AttentionShape &s);
 
+/// A pre-norm transformer block's sizes (BlockGraphs.cpp).
+struct BlockShape {
+  int64_t batch, seq, dim, heads;
+};
+/// `layers` pre-norm blocks (LayerNorm, fused QKV projection split into
+/// heads, causal attention, output projection and residual, GELU MLP and
+/// residual), each with its own weights (inputs l<i>_*), on a bf16 input x.
+Graph preNormStack(const BlockShape &s, int layers);
+
 } // namespace kfuse::bench
 
 #endif // KFUSE_BENCH_WORKLOADGRAPHS_H

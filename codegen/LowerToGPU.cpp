@@ -166,6 +166,53 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   return status;
 }
 
+/// Whether `a` and `b` compute the same function of their buffers: the
+/// same kind, decisions (launch, tiling, pipeline), input and result types
+/// and body. The layers of a model repeat their kernels; one gpu.func
+/// serves all copies, so LLVM and the PTX assembler see each once.
+bool sameFunction(KernelOp a, KernelOp b) {
+  if (a.getInputs().getTypes() != b.getInputs().getTypes())
+    return false;
+  llvm::DenseMap<Value, Value> equivalent;
+  auto check = [&](Value l, Value r) -> LogicalResult {
+    auto it = equivalent.find(l);
+    if (it != equivalent.end())
+      return success(it->second == r);
+    // The kernels' own operands: any values of one type (checked above).
+    return success(!a->isAncestor(l.getParentRegion()->getParentOp()));
+  };
+  auto mark = [&](Value l, Value r) { equivalent[l] = r; };
+  return OperationEquivalence::isEquivalentTo(
+      a, b, check, mark, OperationEquivalence::IgnoreLocations);
+}
+
+/// The kernels of `module` in walk order, each with the index of the first
+/// kernel computing the same function (itself when none before does).
+SmallVector<std::pair<KernelOp, size_t>> kernelClasses(ModuleOp module) {
+  SmallVector<std::pair<KernelOp, size_t>> kernels;
+  // Candidates by a hash of the op without its body or operands.
+  llvm::DenseMap<llvm::hash_code, SmallVector<size_t, 1>> byHash;
+  module.walk([&](KernelOp kernel) {
+    llvm::hash_code hash = llvm::hash_combine(
+        OperationEquivalence::computeHash(
+            kernel, OperationEquivalence::ignoreHashValue,
+            OperationEquivalence::ignoreHashValue,
+            OperationEquivalence::IgnoreLocations),
+        kernel.getBody().front().getOperations().size());
+    SmallVector<size_t, 1> &candidates = byHash[hash];
+    size_t representative = kernels.size();
+    for (size_t c : candidates)
+      if (sameFunction(kernels[c].first, kernel)) {
+        representative = c;
+        break;
+      }
+    if (representative == kernels.size())
+      candidates.push_back(representative);
+    kernels.push_back({kernel, representative});
+  });
+  return kernels;
+}
+
 struct KFLowerToGPUPass
     : public kfuse::kf::impl::KFLowerToGPUPassBase<KFLowerToGPUPass> {
   using KFLowerToGPUPassBase::KFLowerToGPUPassBase;
@@ -177,16 +224,18 @@ struct KFLowerToGPUPass
     module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                     b.getUnitAttr());
     auto gpuModule = gpu::GPUModuleOp::create(b, module.getLoc(), "kf_kernels");
-    int counter = 0;
-    WalkResult walk = module.walk([&](KernelOp kernel) {
-      std::string name = "k" + std::to_string(counter++) + "_" +
+    auto kernels = kernelClasses(module);
+    for (auto [i, entry] : llvm::enumerate(kernels)) {
+      auto [kernel, representative] = entry;
+      if (representative != i) {
+        kernel.setGpuFuncAttr(kernels[representative].first.getGpuFuncAttr());
+        continue;
+      }
+      std::string name = "k" + std::to_string(i) + "_" +
                          stringifyKernelKind(kernel.getKind()).str();
       if (failed(lowerKernel(kernel, gpuModule, name)))
-        return WalkResult::interrupt();
-      return WalkResult::advance();
-    });
-    if (walk.wasInterrupted())
-      signalPassFailure();
+        return signalPassFailure();
+    }
   }
 };
 

@@ -14,10 +14,13 @@
 include "mlir/Pass/PassBase.td"
 
 def KFLowerToGPUPass : Pass<"kf-lower-to-gpu", "mlir::ModuleOp"> {
-  let summary = "Emit one gpu.func per kf.kernel";
+  let summary = "Emit one gpu.func per distinct kf.kernel";
   let description = [{
     Creates `gpu.module @kf_kernels` holding one kernel per kf.kernel, named
-    in the kernel's `gpu_func` attribute. A kernel takes one memref per
+    in the kernel's `gpu_func` attribute. Kernels that compute the same
+    function of their buffers (the same body, decisions and types: the
+    repeated layers of a model) share the first one's gpu.func, so LLVM
+    and the PTX assembler compile it once. A kernel takes one memref per
     input, then one per result, and computes with scf, arith, math and
     memref ops in f32 (bf16/f16 are widened on load and rounded on store),
     i32 or i1, with 64-bit indexing. The block and the items come from the `#kf.launch`, the template from the `tiling`.

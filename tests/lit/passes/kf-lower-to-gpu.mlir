@@ -408,3 +408,24 @@ func.func @matmul_tma_bias(%a: tensor<256x128xbf16>, %b: tensor<128x512xbf16>, %
   %y = kf.add %c, %bb : tensor<256x512xbf16>
   return %y : tensor<256x512xbf16>
 }
+
+// -----
+
+// Kernels that compute the same function of their buffers (same body,
+// decisions and types: a model's repeated layers) share one gpu.func; a
+// kernel that differs in an op gets its own.
+// CHECK-LABEL: func.func @repeated
+// CHECK: kf.kernel pointwise{{.*}}gpu_func = "k0_pointwise"
+// CHECK: kf.kernel pointwise{{.*}}gpu_func = "k0_pointwise"
+// CHECK: kf.kernel pointwise{{.*}}gpu_func = "k2_pointwise"
+// CHECK-LABEL: gpu.module @kf_kernels
+// CHECK: gpu.func @k0_pointwise
+// CHECK-NOT: gpu.func @k1_
+// CHECK: gpu.func @k2_pointwise
+// CHECK-NOT: gpu.func
+func.func @repeated(%x: tensor<16x512xf32>, %y: tensor<16x512xf32>, %z: tensor<16x512xf32>) -> (tensor<16x512xf32>, tensor<16x512xf32>, tensor<16x512xf32>) {
+  %a = kf.tanh %x : tensor<16x512xf32>
+  %b = kf.tanh %y : tensor<16x512xf32>
+  %c = kf.sin %z : tensor<16x512xf32>
+  return %a, %b, %c : tensor<16x512xf32>, tensor<16x512xf32>, tensor<16x512xf32>
+}
