@@ -255,3 +255,26 @@ ReduceOp kfuse::kf::shiftedExpSumOf(ReduceOp max) {
   }
   return {};
 }
+
+std::optional<RowSpace> kfuse::kf::rowOpSpace(Operation *op) {
+  Value input;
+  if (auto reduce = dyn_cast<ReduceOp>(op)) {
+    int64_t rank = reduce.getInput().getType().getRank();
+    if (reduce.getAxes().size() != 1 || reduce.getAxes()[0] != rank - 1 ||
+        !isa<FloatType>(reduce.getType().getElementType()))
+      return std::nullopt;
+    input = reduce.getInput();
+  } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
+    if (int64_t(softmax.getAxis()) != softmax.getType().getRank() - 1)
+      return std::nullopt;
+    input = softmax.getInput();
+  } else {
+    return std::nullopt;
+  }
+  int64_t length = mlir::cast<RankedTensorType>(input.getType()).getShape().back();
+  if (length == 0)
+    return std::nullopt;
+  return RowSpace{
+      mlir::cast<RankedTensorType>(input.getType()).getNumElements() / length,
+      length};
+}

@@ -37,6 +37,9 @@ struct RowSpace {
   int64_t length;
 };
 std::optional<RowSpace> rowSpaceOf(KernelOp kernel);
+/// The [rows, length] space of one op that a row kernel computes: a float
+/// reduction or a softmax along the last axis.
+std::optional<RowSpace> rowOpSpace(mlir::Operation *op);
 
 /// The sum of a row's shifted exponentials that `max` (a row kernel's max
 /// along the last axis, with kept dims) is the shift of: the reduce sum of

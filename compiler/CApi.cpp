@@ -162,7 +162,9 @@ kfuse_status writeHostTensors(const std::vector<HostTensor> &tensors,
     if (!data || !sizes)
       return fail("out of host memory for output " + std::to_string(i));
     std::memcpy(data, t.data(), t.sizeInBytes());
-    std::memcpy(sizes, t.shape().data(), t.shape().size() * sizeof(int64_t));
+    // A rank-0 output has no sizes (and memcpy may not take null).
+    if (!t.shape().empty())
+      std::memcpy(sizes, t.shape().data(), t.shape().size() * sizeof(int64_t));
     out[i] = {data, cDtype(t.dtype()), static_cast<int64_t>(t.shape().size()),
               sizes};
   }

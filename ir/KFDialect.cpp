@@ -179,9 +179,25 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
+/// Whether every value of `narrow` converts to `wide` exactly (so a cast
+/// there and back is the identity).
+static bool holdsExactly(Type wide, Type narrow) {
+  if (isa<FloatType>(wide) && isa<FloatType>(narrow))
+    return wide.isF32() && !narrow.isF32();
+  if (wide.isInteger() && narrow.isInteger())
+    return wide.getIntOrFloatBitWidth() > narrow.getIntOrFloatBitWidth();
+  return false;
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getResult().getType())
     return getInput();
+  // x widened and narrowed back: a bf16 cotangent passed through f32.
+  if (auto inner = getInput().getDefiningOp<CastOp>())
+    if (inner.getInput().getType() == getResult().getType() &&
+        holdsExactly(getElementTypeOrSelf(getInput().getType()),
+                     getElementTypeOrSelf(getResult().getType())))
+      return inner.getInput();
   return {};
 }
 

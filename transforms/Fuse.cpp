@@ -36,27 +36,6 @@ int64_t numElements(Value v) {
   return mlir::cast<RankedTensorType>(v.getType()).getNumElements();
 }
 
-/// The [rows, length] space of a reduction or softmax along the last axis.
-std::optional<RowSpace> rowOpSpace(Operation *op) {
-  Value input;
-  if (auto reduce = dyn_cast<ReduceOp>(op)) {
-    int64_t rank = reduce.getInput().getType().getRank();
-    if (reduce.getAxes().size() != 1 || reduce.getAxes()[0] != rank - 1 ||
-        !isa<FloatType>(reduce.getType().getElementType()))
-      return std::nullopt;
-    input = reduce.getInput();
-  } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
-    if (int64_t(softmax.getAxis()) != softmax.getType().getRank() - 1)
-      return std::nullopt;
-    input = softmax.getInput();
-  } else {
-    return std::nullopt;
-  }
-  int64_t length = mlir::cast<RankedTensorType>(input.getType()).getShape().back();
-  if (length == 0)
-    return std::nullopt;
-  return RowSpace{numElements(input) / length, length};
-}
 
 /// Whether `op` reads, directly or through pointwise ops, a row reduction
 /// over rows other than `rows` (and more than one): per-row results (a loss

@@ -1,0 +1,63 @@
+// RUN: kfuse-opt %s -split-input-file --kf-rematerialize | FileCheck %s
+
+// A weight vector stretched to the rows, read by two consumers: each gets
+// its own broadcast (recomputing reads 4 KB, materialising writes 16 MB).
+// CHECK-LABEL: func.func @broadcast_weight
+// CHECK: %[[W1:.*]] = kf.broadcast %arg1
+// CHECK: kf.mul %arg0, %[[W1]]
+// CHECK: %[[W2:.*]] = kf.broadcast %arg1
+// CHECK: kf.add %arg0, %[[W2]]
+func.func @broadcast_weight(%x: tensor<4096x1024xf32>, %v: tensor<1024xf32>) -> (tensor<4096x1024xf32>, tensor<4096x1024xf32>) {
+  %w = kf.broadcast %v : tensor<1024xf32> -> tensor<4096x1024xf32>
+  %a = kf.mul %x, %w : tensor<4096x1024xf32>
+  %b = kf.add %x, %w : tensor<4096x1024xf32>
+  return %a, %b : tensor<4096x1024xf32>, tensor<4096x1024xf32>
+}
+
+// -----
+
+// A widening cast and the centred value of a row statistic, read by a row
+// reduction and by an elementwise consumer: both recomputed, each cone
+// reading less than its result.
+// CHECK-LABEL: func.func @centred
+// CHECK-COUNT-2: kf.cast %arg0
+// CHECK-NOT: kf.cast %arg0
+func.func @centred(%x: tensor<64x256xbf16>, %m: tensor<64x1xf32>) -> (tensor<64x1xf32>, tensor<64x256xf32>) {
+  %xf = kf.cast %x : tensor<64x256xbf16> -> tensor<64x256xf32>
+  %mb = kf.broadcast %m : tensor<64x1xf32> -> tensor<64x256xf32>
+  %d = kf.sub %xf, %mb : tensor<64x256xf32>
+  %sq = kf.mul %d, %d : tensor<64x256xf32>
+  %v = kf.reduce sum %sq [1] {keep_dims = true} : tensor<64x256xf32> -> tensor<64x1xf32>
+  %e = kf.exp %d : tensor<64x256xf32>
+  return %v, %e : tensor<64x1xf32>, tensor<64x256xf32>
+}
+
+// -----
+
+// Not recomputed: a sum of two full tensors reads twice what it writes,
+// and a value a matmul reads from memory anyway serves the other users
+// only where they cannot compute it (here one elementwise user: a copy).
+// CHECK-LABEL: func.func @kept
+// CHECK-COUNT-1: kf.add %arg0, %arg1
+// CHECK-NOT: kf.add %arg0, %arg1
+func.func @kept(%x: tensor<64x64xf32>, %y: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %s = kf.add %x, %y : tensor<64x64xf32>
+  %a = kf.exp %s : tensor<64x64xf32>
+  %b = kf.sin %s : tensor<64x64xf32>
+  return %a, %b : tensor<64x64xf32>, tensor<64x64xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @beside_a_matmul
+// CHECK: %[[G1:.*]] = kf.gelu %{{.*}} : tensor<64x64xf32>
+// CHECK: kf.matmul %[[G1]], %arg1
+// CHECK: %[[G2:.*]] = kf.gelu %{{.*}} : tensor<64x64xf32>
+// CHECK: kf.exp %[[G2]]
+func.func @beside_a_matmul(%x: tensor<64x64xbf16>, %w: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %xf = kf.cast %x : tensor<64x64xbf16> -> tensor<64x64xf32>
+  %g = kf.gelu %xf : tensor<64x64xf32>
+  %m = kf.matmul %g, %w : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %e = kf.exp %g : tensor<64x64xf32>
+  return %m, %e : tensor<64x64xf32>, tensor<64x64xf32>
+}

@@ -1,0 +1,163 @@
+//===- Rematerialize.cpp - kf-rematerialize: recompute cheap values -------===//
+//
+// A value computed element by element that several kernels read is
+// written once and read back by each (kf-fuse puts an op with users in
+// two kernels in a kernel of its own). Where computing it again reads
+// fewer bytes than the value has (a broadcast of a row's statistic or a
+// weight vector, a widening cast, an elementwise op of those and of a
+// tensor no wider), each of its users gets a copy: each consumer's kernel
+// computes its own, and the value never reaches memory. This is the
+// recomputation side of the save-versus-recompute choice (as PyTorch's
+// min-cut partitioner recomputes pointwise work between a forward and its
+// backward); it matters most in joint forward-and-backward graphs, where
+// the statistics a backward needs feed many consumers.
+//
+// Analyse: for each op (last first, so that the copies' operands are seen
+// afterwards), the values its element-by-element cone reads (through other
+// such ops, up to kMaxCone of them). Decide: an op with two users or more
+// whose cone reads no more bytes than its result has. Rewrite: a clone
+// before each user that can compute it in its kernel (not a matmul, say,
+// whose template reads operands from memory), but the first when no user
+// needs the value in memory anyway. Not in the default pipeline yet
+// (compiler/PassPipeline.cpp): Passes.td says why.
+//
+//===----------------------------------------------------------------------===//
+
+#include "analysis/KernelAnalysis.h"
+#include "ir/KFDialect.h"
+#include "ir/KFTraits.h"
+#include "transforms/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+#include "llvm/ADT/SetVector.h"
+
+namespace kfuse::kf {
+#define GEN_PASS_DEF_KFREMATERIALIZEPASS
+#include "transforms/Passes.h.inc"
+} // namespace kfuse::kf
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+/// Recomputing copies of deeper cones would repeat too much arithmetic.
+constexpr int kMaxCone = 12;
+
+/// Ops whose elements are computed from the same elements of their
+/// operands (or from none): a copy in a consumer's kernel costs only its
+/// reads.
+bool computedInPlace(Operation *op) {
+  return op->hasTrait<OpTrait::kf::Elementwise>() ||
+         isa<BroadcastOp, ConstantOp, IotaOp, SelectOp>(op);
+}
+
+int64_t bytesOf(Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t bits = std::max<int64_t>(type.getElementTypeBitWidth(), 8);
+  return type.getNumElements() * (bits / 8);
+}
+
+/// The values the element-by-element cone of `op` reads, or nullopt when
+/// the cone has more than kMaxCone ops.
+std::optional<llvm::SetVector<Value>> coneInputs(Operation *op) {
+  llvm::SetVector<Value> inputs;
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  SmallVector<Operation *> work = {op};
+  while (!work.empty()) {
+    Operation *next = work.pop_back_val();
+    if (!seen.insert(next).second)
+      continue;
+    if (static_cast<int>(seen.size()) > kMaxCone)
+      return std::nullopt;
+    for (Value operand : next->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (def && computedInPlace(def))
+        work.push_back(def);
+      else
+        inputs.insert(operand);
+    }
+  }
+  return inputs;
+}
+
+/// Whether copies of `op` for each of its users read fewer bytes than
+/// writing its result once and reading it back.
+bool worthRecomputing(Operation *op) {
+  if (!computedInPlace(op) || op->getNumResults() != 1 ||
+      op->getResult(0).hasOneUse() || op->getResult(0).use_empty())
+    return false;
+  std::optional<llvm::SetVector<Value>> inputs = coneInputs(op);
+  if (!inputs)
+    return false;
+  int64_t read = 0;
+  for (Value v : *inputs)
+    read += bytesOf(v);
+  return read <= bytesOf(op->getResult(0));
+}
+
+/// Whether the user of `use` reads the value from memory whatever
+/// computes it, as kf-fuse's rules have it: the matmul template and
+/// attention's q, k and v stage operands through shared memory,
+/// reductions over other axes than the last and the line kernels take no
+/// prologue yet, and the caller gets outputs in memory.
+bool readsFromMemory(OpOperand &use) {
+  Operation *user = use.getOwner();
+  if (auto attention = dyn_cast<AttentionOp>(user))
+    return use.getOperandNumber() < 3;
+  if (isa<ReduceOp>(user))
+    return !rowOpSpace(user).has_value();
+  return isa<MatmulOp, ArgReduceOp, CumsumOp, func::ReturnOp>(user);
+}
+
+/// The users of `op`'s result that a copy would serve, in block order:
+/// all that can compute it in their kernel, less the first when no user
+/// needs the value in memory anyway (that one keeps the original).
+SmallVector<Operation *> usersToCopyFor(Operation *op) {
+  llvm::SetVector<Operation *> users;
+  bool materialised = false;
+  for (OpOperand &use : op->getResult(0).getUses()) {
+    if (readsFromMemory(use))
+      materialised = true;
+    else
+      users.insert(use.getOwner());
+  }
+  SmallVector<Operation *> sorted(users.begin(), users.end());
+  llvm::sort(sorted, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  if (!materialised && !sorted.empty())
+    sorted.erase(sorted.begin());
+  return sorted;
+}
+
+/// One clone of `op` before each user `usersToCopyFor` picks, read by all
+/// of that user's operands that read `op`.
+void cloneForUsers(Operation *op) {
+  Value original = op->getResult(0);
+  for (Operation *user : usersToCopyFor(op)) {
+    OpBuilder b(user);
+    Value copy = b.clone(*op)->getResult(0);
+    for (OpOperand &operand : user->getOpOperands())
+      if (operand.get() == original && !readsFromMemory(operand))
+        operand.set(copy);
+  }
+}
+
+struct KFRematerializePass
+    : public kfuse::kf::impl::KFRematerializePassBase<KFRematerializePass> {
+  void runOnOperation() override {
+    getOperation().walk([](func::FuncOp func) {
+      Block &body = func.getBody().front();
+      SmallVector<Operation *> ops;
+      for (Operation &op : body.without_terminator())
+        ops.push_back(&op);
+      for (Operation *op : llvm::reverse(ops))
+        if (worthRecomputing(op))
+          cloneForUsers(op);
+    });
+  }
+};
+
+} // namespace
