@@ -86,6 +86,28 @@ double relativeDistance(const std::vector<double> &a,
   return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
 }
 
+/// The weighted outputs' central difference along each element of input x.
+Expected<std::vector<double>>
+finiteDifferences(const Graph &forward, const std::vector<Float64Tensor> &values,
+                  size_t x, const std::vector<int> &cotangentOf,
+                  const std::vector<Float64Tensor> &cotangents, double step) {
+  std::vector<double> differences;
+  for (size_t e = 0; e < values[x].values.size(); ++e) {
+    double f[2];
+    for (int side = 0; side < 2; ++side) {
+      std::vector<Float64Tensor> moved = values;
+      moved[x].values[e] += side ? -step : step;
+      Expected<double> sum =
+          weightedOutputs(forward, moved, cotangentOf, cotangents);
+      if (!sum)
+        return sum.error();
+      f[side] = *sum;
+    }
+    differences.push_back((f[0] - f[1]) / (2 * step));
+  }
+  return differences;
+}
+
 } // namespace
 
 Expected<std::vector<GradientCheck>>
@@ -134,21 +156,11 @@ checkGradients(const Graph &forward, const GradientCheckOptions &options) {
     size_t x = 0;
     while (inputs[x].name != name)
       ++x;
-    std::vector<double> differences;
-    for (size_t e = 0; e < values[x].values.size(); ++e) {
-      double f[2];
-      for (int side = 0; side < 2; ++side) {
-        std::vector<Float64Tensor> moved = values;
-        moved[x].values[e] += side ? -options.step : options.step;
-        Expected<double> sum =
-            weightedOutputs(forward, moved, cotangentOf, cotangents);
-        if (!sum)
-          return sum.error();
-        f[side] = *sum;
-      }
-      differences.push_back((f[0] - f[1]) / (2 * options.step));
-    }
-    double error = relativeDistance((*gradients)[o].values, differences);
+    Expected<std::vector<double>> differences = finiteDifferences(
+        forward, values, x, cotangentOf, cotangents, options.step);
+    if (!differences)
+      return differences.error();
+    double error = relativeDistance((*gradients)[o].values, *differences);
     checks.push_back({name, error, error <= options.tolerance});
   }
   return checks;
