@@ -362,10 +362,8 @@ std::vector<TensorInfo> Graph::inputs() const {
   detail::GraphImpl &g = *impl_;
   Block &entry = g.func.getBody().front();
   return infos(g, entry.getArgumentTypes(), g.inputNames, [&](unsigned i) {
-    for (auto [id, v] : llvm::enumerate(g.values))
-      if (v == entry.getArgument(i))
-        return g.toDims(g.shapes[id]);
-    return Shape();
+    auto it = g.ids.find(entry.getArgument(i));
+    return it == g.ids.end() ? Shape() : g.toDims(g.shapes[it->second]);
   });
 }
 
@@ -487,14 +485,8 @@ static LogicalResult adoptFunction(detail::GraphImpl &g, func::FuncOp func) {
        llvm::enumerate(entry.getTerminator()->getOperands())) {
     auto name = func.getResultAttrOfType<StringAttr>(i, "kf.name");
     g.outputNames.push_back(name ? name.str() : "out" + std::to_string(i));
-    auto it = llvm::find(g.values, result);
-    if (it != g.values.end()) {
-      g.outputIds.push_back(it - g.values.begin());
-      continue;
-    }
-    g.outputIds.push_back(g.values.size());
-    g.wrap(result,
-           shapes::Shape(mlir::cast<RankedTensorType>(result.getType()).getShape()));
+    // Every argument and op result has a Tensor by now.
+    g.outputIds.push_back(g.ids.lookup(result));
   }
   return success();
 }
