@@ -380,6 +380,18 @@ FailureOr<Value> KernelEmitter::broadcastAt(BroadcastOp op, ElementIndex &idx) {
   return elementAt(op.getInput(), ElementIndex::multi(in, mapped));
 }
 
+ElementIndex KernelEmitter::reshapedIndex(ReshapeOp op, ElementIndex &idx) {
+  // Row-major: the linear index is the same; a reshape that keeps the last
+  // dim keeps each element's row and column too (a row kernel finds its
+  // per-row values by row).
+  ArrayRef<int64_t> in = op.getInput().getType().getShape();
+  if (idx.row() && idx.column() && !in.empty() && !idx.shape().empty() &&
+      in.back() == idx.shape().back())
+    return ElementIndex::rowElement(in, idx.getLinear(*this), idx.row(),
+                                    idx.column());
+  return ElementIndex::linear(in, idx.getLinear(*this));
+}
+
 FailureOr<Value> KernelEmitter::compute(Value tensor, ElementIndex &idx) {
   if (auto arg = dyn_cast<BlockArgument>(tensor)) {
     // A row element's row and column are the buffer's when it is indexed
@@ -403,11 +415,8 @@ FailureOr<Value> KernelEmitter::compute(Value tensor, ElementIndex &idx) {
                                            t.getInput().getType().getShape(),
                                            mapped));
       })
-      .Case([&](ReshapeOp r) -> FailureOr<Value> {
-        // Row-major: the linear index is the same.
-        return elementAt(r.getInput(),
-                         ElementIndex::linear(r.getInput().getType().getShape(),
-                                              idx.getLinear(*this)));
+      .Case([&](ReshapeOp r) {
+        return elementAt(r.getInput(), reshapedIndex(r, idx));
       })
       .Case([&](SoftmaxOp softmax) { return softmaxAt(softmax, idx); })
       .Case([&](IotaOp iota) { return iotaAt(iota, idx); })

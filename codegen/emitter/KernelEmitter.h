@@ -165,6 +165,8 @@ private:
   /// A softmax's element from its row's max and sum (softmaxStats).
   mlir::FailureOr<mlir::Value> softmaxAt(SoftmaxOp op, ElementIndex &idx);
   mlir::Value iotaAt(IotaOp op, ElementIndex &idx);
+  /// The index into a reshape's operand of its element `idx`.
+  ElementIndex reshapedIndex(ReshapeOp op, ElementIndex &idx);
   // The indexing ops as index maps (IndexMaps.cpp).
   mlir::FailureOr<mlir::Value> sliceAt(SliceOp op, ElementIndex &idx);
   mlir::FailureOr<mlir::Value> padAt(PadOp op, ElementIndex &idx);

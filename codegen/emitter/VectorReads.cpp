@@ -133,10 +133,7 @@ KernelEmitter::computeVector(Value tensor, ElementIndex &first,
       .Case([&](ConstantOp c) { return splat(constantAt(c), count); })
       .Case([&](ReshapeOp r) {
         // Row-major: the same linear indices.
-        return vectorAt(r.getInput(),
-                        ElementIndex::linear(shapeOfValue(r.getInput()),
-                                             first.getLinear(*this)),
-                        lanes);
+        return vectorAt(r.getInput(), reshapedIndex(r, first), lanes);
       })
       .Case([&](BroadcastOp bc) { return broadcastVector(bc, first, lanes); })
       .Case([&](TransposeOp t) -> FailureOr<SmallVector<Value>> {

@@ -164,6 +164,24 @@ std::vector<OpCase> allOpCases() {
                                                   1e-5));
                      },
                      {{3, n}}});
+  // A normalisation whose rows leave flattened (GPT-2's LayerNorm feeding
+  // Conv1D's addmm over x.view(-1, d)): the row kernel's per-row values
+  // are found through the reshape, in registers and looped.
+  for (DType d : floats)
+    cases.push_back({std::string("norm_flattened_") + dtypeName(d),
+                     [d](Graph &g) {
+                       for (auto [name, n] : {std::pair{"x", int64_t(96)},
+                                              std::pair{"long", int64_t(40000)}}) {
+                         Tensor x = g.input(name, d, {2, 3, n});
+                         Tensor centered = x - reduceMean(x, {2}, true);
+                         Tensor y = centered * rsqrt(reduceMean(centered * centered,
+                                                                {2}, true) +
+                                                     1e-5);
+                         g.output(std::string(name) + "_rows",
+                                  reshape(y, {6, n}));
+                       }
+                     },
+                     {{2, 3, 96}, {2, 3, 40000}}});
   for (DType d : floats)
     cases.push_back({std::string("matmul_") + dtypeName(d),
                      [d](Graph &g) {
