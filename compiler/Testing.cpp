@@ -21,6 +21,16 @@ double tolerance(DType dtype, int64_t reductionLength, bool allowTF32) {
   return base * std::max(1.0, std::sqrt(double(reductionLength)) / 8.0);
 }
 
+double outputTolerance(const Graph &graph, const TensorInfo &output,
+                       int64_t reductionLength, bool allowTF32) {
+  double bound = tolerance(output.dtype, reductionLength, allowTF32);
+  if (bound == 0.0)
+    return bound;
+  for (const TensorInfo &input : graph.inputs())
+    bound = std::max(bound, tolerance(input.dtype, reductionLength, allowTF32));
+  return bound;
+}
+
 std::string FusionReport::summary() const {
   std::ostringstream os;
   os << "seed " << seed << ": " << fusedKernels << " fused kernels, "
@@ -135,7 +145,8 @@ Expected<FusionReport> checkFusion(const Graph &graph,
         outputs[i].dtype,
         relativeError(fused->outputs[i], (*reference)[i]),
         relativeError(unfused->outputs[i], (*reference)[i]),
-        tolerance(outputs[i].dtype, options.reductionLength, options.allowTF32),
+        outputTolerance(graph, outputs[i], options.reductionLength,
+                        options.allowTF32),
         false};
     // NaN fails both comparisons.
     check.passed = check.fusedError <= check.tolerance &&

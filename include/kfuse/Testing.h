@@ -29,6 +29,13 @@ namespace kfuse::testing {
 double tolerance(DType dtype, int64_t reductionLength = 1,
                  bool allowTF32 = false);
 
+/// The bound for a float `output` of `graph`: the tolerance of the least
+/// precise of its dtype and the graph's float inputs' (an f32 loss of bf16
+/// activations carries their rounding: fused and unfused round different
+/// intermediates); integer and i1 outputs stay exact.
+double outputTolerance(const Graph &graph, const TensorInfo &output,
+                       int64_t reductionLength = 1, bool allowTF32 = false);
+
 struct CheckOptions {
   /// Input shapes, required when the graph has symbolic dims.
   std::vector<std::vector<int64_t>> shapes;

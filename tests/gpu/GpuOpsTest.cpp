@@ -41,14 +41,14 @@ std::vector<HostTensor> randomInputs(const Graph &g,
   return inputs;
 }
 
-void expectMatches(const std::vector<HostTensor> &actual,
+void expectMatches(const Graph &g, const std::vector<HostTensor> &actual,
                    const std::vector<HostTensor> &expected,
-                   const std::vector<TensorInfo> &outputs,
                    const std::string &what) {
   ASSERT_EQ(actual.size(), expected.size());
+  std::vector<TensorInfo> outputs = g.outputs();
   for (size_t i = 0; i < actual.size(); ++i) {
     double error = relativeError(actual[i], expected[i]);
-    double tol = kfuse::testing::tolerance(outputs[i].dtype, 1024);
+    double tol = kfuse::testing::outputTolerance(g, outputs[i], 1024);
     EXPECT_LE(error, tol) << what << " output '" << outputs[i].name
                           << "' (" << dtypeName(outputs[i].dtype)
                           << "): relative error " << error;
@@ -75,7 +75,7 @@ TEST_P(GpuOps, MatchEvaluatorFusedAndUnfused) {
     ASSERT_TRUE(exe) << exe.error().message();
     Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
     ASSERT_TRUE(out) << out.error().message();
-    expectMatches(*out, *reference, g.outputs(),
+    expectMatches(g, *out, *reference,
                   std::string(fusion == Fusion::Fused ? "fused" : "unfused") +
                       " (seed " + std::to_string(seed) + ")");
   }
