@@ -13,14 +13,17 @@ copy. Each new set of input shapes is converted and compiled once (kfuse's
 own caches make a recompile of a known shape cheap).
 """
 
+import copy
 import math
 import operator
 
 import torch
 import torch.nn.functional as F
+from torch.fx.passes.shape_prop import ShapeProp
 
 from . import dtypes, graph as kgraph, indexing as kindex
-from .executable import compile as _compile
+from . import partition as kpartition
+from .executable import compile as _compile, evaluate as _evaluate
 
 
 class Unsupported(Exception):
@@ -30,6 +33,9 @@ class Unsupported(Exception):
 _DTYPES = {torch.float32: dtypes.float32, torch.float16: dtypes.float16,
            torch.bfloat16: dtypes.bfloat16, torch.int32: dtypes.int32,
            torch.int64: dtypes.int64, torch.bool: dtypes.bool_}
+
+
+_TORCH_DTYPES = {v.name: k for k, v in _DTYPES.items()}
 
 
 def _kfuse_dtype(torch_dtype, what):
@@ -99,6 +105,29 @@ def _reshape(x, *shape):
 
 def _transpose(x, dim0, dim1):
     return x.transpose(dim0, dim1)
+
+
+def _t(x):
+    return x if x.ndim < 2 else x.transpose(0, 1)
+
+
+def _expand(x, *shape):
+    shape = list(shape[0] if len(shape) == 1 and isinstance(
+        shape[0], (list, tuple, torch.Size)) else shape)
+    lead = len(shape) - x.ndim
+    return x.expand([x.shape[i - lead] if s == -1 else s
+                     for i, s in enumerate(shape)])
+
+
+def _addmm(bias, a, b, beta=1, alpha=1):
+    """torch.addmm / baddbmm: beta * bias + alpha * (a @ b)."""
+    product = kgraph.matmul(a, b)
+    product = product if alpha == 1 else product * alpha
+    return product + (bias if beta == 1 else bias * beta)
+
+
+def _masked_fill(x, mask, value):
+    return kgraph.where(mask, value, x)
 
 
 def _to(x, *args, **kwargs):
@@ -210,10 +239,11 @@ _FUNCTIONS = {
     operator.pow: kgraph.pow, torch.pow: kgraph.pow,
     torch.exp: kgraph.exp, torch.log: kgraph.log, torch.tanh: kgraph.tanh,
     torch.sigmoid: kgraph.sigmoid, torch.rsqrt: kgraph.rsqrt,
-    torch.sqrt: kgraph.sqrt, torch.relu: kgraph.relu, F.relu: kgraph.relu,
+    torch.sqrt: kgraph.sqrt, torch.relu: kgraph.relu,
+    F.relu: lambda x, inplace=False: kgraph.relu(x),
     torch.abs: kgraph.abs, torch.where: kgraph.where,
     torch.maximum: kgraph.maximum, torch.minimum: kgraph.minimum,
-    F.silu: kgraph.silu, F.gelu: _gelu, F.linear: _linear,
+    F.silu: lambda x, inplace=False: kgraph.silu(x), F.gelu: _gelu, F.linear: _linear,
     F.layer_norm: _layer_norm, torch.softmax: _softmax,
     F.softmax: _softmax, torch.reshape: _reshape,
     torch.transpose: _transpose, torch.permute: lambda x, *d: x.permute(*d),
@@ -239,6 +269,9 @@ _FUNCTIONS = {
     F.cross_entropy: _cross_entropy,
     torch.argmax: kindex.argmax, torch.argmin: kindex.argmin,
     torch.cumsum: _cumsum,
+    torch.addmm: _addmm, torch.baddbmm: _addmm, torch.t: _t,
+    torch.cos: kgraph.cos, torch.sin: kgraph.sin,
+    torch.masked_fill: _masked_fill,
 }
 if hasattr(F, "scaled_dot_product_attention"):
     _FUNCTIONS[F.scaled_dot_product_attention] = _sdpa
@@ -265,6 +298,12 @@ _METHODS = {
     "logical_and": kindex.logical_and, "logical_or": kindex.logical_or,
     "dim": lambda x: x.ndim, "argmax": kindex.argmax,
     "argmin": kindex.argmin, "cumsum": _cumsum,
+    "t": _t, "expand": _expand, "cos": kgraph.cos, "sin": kgraph.sin,
+    "log": kgraph.log, "sqrt": kgraph.sqrt, "abs": kgraph.abs,
+    "neg": lambda x: -x, "sub": lambda a, b: a - b,
+    "div": lambda a, b: a / b, "clone": lambda x, **_: x,
+    "type_as": lambda x, other: x.to(other.dtype),
+    "masked_fill": _masked_fill, "matmul": kgraph.matmul,
 }
 
 # Modules by type: each takes the module, its parameters as kfuse tensors
@@ -290,6 +329,14 @@ if hasattr(torch.nn, "RMSNorm"):
 
 def _name(node):
     return node.name.replace(".", "_")
+
+
+class _Opaque:
+    """The result of a node PyTorch computes whose shape is unknown: any
+    kfuse op given it fails, so its users stay in PyTorch too."""
+
+    def __init__(self, node):
+        self.node = node
 
 
 class Converter:
@@ -322,11 +369,28 @@ class Converter:
                 raise Unsupported(f"{node.format_node()}: {e}") from None
         raise Unsupported("the graph has no output")
 
+    tensor_type = kgraph.Tensor
+
+    @staticmethod
+    def name_of(node):
+        return _name(node)
+
     def _input(self, name, value):
         if not isinstance(value, torch.Tensor):
             return value
         return self.graph.input(name, _kfuse_dtype(value.dtype, name),
                                 tuple(value.shape))
+
+    def stand_in(self, node, example):
+        """A graph input standing for the result of a node kfuse leaves to
+        PyTorch (`example`: its shape and dtype), so that the nodes after
+        it can be judged; a value no op accepts when there is none."""
+        try:
+            shape, dtype = example
+            return self.graph.input("standin_" + _name(node),
+                                    _kfuse_dtype(dtype, _name(node)), shape)
+        except (TypeError, Unsupported):
+            return _Opaque(node)
 
     def param(self, qualified):
         """The graph input of parameter or buffer `qualified`."""
@@ -377,31 +441,59 @@ class Converter:
         raise Unsupported(f"fx op {node.op}")
 
     def _outputs(self, result):
+        """The fx outputs as graph outputs; returns how to give them back:
+        (one value rather than a tuple, [None for the next graph output or
+        a host value (a size) known once the shapes are)])."""
         single = not isinstance(result, (tuple, list))
         values = [result] if single else list(result)
-        for i, value in enumerate(values):
-            tensor = self._arg(value)
-            if not isinstance(tensor, kgraph.Tensor):
+        layout = []
+        for i, value in enumerate(self._arg(v) for v in values):
+            if isinstance(value, kgraph.Tensor):
+                self.graph.output(f"out{len(self.graph.outputs)}", value)
+                layout.append(None)
+            elif isinstance(value, (int, float, bool, tuple, torch.Size)):
+                layout.append(value)
+            else:
                 raise Unsupported(f"output {i} is not a tensor")
-            self.graph.output(f"out{i}", tensor)
-        return single
+        if all(v is not None for v in layout):
+            raise Unsupported("the graph computes no tensor")
+        return single, layout
+
+
+class _Reference:
+    """A kfuse graph run by the float64 reference evaluator on CPU tensors,
+    results in the graph's dtypes: kfuse.torch's parts checked in a test
+    with no GPU."""
+
+    def __init__(self, graph):
+        self.graph = graph
+
+    def __call__(self, *tensors):
+        arrays = [t.detach().float().numpy() if t.dtype == torch.bfloat16
+                  else t.detach().numpy() for t in tensors]
+        results = [torch.from_numpy(a).to(_TORCH_DTYPES[d.name]) for a, (
+            _, d, _) in zip(_evaluate(self.graph, *arrays), self.graph.outputs)]
+        return results[0] if len(results) == 1 else tuple(results)
 
 
 class CompiledModule:
     """A traced module or fx graph, run by kfuse: converted and compiled
-    once per set of input shapes and dtypes."""
+    once per set of input shapes and dtypes (with reference=True, run by
+    the float64 evaluator on CPU tensors instead)."""
 
-    def __init__(self, gm, compile_options):
+    def __init__(self, gm, compile_options, reference=False):
         self.gm, self.options, self._by_signature = gm, compile_options, {}
+        self.reference = reference
 
     def _build(self, args):
         converter = Converter(self.gm, args)
-        single = converter.convert()
-        exe = _compile(converter.graph, **self.options)
+        single, layout = converter.convert()
+        exe = _Reference(converter.graph) if self.reference else _compile(
+            converter.graph, **self.options)
         params = [self.gm.get_parameter(n) if n in dict(
             self.gm.named_parameters()) else self.gm.get_buffer(n)
             for n in converter.param_names]
-        return exe, params, single
+        return exe, params, single, layout
 
     def __call__(self, *args):
         key = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor)
@@ -409,12 +501,23 @@ class CompiledModule:
         entry = self._by_signature.get(key)
         if entry is None:
             entry = self._by_signature[key] = self._build(args)
-        exe, params, single = entry
+        exe, params, single, layout = entry
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         result = exe(*tensors, *[p.detach() for p in params])
-        if single:
-            return result
-        return result if isinstance(result, tuple) else (result,)
+        result = iter(result if isinstance(result, tuple) else (result,))
+        values = tuple(next(result) if v is None else v for v in layout)
+        return values[0] if single else values
+
+
+class _Part(torch.nn.Module):
+    """A part of a partitioned graph, as the submodule its call names."""
+
+    def __init__(self, gm, compile_options, reference):
+        super().__init__()
+        self.compiled = CompiledModule(gm, compile_options, reference)
+
+    def forward(self, *args):
+        return self.compiled(*args)
 
 
 def _trace(module):
@@ -423,12 +526,37 @@ def _trace(module):
     return torch.fx.symbolic_trace(module)
 
 
-def compile(module, example_inputs=None, **compile_options):
+def _partitioned(gm, example_inputs, compile_options, reference=False):
+    """`gm` with each part kfuse converts run by kfuse and the rest by
+    PyTorch: (the GraphModule, the number of parts, why each node left to
+    PyTorch was left)."""
+    if not any("example_value" in n.meta or "val" in n.meta
+               for n in gm.graph.nodes):  # traced, not captured by Dynamo
+        ShapeProp(gm).propagate(*example_inputs)
+    fused, parts, why = kpartition.partition(gm, Converter(gm, example_inputs))
+    for name in parts:
+        setattr(fused, name, _Part(getattr(fused, name), compile_options,
+                                   reference))
+    return fused, len(parts), why
+
+
+def compile(module, example_inputs=None, fallback=False, reference=False,
+            **compile_options):
     """`module` (an nn.Module or fx.GraphModule, in eval mode: dropout is
     the identity) traced with torch.fx.symbolic_trace and run by kfuse.
     With example inputs the conversion is checked now, raising Unsupported
-    naming the first op kfuse cannot take."""
-    compiled = CompiledModule(_trace(module), compile_options)
+    naming the first op kfuse cannot take; with fallback=True (example
+    inputs needed) such ops run in PyTorch and the parts between them in
+    kfuse. reference=True runs kfuse's parts with the float64 reference
+    evaluator on CPU tensors (a test without a GPU)."""
+    gm = _trace(module)
+    if fallback:
+        if example_inputs is None:
+            raise ValueError("kfuse.torch.compile(fallback=True) needs "
+                             "example inputs to judge the graph's ops")
+        return _partitioned(gm, example_inputs, compile_options,
+                            reference)[0]
+    compiled = CompiledModule(gm, compile_options, reference)
     if example_inputs is not None:
         Converter(compiled.gm, example_inputs).convert()
     return compiled
@@ -436,32 +564,36 @@ def compile(module, example_inputs=None, **compile_options):
 
 def explain(module, *example_inputs):
     """What kfuse makes of `module` for these inputs: a dict with
-    'supported' (bool), 'reason' (the first op kfuse cannot take, or
-    None), and 'fusion' (kf-fuse's decisions, when supported)."""
-    converter = Converter(_trace(module), example_inputs)
+    'supported' (bool: kfuse takes the whole graph), 'reason' (the first op
+    kfuse cannot take, or None), 'fallbacks' (every node PyTorch would run,
+    with the reason), 'parts' (how many parts kfuse would run with the
+    rest in PyTorch) and 'fusion' (kf-fuse's decisions, when supported)."""
+    gm = _trace(module)
+    converter = Converter(gm, example_inputs)
     try:
         converter.convert()
     except Unsupported as e:
-        return {"supported": False, "reason": str(e), "fusion": None}
-    return {"supported": True, "reason": None,
+        _, parts, why = _partitioned(torch.fx.GraphModule(
+            gm, copy.deepcopy(gm.graph)), example_inputs, {})
+        return {"supported": False, "reason": str(e), "fallbacks": why,
+                "parts": parts, "fusion": None}
+    return {"supported": True, "reason": None, "fallbacks": [], "parts": 1,
             "fusion": converter.graph.explain_fusion()}
 
 
 # What torch.compile(backend="kfuse") did with the graphs Dynamo gave it:
-# how many kfuse runs, and each one left to PyTorch with the reason.
+# how many parts kfuse runs, and each node left to PyTorch with the reason.
 backend_report = {"compiled": 0, "fallbacks": []}
 
 
 def _dynamo_backend(gm, example_inputs):
-    """torch.compile's backend: the graph through kfuse where it converts,
-    else as PyTorch runs it (recorded in backend_report with the reason)."""
-    try:
-        Converter(gm, example_inputs).convert()
-    except Unsupported as e:
-        backend_report["fallbacks"].append(str(e))
-        return gm.forward
-    backend_report["compiled"] += 1
-    return CompiledModule(gm, {})
+    """torch.compile's backend: the parts of the graph kfuse converts run
+    by kfuse, the rest by PyTorch (recorded in backend_report with the
+    reason)."""
+    fused, parts, why = _partitioned(gm, example_inputs, {})
+    backend_report["compiled"] += parts
+    backend_report["fallbacks"] += why
+    return fused.forward
 
 
 def register_backend():

@@ -169,3 +169,73 @@ def test_argmax_and_cumsum_match_pytorch():
     assert relative_error(got[2], want[2]) < 1e-5
     assert got[3].dtype == np.int64  # torch's cumsum of ints is int64
     np.testing.assert_array_equal(got[3], want[3].numpy())
+
+
+class FlipInTheMiddle(nn.Module):
+    """An MLP with an op kfuse has no conversion for between its layers."""
+
+    def __init__(self):
+        super().__init__()
+        self.up, self.down = nn.Linear(16, 32), nn.Linear(32, 16)
+
+    def forward(self, x):
+        h = torch.flip(F.gelu(self.up(x)), [-1])
+        return x + self.down(F.silu(h) * 2.0)
+
+
+def test_a_graph_with_an_unsupported_op_runs_in_parts():
+    torch.manual_seed(0)
+    module = FlipInTheMiddle().eval()
+    x = torch.randn(4, 16)
+    report = ktorch.explain(module, x)
+    assert not report["supported"] and "flip" in report["reason"]
+    assert report["parts"] == 2
+    assert len(report["fallbacks"]) == 1 and "flip" in report["fallbacks"][0]
+    compiled = ktorch.compile(module, (x,), fallback=True, reference=True)
+    kfuse_parts = [m for m in compiled.children()
+                   if isinstance(m, ktorch._Part)]
+    assert len(kfuse_parts) == 2
+    # Fresh inputs: the parts were judged on x, they run on y.
+    y = torch.randn(4, 16)
+    got = compiled(y)
+    assert relative_error(got.double().numpy(), module(y)) < 1e-6
+
+
+def test_parts_made_of_views_alone_stay_in_pytorch():
+    class ViewsAroundFlip(nn.Module):
+        def forward(self, x):
+            return torch.flip(x.view(2, 8).transpose(0, 1), [0]).reshape(16)
+
+    report = ktorch.explain(ViewsAroundFlip(), torch.randn(16))
+    assert report["parts"] == 0 and "flip" in report["reason"]
+
+
+def test_fallback_needs_example_inputs():
+    with pytest.raises(ValueError, match="example inputs"):
+        ktorch.compile(MLP().eval(), fallback=True)
+
+
+class Gpt2Style(nn.Module):
+    """The spellings HuggingFace's GPT-2 and Llama use: Conv1D's addmm over
+    a flattened view, expand for repeated KV heads, masked_fill, type_as."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = nn.Parameter(torch.randn(16, 48) / 4)
+        self.bias = nn.Parameter(torch.randn(48))
+
+    def forward(self, x, mask):
+        h = torch.addmm(self.bias, x.view(-1, x.size(-1)), self.weight)
+        h = h.view(x.size(0), x.size(1), 48)
+        kv = h[:, None, :, :16].expand(-1, 2, -1, -1).reshape(-1, 16)
+        scores = (kv @ kv.t()).masked_fill(mask, -1e4).softmax(-1)
+        return scores.type_as(x).cos() + torch.sin(scores).t()
+
+
+def test_huggingface_spellings_match_pytorch():
+    torch.manual_seed(0)
+    module = Gpt2Style().eval()
+    x = torch.randn(2, 3, 16)
+    mask = torch.rand(12, 12) > 0.5
+    (y,) = evaluate_converted(module, x, mask)
+    assert relative_error(y, module(x, mask)) < 1e-6

@@ -1,0 +1,171 @@
+"""HuggingFace transformer LMs through torch.compile(backend="kfuse") against
+eager and backend="inductor", in one run on one GPU (issue 28's targets).
+
+    python3 bench/hf_models.py [--only gpt2,llama] [--peers eager,inductor]
+
+Models are built from a config with random weights (nothing downloaded),
+bf16, eval, no_grad. Per model and backend: the cold compile (first call),
+the median time of a forward, the logits' relative error against eager,
+and for kfuse how many parts it ran and what it left to PyTorch.
+"""
+
+import argparse
+import collections
+import faulthandler
+import pathlib
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
+                       "python"))
+import kfuse.torch as ktorch  # noqa: E402
+
+MODELS = {
+    # GPT-2 small at B8 S1024.
+    "gpt2": dict(kind="gpt2", batch=8, seq=1024),
+    # A Llama config: 2048 hidden, 32 query / 4 KV heads, 5632 MLP, 4 layers.
+    "llama": dict(kind="llama", batch=4, seq=2048),
+}
+
+
+START = time.perf_counter()
+
+
+def log(message):
+    """Progress on stderr, with seconds since the start."""
+    print(f"[{time.perf_counter() - START:7.1f} s] {message}", file=sys.stderr,
+          flush=True)
+
+
+def _traced_backend(gm, example_inputs):
+    """kfuse's backend, saying what each graph Dynamo captured became."""
+    nodes = len(gm.graph.nodes)
+    log(f"Dynamo captured a graph of {nodes} nodes")
+    before = ktorch.backend_report["compiled"]
+    left = len(ktorch.backend_report["fallbacks"])
+    forward = ktorch._dynamo_backend(gm, example_inputs)
+    log(f"graph of {nodes} nodes: {ktorch.backend_report['compiled'] - before}"
+        " kfuse parts")
+    for reason in sorted(set(ktorch.backend_report["fallbacks"][left:]))[:8]:
+        log(f"  left to PyTorch: {reason[:300]}")
+    return forward
+
+
+def _timed_build(build_part):
+    def timed(self, args):
+        start = time.perf_counter()
+        result = build_part(self, args)
+        log(f"  part converted and compiled in "
+            f"{time.perf_counter() - start:.2f} s")
+        return result
+    return timed
+
+
+def build(kind):
+    import transformers as tf
+    if kind == "gpt2":
+        config = tf.GPT2Config(n_embd=768, n_layer=12, n_head=12,
+                               n_positions=1024, vocab_size=50257)
+        model = tf.GPT2LMHeadModel(config)
+    else:
+        config = tf.LlamaConfig(hidden_size=2048, num_attention_heads=32,
+                                num_key_value_heads=4,
+                                intermediate_size=5632, num_hidden_layers=4,
+                                vocab_size=32000,
+                                max_position_embeddings=4096)
+        model = tf.LlamaForCausalLM(config)
+    config.use_cache = False
+    return model.to("cuda", torch.bfloat16).eval()
+
+
+def median_ms(fn, repeats=20):
+    times = []
+    for _ in range(repeats):
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def relative_error(got, expected):
+    got, expected = got.double(), expected.double()
+    if torch.isnan(got).any():
+        return float("nan")
+    return ((got - expected).abs().max() / expected.abs().max()).item()
+
+
+def run(model, ids, backend):
+    torch._dynamo.reset()
+    log(f"{backend}: first call")
+    forward = model if backend == "eager" else torch.compile(
+        model, backend=_traced_backend if backend == "kfuse" else backend)
+    with torch.no_grad():
+        start = time.perf_counter()
+        logits = forward(ids, use_cache=False).logits
+        torch.cuda.synchronize()
+        cold = time.perf_counter() - start
+        forward(ids, use_cache=False)
+        ms = median_ms(lambda: forward(ids, use_cache=False))
+    return logits, cold, ms
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--only", default="gpt2,llama")
+    parser.add_argument("--peers", default="eager,inductor")
+    parser.add_argument("--stacks-every", type=float, default=0,
+                        help="print every thread's stack this often (s)")
+    args = parser.parse_args()
+    if args.stacks_every:
+        faulthandler.dump_traceback_later(args.stacks_every, repeat=True)
+    torch.manual_seed(0)
+    ktorch.CompiledModule._build = _timed_build(ktorch.CompiledModule._build)
+    rows = []
+    for name in args.only.split(","):
+        spec = MODELS[name]
+        model = build(spec["kind"])
+        log(f"{name} built")
+        ids = torch.randint(0, model.config.vocab_size,
+                            (spec["batch"], spec["seq"]), device="cuda")
+        reference, _, eager_ms = run(model, ids, "eager")
+        ktorch.backend_report.update(compiled=0, fallbacks=[])
+        try:
+            logits, cold, ms = run(model, ids, "kfuse")
+            error = relative_error(logits, reference)
+        except Exception as e:  # the figure is missing, the reason printed
+            print(f"{name}: kfuse failed: {type(e).__name__}: {e}")
+            cold = ms = error = float("nan")
+        report = dict(ktorch.backend_report)
+        row = {"model": name, "eager_ms": eager_ms, "kfuse_ms": ms,
+               "kfuse_cold_s": cold, "kfuse_rel_error": error,
+               "kfuse_parts": report["compiled"]}
+        if "inductor" in args.peers:
+            _, row["inductor_cold_s"], row["inductor_ms"] = run(
+                model, ids, "inductor")
+        rows.append(row)
+        reasons = collections.Counter(r.split(":", 1)[-1].strip()[:100]
+                                      for r in report["fallbacks"])
+        print(f"{name}: {report['compiled']} kfuse parts; left to PyTorch:")
+        for reason, count in reasons.most_common(15):
+            print(f"  {count:4d} x {reason}")
+        del model
+        torch.cuda.empty_cache()
+    keys = ["model", "eager_ms", "kfuse_ms", "inductor_ms", "kfuse_cold_s",
+            "inductor_cold_s", "kfuse_rel_error", "kfuse_parts"]
+    print("| " + " | ".join(keys) + " |")
+    print("|" + "---|" * len(keys))
+    for row in rows:
+        print("| " + " | ".join(
+            f"{row[k]:.4g}" if isinstance(row.get(k), float) else
+            str(row.get(k, "")) for k in keys) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,111 @@
+"""Splitting an fx graph into the parts kfuse runs and the rest PyTorch runs.
+
+torch.compile hands a backend whole graphs; one op kfuse has no conversion
+for (a sort, an in-place update, a dtype kfuse lacks) must not send the
+whole graph back to eager. The converter judges every node (an unconverted
+node's result stands in as a graph input, so the nodes after it are still
+judged); the converted nodes are grouped by how many crossings between
+kfuse and PyTorch any path from the inputs makes to reach them, which
+gives maximal parts with no cycle through PyTorch's nodes in one linear
+walk (torch.fx's CapabilityBasedPartitioner took minutes on GPT-2's 680
+nodes); torch.fx's split_module cuts the graph there; each part kfuse takes
+becomes a submodule it compiles, and what stayed in PyTorch is reported
+with the reason.
+"""
+
+import operator
+
+import torch
+from torch.fx.passes.split_module import split_module
+
+# Ops that only re-view their input: a part made of these alone is left to
+# PyTorch, where they cost nothing (kfuse would copy).
+_VIEW_METHODS = {"view", "reshape", "permute", "transpose", "contiguous",
+                 "unsqueeze", "squeeze", "size", "dim", "split", "chunk",
+                 "expand", "flatten"}
+_VIEW_FUNCTIONS = {torch.reshape, torch.transpose, torch.permute,
+                   torch.unsqueeze, torch.squeeze, torch.split, torch.chunk,
+                   torch.flatten, operator.getitem}
+
+
+def is_view(node):
+    if node.op == "call_method":
+        return node.target in _VIEW_METHODS
+    return node.op == "call_function" and node.target in _VIEW_FUNCTIONS
+
+
+def _example_of(node):
+    """The (shape, torch dtype) of a node's tensor result as Dynamo or
+    shape propagation recorded it, or None."""
+    value = node.meta.get("example_value", node.meta.get("val"))
+    if value is None:  # torch.fx.passes.shape_prop's record
+        value = node.meta.get("tensor_meta")
+    if not hasattr(value, "shape") or not hasattr(value, "dtype"):
+        return None
+    try:
+        return tuple(int(s) for s in value.shape), value.dtype
+    except (TypeError, RuntimeError):  # a size kept symbolic
+        return None
+
+
+def judge(converter):
+    """({node converted}, {converted node whose value is a tensor},
+    {node: why not}) for the converter's fx graph."""
+    gm = converter.gm
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, value in zip(placeholders, converter.example):
+        converter.env[node] = converter._input(converter.name_of(node), value)
+    converted, tensors, reasons = set(), set(), {}
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output"):
+            continue
+        try:
+            value = converter._node(node)
+        except Exception as e:  # any failure leaves the node to PyTorch
+            reasons[node] = f"{node.format_node()}: {e}"
+            converter.env[node] = converter.stand_in(node, _example_of(node))
+            continue
+        converter.env[node] = value
+        converted.add(node)  # a size, too: known once the shapes are
+        if isinstance(value, converter.tensor_type):
+            tensors.add(node)
+    return converted, tensors, reasons
+
+
+def _levels(gm, converted):
+    """Each node's level: the most crossings between kfuse's nodes and
+    PyTorch's (or host values) on a path from the inputs. A path that leaves
+    kfuse's nodes of one level and comes back lands on a higher level, so
+    grouping kfuse's nodes by level makes parts with no cycle between them
+    and PyTorch; placeholders and parameters cross nothing."""
+    level = {}
+    for node in gm.graph.nodes:
+        inside = node in converted
+        here = 0
+        for p in node.all_input_nodes:
+            free = p.op in ("placeholder", "get_attr")
+            crossing = not free and (p in converted) != inside
+            here = max(here, level[p] + crossing)
+        level[node] = here
+    return level
+
+
+def partition(gm, converter):
+    """`gm` split into submodules in order: PyTorch's nodes in
+    submod_<2l>, kfuse's of level l in submod_<2l+1> (parts made of views
+    alone stay with PyTorch); returns (the new GraphModule, the names of
+    kfuse's submodules, [why for each node left to PyTorch that computes
+    something]). Sizes go with the part that computes them: kfuse knows
+    them once it knows the shapes."""
+    converted, tensors, reasons = judge(converter)
+    level = _levels(gm, converted)
+    by_level = {}
+    for node in converted:
+        by_level.setdefault(level[node], []).append(node)
+    kept = {n for nodes in by_level.values()
+            if any(n in tensors and not is_view(n) for n in nodes)
+            for n in nodes}
+    split = split_module(gm, gm, lambda n: 2 * level[n] + (n in kept))
+    parts = sorted({f"submod_{2 * level[n] + 1}" for n in kept})
+    why = [r for n, r in reasons.items() if not is_view(n)]
+    return split, parts, why
