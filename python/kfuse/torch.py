@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from torch.fx.passes.shape_prop import ShapeProp
 
 from . import dtypes, graph as kgraph, indexing as kindex
-from . import partition as kpartition
+from . import partition as kpartition, torch_autograd as kautograd
 from .executable import compile as _compile, evaluate as _evaluate
 
 
@@ -476,24 +476,39 @@ class _Reference:
         return results[0] if len(results) == 1 else tuple(results)
 
 
+class _Entry:
+    """One set of input shapes: the graph, how it runs, the parameters it
+    reads, how its outputs are given back, and its backwards by the inputs
+    they differentiate."""
+
+    def __init__(self, graph, run, params, single, layout):
+        self.graph, self.run, self.params = graph, run, params
+        self.single, self.layout, self.backwards = single, layout, {}
+
+
 class CompiledModule:
     """A traced module or fx graph, run by kfuse: converted and compiled
     once per set of input shapes and dtypes (with reference=True, run by
-    the float64 evaluator on CPU tensors instead)."""
+    the float64 evaluator on CPU tensors instead). Where an input or a
+    parameter requires grad (and grad mode is on), the call is recorded for
+    autograd and the backward runs through kfuse too (torch_autograd.py)."""
 
     def __init__(self, gm, compile_options, reference=False):
         self.gm, self.options, self._by_signature = gm, compile_options, {}
         self.reference = reference
 
+    def _runner(self, graph):
+        return _Reference(graph) if self.reference else _compile(
+            graph, **self.options)
+
     def _build(self, args):
         converter = Converter(self.gm, args)
         single, layout = converter.convert()
-        exe = _Reference(converter.graph) if self.reference else _compile(
-            converter.graph, **self.options)
         params = [self.gm.get_parameter(n) if n in dict(
             self.gm.named_parameters()) else self.gm.get_buffer(n)
             for n in converter.param_names]
-        return exe, params, single, layout
+        return _Entry(converter.graph, self._runner(converter.graph), params,
+                      single, layout)
 
     def __call__(self, *args):
         key = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor)
@@ -501,12 +516,17 @@ class CompiledModule:
         entry = self._by_signature.get(key)
         if entry is None:
             entry = self._by_signature[key] = self._build(args)
-        exe, params, single, layout = entry
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        result = exe(*tensors, *[p.detach() for p in params])
+        tensors += entry.params
+        if kautograd.wants_gradients(tensors):
+            result = kautograd.run(entry.run, entry.backwards, entry.graph,
+                                   self._runner, tensors)
+        else:
+            result = entry.run(*[t.detach() for t in tensors])
         result = iter(result if isinstance(result, tuple) else (result,))
-        values = tuple(next(result) if v is None else v for v in layout)
-        return values[0] if single else values
+        values = tuple(next(result) if v is None else v
+                       for v in entry.layout)
+        return values[0] if entry.single else values
 
 
 class _Part(torch.nn.Module):
