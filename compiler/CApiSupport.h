@@ -38,6 +38,8 @@ kfuse_status fail(const std::string &message);
 kfuse_status finish(const Status &status);
 std::optional<DType> dtypeOf(int dtype);
 kfuse_dtype cDtype(DType dtype);
+/// A malloc'd copy for the caller to free with kfuse_free_string.
+char *copyString(const std::string &text);
 /// The tensor with C id `id`, or an invalid one (and the error recorded).
 Tensor tensorOf(kfuse_graph g, kfuse_tensor id, const char *what);
 /// The C id of `t`, or -1 with the graph's error when it is invalid.

@@ -65,6 +65,41 @@ Expected<Graph> vjp(const Graph &forward, const VJPOptions &options = {});
 Expected<Graph> grad(const Graph &forward, const std::string &loss,
                      std::vector<std::string> wrt = {});
 
+/// Where a backward graph's input comes from (TrainingGraphs::backward).
+struct BackwardInput {
+  enum class Source { forwardInput, forwardOutput, saved, cotangent };
+  Source source;
+  /// Into the forward graph's inputs or outputs, the saved values, or the
+  /// cotangents (the differentiated outputs, in order).
+  size_t index;
+};
+
+/// A training step's two graphs, from vjp() split where the forward ends.
+struct TrainingGraphs {
+  /// The forward's inputs; its outputs, then "saved_<i>" for each value
+  /// the backward reads and does not recompute.
+  Graph forward;
+  /// Inputs as `backwardInputs` says (the forward inputs it reads, forward
+  /// outputs, saved values, then every cotangent); outputs "grad_<x>" per
+  /// input differentiated, as vjp() has them.
+  Graph backward;
+  std::vector<BackwardInput> backwardInputs;
+  /// One line per forward value the backward reads: saved or recomputed,
+  /// and why (what --explain-fusion says of the joint compile).
+  std::vector<std::string> decisions;
+};
+
+/// vjp() as a forward that saves what the backward needs and a backward
+/// that takes it. What to save: a value computed element by element, by an
+/// index map (broadcast, reshape, transpose, slice, pad, concat, gather) or
+/// by the counter-based random op (the same numbers again) is recomputed
+/// in the backward where the values it needs to be saved are no larger
+/// than itself; matmuls, attention, reductions, softmax and cumsum are
+/// saved, never recomputed. Recomputation fuses into the backward's
+/// kernels: a saved activation becomes a re-read of what it was made from.
+Expected<TrainingGraphs> splitVJP(const Graph &forward,
+                                  const VJPOptions &options = {});
+
 struct GradientCheckOptions {
   VJPOptions vjp;
   /// Input shapes, required when the graph has symbolic dims.

@@ -79,6 +79,20 @@ kfuse_status kfuse_graph_vjp(kfuse_graph graph, const char *const *outputs,
 kfuse_status kfuse_graph_grad(kfuse_graph graph, const char *loss,
                               const char *const *wrt, int64_t num_wrt,
                               kfuse_graph *out);
+/* kfuse_graph_vjp's graph split for training (kfuse::splitVJP): `forward`
+ * computes graph's outputs, then the values "saved_<i>" the backward reads;
+ * `backward` computes the "grad_<x>" outputs from the inputs `plan` lists.
+ * `plan` is JSON: {"backward_inputs": [[source, index], ...], "decisions":
+ * [line, ...]}, source "input" (graph's input index), "output" (graph's
+ * output), "saved" (saved_<index>) or "cotangent" (of the index-th output
+ * differentiated); free it with kfuse_free_string, the graphs with
+ * kfuse_graph_destroy. */
+kfuse_status kfuse_graph_split_vjp(kfuse_graph graph,
+                                   const char *const *outputs,
+                                   int64_t num_outputs,
+                                   const char *const *wrt, int64_t num_wrt,
+                                   kfuse_graph *forward, kfuse_graph *backward,
+                                   char **plan);
 
 /* An input of `rank` dims; a dim whose `symbols` entry is non-NULL and
  * non-empty is symbolic (`sizes` ignored there). `symbols` may be NULL. */

@@ -18,7 +18,7 @@ from .errors import (CacheIOError, CompileError, DeviceError, Error,
                      InvalidArgumentError, InvalidGraphError, NoDeviceError)
 from . import testing
 from .executable import Executable, cache_stats, compile, evaluate
-from .autodiff import grad, vjp
+from .autodiff import grad, split_vjp, vjp
 from .graph import (Graph, Tensor, abs, attention, cos, erf, exp, gelu, log,
                     matmul, maximum, minimum, neg, pow, reciprocal, relu,
                     rsqrt, scaled_dot_product_attention, sigmoid, silu, sin,
@@ -33,7 +33,7 @@ __version__ = _capi.fn["kfuse_version"]().decode()
 
 __all__ = [
     "Graph", "Tensor", "Executable", "compile", "evaluate", "cache_stats",
-    "testing", "dtype", "grad", "vjp",
+    "testing", "dtype", "grad", "split_vjp", "vjp",
     "float32", "float16", "bfloat16", "int32", "int64", "bool", "Error",
     "InvalidGraphError", "InvalidArgumentError", "CompileError",
     "NoDeviceError", "DeviceError", "CacheIOError", "abs", "attention",
@@ -43,5 +43,5 @@ __all__ = [
     "sqrt", "tanh", "where", "cat", "dropout", "embedding", "floor",
     "gather", "index_select", "logical_and", "logical_not", "logical_or",
     "logical_xor", "pad", "rand", "remainder", "round", "slice_",
-    "take_along_dim",
+    "take_along_dim", "argmax", "argmin", "cumsum",
 ]

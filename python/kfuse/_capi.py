@@ -107,6 +107,11 @@ _PROTOTYPES = {
     "kfuse_graph_vjp": (_status, c_graph, ctypes.POINTER(ctypes.c_char_p),
                         ctypes.c_int64, ctypes.POINTER(ctypes.c_char_p),
                         ctypes.c_int64, ctypes.POINTER(c_graph)),
+    "kfuse_graph_split_vjp": (
+        _status, c_graph, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int64,
+        ctypes.POINTER(ctypes.c_char_p), ctypes.c_int64,
+        ctypes.POINTER(c_graph), ctypes.POINTER(c_graph),
+        ctypes.POINTER(ctypes.c_void_p)),
     "kfuse_graph_grad": (_status, c_graph, ctypes.c_char_p,
                          ctypes.POINTER(ctypes.c_char_p), ctypes.c_int64,
                          ctypes.POINTER(c_graph)),

@@ -12,6 +12,7 @@ grad_<x> has x's dtype.
 """
 
 import ctypes
+import json
 
 from . import _capi
 from ._capi import fn
@@ -53,3 +54,29 @@ def grad(graph, loss, wrt=None):
     _capi.check(fn["kfuse_graph_grad"](graph._handle, loss.encode(), xs, nx,
                                        ctypes.byref(handle)))
     return Graph(graph.name + "_grad", _handle=handle.value)
+
+
+def split_vjp(graph, outputs=None, wrt=None):
+    """vjp() for training, as two graphs: (forward, backward, plan).
+    `forward` computes graph's outputs, then "saved_<i>" for each value the
+    backward reads and does not recompute (matmuls, attention and reductions
+    are saved; element-by-element values are recomputed where that saves no
+    less memory). `backward` computes "grad_<x>" per input differentiated
+    from the inputs plan["backward_inputs"] lists as (source, index):
+    "input" (graph's input), "output" (graph's output), "saved"
+    (forward's saved_<index>) or "cotangent" (of the index-th output
+    differentiated). plan["decisions"] says what was saved or recomputed
+    and why."""
+    ys, ny = _names(outputs, "split_vjp")
+    xs, nx = _names(wrt, "split_vjp")
+    forward, backward = _capi.c_graph(), _capi.c_graph()
+    text = ctypes.c_void_p()
+    _capi.check(fn["kfuse_graph_split_vjp"](
+        graph._handle, ys, ny, xs, nx, ctypes.byref(forward),
+        ctypes.byref(backward), ctypes.byref(text)))
+    try:
+        plan = json.loads(ctypes.string_at(text.value).decode())
+    finally:
+        fn["kfuse_free_string"](text)
+    return (Graph(graph.name + "_forward", _handle=forward.value),
+            Graph(graph.name + "_backward", _handle=backward.value), plan)

@@ -519,7 +519,7 @@ class CompiledModule:
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         tensors += entry.params
         if kautograd.wants_gradients(tensors):
-            result = kautograd.run(entry.run, entry.backwards, entry.graph,
+            result = kautograd.run(entry.backwards, entry.graph,
                                    self._runner, tensors)
         else:
             result = entry.run(*[t.detach() for t in tensors])

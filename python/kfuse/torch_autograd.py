@@ -1,70 +1,78 @@
 """Training through kfuse: a converted graph as a torch.autograd.Function.
 
-The forward runs the graph's executable. The backward runs the graph's
-vector-Jacobian product (kfuse.vjp: one joint graph that computes the
-forward again and then the cotangents, fused like any graph), so the
-forward saves only its inputs: activation checkpointing of the whole
-graph, memory-light but paying the forward twice. Choosing what to save
-instead of recomputing (the min-cut of torch's AOTAutograd) is issue 29's
-next step.
+kfuse.split_vjp cuts the graph's vector-Jacobian product into a forward
+that also returns what the backward needs (matmul and attention results,
+reduction statistics) and a backward that recomputes the cheap
+element-by-element values from them inside its own fused kernels. The
+Function's forward runs the first and saves its extra results; its
+backward runs the second on them and the output cotangents.
 """
 
 import torch
 
-from .autodiff import vjp
+from .autodiff import split_vjp
 
 _FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
 
 class Backward:
-    """The backward of one graph for one set of inputs differentiated:
-    the vjp graph compiled (or evaluated) once, run on the forward's inputs
-    and the output cotangents."""
+    """The training pair of one graph for one set of inputs differentiated,
+    compiled (or evaluated) once."""
 
     def __init__(self, graph, wrt, make_runner):
-        outputs = [name for name, dtype, _ in graph.outputs
-                   if dtype.is_floating_point]
-        self.joint = vjp(graph, outputs=outputs, wrt=[
-            graph.inputs[i][0] for i in wrt])
         self.differentiated = [i for i, (_, dtype, _) in enumerate(
             graph.outputs) if dtype.is_floating_point]
-        self.wrt, self.runner = wrt, make_runner(self.joint)
-        self.num_outputs = len(graph.outputs)
+        forward, backward, plan = split_vjp(
+            graph, outputs=[graph.outputs[i][0] for i in self.differentiated],
+            wrt=[graph.inputs[i][0] for i in wrt])
+        self.wrt, self.num_outputs = wrt, len(graph.outputs)
+        self.forward, self.backward = make_runner(forward), make_runner(
+            backward)
+        self.sources, self.decisions = plan["backward_inputs"], plan[
+            "decisions"]
 
-    def __call__(self, inputs, outputs, cotangents):
-        """The gradients of the inputs in `wrt` (in their dtypes), from the
-        forward's inputs and outputs and the cotangents (None: zeros)."""
+    def run_forward(self, inputs):
+        """The graph's outputs and the values saved for the backward."""
+        results = self.forward(*inputs)
+        results = results if isinstance(results, tuple) else (results,)
+        return results[:self.num_outputs], results[self.num_outputs:]
+
+    def __call__(self, inputs, outputs, saved, cotangents):
+        """The gradients of the inputs in `wrt` (in their dtypes)."""
         seeds = []
         for i in self.differentiated:
             g = cotangents[i]
             seeds.append(torch.zeros_like(outputs[i]) if g is None else
                          g.to(outputs[i].dtype).contiguous())
-        results = self.runner(*inputs, *seeds)
-        results = results if isinstance(results, tuple) else (results,)
-        return results[self.num_outputs:]
+        pick = {"input": inputs, "output": outputs, "saved": saved,
+                "cotangent": seeds}
+        grads = self.backward(*[pick[source][index]
+                                for source, index in self.sources])
+        return grads if isinstance(grads, tuple) else (grads,)
 
 
 class _Function(torch.autograd.Function):
-    """apply(entry, *tensors): the graph's outputs, differentiable."""
+    """apply(backward, *tensors): the graph's outputs, differentiable."""
 
     @staticmethod
-    def forward(ctx, entry, *tensors):
-        forward, backward = entry
-        result = forward(*[t.detach() for t in tensors])
-        outputs = result if isinstance(result, tuple) else (result,)
-        ctx.backward, ctx.num_inputs = backward, len(tensors)
-        ctx.save_for_backward(*tensors, *outputs)
+    def forward(ctx, backward, *tensors):
+        outputs, saved = backward.run_forward([t.detach() for t in tensors])
+        ctx.backward = backward
+        ctx.counts = (len(tensors), len(outputs))
+        ctx.save_for_backward(*tensors, *outputs, *saved)
         ctx.mark_non_differentiable(*[o for o in outputs
                                       if o.dtype not in _FLOATS])
         return outputs
 
     @staticmethod
     def backward(ctx, *cotangents):
-        saved = ctx.saved_tensors
-        inputs, outputs = saved[:ctx.num_inputs], saved[ctx.num_inputs:]
-        grads = ctx.backward([t.detach() for t in inputs], outputs,
+        inputs_n, outputs_n = ctx.counts
+        values = [t.detach() for t in ctx.saved_tensors]
+        inputs, outputs = values[:inputs_n], values[
+            inputs_n:inputs_n + outputs_n]
+        grads = ctx.backward(inputs, outputs, values[inputs_n + outputs_n:],
                              cotangents)
-        result = [None] * ctx.num_inputs
+        result = [None] * inputs_n
         for i, g in zip(ctx.backward.wrt, grads):
             result[i] = g
         return (None, *result)
@@ -75,12 +83,13 @@ def wants_gradients(tensors):
         t.requires_grad and t.dtype in _FLOATS for t in tensors)
 
 
-def run(forward, backwards, graph, make_runner, tensors):
+def run(backwards, graph, make_runner, tensors):
     """The graph's outputs for `tensors`, recorded for autograd: the
-    backward for the inputs that require grad is built once per set
+    training pair for the inputs that require grad is built once per set
     (`backwards`, a dict kept by the caller)."""
     wrt = tuple(i for i, t in enumerate(tensors)
                 if t.requires_grad and t.dtype in _FLOATS)
     if wrt not in backwards:
         backwards[wrt] = Backward(graph, wrt, make_runner)
-    return _Function.apply((forward, backwards[wrt]), *tensors)
+    outputs = _Function.apply(backwards[wrt], *tensors)
+    return outputs[0] if len(outputs) == 1 else outputs

@@ -10,7 +10,8 @@ if not torch.cuda.is_available():
 F = torch.nn.functional
 
 import kfuse.torch as ktorch  # noqa: E402
-from test_torch_convert import MLP, Block, NormMLP, FlipInTheMiddle  # noqa: E402,E501
+from test_torch_convert import (MLP, Block, FlipInTheMiddle,  # noqa: E402
+                                NormMLP, gradients)
 
 
 def relative_error(actual, expected):
@@ -63,12 +64,9 @@ def test_torch_compile_backend():
         ktorch.backend_report["fallbacks"]
 
 
-def _gradients(module, run, x):
-    x = x.detach().requires_grad_(True)
-    module.zero_grad()
-    y, loss = run(x)
-    (loss + y.float().sum() * 0.1).backward()
-    return [x.grad.clone()] + [p.grad.clone() for p in module.parameters()]
+def _norm_mlp_loss(outputs):
+    y, loss = outputs
+    return loss + y.float().sum() * 0.1
 
 
 @pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-4),
@@ -78,8 +76,8 @@ def test_training_step_through_kfuse(dtype, tol):
     module = NormMLP().to("cuda", dtype)
     x = torch.randn(64, 16, device="cuda", dtype=dtype)
     compiled = ktorch.compile(module, (x,))
-    got = _gradients(module, compiled, x)
-    want = _gradients(module, module, x)
+    got = gradients(module, compiled, x, _norm_mlp_loss)
+    want = gradients(module, module, x, _norm_mlp_loss)
     for g, w in zip(got, want):
         assert g.dtype == w.dtype and relative_error(g, w) < tol
 
@@ -87,15 +85,10 @@ def test_training_step_through_kfuse(dtype, tol):
 def test_training_through_parts_and_pytorch():
     torch.manual_seed(3)
     module = FlipInTheMiddle().to("cuda")
-    x = torch.randn(8, 16, device="cuda", requires_grad=True)
+    x = torch.randn(8, 16, device="cuda")
     compiled = ktorch.compile(module, (x,), fallback=True)
-    compiled(x).square().mean().backward()
-    got = [x.grad.clone()] + [p.grad.clone() for p in module.parameters()]
-    x.grad = None
-    module.zero_grad()
-    module(x).square().mean().backward()
-    want = [x.grad] + [p.grad for p in module.parameters()]
-    for g, w in zip(got, want):
+    got = gradients(module, compiled, x)
+    for g, w in zip(got, gradients(module, module, x)):
         assert relative_error(g, w) < 1e-4
 
 
@@ -104,8 +97,9 @@ def test_torch_compile_backend_trains():
     module = NormMLP().to("cuda")
     x = torch.randn(32, 16, device="cuda")
     before = ktorch.backend_report["compiled"]
-    got = _gradients(module, torch.compile(module, backend="kfuse"), x)
+    got = gradients(module, torch.compile(module, backend="kfuse"), x,
+                    _norm_mlp_loss)
     assert ktorch.backend_report["compiled"] > before
-    want = _gradients(module, module, x)
+    want = gradients(module, module, x, _norm_mlp_loss)
     for g, w in zip(got, want):
         assert relative_error(g, w) < 1e-4

@@ -23,14 +23,6 @@ void differentiate(Graph &g, const Graph &forward, const char *loss) {
     g.output("vjp_failed: " + joint.error().message(), Tensor());
 }
 
-Tensor layerNorm(Tensor x, Tensor w, Tensor b) {
-  Tensor xf = cast(x, DType::f32);
-  Tensor mean = reduceMean(xf, {-1}, true);
-  Tensor d = xf - mean;
-  Tensor var = reduceMean(d * d, {-1}, true);
-  return cast(d * rsqrt(var + 1e-5) * w + b, x.dtype());
-}
-
 } // namespace
 
 void addGradientCases(std::vector<OpCase> &cases) {
@@ -53,7 +45,7 @@ void addGradientCases(std::vector<OpCase> &cases) {
                        Tensor x = f.input("x", d, {37, 96});
                        Tensor w = f.input("w", DType::f32, {96});
                        Tensor b = f.input("b", DType::f32, {96});
-                       f.output("y", layerNorm(x, w, b));
+                       f.output("y", layerNormOf(x, w, b));
                        differentiate(g, f, nullptr);
                      },
                      {{37, 96}, {96}, {96}, {37, 96}}});
@@ -100,6 +92,14 @@ void addGradientCases(std::vector<OpCase> &cases) {
                      differentiate(g, f, nullptr);
                    },
                    {{11, 8}, {3, 5}, {3, 11, 6}}});
+}
+
+Tensor layerNormOf(Tensor x, Tensor w, Tensor b) {
+  Tensor xf = cast(x, DType::f32);
+  Tensor mean = reduceMean(xf, {-1}, true);
+  Tensor d = xf - mean;
+  Tensor var = reduceMean(d * d, {-1}, true);
+  return cast(d * rsqrt(var + 1e-5) * w + b, x.dtype());
 }
 
 } // namespace kfuse::testing

@@ -41,6 +41,10 @@ uint64_t freshSeed();
 /// Random inputs for a graph of static shapes, input i from seed + i.
 std::vector<HostTensor> randomInputs(const Graph &g, uint64_t seed);
 
+/// LayerNorm over the last dim written from primitives, computed in f32
+/// and returned in x's dtype.
+Tensor layerNormOf(Tensor x, Tensor w, Tensor b);
+
 /// gtest prints a case by its name.
 inline void PrintTo(const OpCase &c, std::ostream *os) { *os << c.name; }
 

@@ -1,0 +1,263 @@
+//===- Split.cpp - a joint graph split into forward and backward ----------===//
+//
+// splitVJP() builds vjp()'s joint graph and cuts it where the forward
+// ends: the forward graph is the slice of the joint that computes the
+// forward's outputs; the backward is the rest. Each forward value the
+// backward reads is either saved (an extra forward output) or recomputed
+// (its op cloned into the backward, its own operands decided the same
+// way). Both graphs are cloned into fresh functions and parsed back, so
+// they are graphs like any other (names, symbolic dims, Tensors).
+//
+//===----------------------------------------------------------------------===//
+
+#include "kfuse/Autodiff.h"
+#include "frontend/GraphImpl.h"
+#include "ir/KFDialect.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <set>
+
+using namespace mlir;
+
+namespace kfuse {
+namespace {
+
+int64_t bytesOf(Value v) {
+  auto type = mlir::cast<RankedTensorType>(v.getType());
+  int64_t elements = 1;
+  for (int64_t d : type.getShape())
+    elements *= ShapedType::isDynamic(d) ? 4096 : d; // symbolic: "large"
+  return elements * std::max<int64_t>(1, type.getElementTypeBitWidth() / 8);
+}
+
+/// Ops the backward may compute again: element by element, index maps and
+/// the counter-based random numbers. Contractions and reductions are saved.
+bool recomputable(Operation *op) {
+  return op->hasTrait<OpTrait::kf::Elementwise>() ||
+         isa<kf::ConstantOp, kf::IotaOp, kf::BroadcastOp, kf::ReshapeOp,
+             kf::TransposeOp, kf::SliceOp, kf::ConcatOp, kf::PadOp,
+             kf::GatherOp, kf::TakeAlongAxisOp, kf::RandomOp>(op);
+}
+
+/// The ops `roots` are computed from, in the block, stopping at `stop`.
+llvm::DenseSet<Operation *> sliceOf(ArrayRef<Value> roots,
+                                    const llvm::DenseSet<Operation *> &stop) {
+  llvm::DenseSet<Operation *> slice;
+  SmallVector<Value> work(roots.begin(), roots.end());
+  while (!work.empty()) {
+    Operation *op = work.pop_back_val().getDefiningOp();
+    if (!op || stop.contains(op) || !slice.insert(op).second)
+      continue;
+    llvm::append_range(work, op->getOperands());
+  }
+  return slice;
+}
+
+/// The decisions of one split, on the joint graph's function.
+class Planner {
+public:
+  Planner(size_t numInputs, llvm::DenseSet<Operation *> forwardOps)
+      : numInputs(numInputs), forwardOps(std::move(forwardOps)) {}
+
+  /// Makes forward value `v` available to the backward.
+  void require(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getArgNumber() < numInputs)
+        inputsRead.insert(arg.getArgNumber());
+      return;
+    }
+    Operation *op = v.getDefiningOp();
+    if (!forwardOps.contains(op) || recomputed.contains(op) ||
+        saved.contains(v))
+      return;
+    if (recomputable(op) && newBytes(op) <= bytesOf(v)) {
+      recomputed.insert(op);
+      note(v, "recomputed");
+      for (Value operand : op->getOperands())
+        require(operand);
+      return;
+    }
+    saved.insert(v);
+    note(v, recomputable(op) ? "saved: recomputing would save larger values"
+                             : "saved: never recomputed");
+  }
+
+  size_t numInputs;
+  llvm::DenseSet<Operation *> forwardOps, recomputed;
+  llvm::SetVector<Value> saved;
+  std::set<unsigned> inputsRead;
+  std::vector<std::string> decisions;
+
+private:
+  /// Bytes that recomputing `op` would have the forward save in its stead
+  /// (operands that are neither inputs nor available already), counting
+  /// only one level: chains of cheap ops decide each link the same way.
+  int64_t newBytes(Operation *op) {
+    int64_t bytes = 0;
+    for (Value operand : op->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      if (!def || saved.contains(operand) || recomputed.contains(def) ||
+          (recomputable(def) && def->getNumOperands() == 0))
+        continue;
+      if (!recomputable(def))
+        bytes += bytesOf(operand);
+    }
+    return bytes;
+  }
+
+  void note(Value v, StringRef what) {
+    std::string line;
+    llvm::raw_string_ostream os(line);
+    os << v.getDefiningOp()->getName() << " -> " << v.getType() << ": "
+       << what;
+    decisions.push_back(line);
+  }
+};
+
+/// A graph computing `results` from `args` by clones of `ops` (in block
+/// order), with these names.
+Expected<Graph> cloneGraph(detail::GraphImpl &g, const std::string &name,
+                           ArrayRef<Value> args,
+                           ArrayRef<std::string> argNames,
+                           ArrayRef<Operation *> ops, ArrayRef<Value> results,
+                           ArrayRef<std::string> resultNames) {
+  OpBuilder b(g.context.get());
+  Location loc = b.getUnknownLoc();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(loc);
+  b.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(
+      b, loc, name,
+      b.getFunctionType(ValueRange(args).getTypes(),
+                        ValueRange(results).getTypes()));
+  Block *entry = func.addEntryBlock();
+  IRMapping map;
+  for (auto [arg, clone] : llvm::zip_equal(args, entry->getArguments()))
+    map.map(arg, clone);
+  b.setInsertionPointToEnd(entry);
+  for (Operation *op : ops) {
+    for (Value operand : op->getOperands())
+      if (!map.contains(operand))
+        return Error(ErrorCode::InvalidGraph,
+                     "splitVJP: " + op->getName().getStringRef().str() +
+                         " reads a value the " + name + " graph lacks");
+    b.clone(*op, map);
+  }
+  SmallVector<Value> mapped;
+  for (Value r : results)
+    mapped.push_back(map.lookup(r));
+  func::ReturnOp::create(b, loc, mapped);
+  for (auto [i, arg] : llvm::enumerate(args)) {
+    func.setArgAttr(i, "kf.name", b.getStringAttr(argNames[i]));
+    if (ArrayAttr symbols = g.dimSymbols(g.shapes[g.ids.lookup(arg)]))
+      func.setArgAttr(i, kf::kDimSymbolsAttr, symbols);
+  }
+  for (auto [i, resultName] : llvm::enumerate(resultNames))
+    func.setResultAttr(i, "kf.name", b.getStringAttr(resultName));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os);
+  return Graph::fromMLIR(text, name);
+}
+
+SmallVector<Operation *> inBlockOrder(Block &body,
+                                      const llvm::DenseSet<Operation *> &a,
+                                      const llvm::DenseSet<Operation *> &b) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    if (a.contains(&op) || b.contains(&op))
+      ops.push_back(&op);
+  return ops;
+}
+
+} // namespace
+
+Expected<TrainingGraphs> splitVJP(const Graph &forward,
+                                  const VJPOptions &options) {
+  Expected<Graph> joint = vjp(forward, options);
+  if (!joint)
+    return joint.error();
+  std::vector<TensorInfo> inputs = forward.inputs(), outputs = forward.outputs();
+  std::vector<TensorInfo> jointInputs = joint->inputs(),
+                          jointOutputs = joint->outputs();
+  detail::GraphImpl &g = joint->impl();
+  Block &body = g.func.getBody().front();
+  SmallVector<Value> results(body.getTerminator()->getOperands());
+  ArrayRef<Value> forwardResults = ArrayRef(results).take_front(outputs.size());
+  ArrayRef<Value> gradients = ArrayRef(results).drop_front(outputs.size());
+
+  Planner plan(inputs.size(), sliceOf(forwardResults, {}));
+  llvm::DenseSet<Operation *> backwardOps = sliceOf(gradients, plan.forwardOps);
+  for (Operation *op : inBlockOrder(body, backwardOps, {}))
+    for (Value operand : op->getOperands())
+      plan.require(operand);
+  for (Value gradient : gradients) // a gradient that is a forward value
+    plan.require(gradient);
+
+  TrainingGraphs split;
+  // The forward: its outputs, then the saved values no output already is.
+  SmallVector<Value> forwardArgs(body.getArguments().take_front(inputs.size()));
+  std::vector<std::string> argNames, resultNames;
+  for (const TensorInfo &in : inputs)
+    argNames.push_back(in.name);
+  for (const TensorInfo &out : outputs)
+    resultNames.push_back(out.name);
+  SmallVector<Value> forwardOuts(forwardResults);
+  std::vector<BackwardInput> savedSources;
+  for (Value v : plan.saved) {
+    auto output = llvm::find(forwardResults, v);
+    if (output != forwardResults.end()) {
+      savedSources.push_back({BackwardInput::Source::forwardOutput,
+                              size_t(output - forwardResults.begin())});
+      continue;
+    }
+    savedSources.push_back({BackwardInput::Source::saved,
+                            forwardOuts.size() - outputs.size()});
+    resultNames.push_back("saved_" + std::to_string(savedSources.back().index));
+    forwardOuts.push_back(v);
+  }
+  Expected<Graph> fwd =
+      cloneGraph(g, forward.name() + "_forward", forwardArgs, argNames,
+                 inBlockOrder(body, plan.forwardOps, {}), forwardOuts,
+                 resultNames);
+  if (!fwd)
+    return fwd.error();
+
+  // The backward: the inputs it reads, the saved values, the cotangents.
+  SmallVector<Value> backwardArgs;
+  std::vector<std::string> backwardNames, gradNames;
+  for (unsigned i : plan.inputsRead) {
+    backwardArgs.push_back(body.getArgument(i));
+    backwardNames.push_back(inputs[i].name);
+    split.backwardInputs.push_back({BackwardInput::Source::forwardInput, i});
+  }
+  for (auto [v, source] : llvm::zip_equal(plan.saved, savedSources)) {
+    backwardArgs.push_back(v);
+    backwardNames.push_back(
+        source.source == BackwardInput::Source::saved
+            ? "saved_" + std::to_string(source.index)
+            : "fwd_" + outputs[source.index].name);
+    split.backwardInputs.push_back(source);
+  }
+  for (size_t i = inputs.size(); i < jointInputs.size(); ++i) {
+    backwardArgs.push_back(body.getArgument(i));
+    backwardNames.push_back(jointInputs[i].name);
+    split.backwardInputs.push_back(
+        {BackwardInput::Source::cotangent, i - inputs.size()});
+  }
+  for (size_t i = outputs.size(); i < jointOutputs.size(); ++i)
+    gradNames.push_back(jointOutputs[i].name);
+  Expected<Graph> bwd = cloneGraph(
+      g, forward.name() + "_backward", backwardArgs, backwardNames,
+      inBlockOrder(body, backwardOps, plan.recomputed), gradients, gradNames);
+  if (!bwd)
+    return bwd.error();
+  split.forward = fwd.take();
+  split.backward = bwd.take();
+  split.decisions = std::move(plan.decisions);
+  return split;
+}
+
+} // namespace kfuse

@@ -1,0 +1,122 @@
+//===- TrainingSplitTest.cpp - splitVJP against the joint graph ------------===//
+//
+// The forward and backward graphs of splitVJP, evaluated one after the
+// other (the backward's inputs gathered as backwardInputs says), give the
+// joint graph's outputs and gradients on fresh random inputs; and the
+// split saves what it must (matmuls, reductions) and recomputes what is
+// cheap.
+//
+//===----------------------------------------------------------------------===//
+
+#include "../common/OpCases.h"
+#include "kfuse/kfuse.h"
+
+#include <gtest/gtest.h>
+
+
+using namespace kfuse;
+
+namespace {
+
+/// Runs the split on `inputs` and the joint's cotangent inputs; expects the
+/// joint's outputs from the forward and its gradients from the backward.
+void expectSplitMatchesJoint(const Graph &f, const VJPOptions &options) {
+  Expected<Graph> joint = vjp(f, options);
+  ASSERT_TRUE(joint) << joint.error().message();
+  Expected<TrainingGraphs> split = splitVJP(f, options);
+  ASSERT_TRUE(split) << split.error().message();
+  uint64_t seed = kfuse::testing::freshSeed();
+  std::vector<HostTensor> jointInputs = kfuse::testing::randomInputs(*joint, seed);
+  size_t numInputs = f.inputs().size(), numOutputs = f.outputs().size();
+  std::vector<HostTensor> inputs(jointInputs.begin(),
+                                 jointInputs.begin() + numInputs);
+  Expected<std::vector<HostTensor>> want = evaluate(*joint, jointInputs);
+  ASSERT_TRUE(want) << want.error().message();
+  Expected<std::vector<HostTensor>> fwd = evaluate(split->forward, inputs);
+  ASSERT_TRUE(fwd) << fwd.error().message();
+  std::vector<HostTensor> backwardInputs;
+  for (const BackwardInput &in : split->backwardInputs) {
+    using S = BackwardInput::Source;
+    backwardInputs.push_back(
+        in.source == S::forwardInput    ? inputs[in.index]
+        : in.source == S::forwardOutput ? (*fwd)[in.index]
+        : in.source == S::saved         ? (*fwd)[numOutputs + in.index]
+                                        : jointInputs[numInputs + in.index]);
+  }
+  Expected<std::vector<HostTensor>> bwd =
+      evaluate(split->backward, backwardInputs);
+  ASSERT_TRUE(bwd) << bwd.error().message();
+  ASSERT_EQ(numOutputs + bwd->size(), want->size());
+  // The joint graph keeps its intermediates in float64 where the split
+  // stores the saved ones in their dtypes: equal within that rounding.
+  std::vector<TensorInfo> outputs = joint->outputs();
+  for (size_t i = 0; i < want->size(); ++i) {
+    const HostTensor &got = i < numOutputs ? (*fwd)[i] : (*bwd)[i - numOutputs];
+    EXPECT_LE(relativeError(got, (*want)[i]),
+              kfuse::testing::outputTolerance(*joint, outputs[i]))
+        << "output " << outputs[i].name << " (seed " << seed << ")";
+  }
+}
+
+bool mentions(const std::vector<std::string> &lines, const std::string &op,
+              const std::string &what) {
+  for (const std::string &line : lines)
+    if (line.find(op) != std::string::npos &&
+        line.find(what) != std::string::npos)
+      return true;
+  return false;
+}
+
+TEST(TrainingSplit, MlpSavesTheMatmulAndRecomputesTheActivation) {
+  Graph f("mlp");
+  Tensor x = f.input("x", DType::bf16, {16, 32});
+  Tensor w = f.input("w", DType::bf16, {32, 64});
+  Tensor b = f.input("b", DType::f32, {64});
+  Tensor h = gelu(cast(matmul(x, w), DType::f32) + b);
+  f.output("loss", reduceMean(h * h));
+  expectSplitMatchesJoint(f, {{"loss"}, {"x", "w", "b"}});
+  Expected<TrainingGraphs> split = splitVJP(f, {{"loss"}, {"x", "w", "b"}});
+  ASSERT_TRUE(split);
+  EXPECT_TRUE(mentions(split->decisions, "kf.matmul", "never recomputed"));
+  EXPECT_TRUE(mentions(split->decisions, "kf.gelu", "recomputed") ||
+              mentions(split->decisions, "kf.add", "recomputed"));
+  // The loss and the matmul's result: nothing else crosses.
+  EXPECT_EQ(split->forward.outputs().size(), 2u);
+}
+
+TEST(TrainingSplit, LayerNormAndCrossEntropyMatchTheJointGraph) {
+  Graph f("ln_xent");
+  Tensor x = f.input("x", DType::f32, {8, 48});
+  Tensor w = f.input("w", DType::f32, {48});
+  Tensor b = f.input("b", DType::f32, {48});
+  Tensor labels = f.input("labels", DType::i32, {8, 1});
+  Tensor y = kfuse::testing::layerNormOf(x, w, b);
+  Tensor m = reduceMax(y, {1}, true);
+  Tensor lse = log(reduceSum(exp(y - m), {1}, true)) + m;
+  f.output("y", y);
+  f.output("loss", reduceMean(lse - takeAlongAxis(y, labels, 1)));
+  expectSplitMatchesJoint(f, {{"y", "loss"}, {"x", "w", "b"}});
+}
+
+TEST(TrainingSplit, AttentionSavesItsOutput) {
+  Graph f("attention");
+  Tensor q = f.input("q", DType::f32, {1, 2, 16, 8});
+  Tensor k = f.input("k", DType::f32, {1, 2, 16, 8});
+  Tensor v = f.input("v", DType::f32, {1, 2, 16, 8});
+  AttentionOptions causal;
+  causal.causal = true;
+  f.output("o", attention(q, k, v, causal));
+  expectSplitMatchesJoint(f, {});
+}
+
+TEST(TrainingSplit, BadRequestsAreErrorsThatNameThem) {
+  Graph f("g");
+  Tensor x = f.input("x", DType::f32, {4});
+  f.output("y", x * 2.0);
+  Expected<TrainingGraphs> split = splitVJP(f, {{"y"}, {"nope"}});
+  ASSERT_FALSE(split);
+  EXPECT_NE(split.error().message().find("nope"), std::string::npos)
+      << split.error().message();
+}
+
+} // namespace
