@@ -85,36 +85,52 @@ Cotangents softmaxVJP(kf::SoftmaxOp op, Tensor g, const RuleContext &ctx) {
 /// (grouped-query attention), and the recomputed probabilities.
 struct AttentionPrimals {
   Tensor q, k, v, probs;
-  int64_t group; ///< query heads per kv head
+  Dim heads = 1, kvHeads = 1;
+  bool grouped() const { return !(heads == kvHeads); }
 };
 
-/// `t` [B, Hkv, S, X] repeated to [B, Hkv * group, S, X], each kv head
-/// serving `group` consecutive query heads.
-Tensor repeatHeads(Tensor t, int64_t group) {
-  if (group == 1)
+/// `t` [B, Hkv, S, X] repeated to [B, H, S, X], each kv head serving H /
+/// Hkv consecutive query heads; one kv head is broadcast (to symbolic
+/// query heads too).
+Tensor repeatHeads(Tensor t, const AttentionPrimals &p) {
+  if (!p.grouped())
     return t;
   Shape s = t.shape();
+  if (!p.kvHeads.isSymbolic() && p.kvHeads.size() == 1)
+    return broadcastTo(t, {s[0], p.heads, s[2], s[3]});
+  int64_t group = p.heads.size() / p.kvHeads.size();
   Tensor spread = broadcastTo(unsqueeze(t, 2), {s[0], s[1], group, s[2], s[3]});
-  return reshape(spread, {s[0], s[1].size() * group, s[2], s[3]});
+  return reshape(spread, {s[0], p.heads, s[2], s[3]});
 }
 
 /// A [B, H, S, X] cotangent of repeated heads summed back to [B, Hkv, S, X].
-Tensor sumHeads(Tensor t, int64_t group) {
-  if (group == 1)
+Tensor sumHeads(Tensor t, const AttentionPrimals &p) {
+  if (!p.grouped())
     return t;
   Shape s = t.shape();
-  Tensor split =
-      reshape(t, {s[0], s[1].size() / group, group, s[2], s[3]});
-  return reduceSum(split, {2});
+  if (!p.kvHeads.isSymbolic() && p.kvHeads.size() == 1)
+    return reduceSum(t, {1}, true);
+  int64_t group = p.heads.size() / p.kvHeads.size();
+  return reduceSum(reshape(t, {s[0], p.kvHeads, group, s[2], s[3]}), {2});
 }
 
 AttentionPrimals recompute(kf::AttentionOp op, const RuleContext &ctx) {
   AttentionPrimals p;
   p.q = ctx.primal(op.getQ());
   Tensor k = ctx.primal(op.getK());
-  p.group = p.q.shape()[1].size() / k.shape()[1].size();
-  p.k = repeatHeads(k, p.group);
-  p.v = repeatHeads(ctx.primal(op.getV()), p.group);
+  p.heads = p.q.shape()[1];
+  p.kvHeads = k.shape()[1];
+  bool oneKvHead = !p.kvHeads.isSymbolic() && p.kvHeads.size() == 1;
+  if (p.grouped() && !oneKvHead &&
+      (p.heads.isSymbolic() || p.kvHeads.isSymbolic())) {
+    ctx.graph.fail("vjp", "attention's backward with " + p.heads.str() +
+                              " query heads over " + p.kvHeads.str() +
+                              " kv heads needs both counts known (or one "
+                              "kv head)");
+    return p;
+  }
+  p.k = repeatHeads(k, p);
+  p.v = repeatHeads(ctx.primal(op.getV()), p);
   Tensor s = matmul(p.q, p.k, f32With(false, true)) * op.getScale().convertToDouble();
   if (op.getBias())
     s = s + toF32(ctx.primal(op.getBias()));
@@ -134,6 +150,8 @@ AttentionPrimals recompute(kf::AttentionOp op, const RuleContext &ctx) {
 Cotangents attentionVJP(kf::AttentionOp op, ArrayRef<Tensor> results,
                         const RuleContext &ctx) {
   AttentionPrimals p = recompute(op, ctx);
+  if (!ctx.graph.status)
+    return {};
   DType dtype = p.q.dtype();
   double scale = op.getScale().convertToDouble();
   Tensor dOut = results[0], dLse = results.size() > 1 ? results[1] : Tensor();
@@ -154,8 +172,8 @@ Cotangents attentionVJP(kf::AttentionOp op, ArrayRef<Tensor> results,
   Tensor dsc = cast(dScores, dtype);
   Tensor dq = matmul(dsc, p.k, f32With(false, false)) * scale;
   Tensor dk = matmul(dsc, p.q, f32With(true, false)) * scale;
-  Cotangents out = {dq, sumHeads(dk, p.group),
-                    dv.isValid() ? sumHeads(dv, p.group)
+  Cotangents out = {dq, sumHeads(dk, p),
+                    dv.isValid() ? sumHeads(dv, p)
                                  : zerosLike(ctx.primal(op.getV()))};
   if (op.getMask())
     out.push_back(Tensor());

@@ -10,6 +10,7 @@
 
 #include "kfuse/Autodiff.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -76,6 +77,9 @@ Expected<double> weightedOutputs(const Graph &forward,
   return sum;
 }
 
+/// ||a - b|| / ||b||, or over 1e-3 per element where b is smaller: a zero
+/// gradient's finite differences are rounding noise (a softmax's sum), and
+/// noise over noise is not an error.
 double relativeDistance(const std::vector<double> &a,
                         const std::vector<double> &b) {
   double diff = 0, norm = 0;
@@ -83,7 +87,8 @@ double relativeDistance(const std::vector<double> &a,
     diff += (a[i] - b[i]) * (a[i] - b[i]);
     norm += b[i] * b[i];
   }
-  return norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  double floor = 1e-6 * double(a.size());
+  return std::sqrt(diff / std::max(norm, floor));
 }
 
 /// The weighted outputs' central difference along each element of input x.

@@ -62,8 +62,9 @@ public:
   Planner(size_t numInputs, llvm::DenseSet<Operation *> forwardOps)
       : numInputs(numInputs), forwardOps(std::move(forwardOps)) {}
 
-  /// Makes forward value `v` available to the backward.
-  void require(Value v) {
+  /// Makes forward value `v` available to the backward; `exact`: as the
+  /// forward computed it (saved, not recomputed).
+  void require(Value v, bool exact = false) {
     if (auto arg = dyn_cast<BlockArgument>(v)) {
       if (arg.getArgNumber() < numInputs)
         inputsRead.insert(arg.getArgNumber());
@@ -73,7 +74,7 @@ public:
     if (!forwardOps.contains(op) || recomputed.contains(op) ||
         saved.contains(v))
       return;
-    if (recomputable(op) && newBytes(op) <= bytesOf(v)) {
+    if (!exact && recomputable(op) && newBytes(op) <= bytesOf(v)) {
       recomputed.insert(op);
       note(v, "recomputed");
       for (Value operand : op->getOperands())
@@ -81,8 +82,11 @@ public:
       return;
     }
     saved.insert(v);
-    note(v, recomputable(op) ? "saved: recomputing would save larger values"
-                             : "saved: never recomputed");
+    note(v, !recomputable(op) ? "saved: never recomputed"
+            : exact ? "saved: a comparison reads it (a recomputed value "
+                      "may round differently from the one it is compared "
+                      "with)"
+                    : "saved: recomputing would save larger values");
   }
 
   size_t numInputs;
@@ -162,6 +166,23 @@ Expected<Graph> cloneGraph(detail::GraphImpl &g, const std::string &name,
   return Graph::fromMLIR(text, name);
 }
 
+/// The backward ops whose operands must be the forward's values exactly:
+/// comparisons (a max's backward finds the maximum by equality) and the
+/// index maps between them and the forward.
+llvm::DenseSet<Operation *> exactReaders(ArrayRef<Operation *> backwardOps) {
+  llvm::DenseSet<Operation *> exact;
+  for (Operation *op : llvm::reverse(backwardOps)) {
+    bool feedsExact = isa<kf::CompareOp>(op) ||
+                      llvm::any_of(op->getUsers(), [&](Operation *user) {
+                        return exact.contains(user);
+                      });
+    if (feedsExact && (isa<kf::CompareOp, kf::ReshapeOp, kf::BroadcastOp,
+                           kf::TransposeOp>(op)))
+      exact.insert(op);
+  }
+  return exact;
+}
+
 SmallVector<Operation *> inBlockOrder(Block &body,
                                       const llvm::DenseSet<Operation *> &a,
                                       const llvm::DenseSet<Operation *> &b) {
@@ -190,9 +211,14 @@ Expected<TrainingGraphs> splitVJP(const Graph &forward,
 
   Planner plan(inputs.size(), sliceOf(forwardResults, {}));
   llvm::DenseSet<Operation *> backwardOps = sliceOf(gradients, plan.forwardOps);
-  for (Operation *op : inBlockOrder(body, backwardOps, {}))
-    for (Value operand : op->getOperands())
-      plan.require(operand);
+  SmallVector<Operation *> backwardOrder = inBlockOrder(body, backwardOps, {});
+  llvm::DenseSet<Operation *> exact = exactReaders(backwardOrder);
+  // What comparisons read first: saved, so later readers take it too.
+  for (bool exactPass : {true, false})
+    for (Operation *op : backwardOrder)
+      if (exact.contains(op) == exactPass)
+        for (Value operand : op->getOperands())
+          plan.require(operand, exactPass);
   for (Value gradient : gradients) // a gradient that is a forward value
     plan.require(gradient);
 
@@ -225,7 +251,26 @@ Expected<TrainingGraphs> splitVJP(const Graph &forward,
   if (!fwd)
     return fwd.error();
 
-  // The backward: the inputs it reads, the saved values, the cotangents.
+  // The backward: the inputs it reads (and those that give a symbolic dim
+  // nothing else it takes has), the saved values, the cotangents.
+  llvm::DenseSet<int64_t> bound;
+  auto bind = [&](Value v) {
+    for (int64_t d : g.shapes[g.ids.lookup(v)])
+      if (kf::shapes::isSymbolic(d))
+        bound.insert(d);
+  };
+  for (Value v : plan.saved)
+    bind(v);
+  for (unsigned i : plan.inputsRead)
+    bind(body.getArgument(i));
+  for (size_t i = inputs.size(); i < jointInputs.size(); ++i)
+    bind(body.getArgument(i));
+  for (unsigned i = 0; i < inputs.size(); ++i)
+    for (int64_t d : g.shapes[g.ids.lookup(body.getArgument(i))])
+      if (kf::shapes::isSymbolic(d) && !bound.contains(d)) {
+        plan.inputsRead.insert(i);
+        bind(body.getArgument(i));
+      }
   SmallVector<Value> backwardArgs;
   std::vector<std::string> backwardNames, gradNames;
   for (unsigned i : plan.inputsRead) {

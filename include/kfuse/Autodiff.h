@@ -116,7 +116,9 @@ struct GradientCheckOptions {
 
 struct GradientCheck {
   std::string input; ///< the input differentiated
-  double error;      ///< ||vjp - finite differences|| / ||finite differences||
+  /// ||vjp - finite differences|| / ||finite differences||, the norm at
+  /// least 1e-3 per element (a zero gradient's differences are noise).
+  double error;
   bool passed;
 };
 

@@ -27,6 +27,10 @@ struct CheckConfig {
   /// a fused kernel than in the evaluator: the per-dtype tolerance of
   /// kfuse::testing times this.
   double toleranceFactor = 4;
+  /// --gradients: check the backward (CheckGradients.cpp) instead.
+  bool gradients = false;
+  /// ||vjp - finite differences|| / ||finite differences|| allowed.
+  double gradientTolerance = 1e-5;
 };
 
 struct CheckResult {
@@ -38,6 +42,11 @@ struct CheckResult {
 };
 
 CheckResult checkGraph(const BuiltGraph &built, const CheckConfig &config);
+/// The graph's gradients against float64 finite differences, and
+/// splitVJP's two graphs against the joint one (CheckGradients.cpp).
+CheckResult checkBackward(const BuiltGraph &built, const CheckConfig &config);
+/// checkBackward with config.gradients, else checkGraph.
+CheckResult check(const BuiltGraph &built, const CheckConfig &config);
 
 /// For an integer output computed by casting a computed float: whether
 /// `actual` differs from `expected` only as rounding that float in

@@ -2,11 +2,14 @@
 //
 //   kfuse-fuzz [--count N] [--seed S] [--time-limit SECONDS] [--cpu|--gpu]
 //              [--regressions DIR] [--max-nodes N] [--max-elements N]
+//              [--gradients]
 //   kfuse-fuzz --replay FILE.mlir...
 //
 // Generates seeded random graphs and checks each (Check.h): on a GPU,
 // fused and unfused against the float64 evaluator; without one, both
-// compiled and assembled by ptxas. A failing graph is shrunk and written to
+// compiled and assembled by ptxas. With --gradients, the backward instead:
+// gradients against float64 finite differences and the training split
+// against the joint graph (no GPU needed). A failing graph is shrunk and written to
 // DIR as a .mlir regression test whose RUN line replays it. Exits 1 when
 // anything failed.
 //
@@ -35,6 +38,7 @@ struct Options {
   uint64_t count = 100, seed = 1;
   double timeLimit = 0; ///< seconds; 0: none
   int mode = -1;        ///< 0 cpu, 1 gpu, -1 gpu when there is one
+  bool gradients = false;
   std::string regressions;
   GenerateOptions generate;
   std::vector<std::string> replay;
@@ -88,6 +92,12 @@ bool parse(int argc, char **argv, Options &o) {
       o.mode = 0;
     else if (arg == "--gpu")
       o.mode = 1;
+    else if (arg == "--gradients") {
+      // Finite differences evaluate the graph twice per input element:
+      // small tensors (a later --max-elements still sets the size).
+      o.gradients = true;
+      o.generate.maxElements = 256;
+    }
     else if (arg == "--replay") {
       while (i + 1 < argc && argv[i + 1][0] != '-')
         o.replay.push_back(argv[++i]);
@@ -189,7 +199,7 @@ int replay(const Options &o, CheckConfig config) {
         }
       }
     }
-    CheckResult result = checkGraph(built, config);
+    CheckResult result = check(built, config);
     std::cout << path << ": "
               << (result.kind == CheckResult::Failed ? "FAILED " + result.failure
                                                      : std::string("passed"))
@@ -213,12 +223,12 @@ void reportFailure(const Options &o, const CheckConfig &config,
             << result.detail << "\n" << recipe.str() << "\n";
   Recipe small = shrink(recipe, [&](const Recipe &candidate) {
     Expected<BuiltGraph> b = build(candidate);
-    return b && checkGraph(*b, config).failure == result.failure;
+    return b && check(*b, config).failure == result.failure;
   });
   std::cerr << "  shrunk to:\n" << small.str() << "\n";
   if (!o.regressions.empty())
     if (Expected<BuiltGraph> b = build(small))
-      writeRegression(o.regressions, small, *b, checkGraph(*b, config));
+      writeRegression(o.regressions, small, *b, check(*b, config));
 }
 
 /// Generates and checks one graph.
@@ -235,7 +245,7 @@ void fuzzOne(const Options &o, CheckConfig &config, uint64_t seed,
     return;
   }
   config.inputSeed = seed * 7919;
-  CheckResult result = checkGraph(*built, config);
+  CheckResult result = check(*built, config);
   if (result.kind == CheckResult::Passed) {
     ++sum.passed;
   } else if (result.kind == CheckResult::Degenerate) {
@@ -259,7 +269,9 @@ int runFuzzing(const Options &o, CheckConfig &config) {
       break;
     fuzzOne(o, config, seed, sum);
   }
-  std::string how = config.gpu ? "GPU: fused and unfused run against the "
+  std::string how = config.gradients
+                        ? "gradients against float64 finite differences"
+                    : config.gpu ? "GPU: fused and unfused run against the "
                                  "evaluator"
                     : config.ptxas.empty()
                         ? "CPU: fused and unfused compiled"
@@ -267,7 +279,10 @@ int runFuzzing(const Options &o, CheckConfig &config) {
   std::cout << "kfuse-fuzz: " << sum.tried << " graphs from seed " << o.seed
             << " (" << how << ") in " << elapsed() << " s: " << sum.passed
             << " passed, " << sum.degenerate
-            << " degenerate (reference not finite), " << sum.failed
+            << (config.gradients
+                    ? " degenerate (16-bit, discrete or not finite), "
+                    : " degenerate (reference not finite), ")
+            << sum.failed
             << " failed\n";
   for (auto &[name, n] : sum.byClass)
     std::cout << "  " << name << ": " << n << "\n";
@@ -283,7 +298,8 @@ int main(int argc, char **argv) {
     return 2;
   CheckConfig config;
   Expected<DeviceInfo> gpu = device();
-  config.gpu = o.mode == 1 || (o.mode == -1 && gpu);
+  config.gpu = !o.gradients && (o.mode == 1 || (o.mode == -1 && gpu));
+  config.gradients = o.gradients;
   if (config.gpu && !gpu) {
     std::cerr << "kfuse-fuzz: --gpu, but " << gpu.error().message() << "\n";
     return 2;

@@ -109,6 +109,33 @@ TEST(TrainingSplit, AttentionSavesItsOutput) {
   expectSplitMatchesJoint(f, {});
 }
 
+// Found by kfuse-fuzz --gradients: symbolic query heads over one kv head
+// crashed the attention rule (it divided symbolic head counts).
+TEST(TrainingSplit, AttentionOverOneKvHeadWithSymbolicHeads) {
+  Graph f("gqa");
+  Tensor q = f.input("q", DType::f32, {"B", "H", 7, 8});
+  Tensor k = f.input("k", DType::f32, {"B", 1, 7, 8});
+  Tensor v = f.input("v", DType::f32, {"B", 1, 7, 8});
+  AttentionOptions causal;
+  causal.causal = true;
+  f.output("o", attention(q, k, v, causal));
+  GradientCheckOptions options;
+  options.shapes = {{2, 3, 7, 8}, {2, 1, 7, 8}, {2, 1, 7, 8}};
+  Expected<std::vector<GradientCheck>> checks = checkGradients(f, options);
+  ASSERT_TRUE(checks) << checks.error().message();
+  for (const GradientCheck &c : *checks)
+    EXPECT_TRUE(c.passed) << c.input << ": " << c.error;
+
+  Graph g("gqa2");
+  Tensor q2 = g.input("q", DType::f32, {"B", "H", 7, 8});
+  Tensor k2 = g.input("k", DType::f32, {"B", 2, 7, 8});
+  g.output("o", attention(q2, k2, k2));
+  Expected<Graph> joint = vjp(g);
+  ASSERT_FALSE(joint);
+  EXPECT_NE(joint.error().message().find("kv heads"), std::string::npos)
+      << joint.error().message();
+}
+
 TEST(TrainingSplit, BadRequestsAreErrorsThatNameThem) {
   Graph f("g");
   Tensor x = f.input("x", DType::f32, {4});
