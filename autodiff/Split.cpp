@@ -195,113 +195,156 @@ SmallVector<Operation *> inBlockOrder(Block &body,
 
 } // namespace
 
+namespace {
+
+/// One split of a joint graph: the decisions (analyse), then the two
+/// graphs (rewrite).
+class Splitter {
+public:
+  Splitter(const Graph &forward, Graph &joint)
+      : name(forward.name()), g(joint.impl()),
+        body(g.func.getBody().front()), inputs(forward.inputs()),
+        outputs(forward.outputs()), jointInputs(joint.inputs()),
+        jointOutputs(joint.outputs()),
+        results(body.getTerminator()->getOperands()),
+        plan(inputs.size(), sliceOf(forwardResults(), {})) {}
+
+  ArrayRef<Value> forwardResults() const {
+    return ArrayRef(results).take_front(outputs.size());
+  }
+  ArrayRef<Value> gradients() const {
+    return ArrayRef(results).drop_front(outputs.size());
+  }
+
+  /// What the backward computes, and how it has each forward value.
+  void decide() {
+    backwardOps = sliceOf(gradients(), plan.forwardOps);
+    SmallVector<Operation *> order = inBlockOrder(body, backwardOps, {});
+    llvm::DenseSet<Operation *> exact = exactReaders(order);
+    // What comparisons read first: saved, so later readers take it too.
+    for (bool exactPass : {true, false})
+      for (Operation *op : order)
+        if (exact.contains(op) == exactPass)
+          for (Value operand : op->getOperands())
+            plan.require(operand, exactPass);
+    for (Value gradient : gradients()) // a gradient that is a forward value
+      plan.require(gradient);
+    passInputsForSymbols();
+  }
+
+  /// The forward: its outputs, then the saved values no output already is.
+  Expected<Graph> forwardGraph() {
+    SmallVector<Value> args(body.getArguments().take_front(inputs.size()));
+    std::vector<std::string> argNames, resultNames;
+    for (const TensorInfo &in : inputs)
+      argNames.push_back(in.name);
+    for (const TensorInfo &out : outputs)
+      resultNames.push_back(out.name);
+    SmallVector<Value> outs(forwardResults());
+    for (Value v : plan.saved) {
+      const Value *output = llvm::find(forwardResults(), v);
+      if (output != forwardResults().end()) {
+        savedSources.push_back({BackwardInput::Source::forwardOutput,
+                                size_t(output - forwardResults().begin())});
+        continue;
+      }
+      savedSources.push_back(
+          {BackwardInput::Source::saved, outs.size() - outputs.size()});
+      resultNames.push_back("saved_" +
+                            std::to_string(savedSources.back().index));
+      outs.push_back(v);
+    }
+    return cloneGraph(g, name + "_forward", args, argNames,
+                      inBlockOrder(body, plan.forwardOps, {}), outs,
+                      resultNames);
+  }
+
+  /// The backward: the inputs it reads, the saved values, the cotangents.
+  Expected<Graph> backwardGraph(std::vector<BackwardInput> &sources) {
+    SmallVector<Value> args;
+    std::vector<std::string> argNames, gradNames;
+    auto take = [&](Value v, std::string argName, BackwardInput source) {
+      args.push_back(v);
+      argNames.push_back(std::move(argName));
+      sources.push_back(source);
+    };
+    for (unsigned i : plan.inputsRead)
+      take(body.getArgument(i), inputs[i].name,
+           {BackwardInput::Source::forwardInput, i});
+    for (auto [v, source] : llvm::zip_equal(plan.saved, savedSources))
+      take(v,
+           source.source == BackwardInput::Source::saved
+               ? "saved_" + std::to_string(source.index)
+               : "fwd_" + outputs[source.index].name,
+           source);
+    for (size_t i = inputs.size(); i < jointInputs.size(); ++i)
+      take(body.getArgument(i), jointInputs[i].name,
+           {BackwardInput::Source::cotangent, i - inputs.size()});
+    for (size_t i = outputs.size(); i < jointOutputs.size(); ++i)
+      gradNames.push_back(jointOutputs[i].name);
+    return cloneGraph(g, name + "_backward", args, argNames,
+                      inBlockOrder(body, backwardOps, plan.recomputed),
+                      gradients(), gradNames);
+  }
+
+  std::vector<std::string> takeDecisions() {
+    return std::move(plan.decisions);
+  }
+
+private:
+  /// A symbolic dim the backward needs is bound by one of its inputs: a
+  /// forward input that alone has it is passed too.
+  void passInputsForSymbols() {
+    llvm::DenseSet<int64_t> bound;
+    auto bind = [&](Value v) {
+      for (int64_t d : g.shapes[g.ids.lookup(v)])
+        if (kf::shapes::isSymbolic(d))
+          bound.insert(d);
+    };
+    for (Value v : plan.saved)
+      bind(v);
+    for (unsigned i : plan.inputsRead)
+      bind(body.getArgument(i));
+    for (size_t i = inputs.size(); i < jointInputs.size(); ++i)
+      bind(body.getArgument(i));
+    for (unsigned i = 0; i < inputs.size(); ++i)
+      for (int64_t d : g.shapes[g.ids.lookup(body.getArgument(i))])
+        if (kf::shapes::isSymbolic(d) && !bound.contains(d)) {
+          plan.inputsRead.insert(i);
+          bind(body.getArgument(i));
+        }
+  }
+
+  std::string name;
+  detail::GraphImpl &g;
+  Block &body;
+  std::vector<TensorInfo> inputs, outputs, jointInputs, jointOutputs;
+  SmallVector<Value> results;
+  Planner plan;
+  llvm::DenseSet<Operation *> backwardOps;
+  /// Per saved value: a forward output, or saved_<i>.
+  std::vector<BackwardInput> savedSources;
+};
+
+} // namespace
+
 Expected<TrainingGraphs> splitVJP(const Graph &forward,
                                   const VJPOptions &options) {
   Expected<Graph> joint = vjp(forward, options);
   if (!joint)
     return joint.error();
-  std::vector<TensorInfo> inputs = forward.inputs(), outputs = forward.outputs();
-  std::vector<TensorInfo> jointInputs = joint->inputs(),
-                          jointOutputs = joint->outputs();
-  detail::GraphImpl &g = joint->impl();
-  Block &body = g.func.getBody().front();
-  SmallVector<Value> results(body.getTerminator()->getOperands());
-  ArrayRef<Value> forwardResults = ArrayRef(results).take_front(outputs.size());
-  ArrayRef<Value> gradients = ArrayRef(results).drop_front(outputs.size());
-
-  Planner plan(inputs.size(), sliceOf(forwardResults, {}));
-  llvm::DenseSet<Operation *> backwardOps = sliceOf(gradients, plan.forwardOps);
-  SmallVector<Operation *> backwardOrder = inBlockOrder(body, backwardOps, {});
-  llvm::DenseSet<Operation *> exact = exactReaders(backwardOrder);
-  // What comparisons read first: saved, so later readers take it too.
-  for (bool exactPass : {true, false})
-    for (Operation *op : backwardOrder)
-      if (exact.contains(op) == exactPass)
-        for (Value operand : op->getOperands())
-          plan.require(operand, exactPass);
-  for (Value gradient : gradients) // a gradient that is a forward value
-    plan.require(gradient);
-
-  TrainingGraphs split;
-  // The forward: its outputs, then the saved values no output already is.
-  SmallVector<Value> forwardArgs(body.getArguments().take_front(inputs.size()));
-  std::vector<std::string> argNames, resultNames;
-  for (const TensorInfo &in : inputs)
-    argNames.push_back(in.name);
-  for (const TensorInfo &out : outputs)
-    resultNames.push_back(out.name);
-  SmallVector<Value> forwardOuts(forwardResults);
-  std::vector<BackwardInput> savedSources;
-  for (Value v : plan.saved) {
-    auto output = llvm::find(forwardResults, v);
-    if (output != forwardResults.end()) {
-      savedSources.push_back({BackwardInput::Source::forwardOutput,
-                              size_t(output - forwardResults.begin())});
-      continue;
-    }
-    savedSources.push_back({BackwardInput::Source::saved,
-                            forwardOuts.size() - outputs.size()});
-    resultNames.push_back("saved_" + std::to_string(savedSources.back().index));
-    forwardOuts.push_back(v);
-  }
-  Expected<Graph> fwd =
-      cloneGraph(g, forward.name() + "_forward", forwardArgs, argNames,
-                 inBlockOrder(body, plan.forwardOps, {}), forwardOuts,
-                 resultNames);
+  Splitter splitter(forward, *joint);
+  splitter.decide();
+  Expected<Graph> fwd = splitter.forwardGraph();
   if (!fwd)
     return fwd.error();
-
-  // The backward: the inputs it reads (and those that give a symbolic dim
-  // nothing else it takes has), the saved values, the cotangents.
-  llvm::DenseSet<int64_t> bound;
-  auto bind = [&](Value v) {
-    for (int64_t d : g.shapes[g.ids.lookup(v)])
-      if (kf::shapes::isSymbolic(d))
-        bound.insert(d);
-  };
-  for (Value v : plan.saved)
-    bind(v);
-  for (unsigned i : plan.inputsRead)
-    bind(body.getArgument(i));
-  for (size_t i = inputs.size(); i < jointInputs.size(); ++i)
-    bind(body.getArgument(i));
-  for (unsigned i = 0; i < inputs.size(); ++i)
-    for (int64_t d : g.shapes[g.ids.lookup(body.getArgument(i))])
-      if (kf::shapes::isSymbolic(d) && !bound.contains(d)) {
-        plan.inputsRead.insert(i);
-        bind(body.getArgument(i));
-      }
-  SmallVector<Value> backwardArgs;
-  std::vector<std::string> backwardNames, gradNames;
-  for (unsigned i : plan.inputsRead) {
-    backwardArgs.push_back(body.getArgument(i));
-    backwardNames.push_back(inputs[i].name);
-    split.backwardInputs.push_back({BackwardInput::Source::forwardInput, i});
-  }
-  for (auto [v, source] : llvm::zip_equal(plan.saved, savedSources)) {
-    backwardArgs.push_back(v);
-    backwardNames.push_back(
-        source.source == BackwardInput::Source::saved
-            ? "saved_" + std::to_string(source.index)
-            : "fwd_" + outputs[source.index].name);
-    split.backwardInputs.push_back(source);
-  }
-  for (size_t i = inputs.size(); i < jointInputs.size(); ++i) {
-    backwardArgs.push_back(body.getArgument(i));
-    backwardNames.push_back(jointInputs[i].name);
-    split.backwardInputs.push_back(
-        {BackwardInput::Source::cotangent, i - inputs.size()});
-  }
-  for (size_t i = outputs.size(); i < jointOutputs.size(); ++i)
-    gradNames.push_back(jointOutputs[i].name);
-  Expected<Graph> bwd = cloneGraph(
-      g, forward.name() + "_backward", backwardArgs, backwardNames,
-      inBlockOrder(body, backwardOps, plan.recomputed), gradients, gradNames);
+  TrainingGraphs split;
+  Expected<Graph> bwd = splitter.backwardGraph(split.backwardInputs);
   if (!bwd)
     return bwd.error();
   split.forward = fwd.take();
   split.backward = bwd.take();
-  split.decisions = std::move(plan.decisions);
+  split.decisions = splitter.takeDecisions();
   return split;
 }
 
