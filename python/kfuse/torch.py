@@ -130,6 +130,38 @@ def _masked_fill(x, mask, value):
     return kgraph.where(mask, value, x)
 
 
+def _compare(op):
+    """A comparison of tensors or host values (either side a scalar)."""
+    def compare(a, b):
+        if not isinstance(a, kgraph.Tensor) and isinstance(b, kgraph.Tensor):
+            flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+            return _compare(flipped.get(op, op))(b, a)
+        if not isinstance(a, kgraph.Tensor):
+            return getattr(operator, op)(a, b)
+        return a.eq(b) if op == "eq" else a.ne(b) if op == "ne" else \
+            getattr(operator, op)(a, b)
+    return compare
+
+
+def _new_ones(x, *size, dtype=None, **_):
+    size = size[0] if len(size) == 1 and isinstance(
+        size[0], (list, tuple, torch.Size)) else size
+    dt = x.dtype if dtype is None else _kfuse_dtype(dtype, "new_ones")
+    return x.graph.constant(1, dt).expand(tuple(size))
+
+
+def _diff(x, n=1, dim=-1, prepend=None, append=None):
+    """torch.diff: x[i + 1] - x[i] along `dim`, after prepending and
+    appending."""
+    parts = [t for t in (prepend, x, append) if t is not None]
+    x = kindex.cat(parts, dim) if len(parts) > 1 else x
+    for _ in range(n):
+        length = x.shape[dim]
+        x = kindex.slice_(x, dim, 1, length) - kindex.slice_(
+            x, dim, 0, length - 1)
+    return x
+
+
 def _to(x, *args, **kwargs):
     target = kwargs.get("dtype")
     for a in args:
@@ -271,7 +303,13 @@ _FUNCTIONS = {
     torch.cumsum: _cumsum,
     torch.addmm: _addmm, torch.baddbmm: _addmm, torch.t: _t,
     torch.cos: kgraph.cos, torch.sin: kgraph.sin,
-    torch.masked_fill: _masked_fill,
+    torch.masked_fill: _masked_fill, torch.diff: _diff,
+    operator.lt: _compare("lt"), operator.le: _compare("le"),
+    operator.gt: _compare("gt"), operator.ge: _compare("ge"),
+    operator.eq: _compare("eq"), operator.ne: _compare("ne"),
+    torch.lt: _compare("lt"), torch.le: _compare("le"),
+    torch.gt: _compare("gt"), torch.ge: _compare("ge"),
+    torch.eq: _compare("eq"), torch.ne: _compare("ne"),
 }
 if hasattr(F, "scaled_dot_product_attention"):
     _FUNCTIONS[F.scaled_dot_product_attention] = _sdpa
@@ -304,6 +342,9 @@ _METHODS = {
     "div": lambda a, b: a / b, "clone": lambda x, **_: x,
     "type_as": lambda x, other: x.to(other.dtype),
     "masked_fill": _masked_fill, "matmul": kgraph.matmul,
+    "new_ones": _new_ones, "__eq__": _compare("eq"), "__ne__": _compare("ne"),
+    "eq": _compare("eq"), "ne": _compare("ne"), "lt": _compare("lt"),
+    "le": _compare("le"), "gt": _compare("gt"), "ge": _compare("ge"),
 }
 
 # Modules by type: each takes the module, its parameters as kfuse tensors
@@ -392,11 +433,18 @@ class Converter:
         except (TypeError, Unsupported):
             return _Opaque(node)
 
+    def param_value(self, qualified):
+        """The tensor of a parameter, a buffer or a constant fx folded (a
+        plain tensor attribute such as `_tensor_constant0`)."""
+        value = self.gm
+        for atom in qualified.split("."):
+            value = getattr(value, atom)
+        return value
+
     def param(self, qualified):
         """The graph input of parameter or buffer `qualified`."""
         if qualified not in self.params:
-            value = self.gm.get_parameter(qualified) if qualified in dict(
-                self.gm.named_parameters()) else self.gm.get_buffer(qualified)
+            value = self.param_value(qualified)
             self.params[qualified] = self._input("p_" + qualified.replace(
                 ".", "_"), value)
             self.param_names.append(qualified)
@@ -426,6 +474,8 @@ class Converter:
                 return self.param(f"{node.target}.{attr}")
             return convert(module, p, *args, **kwargs)
         if node.op == "call_function":
+            if node.target is torch.arange:
+                return self._arange(*args, **kwargs)
             if node.target is operator.getitem and isinstance(
                     args[0], (tuple, list, torch.Size)):
                 return args[0][args[1]]
@@ -439,6 +489,20 @@ class Converter:
                 raise Unsupported(f"method Tensor.{node.target}")
             return convert(*args, **kwargs)
         raise Unsupported(f"fx op {node.op}")
+
+    def _arange(self, *bounds, dtype=None, **_):
+        """torch.arange as an iota: int64 for integer bounds, float32 for
+        float ones (or `dtype`)."""
+        start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (
+            bounds[0], bounds[1], bounds[2] if len(bounds) > 2 else 1)
+        integral = all(isinstance(b, int) for b in (start, end, step))
+        dt = _kfuse_dtype(dtype, "arange") if dtype is not None else (
+            dtypes.int64 if integral else dtypes.float32)
+        count = max(0, math.ceil((end - start) / step))
+        values = self.graph.iota((count,), 0, dt)
+        if step != 1:
+            values = values * step
+        return values + start if start else values
 
     def _outputs(self, result):
         """The fx outputs as graph outputs; returns how to give them back:
@@ -504,9 +568,7 @@ class CompiledModule:
     def _build(self, args):
         converter = Converter(self.gm, args)
         single, layout = converter.convert()
-        params = [self.gm.get_parameter(n) if n in dict(
-            self.gm.named_parameters()) else self.gm.get_buffer(n)
-            for n in converter.param_names]
+        params = [converter.param_value(n) for n in converter.param_names]
         return _Entry(converter.graph, self._runner(converter.graph), params,
                       single, layout)
 

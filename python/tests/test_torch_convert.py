@@ -3,6 +3,7 @@ graph of each, run by the float64 reference evaluator, against the module
 in PyTorch on the CPU. Skips, saying so, without torch."""
 
 import math
+import operator
 
 import numpy as np
 import pytest
@@ -19,9 +20,7 @@ def evaluate_converted(module, *inputs):
     """The module's kfuse graph, evaluated on `inputs` and its parameters."""
     converter = ktorch.Converter(torch.fx.symbolic_trace(module), inputs)
     converter.convert()
-    params = [dict(module.named_parameters()).get(n,
-              dict(module.named_buffers()).get(n))
-              for n in converter.param_names]
+    params = [converter.param_value(n) for n in converter.param_names]
     arrays = [t.detach().numpy() for t in (*inputs, *params)]
     return kfuse.evaluate(converter.graph, *arrays)
 
@@ -311,3 +310,46 @@ def test_gradients_cross_the_parts_left_to_pytorch():
     got = gradients(module, compiled, x)
     for g, w in zip(got, gradients(module, module, x)):
         assert relative_error(g.double().numpy(), w) < 1e-5
+
+
+class MaskConstruction(nn.Module):
+    """How HuggingFace builds its attention mask: aranges, comparisons,
+    new_ones and torch.diff of the positions (packed-sequence detection)."""
+
+    def forward(self, x, positions):
+        s = 6  # (fx cannot trace arange of a size; Dynamo makes it a constant)
+        q, kv = torch.arange(s), torch.arange(0, s, 1)
+        causal = kv[None, :] <= q[:, None]
+        starts = torch.diff(positions, prepend=positions[:, :1] - 1, dim=-1)
+        packed = (starts != 1).to(torch.float32)
+        allowed = causal.new_ones((1, s), dtype=torch.bool) & causal
+        scores = x @ x.transpose(-1, -2)
+        return scores.masked_fill(~allowed, -1e4) + packed[:, :, None], \
+            (torch.arange(2.0, 5.0, 0.5) * 2).sum()
+
+
+def test_mask_construction_converts():
+    torch.manual_seed(6)
+    x = torch.randn(2, 6, 4)
+    positions = torch.tensor([[0, 1, 2, 0, 1, 2], [0, 1, 2, 3, 4, 5]])
+    got = evaluate_converted(MaskConstruction(), x, positions)
+    want = MaskConstruction()(x, positions)
+    for g, w in zip(got, want):
+        assert relative_error(g, w) < 1e-6
+
+
+def test_arange_as_dynamo_captures_it():
+    # fx's tracer folds arange of constants; Dynamo keeps the call.
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    ints = graph.call_function(torch.arange, (1, 7, 2))
+    floats = graph.call_function(torch.arange, (3,), {"dtype": torch.float32})
+    y = graph.call_function(operator.add, (x, ints))
+    graph.output((y, graph.call_function(operator.mul, (floats, 0.5))))
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    xv = torch.arange(3, dtype=torch.int64) * 10
+    converter = ktorch.Converter(gm, (xv,))
+    converter.convert()
+    got = kfuse.evaluate(converter.graph, xv.numpy())
+    assert got[0].tolist() == [1, 13, 25] and got[0].dtype == np.int64
+    assert got[1].tolist() == [0.0, 0.5, 1.0]
