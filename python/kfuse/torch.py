@@ -578,13 +578,12 @@ class CompiledModule:
         entry = self._by_signature.get(key)
         if entry is None:
             entry = self._by_signature[key] = self._build(args)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        tensors += entry.params
-        if kautograd.wants_gradients(tensors):
+        inputs = [a for a in args if isinstance(a, torch.Tensor)]
+        if kautograd.wants_gradients(inputs + entry.params):
             result = kautograd.run(entry.backwards, entry.graph,
-                                   self._runner, tensors)
-        else:
-            result = entry.run(*[t.detach() for t in tensors])
+                                   self._runner, inputs + entry.params)
+        else:  # the inference path, kept short: parameters detached only
+            result = entry.run(*inputs, *[p.detach() for p in entry.params])
         result = iter(result if isinstance(result, tuple) else (result,))
         values = tuple(next(result) if v is None else v
                        for v in entry.layout)
