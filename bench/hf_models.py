@@ -54,12 +54,18 @@ def _traced_backend(gm, example_inputs):
     return forward
 
 
-def _timed_build(build_part):
+def _timed_build(build_part, dump):
+    parts = iter(range(1 << 30))
+
     def timed(self, args):
         start = time.perf_counter()
         result = build_part(self, args)
         log(f"  part converted and compiled in "
             f"{time.perf_counter() - start:.2f} s")
+        if dump:
+            path = pathlib.Path(dump) / f"part-{next(parts)}.mlir"
+            path.write_text(result.graph.to_mlir())
+            log(f"  graph written to {path}")
         return result
     return timed
 
@@ -100,7 +106,31 @@ def relative_error(got, expected):
     return ((got - expected).abs().max() / expected.abs().max()).item()
 
 
-def run(model, ids, backend):
+def kernel_table(fn, top, calls=3):
+    """The `top` GPU kernels by time over `calls` forwards (torch.profiler:
+    kfuse's kernels, launched through the driver API, are seen by CUPTI
+    like PyTorch's own)."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    kernels = collections.defaultdict(lambda: [0.0, 0])
+    for event in prof.events():
+        if event.device_type == torch.autograd.DeviceType.CUDA:
+            entry = kernels[event.name[:70]]
+            entry[0] += event.device_time / calls
+            entry[1] += 1
+    total = sum(us for us, _ in kernels.values())
+    lines = [f"    {total / 1000:.3f} ms per forward in "
+             f"{sum(n for _, n in kernels.values()) // calls} kernels"]
+    for name, (us, n) in sorted(kernels.items(), key=lambda kv: -kv[1][0])[
+            :top]:
+        lines.append(f"    {us:9.1f} us {n // calls:4d}x  {name}")
+    return "\n".join(lines)
+
+
+def run(model, ids, backend, top=0):
     torch._dynamo.reset()
     log(f"{backend}: first call")
     forward = model if backend == "eager" else torch.compile(
@@ -112,6 +142,9 @@ def run(model, ids, backend):
         cold = time.perf_counter() - start
         forward(ids, use_cache=False)
         ms = median_ms(lambda: forward(ids, use_cache=False))
+        if top:
+            print(f"{backend} kernels:\n" + kernel_table(
+                lambda: forward(ids, use_cache=False), top), flush=True)
     return logits, cold, ms
 
 
@@ -119,13 +152,18 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="gpt2,llama")
     parser.add_argument("--peers", default="eager,inductor")
+    parser.add_argument("--kernels", type=int, default=0, metavar="N",
+                        help="print each backend's N slowest kernels")
+    parser.add_argument("--dump", metavar="DIR",
+                        help="write each kfuse part's graph to DIR")
     parser.add_argument("--stacks-every", type=float, default=0,
                         help="print every thread's stack this often (s)")
     args = parser.parse_args()
     if args.stacks_every:
         faulthandler.dump_traceback_later(args.stacks_every, repeat=True)
     torch.manual_seed(0)
-    ktorch.CompiledModule._build = _timed_build(ktorch.CompiledModule._build)
+    ktorch.CompiledModule._build = _timed_build(ktorch.CompiledModule._build,
+                                                args.dump)
     rows = []
     for name in args.only.split(","):
         spec = MODELS[name]
@@ -133,10 +171,10 @@ def main():
         log(f"{name} built")
         ids = torch.randint(0, model.config.vocab_size,
                             (spec["batch"], spec["seq"]), device="cuda")
-        reference, _, eager_ms = run(model, ids, "eager")
+        reference, _, eager_ms = run(model, ids, "eager", args.kernels)
         ktorch.backend_report.update(compiled=0, fallbacks=[])
         try:
-            logits, cold, ms = run(model, ids, "kfuse")
+            logits, cold, ms = run(model, ids, "kfuse", args.kernels)
             error = relative_error(logits, reference)
         except Exception as e:  # the figure is missing, the reason printed
             print(f"{name}: kfuse failed: {type(e).__name__}: {e}")
@@ -147,7 +185,7 @@ def main():
                "kfuse_parts": report["compiled"]}
         if "inductor" in args.peers:
             _, row["inductor_cold_s"], row["inductor_ms"] = run(
-                model, ids, "inductor")
+                model, ids, "inductor", args.kernels)
         rows.append(row)
         reasons = collections.Counter(r.split(":", 1)[-1].strip()[:100]
                                       for r in report["fallbacks"])

@@ -13,7 +13,7 @@ import numbers
 
 from . import _capi, dtypes
 from ._capi import fn
-from .graph import Tensor, _unary_op
+from .graph import Tensor, _unary_op, where
 
 
 def _made(graph, tid):
@@ -28,7 +28,8 @@ def slice_(x, dim, start=0, stop=None, step=1):
 
 
 def _getitem(x, key):
-    """Basic indexing: ints, slices with positive steps, ... and None."""
+    """Basic indexing (ints, slices with positive steps, ... and None) and
+    integer tensors on adjacent dims (see _advanced_getitem)."""
     if not isinstance(key, tuple):
         key = (key,)
     if sum(k is Ellipsis for k in key) > 1:
@@ -40,6 +41,8 @@ def _getitem(x, key):
     if named > x.ndim:
         raise IndexError(f"kfuse: {named} indices for a tensor of rank "
                          f"{x.ndim}")
+    if any(isinstance(k, Tensor) for k in key):
+        return _advanced_getitem(x, key)
     out, dim, shape = x, 0, []
     for k in key:
         if k is None:
@@ -52,11 +55,58 @@ def _getitem(x, key):
                 out = slice_(out, dim, k.start or 0, k.stop, k.step or 1)
             shape.append(out.shape[dim])
         else:
-            raise IndexError(f"kfuse: index {k!r} (a tensor index is "
-                             "kfuse.index_select or kfuse.gather)")
+            raise IndexError(f"kfuse: index {k!r} is not an int, a slice, "
+                             "..., None or an integer tensor")
         dim += 1
     shape.extend(out.shape[dim:])
     return out if list(out.shape) == shape else out.reshape(shape)
+
+
+def _advanced_getitem(x, key):
+    """x[:, i, j] with integer tensors on adjacent dims and full slices on
+    the others (NumPy's and PyTorch's advanced indexing of that form): the
+    indices broadcast together, and their shape takes the place of the dims
+    they index. Computed as one gather over those dims flattened, so that
+    a fused kernel finds each element by its index. Negative indices count
+    from the end; an index out of range on any of its dims picks what an
+    out-of-range gather gives (NaN for floats, 0 for integers), never
+    another element."""
+    at = [n for n, k in enumerate(key) if isinstance(k, Tensor)]
+    first, count = at[0], len(at)
+    if at != list(range(first, first + count)) or any(
+            k != slice(None) for n, k in enumerate(key) if n not in at):
+        raise IndexError(
+            "kfuse: tensor indices must index adjacent dims, with ':' for "
+            f"the others (got {key!r})")
+    sizes = x.shape[first:first + count]
+    total = 1
+    for size in sizes:
+        total *= size
+    indices = [key[n] for n in at]
+    for index in indices:
+        if index.dtype not in (dtypes.int32, dtypes.int64):
+            raise IndexError(
+                f"kfuse: a tensor index must be int32 or int64, got "
+                f"{index.dtype} (a bool mask's result has a data-dependent "
+                "shape)")
+    wide = total >= 2**31 or any(i.dtype is dtypes.int64 for i in indices)
+    linear = invalid = None
+    for index, size in zip(indices, sizes):
+        if wide and index.dtype is not dtypes.int64:
+            index = index.to(dtypes.int64)
+        index = where(index < 0, index + size, index)
+        if count == 1:
+            linear = index
+            break
+        outside = (index < 0) | (index >= size)
+        invalid = outside if invalid is None else invalid | outside
+        linear = index if linear is None else linear * size + index
+    if count > 1:
+        # Out of range of the flattened dims: the gather's own rule then
+        # applies, as it does to one index.
+        linear = where(invalid, total, linear)
+        x = x.reshape(*x.shape[:first], total, *x.shape[first + count:])
+    return index_select(x, first, linear)
 
 
 def cat(tensors, dim=0):

@@ -143,6 +143,18 @@ def _compare(op):
     return compare
 
 
+def _logic(op):
+    """&, |, ^ and ~ of bool tensors (as masks are built); of integers they
+    are bitwise, which kfuse has no op for."""
+    def logic(*args):
+        for a in args:
+            if isinstance(a, kgraph.Tensor) and a.dtype is not dtypes.bool_:
+                raise Unsupported(f"bitwise {op} of {a.dtype} tensors (only "
+                                  "bool ones are logical)")
+        return getattr(kindex, f"logical_{op}")(*args)
+    return logic
+
+
 def _new_ones(x, *size, dtype=None, **_):
     size = size[0] if len(size) == 1 and isinstance(
         size[0], (list, tuple, torch.Size)) else size
@@ -293,8 +305,10 @@ _FUNCTIONS = {
     torch.logical_or: kindex.logical_or,
     torch.logical_xor: kindex.logical_xor,
     torch.logical_not: kindex.logical_not,
-    operator.and_: kindex.logical_and, operator.or_: kindex.logical_or,
-    operator.xor: kindex.logical_xor, operator.invert: kindex.logical_not,
+    operator.and_: _logic("and"), operator.or_: _logic("or"),
+    operator.xor: _logic("xor"), operator.invert: _logic("not"),
+    torch.bitwise_and: _logic("and"), torch.bitwise_or: _logic("or"),
+    torch.bitwise_not: _logic("not"),
     operator.getitem: lambda x, key: x[key],
     torch.unsqueeze: _unsqueeze, torch.squeeze: _squeeze,
     torch.split: _split, torch.chunk: _chunk,
@@ -343,6 +357,10 @@ _METHODS = {
     "type_as": lambda x, other: x.to(other.dtype),
     "masked_fill": _masked_fill, "matmul": kgraph.matmul,
     "new_ones": _new_ones, "__eq__": _compare("eq"), "__ne__": _compare("ne"),
+    "__and__": _logic("and"), "__or__": _logic("or"),
+    "__xor__": _logic("xor"), "__invert__": _logic("not"),
+    "bitwise_and": _logic("and"), "bitwise_or": _logic("or"),
+    "bitwise_not": _logic("not"),
     "eq": _compare("eq"), "ne": _compare("ne"), "lt": _compare("lt"),
     "le": _compare("le"), "gt": _compare("gt"), "ge": _compare("ge"),
 }

@@ -29,6 +29,59 @@ def test_basic_indexing_matches_numpy():
         np.testing.assert_array_equal(out, xv[key])
 
 
+def test_tensor_indices_match_numpy():
+    """x[i, j] with broadcasting index tensors on adjacent dims, as
+    HuggingFace's masks index a [batch, seq] tensor by a batch and a
+    position arange, and with a full slice before them."""
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (4, 6, 5))
+    b = g.input("b", kfuse.int64, (4, 1, 1))
+    q = g.input("q", kfuse.int64, (1, 3, 1))
+    i = g.input("i", kfuse.int32, (2, 3))
+    j = g.input("j", kfuse.int32, (3,))
+    g.output("bq", x[b, q])
+    g.output("bqk", x[b, q, j])
+    g.output("i", x[i])
+    g.output("sliced", x[:, i, j])
+    g.output("ellipsis", x[..., j])
+    xv = randn(4, 6, 5)
+    bv = np.arange(4).reshape(4, 1, 1)
+    qv = np.array([0, 5, -6]).reshape(1, 3, 1)
+    iv = rng.integers(-4, 4, (2, 3)).astype(np.int32)
+    jv = np.array([4, -1, 0], np.int32)
+    bq, bqk, by_i, sliced, ellipsis = kfuse.evaluate(g, xv, bv, qv, iv, jv)
+    np.testing.assert_array_equal(bq, xv[bv, qv])
+    np.testing.assert_array_equal(bqk, xv[bv, qv, jv])
+    np.testing.assert_array_equal(by_i, xv[iv])
+    np.testing.assert_array_equal(sliced, xv[:, iv, jv])
+    np.testing.assert_array_equal(ellipsis, xv[..., jv])
+
+
+def test_tensor_index_out_of_range_picks_no_other_element():
+    """Flattened, (0, 7) of a 4x6 would be element (1, 1); it is NaN."""
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (4, 6))
+    i = g.input("i", kfuse.int32, (3,))
+    j = g.input("j", kfuse.int32, (3,))
+    g.output("y", x[i, j])
+    y, = kfuse.evaluate(g, randn(4, 6), np.array([0, 3, 4], np.int32),
+                        np.array([7, -6, 0], np.int32))
+    assert np.isnan(y[0]) and not np.isnan(y[1]) and np.isnan(y[2])
+
+
+@pytest.mark.parametrize("key, message", [
+    (lambda x, i: x[i, 1:], "tensor indices must index adjacent dims"),
+    (lambda x, i: x[i, :, i], "tensor indices must index adjacent dims"),
+    (lambda x, i: x[x > 0], "a tensor index must be int32 or int64"),
+])
+def test_unsupported_tensor_indices_are_refused(key, message):
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (6, 4, 3))
+    i = g.input("i", kfuse.int32, (2,))
+    with pytest.raises(IndexError, match=re.escape(message)):
+        key(x, i)
+
+
 def test_cat_pad_and_gathers_match_numpy():
     g = kfuse.Graph()
     x = g.input("x", kfuse.float32, (4, 7))

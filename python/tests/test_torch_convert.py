@@ -91,6 +91,16 @@ def test_unsupported_ops_are_named():
         ktorch.compile(module, (torch.zeros(2, 4, 9),))
 
 
+class BitwiseAnd(nn.Module):
+    def forward(self, n):
+        return n & 6
+
+
+def test_bitwise_ops_of_integers_are_refused_not_made_logical():
+    with pytest.raises(ktorch.Unsupported, match="bitwise and of kfuse.int64"):
+        ktorch.compile(BitwiseAnd(), (torch.arange(4),))
+
+
 def test_training_dropout_is_refused_not_skipped():
     module = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).train()
     with pytest.raises(ktorch.Unsupported, match="dropout in training"):
@@ -314,7 +324,8 @@ def test_gradients_cross_the_parts_left_to_pytorch():
 
 class MaskConstruction(nn.Module):
     """How HuggingFace builds its attention mask: aranges, comparisons,
-    new_ones and torch.diff of the positions (packed-sequence detection)."""
+    new_ones, torch.diff of the positions (packed-sequence detection) and
+    the sequence ids indexed by batch and position."""
 
     def forward(self, x, positions):
         s = 6  # (fx cannot trace arange of a size; Dynamo makes it a constant)
@@ -323,6 +334,12 @@ class MaskConstruction(nn.Module):
         starts = torch.diff(positions, prepend=positions[:, :1] - 1, dim=-1)
         packed = (starts != 1).to(torch.float32)
         allowed = causal.new_ones((1, s), dtype=torch.bool) & causal
+        # Positions of one packed sequence attend each other: its id looked
+        # up per (batch, query) and (batch, key) by tensor indices.
+        ids = (starts != 1).to(torch.int32).cumsum(-1)
+        b = torch.arange(2)[:, None, None]
+        same = ids[b, q[None, :, None]] == ids[b, kv[None, None, :]]
+        allowed = allowed & same
         scores = x @ x.transpose(-1, -2)
         return scores.masked_fill(~allowed, -1e4) + packed[:, :, None], \
             (torch.arange(2.0, 5.0, 0.5) * 2).sum()
