@@ -99,6 +99,18 @@ def median_ms(fn, repeats=20):
     return statistics.median(times)
 
 
+def host_ms(fn, calls=3):
+    """Host time to enqueue one forward (the GPU still busy with earlier
+    ones: a figure near the forward's GPU time means the host keeps up)."""
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    elapsed = time.perf_counter() - start
+    torch.cuda.synchronize()
+    return elapsed * 1000 / calls
+
+
 def relative_error(got, expected):
     got, expected = got.double(), expected.double()
     if torch.isnan(got).any():
@@ -142,10 +154,11 @@ def run(model, ids, backend, top=0):
         cold = time.perf_counter() - start
         forward(ids, use_cache=False)
         ms = median_ms(lambda: forward(ids, use_cache=False))
+        host = host_ms(lambda: forward(ids, use_cache=False))
         if top:
             print(f"{backend} kernels:\n" + kernel_table(
                 lambda: forward(ids, use_cache=False), top), flush=True)
-    return logits, cold, ms
+    return logits, cold, ms, host
 
 
 def main():
@@ -171,20 +184,22 @@ def main():
         log(f"{name} built")
         ids = torch.randint(0, model.config.vocab_size,
                             (spec["batch"], spec["seq"]), device="cuda")
-        reference, _, eager_ms = run(model, ids, "eager", args.kernels)
+        reference, _, eager_ms, _ = run(model, ids, "eager", args.kernels)
         ktorch.backend_report.update(compiled=0, fallbacks=[])
         try:
-            logits, cold, ms = run(model, ids, "kfuse", args.kernels)
+            logits, cold, ms, host = run(model, ids, "kfuse", args.kernels)
             error = relative_error(logits, reference)
         except Exception as e:  # the figure is missing, the reason printed
             print(f"{name}: kfuse failed: {type(e).__name__}: {e}")
-            cold = ms = error = float("nan")
+            cold = ms = error = host = float("nan")
         report = dict(ktorch.backend_report)
         row = {"model": name, "eager_ms": eager_ms, "kfuse_ms": ms,
                "kfuse_cold_s": cold, "kfuse_rel_error": error,
+               "kfuse_host_ms": host,
                "kfuse_parts": report["compiled"]}
         if "inductor" in args.peers:
-            _, row["inductor_cold_s"], row["inductor_ms"] = run(
+            _, row["inductor_cold_s"], row["inductor_ms"], \
+                row["inductor_host_ms"] = run(
                 model, ids, "inductor", args.kernels)
         rows.append(row)
         reasons = collections.Counter(r.split(":", 1)[-1].strip()[:100]
@@ -194,8 +209,9 @@ def main():
             print(f"  {count:4d} x {reason}")
         del model
         torch.cuda.empty_cache()
-    keys = ["model", "eager_ms", "kfuse_ms", "inductor_ms", "kfuse_cold_s",
-            "inductor_cold_s", "kfuse_rel_error", "kfuse_parts"]
+    keys = ["model", "eager_ms", "kfuse_ms", "inductor_ms", "kfuse_host_ms",
+            "inductor_host_ms", "kfuse_cold_s", "inductor_cold_s",
+            "kfuse_rel_error", "kfuse_parts"]
     print("| " + " | ".join(keys) + " |")
     print("|" + "---|" * len(keys))
     for row in rows:

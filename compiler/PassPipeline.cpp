@@ -50,8 +50,14 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
 
 void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {
   // The unfused baseline materialises the scores of attention too.
-  if (fused)
-    pm.addPass(createKFOnlineSoftmaxPass());
+  if (!fused)
+    return;
+  pm.addPass(createKFOnlineSoftmaxPass());
+  // After the attentions exist: their shared masks are computed per score
+  // in each, never written as B x H x Sq x Sk elements.
+  KFRematerializePassOptions rematerialize;
+  rematerialize.scoresOnly = true;
+  pm.addPass(createKFRematerializePass(rematerialize));
 }
 
 void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {

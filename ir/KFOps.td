@@ -464,6 +464,10 @@ def KF_AttentionOp : KF_Op<"attention", [Pure, AttrSizedOperandSegments]> {
       `,` type($v) `->` type($result) (`,` type($lse)^)?
   }];
   let hasVerifier = 1;
+  // A causal mask spelled as tensors becomes `causal`; keys and values
+  // repeated per query head are read as their kv heads
+  // (ir/AttentionPatterns.cpp).
+  let hasCanonicalizer = 1;
 }
 
 //===----------------------------------------------------------------------===//

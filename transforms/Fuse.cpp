@@ -322,8 +322,16 @@ bool readsInPlace(Operation *op, int64_t length) {
 }
 
 /// Whether `op` reads a matmul's result where the matmul template has it:
-/// a thread holds accumulators of its own output elements only.
+/// a thread holds accumulators of its own output elements only. A reshape
+/// that keeps the last dim (a Linear's [B * S, N] product as [B, S, N])
+/// keeps every element's linear index, row and column.
 bool readsAccumulatorsInPlace(Operation *op) {
+  if (auto reshape = dyn_cast<ReshapeOp>(op)) {
+    ArrayRef<int64_t> in = reshape.getInput().getType().getShape();
+    ArrayRef<int64_t> out = reshape.getType().getShape();
+    return !in.empty() && !out.empty() && in.back() == out.back() &&
+           !ShapedType::isDynamic(in.back());
+  }
   return op->hasTrait<OpTrait::kf::Elementwise>() || isa<SelectOp>(op);
 }
 

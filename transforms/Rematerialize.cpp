@@ -18,8 +18,8 @@
 // whose cone reads no more bytes than its result has. Rewrite: a clone
 // before each user that can compute it in its kernel (not a matmul, say,
 // whose template reads operands from memory), but the first when no user
-// needs the value in memory anyway. Not in the default pipeline yet
-// (compiler/PassPipeline.cpp): Passes.td says why.
+// needs the value in memory anyway. In the default pipeline only for
+// attention's score operands (`scores-only`): Passes.td says why.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,6 +97,20 @@ bool worthRecomputing(Operation *op) {
   return read <= bytesOf(op->getResult(0));
 }
 
+/// Whether every use of `op`'s result is an attention's mask or bias, or
+/// an op computed in place whose uses all are, `depth` ops down at most.
+bool feedsOnlyScores(Operation *op, int depth = 0) {
+  if (depth > kMaxCone)
+    return false;
+  return llvm::all_of(op->getResult(0).getUses(), [&](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (isa<AttentionOp>(user))
+      return use.getOperandNumber() >= 3; // mask or bias, not q, k or v
+    return computedInPlace(user) && user->getNumResults() == 1 &&
+           feedsOnlyScores(user, depth + 1);
+  });
+}
+
 /// Whether the user of `use` reads the value from memory whatever
 /// computes it, as kf-fuse's rules have it: the matmul template and
 /// attention's q, k and v stage operands through shared memory,
@@ -147,14 +161,16 @@ void cloneForUsers(Operation *op) {
 
 struct KFRematerializePass
     : public kfuse::kf::impl::KFRematerializePassBase<KFRematerializePass> {
+  using KFRematerializePassBase::KFRematerializePassBase;
+
   void runOnOperation() override {
-    getOperation().walk([](func::FuncOp func) {
+    getOperation().walk([&](func::FuncOp func) {
       Block &body = func.getBody().front();
       SmallVector<Operation *> ops;
       for (Operation &op : body.without_terminator())
         ops.push_back(&op);
       for (Operation *op : llvm::reverse(ops))
-        if (worthRecomputing(op))
+        if (worthRecomputing(op) && (!scoresOnly || feedsOnlyScores(op)))
           cloneForUsers(op);
     });
   }

@@ -194,6 +194,20 @@ std::vector<OpCase> allOpCases() {
                        g.output("abt", matmul(a, c, tb));
                      },
                      {{31, 67}, {67, 13}, {13, 67}}});
+  // A Linear over flattened tokens whose epilogue leaves through a reshape
+  // back to [B, S, N] (GPT-2's Conv1D: addmm over x.view(-1, d)): bias,
+  // residual and GELU computed on the accumulators.
+  for (DType d : floats)
+    cases.push_back({std::string("matmul_flattened_epilogue_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {3, 37, 64});
+                       Tensor w = g.input("w", d, {64, 80});
+                       Tensor bias = g.input("bias", d, {80});
+                       Tensor residual = g.input("residual", d, {3, 37, 80});
+                       Tensor y = matmul(reshape(x, {111, 64}), w) + bias;
+                       g.output("y", gelu(reshape(y, {3, 37, 80}) + residual));
+                     },
+                     {{3, 37, 64}, {64, 80}, {80}, {3, 37, 80}}});
   cases.push_back({"matmul_batched_f32_out", [](Graph &g) {
                      MatmulOptions o;
                      o.transposeA = true;
@@ -222,6 +236,36 @@ std::vector<OpCase> allOpCases() {
                      g.output("o", attention(q, q, q, o));
                    },
                    {{1, 1, 9, 9}, {9, 9}, {1, 2, 9, 8}}});
+  // Masks as HuggingFace builds them: a causal term from positions (which
+  // canonicalizes to `causal`), and-ed with same-packed-sequence ids (which
+  // stays a mask); keys and values repeated per query head (read as their
+  // kv heads); and a bottom-right shifted term, which is no causal mask.
+  for (DType d : {DType::f16, DType::bf16})
+    cases.push_back(
+        {std::string("attention_position_masks_") + dtypeName(d),
+         [d](Graph &g) {
+           int64_t s = 70;
+           Tensor q = g.input("q", d, {2, 4, s, 32});
+           Tensor k = g.input("k", d, {2, 2, s, 32});
+           Tensor v = g.input("v", d, {2, 2, s, 32});
+           Tensor starts = g.input("starts", DType::f32, {2, s});
+           auto repeated = [&](Tensor x) {
+             Tensor unit = reshape(x, {2, 2, 1, s, 32});
+             return reshape(broadcastTo(unit, {2, 2, 2, s, 32}), {2, 4, s, 32});
+           };
+           Tensor query = reshape(iota(g, {s}, 0, DType::i64) + 0.0, {1, 1, s, 1});
+           Tensor key = reshape(iota(g, {s}, 0, DType::i64), {1, 1, 1, s});
+           Tensor ids = cumsum(cast(starts > scalarLike(starts, 0.6), DType::i32), 1);
+           Tensor same = compare(Compare::eq, reshape(ids, {2, 1, s, 1}),
+                                 reshape(ids, {2, 1, 1, s}));
+           AttentionOptions o;
+           o.mask = broadcastTo(logicalAnd(key <= query, same), {2, 4, s, s});
+           g.output("o", attention(q, repeated(k), repeated(v), o));
+           AttentionOptions shifted;
+           shifted.mask = broadcastTo(key <= query + 3.0, {2, 4, s, s});
+           g.output("o_shifted", attention(q, k, v, shifted));
+         },
+         {{2, 4, 70, 32}, {2, 2, 70, 32}, {2, 2, 70, 32}, {2, 70}}});
   cases.push_back({"siblings", [](Graph &g) {
                      // Fused into one pointwise and one row kernel, each
                      // with two results.
