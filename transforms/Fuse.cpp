@@ -67,6 +67,11 @@ bool readsOtherRows(Operation *op, RowSpace rows) {
   return false;
 }
 
+/// An attention's mask or bias prologue computes a value of fewer than
+/// 1/64 of the attention's output elements in a kernel of its own: every
+/// such element would be recomputed at many scores.
+constexpr int64_t kScoresPerPrologueValue = 64;
+
 /// Elementwise math that costs tens of instructions (libdevice calls).
 bool isTranscendental(Operation *op) {
   return isa<ExpOp, LogOp, SinOp, CosOp, TanhOp, ErfOp, GeluOp, SiluOp,
@@ -97,6 +102,13 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
       });
       if (operand)
         return {false, "attention kernels take no prologue on q, k or v"};
+      // The prologue runs at every score. Values per query or per key (the
+      // gathered sequence ids of a packed-sequence mask) are computed once
+      // in a kernel of their own and read there instead.
+      if (!isa<IotaOp, ConstantOp, BroadcastOp>(op) &&
+          numElements(op->getResult(0)) * kScoresPerPrologueValue <= c.elements)
+        return {false, "it has few elements next to the attention's scores: "
+                       "computed once, not at every score"};
       return {true, "mask or bias prologue of an attention kernel"};
     }
     // The template copies a matmul's operands straight into shared memory;

@@ -244,6 +244,8 @@ private:
                                              mlir::Type dtype, mlir::Value x);
   mlir::FailureOr<mlir::Value>
   binaryScalarOp(mlir::Operation *op, mlir::Type dtype, mlir::ValueRange x);
+  /// kf.pow on float scalars: products for the exponents 1 to 4.
+  mlir::Value power(mlir::Value base, mlir::Value exponent);
   /// kf.mod on scalars of `dtype`.
   mlir::Value flooredMod(mlir::Type dtype, mlir::Value lhs, mlir::Value rhs);
   /// 0 of the compute type of `dtype`.

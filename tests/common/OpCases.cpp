@@ -196,7 +196,7 @@ std::vector<OpCase> allOpCases() {
                      {{31, 67}, {67, 13}, {13, 67}}});
   // A Linear over flattened tokens whose epilogue leaves through a reshape
   // back to [B, S, N] (GPT-2's Conv1D: addmm over x.view(-1, d)): bias,
-  // residual and GELU computed on the accumulators.
+  // residual and GELU (erf and tanh forms) computed on the accumulators.
   for (DType d : floats)
     cases.push_back({std::string("matmul_flattened_epilogue_") + dtypeName(d),
                      [d](Graph &g) {
@@ -205,7 +205,12 @@ std::vector<OpCase> allOpCases() {
                        Tensor bias = g.input("bias", d, {80});
                        Tensor residual = g.input("residual", d, {3, 37, 80});
                        Tensor y = matmul(reshape(x, {111, 64}), w) + bias;
-                       g.output("y", gelu(reshape(y, {3, 37, 80}) + residual));
+                       Tensor r = reshape(y, {3, 37, 80});
+                       g.output("y", gelu(r + residual));
+                       // GPT-2's GELU: tanh form, x^3 as a product.
+                       Tensor cube = pow(r, scalarLike(r, 3.0));
+                       Tensor t = tanh((r + cube * 0.044715) * 0.7978845608);
+                       g.output("gelu_tanh", r * 0.5 * (t + 1.0));
                      },
                      {{3, 37, 64}, {64, 80}, {80}, {3, 37, 80}}});
   cases.push_back({"matmul_batched_f32_out", [](Graph &g) {

@@ -235,3 +235,48 @@ func.func @attention_lse_only(%q: tensor<1x2x64x64xbf16>) -> tensor<1x2x64xf32> 
   %e = kf.exp %lse : tensor<1x2x64xf32>
   return %e : tensor<1x2x64xf32>
 }
+
+// -----
+
+// A Linear over flattened tokens: bias, the reshape back to [B, S, N],
+// the residual and GELU are the matmul's epilogue, on its accumulators.
+// CHECK-LABEL: func.func @linear_epilogue_through_reshape
+// CHECK: kf.kernel matmul(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<512x64xbf16>, tensor<64x96xbf16>, tensor<96xbf16>, tensor<4x128x96xbf16>)
+// CHECK:   kf.matmul
+// CHECK:   kf.reshape
+// CHECK:   kf.gelu
+// CHECK-NOT: kf.kernel
+// UNFUSED-LABEL: func.func @linear_epilogue_through_reshape
+func.func @linear_epilogue_through_reshape(%x: tensor<512x64xbf16>, %w: tensor<64x96xbf16>, %b: tensor<96xbf16>, %r: tensor<4x128x96xbf16>) -> tensor<4x128x96xbf16> {
+  %m = kf.matmul %x, %w : tensor<512x64xbf16>, tensor<64x96xbf16> -> tensor<512x96xbf16>
+  %bb = kf.broadcast %b : tensor<96xbf16> -> tensor<512x96xbf16>
+  %y = kf.add %m, %bb : tensor<512x96xbf16>
+  %t = kf.reshape %y : tensor<512x96xbf16> -> tensor<4x128x96xbf16>
+  %s = kf.add %t, %r : tensor<4x128x96xbf16>
+  %g = kf.gelu %s : tensor<4x128x96xbf16>
+  return %g : tensor<4x128x96xbf16>
+}
+
+// -----
+
+// A packed-sequence mask: the per-query and per-key ids are gathered once,
+// in a kernel of their own (they are 1/128 of the attention's output),
+// and compared at each score inside the attention.
+// CHECK-LABEL: func.func @mask_of_gathered_ids
+// CHECK: %[[IDS:.*]] = kf.kernel pointwise
+// CHECK:   kf.gather
+// CHECK: kf.kernel attention(%[[IDS]],
+// CHECK:   kf.broadcast
+// CHECK:   kf.compare eq
+// CHECK:   kf.attention
+// CHECK-NOT: kf.kernel
+// UNFUSED-LABEL: func.func @mask_of_gathered_ids
+func.func @mask_of_gathered_ids(%q: tensor<2x4x64x32xf16>, %ids: tensor<128xi32>, %at: tensor<2x1x64x1xi32>) -> tensor<2x4x64x32xf16> {
+  %g = kf.gather %ids[%at] {axis = 0 : i64} : tensor<128xi32>, tensor<2x1x64x1xi32> -> tensor<2x1x64x1xi32>
+  %gk = kf.reshape %g : tensor<2x1x64x1xi32> -> tensor<2x1x1x64xi32>
+  %a = kf.broadcast %g : tensor<2x1x64x1xi32> -> tensor<2x4x64x64xi32>
+  %b = kf.broadcast %gk : tensor<2x1x1x64xi32> -> tensor<2x4x64x64xi32>
+  %same = kf.compare eq, %a, %b : tensor<2x4x64x64xi32>, tensor<2x4x64x64xi32> -> tensor<2x4x64x64xi1>
+  %o = kf.attention %q, %q, %q mask %same : tensor<2x4x64x64xi1> {scale = 0.125 : f64} : tensor<2x4x64x32xf16>, tensor<2x4x64x32xf16>, tensor<2x4x64x32xf16> -> tensor<2x4x64x32xf16>
+  return %o : tensor<2x4x64x32xf16>
+}

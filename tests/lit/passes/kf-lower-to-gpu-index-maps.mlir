@@ -53,3 +53,31 @@ func.func @unaligned(%x: tensor<64x20xf32>) -> tensor<64x16xf32> {
   %s = kf.slice %x starts [0, 3] limits [64, 19] steps [1, 1] : tensor<64x20xf32> -> tensor<64x16xf32>
   return %s : tensor<64x16xf32>
 }
+
+// -----
+
+// pow by 2 and 3 are products (GELU's tanh form, RMSNorm's x.pow(2)).
+// CHECK-LABEL: gpu.func @k0_pointwise
+// CHECK-NOT: math.powf
+// CHECK: arith.mulf
+// CHECK-NOT: math.powf
+// CHECK: gpu.return
+func.func @squares_and_cubes(%x: tensor<1024xf32>) -> tensor<1024xf32> {
+  %two = kf.constant dense<2.0> : tensor<1024xf32>
+  %three = kf.constant dense<3.0> : tensor<1024xf32>
+  %s = kf.pow %x, %two : tensor<1024xf32>
+  %c = kf.pow %x, %three : tensor<1024xf32>
+  %sum = kf.add %s, %c : tensor<1024xf32>
+  return %sum : tensor<1024xf32>
+}
+
+// -----
+
+// Another exponent is powf.
+// CHECK-LABEL: gpu.func @k0_pointwise
+// CHECK: math.powf
+func.func @other_power(%x: tensor<1024xf32>) -> tensor<1024xf32> {
+  %e = kf.constant dense<2.5> : tensor<1024xf32>
+  %p = kf.pow %x, %e : tensor<1024xf32>
+  return %p : tensor<1024xf32>
+}
