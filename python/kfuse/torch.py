@@ -69,8 +69,31 @@ def _rms_norm(x, normalized_shape, weight=None, eps=None):
     return y * weight if weight is not None else y
 
 
+def _matmul(a, b):
+    """torch.matmul, 1-D operands included: a vector on the left is a row
+    ([n] as [1, n]), on the right a column, and that dim is dropped from
+    the product."""
+    if not isinstance(a, kgraph.Tensor) or not isinstance(b, kgraph.Tensor):
+        raise Unsupported("matmul of a host value")
+    if a.ndim >= 2 and b.ndim >= 2:
+        return kgraph.matmul(a, b)
+    row, column = a.ndim == 1, b.ndim == 1
+    product = kgraph.matmul(a.reshape(1, *a.shape) if row else a,
+                            b.reshape(*b.shape, 1) if column else b)
+    shape = list(product.shape)
+    if column:
+        shape.pop(-1)
+    if row:
+        shape.pop(-2 if not column else -1)
+    return product.reshape(*shape)
+
+
 def _linear(x, weight, bias=None):
-    y = kgraph.matmul(x, weight, transpose_b=True)
+    """F.linear: x @ weight.T (+ bias), x of any rank >= 1."""
+    flat = x.reshape(1, x.shape[0]) if x.ndim == 1 else x
+    y = kgraph.matmul(flat, weight, transpose_b=True)
+    if x.ndim == 1:
+        y = y.reshape(y.shape[-1])
     return y + bias if bias is not None else y
 
 
@@ -278,7 +301,7 @@ _FUNCTIONS = {
     operator.mul: lambda a, b: a * b, torch.mul: lambda a, b: a * b,
     operator.truediv: lambda a, b: a / b, torch.div: lambda a, b: a / b,
     operator.neg: lambda a: -a, torch.neg: lambda a: -a,
-    operator.matmul: kgraph.matmul, torch.matmul: kgraph.matmul,
+    operator.matmul: _matmul, torch.matmul: _matmul,
     torch.bmm: kgraph.matmul,
     operator.pow: kgraph.pow, torch.pow: kgraph.pow,
     torch.exp: kgraph.exp, torch.log: kgraph.log, torch.tanh: kgraph.tanh,
@@ -355,7 +378,7 @@ _METHODS = {
     "neg": lambda x: -x, "sub": lambda a, b: a - b,
     "div": lambda a, b: a / b, "clone": lambda x, **_: x,
     "type_as": lambda x, other: x.to(other.dtype),
-    "masked_fill": _masked_fill, "matmul": kgraph.matmul,
+    "masked_fill": _masked_fill, "matmul": _matmul,
     "new_ones": _new_ones, "__eq__": _compare("eq"), "__ne__": _compare("ne"),
     "__and__": _logic("and"), "__or__": _logic("or"),
     "__xor__": _logic("xor"), "__invert__": _logic("not"),
