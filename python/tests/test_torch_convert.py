@@ -370,3 +370,19 @@ def test_arange_as_dynamo_captures_it():
     got = kfuse.evaluate(converter.graph, xv.numpy())
     assert got[0].tolist() == [1, 13, 25] and got[0].dtype == np.int64
     assert got[1].tolist() == [0.0, 0.5, 1.0]
+
+
+class VectorProducts(nn.Module):
+    def forward(self, v, m, w):
+        return v @ m, m.t() @ v, torch.matmul(v, v), F.linear(v, w), \
+            torch.matmul(m[None].expand(2, 5, 3), m.t()[:, :1].squeeze(1))
+
+
+def test_matmul_and_linear_of_vectors_match_pytorch():
+    torch.manual_seed(3)
+    v, m, w = torch.randn(5), torch.randn(5, 3), torch.randn(4, 5)
+    got = evaluate_converted(VectorProducts(), v, m, w)
+    want = VectorProducts()(v, m, w)
+    for g, w_ in zip(got, want):
+        assert g.shape == tuple(w_.shape)
+        assert relative_error(g, w_) < 1e-6
