@@ -229,3 +229,39 @@ def test_check_fusion_needs_a_gpu_or_reports():
     assert report["values_match"], report["summary"]
     assert report["outputs"][0]["name"] == "y"
     assert report["fused_kernels"] <= report["unfused_kernels"]
+
+
+def test_threads_compiling_at_once_compile_each_graph_once():
+    """Eight Python threads compile three graphs at once (ctypes lets go
+    of the GIL in the C call): each graph is compiled once, every thread
+    of a graph gets the same PTX."""
+    import threading
+
+    def graph(n):
+        g = kfuse.Graph(f"threads_{n}")
+        x = g.input("x", kfuse.float32, (n, 33))
+        g.output("y", kfuse.softmax(x * 0.25, -1).tanh())
+        return g
+
+    sizes = [17, 29, 41]
+    before = kfuse.cache_stats()
+    ptx, errors = {}, []
+
+    def work(i):
+        try:
+            n = sizes[i % len(sizes)]
+            text = kfuse.compile(graph(n), disk_cache=False).dump("ptx")
+            ptx.setdefault(n, set()).add(text)
+        except Exception as e:  # collected: a thread's raise is lost
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    after = kfuse.cache_stats()
+    assert after["compiles"] - before["compiles"] == len(sizes)
+    assert after["memory_hits"] - before["memory_hits"] == 8 - len(sizes)
+    assert all(len(texts) == 1 for texts in ptx.values()), ptx.keys()
