@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <cstring>
+#include <optional>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,13 +59,43 @@ Expected<Executable> compileMode(const Graph &graph, const CheckConfig &config,
   return Compiler(options).compile(graph);
 }
 
+/// The graph as the compiler runs it (specialised, in its canonical forms
+/// and CSE'd: a mask of positions become `causal`, repeat_kv read as
+/// grouped heads, the folds) evaluates as the graph as built does. The
+/// rewrites are exact: the evaluator gives the same numbers.
+CheckResult checkCanonicalForm(const BuiltGraph &built, Executable &exe,
+                               const std::vector<HostTensor> &inputs,
+                               const std::vector<HostTensor> &expected) {
+  Expected<std::string> text = exe.dump(Stage::Graph, built.inputShapes);
+  if (!text)
+    return failed("canonical form", text.error().message());
+  Expected<Graph> canonical = Graph::fromMLIR(*text, "canonical");
+  if (!canonical)
+    return failed("canonical form", canonical.error().message());
+  Expected<std::vector<HostTensor>> got = evaluate(*canonical, inputs);
+  if (!got)
+    return failed("canonical form", got.error().message());
+  std::vector<TensorInfo> outputs = built.graph.outputs();
+  for (size_t i = 0; i < expected.size(); ++i)
+    if (double error = relativeError((*got)[i], expected[i]);
+        !(error <= 1e-12))
+      return failed("canonical form",
+                    "output '" + outputs[i].name + "' relative error " +
+                        std::to_string(error) + " against the graph as built");
+  return {};
+}
+
 CheckResult checkOnCpu(const BuiltGraph &built, const CheckConfig &config) {
+  std::optional<Executable> fused;
   for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
     Expected<Executable> exe = compileMode(built.graph, config, fusion);
     if (!exe)
       return failed(std::string("compile ") + modeName(fusion),
                     exe.error().message());
-    Expected<std::string> ptx = exe->dump(Stage::PTX, built.inputShapes);
+    if (fusion == Fusion::Fused)
+      fused.emplace(std::move(*exe));
+    Executable &compiled = fusion == Fusion::Fused ? *fused : *exe;
+    Expected<std::string> ptx = compiled.dump(Stage::PTX, built.inputShapes);
     if (!ptx)
       return failed(std::string("compile ") + modeName(fusion),
                     ptx.error().message());
@@ -77,10 +108,11 @@ CheckResult checkOnCpu(const BuiltGraph &built, const CheckConfig &config) {
   // The evaluator is cheap on small graphs, and it is the oracle: it must
   // not fail on any graph the frontend accepts.
   if (built.maxElements <= (int64_t(1) << 16)) {
-    auto result = evaluate(built.graph,
-                           randomInputs(built, config.inputSeed));
+    std::vector<HostTensor> inputs = randomInputs(built, config.inputSeed);
+    auto result = evaluate(built.graph, inputs);
     if (!result)
       return failed("evaluate", result.error().message());
+    return checkCanonicalForm(built, *fused, inputs, *result);
   }
   return {};
 }

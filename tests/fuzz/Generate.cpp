@@ -403,6 +403,14 @@ void Generator::addAttention() {
       n.op |= kScale;
       n.value = 0.05 * double(1 + pick(8));
     }
+    // HuggingFace's spellings: a mask of positions (causal at offset 0)
+    // and keys and values repeated per query head.
+    if (chance(0.3)) {
+      n.op |= kPositionMask;
+      n.axes = {int64_t(pick(4)) - 1};
+    }
+    if (kvHeads < heads && chance(0.5))
+      n.op |= kRepeatKV;
   }
   add(n, {b, h, sq, d});
 }

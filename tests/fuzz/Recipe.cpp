@@ -2,6 +2,7 @@
 
 #include "Recipe.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -150,6 +151,34 @@ Tensor attentionFromPrimitives(Graph &g, Tensor q, Tensor k, Tensor v,
   return matmul(softmax(scores, -1), v);
 }
 
+/// key <= query + offset over q's and k's positions, as [B, H, Sq, Sk]:
+/// HuggingFace's causal mask at offset 0 (positions compared, not the
+/// `causal` flag), bottom-right shifted otherwise.
+Tensor positionMask(Graph &g, Tensor q, Tensor k, int64_t offset) {
+  Shape qs = q.shape(), ks = k.shape();
+  Shape scores{qs[2], ks[2]};
+  Tensor query = iota(g, scores, 0, DType::i64);
+  Tensor key = iota(g, scores, 1, DType::i64);
+  return broadcastTo(key <= query + double(offset),
+                     {qs[0], qs[1], qs[2], ks[2]});
+}
+
+/// x [B, Hkv, S, D] repeated for `heads` query heads as repeat_kv does it:
+/// [B, Hkv, 1, S, D], broadcast along the group, merged. (Static shapes
+/// only; x itself otherwise, which grouped-query attention reads alike.)
+Tensor repeatedHeads(Tensor x, const Dim &heads) {
+  Shape s = x.shape();
+  bool known = !heads.isSymbolic() &&
+               std::none_of(s.begin(), s.end(),
+                            [](const Dim &d) { return d.isSymbolic(); });
+  if (!known || heads.size() == s[1].size())
+    return x;
+  int64_t group = heads.size() / s[1].size();
+  Tensor unit = reshape(x, {s[0], s[1], 1, s[2], s[3]});
+  Tensor grouped = broadcastTo(unit, {s[0], s[1], Dim(group), s[2], s[3]});
+  return reshape(grouped, {s[0], heads, s[2], s[3]});
+}
+
 /// The indexing nodes: slice, pad, concat, gather; and cumsum, argmax,
 /// argmin.
 Tensor applyIndexing(const Recipe &r, const Node &n, Tensor x, Tensor y) {
@@ -240,7 +269,18 @@ Tensor apply(Graph &g, const Recipe &r, const Node &n,
       options.bias = operand(next++);
     if (n.op & kScale)
       options.scale = n.value;
-    return attention(operand(0), operand(1), operand(2), options);
+    Tensor q = operand(0), k = operand(1), v = operand(2);
+    if (n.op & kPositionMask) {
+      Tensor positions = positionMask(g, q, k, n.axes[0]);
+      options.mask =
+          options.mask.isValid() ? logicalAnd(options.mask, positions)
+                                 : positions;
+    }
+    if (n.op & kRepeatKV) {
+      k = repeatedHeads(k, q.shape()[1]);
+      v = repeatedHeads(v, q.shape()[1]);
+    }
+    return attention(q, k, v, options);
   }
   case NodeKind::AttentionPrimitives:
     return attentionFromPrimitives(g, operand(0), operand(1), operand(2),

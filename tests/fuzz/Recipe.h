@@ -57,7 +57,17 @@ enum class NodeKind {
 };
 
 /// Bits of Node::op for matmul and attention.
-enum : int { kTransposeA = 1, kMask = 1, kBias = 2, kScale = 4 };
+/// kPositionMask: and a mask of positions, key <= query + axes[0] (as
+/// HuggingFace builds a causal one); kRepeatKV: keys and values repeated
+/// per query head (repeat_kv). Both have canonical forms in the compiler.
+enum : int {
+  kTransposeA = 1,
+  kMask = 1,
+  kBias = 2,
+  kScale = 4,
+  kPositionMask = 8,
+  kRepeatKV = 16
+};
 
 struct Node {
   NodeKind kind = NodeKind::Input;
