@@ -22,6 +22,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
                        "python"))
 import kfuse.torch as ktorch  # noqa: E402
+from python_call import per_call_us  # noqa: E402 (beside this script)
 
 MODELS = {
     # GPT-2 small at B8 S1024.
@@ -102,13 +103,7 @@ def median_ms(fn, repeats=20):
 def host_ms(fn, calls=3):
     """Host time to enqueue one forward (the GPU still busy with earlier
     ones: a figure near the forward's GPU time means the host keeps up)."""
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed * 1000 / calls
+    return per_call_us(fn, calls=calls, batches=1) / 1000
 
 
 def relative_error(got, expected):
