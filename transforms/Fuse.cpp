@@ -85,32 +85,37 @@ struct Cluster {
   std::optional<RowSpace> rows;  ///< set once a row op joined
 };
 
+/// Can pointwise `op` join attention cluster `c`? The FlashAttention
+/// template copies q, k and v straight into shared memory; a mask or bias
+/// is computed at each score.
+std::pair<bool, std::string> canJoinAttention(Operation *op,
+                                              const Cluster &c) {
+  bool operand = llvm::any_of(op->getUsers(), [&](Operation *u) {
+    auto attention = dyn_cast<AttentionOp>(u);
+    return attention &&
+           llvm::is_contained(
+               {attention.getQ(), attention.getK(), attention.getV()},
+               op->getResult(0));
+  });
+  if (operand)
+    return {false, "attention kernels take no prologue on q, k or v"};
+  // The prologue runs at every score. Values per query or per key (the
+  // gathered sequence ids of a packed-sequence mask) are computed once in a
+  // kernel of their own and read there instead.
+  if (!isa<IotaOp, ConstantOp, BroadcastOp>(op) &&
+      numElements(op->getResult(0)) * kScoresPerPrologueValue <= c.elements)
+    return {false, "it has few elements next to the attention's scores: "
+                   "computed once, not at every score"};
+  return {true, "mask or bias prologue of an attention kernel"};
+}
+
 /// Can `op` (whose users are all in `c`) be computed inside `c`? Returns
 /// the reason either way; on success `c` may become a row cluster.
 std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   KernelKind kind = kernelKindOf(op);
   if (kind == KernelKind::pointwise) {
-    // The FlashAttention template copies q, k and v straight into shared
-    // memory; a mask or bias is computed at each score.
-    if (c.kind == KernelKind::attention) {
-      bool operand = llvm::any_of(op->getUsers(), [&](Operation *u) {
-        auto attention = dyn_cast<AttentionOp>(u);
-        return attention &&
-               llvm::is_contained(
-                   {attention.getQ(), attention.getK(), attention.getV()},
-                   op->getResult(0));
-      });
-      if (operand)
-        return {false, "attention kernels take no prologue on q, k or v"};
-      // The prologue runs at every score. Values per query or per key (the
-      // gathered sequence ids of a packed-sequence mask) are computed once
-      // in a kernel of their own and read there instead.
-      if (!isa<IotaOp, ConstantOp, BroadcastOp>(op) &&
-          numElements(op->getResult(0)) * kScoresPerPrologueValue <= c.elements)
-        return {false, "it has few elements next to the attention's scores: "
-                       "computed once, not at every score"};
-      return {true, "mask or bias prologue of an attention kernel"};
-    }
+    if (c.kind == KernelKind::attention)
+      return canJoinAttention(op, c);
     // The template copies a matmul's operands straight into shared memory;
     // ops of its epilogue are computed on the accumulators.
     if (c.kind == KernelKind::matmul &&
