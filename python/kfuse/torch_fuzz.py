@@ -19,10 +19,12 @@ as a standalone reproducer into --regressions.
 """
 
 import argparse
+import collections
 import dataclasses
 import math
 import pathlib
 import random
+import re
 import sys
 import traceback
 
@@ -139,7 +141,8 @@ class Generator:
         a = self.value(p)
         shape = p.shapes()[a]
         kind = r.choice(["unary", "unary", "binary", "binary", "dim",
-                         "shape", "shape", "matmul", "norm", "index"])
+                         "shape", "shape", "matmul", "norm", "index",
+                         "model"])
         name = f"v{len(p.steps)}"
         if kind == "unary":
             expr, out, uses = r.choice(UNARY).format(a=a), shape, (a,)
@@ -171,12 +174,48 @@ class Generator:
             out = shape[:-1] + (n,)
         elif kind == "index":
             expr, out, uses = self.index_op(p, a, shape)
+        elif kind == "model":
+            expr, out, uses = self.model_op(p, a, shape)
         else:
             expr, out = self.shape_op(a, shape)
             uses = (a,)
         if len(out) == 0:  # keep every value a tensor of rank >= 1
             expr, out = f"({expr}).reshape(1)", (1,)
         p.steps.append(Step(name, expr, tuple(out), uses))
+
+    def model_op(self, p, a, shape):
+        """What models spell by hand: RMSNorm, padding, narrow and split,
+        cross-entropy of [N, C] logits, an embedding lookup."""
+        r = self.rng
+        choice = r.choice(["pad", "narrow", "split", "xent", "embedding",
+                           "rmsnorm"])
+        if choice == "pad":
+            lo, hi = r.randint(0, 2), r.randint(0, 2)
+            return (f"F.pad({a}, ({lo}, {hi}))",
+                    shape[:-1] + (shape[-1] + lo + hi,), (a,))
+        d = r.randrange(len(shape))
+        if choice == "narrow" and shape[d] > 1:
+            start = r.randrange(shape[d])
+            length = r.randint(1, shape[d] - start)
+            out = shape[:d] + (length,) + shape[d + 1:]
+            return f"torch.narrow({a}, {d}, {start}, {length})", out, (a,)
+        if choice == "split" and shape[-1] > 1:
+            size = r.randint(1, shape[-1] - 1)
+            i = r.randrange(-(-shape[-1] // size))
+            length = min(size, shape[-1] - i * size)
+            return (f"{a}.split({size}, dim=-1)[{i}]",
+                    shape[:-1] + (length,), (a,))
+        if choice == "xent" and len(shape) == 2 and shape[1] > 1:
+            labels = self.new_input(p, (shape[0],), bound=shape[1])
+            return (f"F.cross_entropy({a}, {labels} % {shape[1]}).reshape(1)",
+                    (1,), (a, labels))
+        if choice == "embedding" and len(shape) == 2:
+            ids_shape = (r.randint(1, 4), r.randint(1, 3))
+            ids = self.new_input(p, ids_shape, bound=shape[0])
+            return (f"F.embedding({ids} % {shape[0]}, {a})",
+                    ids_shape + (shape[1],), (a, ids))
+        return (f"{a} * torch.rsqrt({a}.pow(2).mean(-1, keepdim=True) + 1e-6)",
+                shape, (a,))
 
     def index_op(self, p, a, shape):
         """Indexing by tensors: rows picked by an index tensor (negative
@@ -309,7 +348,6 @@ def check(program, seed, mode):
 
 def _without(program, step, replacement):
     """The program with `step` gone, its uses reading `replacement`."""
-    import re
     pattern = re.compile(rf"\b{step.name}\b")
     steps = []
     for s in program.steps:
@@ -391,9 +429,12 @@ def main(argv=None):
     parser.add_argument("--regressions", metavar="DIR")
     args = parser.parse_args(argv)
     counts = {"passed": 0, "degenerate": 0, "unsupported": 0, "failed": 0}
+    calls = collections.Counter()
     for seed in range(args.seed, args.seed + args.count):
         program = Generator(random.Random(seed), args.dtype).program(
             args.max_steps)
+        calls.update(re.findall(r"(?:torch|F)\.\w+|\.\w+(?=\()|\[",
+                                program.source()))
         try:
             result = check(program, seed, args.mode)
         except Exception:  # the fuzzer's own bug: say so, keep going
@@ -416,6 +457,8 @@ def main(argv=None):
     print(f"torch-fuzz ({args.mode}, {args.dtype}): {args.count} programs "
           f"from seed {args.seed}: " +
           ", ".join(f"{v} {k}" for k, v in counts.items()))
+    print("calls: " + " ".join(f"{name}:{n}" for name, n in
+                                sorted(calls.items())))
     return 1 if counts["failed"] else 0
 
 
