@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs on the GPU machine, from the repository root with .bundle/ carried
+# (scripts/gpu-bundle.sh): named steps, each under its own time limit, its
+# log in $OUT (or ./gpu-logs) and its last TAILN lines (default 25) printed,
+# so that one device call does a session's GPU work without losing it all
+# to one step that runs long.
+#   bash scripts/gpu-steps.sh pytest,gpu-tests,capi,replay,fuzz,memory,hf
+# Environment: GTEST (a --gtest_filter), FUZZ_TIME / FUZZ_SEED, PYTEST_ARGS,
+# BENCH_ARGS, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT,
+# CMD / CMD_LIMIT (any command, with $bin and $dest exported).
+set -uo pipefail
+source "$(dirname "$0")/gpu-unpack.sh"
+export KFUSE_LIBRARY=$dest/kfuse/lib/libkfuse.so
+export PYTHONPATH=$root/python
+TAILN=${TAILN:-25}
+export bin dest
+step() { # name timeout cmd...
+  local name=$1 t=$2; shift 2
+  local s=$(date +%s)
+  timeout "$t" "$@" > "$out/$name.log" 2>&1
+  local rc=$?
+  echo "=== $name: rc=$rc $(( $(date +%s) - s ))s"
+  tail -n "$TAILN" "$out/$name.log"
+}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+IFS=, read -ra steps <<< "$1"
+for s in "${steps[@]}"; do
+  case $s in
+    gpu-tests) step gpu-tests 300 "$bin/kfuse-gpu-tests" ${GTEST:+--gtest_filter=$GTEST} ;;
+    unit) step unit 300 "$bin/kfuse-unit-tests" ;;
+    capi) step capi 60 "$bin/kfuse-capi-test" ;;
+    replay) step replay 120 bash -c "\"$bin/kfuse-fuzz\" --gpu --replay \"$dest\"/kfuse/fuzz-regressions/*.mlir" ;;
+    fuzz) step fuzz 200 "$bin/kfuse-fuzz" --gpu --count 100000 --seed "${FUZZ_SEED:-500000}" --time-limit "${FUZZ_TIME:-90}" ;;
+    pytest) step pytest 300 python3 -m pytest -q -x python/tests ${PYTEST_ARGS:-} ;;
+    memory) step memory 200 "$bin/kfuse-bench" memory ;;
+    matmul) step matmul 200 "$bin/kfuse-bench" matmul ;;
+    attention) step attention 200 "$bin/kfuse-bench" attention --peers "$bin/peers.py" ;;
+    bench) step bench 300 "$bin/kfuse-bench" ${BENCH_ARGS:-memory} ;;
+    pycall) step pycall 120 python3 bench/python_call.py ;;
+    hf) step hf "${HF_LIMIT:-400}" python3 bench/hf_models.py ${HF_ARGS:-} ;;
+    torch-fuzz) step torch-fuzz 300 python3 -m kfuse.torch_fuzz --mode kfuse \
+                  --count "${TORCH_FUZZ_COUNT:-300}" ;;
+    torch-fuzz-dynamo) step torch-fuzz-dynamo 300 python3 -m kfuse.torch_fuzz \
+                  --mode dynamo --count "${TORCH_FUZZ_COUNT:-100}" ;;
+    cmd) step cmd "${CMD_LIMIT:-300}" bash -c "$CMD" ;;
+    *) echo "unknown step $s" ;;
+  esac
+done
