@@ -543,9 +543,8 @@ std::pair<Value, Value> FlashAttention::scorePosition(Value tile, int64_t i) {
 void FlashAttention::applyScoreOperands(Value tile, SmallVector<Value> &s) {
   Value scale = e.f32(op.getScale().convertToDouble());
   ArrayRef<int64_t> shape = shapeOf(op.getBias() ? op.getBias() : op.getMask());
-  auto element = [&](Value tensor, Value linear) -> Value {
-    FailureOr<Value> v =
-        e.elementAt(tensor, ElementIndex::linear(shape, linear));
+  auto element = [&](Value tensor, const ElementIndex &at) -> Value {
+    FailureOr<Value> v = e.elementAt(tensor, at);
     if (failed(v)) {
       status = failure();
       return e.f32(0);
@@ -555,10 +554,13 @@ void FlashAttention::applyScoreOperands(Value tile, SmallVector<Value> &s) {
   Value stage = stagedInput ? scoresStage(tile) : Value();
   for (int64_t i = 0; i < blockK / 2; ++i) {
     auto [row, key] = scorePosition(tile, i);
-    Value linear = add(mul(add(mul(add(mul(batch, heads), head), sq),
-                               minIndex(row, idx(sq - 1))),
-                           sk),
-                       minIndex(key, idx(sk - 1)));
+    // By (batch, head, row, key): a mask of per-row and per-key values
+    // (broadcasts of [B, 1, Sq, 1] and [B, 1, 1, Sk]) then reads them
+    // without dividing the linear index back into dims at every score.
+    ElementIndex at = ElementIndex::multi(
+        shape, {batch, head, minIndex(row, idx(sq - 1)),
+                minIndex(key, idx(sk - 1))});
+    Value linear = at.getLinear(e);
     if (stagedInput) {
       // The staged tile holds every position of the block's rows and the
       // tile's keys (zero past the ends, whose scores are dropped).
@@ -571,9 +573,9 @@ void FlashAttention::applyScoreOperands(Value tile, SmallVector<Value> &s) {
     }
     if (op.getBias())
       s[i] =
-          math::FmaOp::create(b, l, s[i], scale, element(op.getBias(), linear));
+          math::FmaOp::create(b, l, s[i], scale, element(op.getBias(), at));
     if (op.getMask())
-      s[i] = arith::SelectOp::create(b, l, element(op.getMask(), linear), s[i],
+      s[i] = arith::SelectOp::create(b, l, element(op.getMask(), at), s[i],
                                      e.f32(-INFINITY));
   }
 }
