@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ir/AffineValues.h"
 #include "ir/KFDialect.h"
 
 #include "mlir/IR/Matchers.h"
@@ -26,127 +27,32 @@ using namespace kfuse::kf;
 
 namespace {
 
-/// What an integer tensor holds at each position: its index along `axis`
-/// plus `offset`, or (axis < 0) the constant `offset`.
-struct AxisIndex {
-  int64_t axis = -1;
-  int64_t offset = 0;
-};
-
-/// Offsets beyond this are not followed (no overflow in the sums below).
-constexpr int64_t kMaxOffset = int64_t(1) << 40;
-
-FailureOr<AxisIndex> axisIndexOf(Value v, int depth = 0);
-
-/// An index along a dim of size 1 is the constant 0.
-FailureOr<AxisIndex> normalised(Value v, AxisIndex at) {
-  if (at.axis >= 0 && shapeOf(v)[at.axis] == 1)
-    at.axis = -1;
-  if (std::abs(at.offset) > kMaxOffset)
-    return failure();
-  return at;
-}
-
-/// The non-unit dims of a shape, by position.
-SmallVector<int64_t> nonUnitDims(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> dims;
-  for (auto [d, size] : llvm::enumerate(shape))
-    if (size != 1)
-      dims.push_back(d);
-  return dims;
-}
-
-/// A reshape that only adds or drops dims of size 1 moves an axis to the
-/// same non-unit dim of the result.
-FailureOr<AxisIndex> throughReshape(ReshapeOp op, AxisIndex in) {
-  if (in.axis < 0)
-    return in;
-  ArrayRef<int64_t> from = shapeOf(op.getInput()), to = shapeOf(op.getResult());
-  SmallVector<int64_t> fromDims = nonUnitDims(from), toDims = nonUnitDims(to);
-  if (fromDims.size() != toDims.size())
-    return failure();
-  for (auto [f, t] : llvm::zip(fromDims, toDims))
-    if (from[f] != to[t])
-      return failure();
-  auto at = llvm::find(fromDims, in.axis);
-  in.axis = toDims[at - fromDims.begin()];
-  return in;
-}
-
-FailureOr<AxisIndex> sumOf(Value v, AxisIndex a, AxisIndex b, bool subtract) {
-  if (subtract && b.axis >= 0)
-    return failure();
-  if (a.axis >= 0 && b.axis >= 0)
-    return failure();
-  AxisIndex sum{a.axis >= 0 ? a.axis : b.axis,
-                subtract ? a.offset - b.offset : a.offset + b.offset};
-  return normalised(v, sum);
-}
-
-bool isWideInteger(Value v) {
-  Type t = cast<RankedTensorType>(v.getType()).getElementType();
-  return t.isInteger(32) || t.isInteger(64);
-}
-
-FailureOr<AxisIndex> axisIndexOf(Value v, int depth) {
-  auto type = dyn_cast<RankedTensorType>(v.getType());
-  if (depth > 16 || !type || !type.hasStaticShape() || !isWideInteger(v))
-    return failure();
-  Operation *def = v.getDefiningOp();
-  if (!def)
-    return failure();
-  if (auto iota = dyn_cast<IotaOp>(def))
-    return normalised(v, {static_cast<int64_t>(iota.getDim()), 0});
-  APInt splat;
-  if (matchPattern(v, m_ConstantInt(&splat)))
-    return normalised(v, {-1, splat.getSExtValue()});
-  if (auto broadcast = dyn_cast<BroadcastOp>(def)) {
-    FailureOr<AxisIndex> in = axisIndexOf(broadcast.getInput(), depth + 1);
-    if (failed(in))
-      return failure();
-    if (in->axis >= 0)
-      in->axis += type.getRank() - shapeOf(broadcast.getInput()).size();
-    return normalised(v, *in);
-  }
-  if (auto reshape = dyn_cast<ReshapeOp>(def)) {
-    FailureOr<AxisIndex> in = axisIndexOf(reshape.getInput(), depth + 1);
-    if (failed(in))
-      return failure();
-    return throughReshape(reshape, *in);
-  }
-  if (auto cast = dyn_cast<CastOp>(def)) {
-    if (!isWideInteger(cast.getInput()))
-      return failure();
-    return axisIndexOf(cast.getInput(), depth + 1);
-  }
-  if (isa<AddOp, SubOp>(def)) {
-    FailureOr<AxisIndex> a = axisIndexOf(def->getOperand(0), depth + 1);
-    FailureOr<AxisIndex> b = axisIndexOf(def->getOperand(1), depth + 1);
-    if (failed(a) || failed(b))
-      return failure();
-    return sumOf(v, *a, *b, isa<SubOp>(def));
-  }
-  return failure();
-}
-
 /// Whether `term` (broadcastable to the [B, H, Sq, Sk] mask) is true
-/// exactly where key <= query: a comparison of the key and the query
-/// index, each plus a constant, that reduces to that.
+/// exactly where key <= query: a comparison whose operands differ by
+/// +-(key - query) plus a constant that makes it that.
 bool isCausalTerm(Value term) {
   auto compare = term.getDefiningOp<CompareOp>();
   if (!compare)
     return false;
-  FailureOr<AxisIndex> lhs = axisIndexOf(compare.getLhs());
-  FailureOr<AxisIndex> rhs = axisIndexOf(compare.getRhs());
-  if (failed(lhs) || failed(rhs))
+  AffineValueAnalysis values;
+  FailureOr<AffineValue> lhs = values.valueOf(compare.getLhs());
+  FailureOr<AffineValue> rhs = values.valueOf(compare.getRhs());
+  int64_t rank = shapeOf(term).size();
+  if (failed(lhs) || failed(rhs) || rank < 2 || rank > 4)
     return false;
-  // Axes in the mask's [B, H, Sq, Sk] coordinates.
-  int64_t lead = 4 - static_cast<int64_t>(shapeOf(term).size());
-  auto inMask = [&](AxisIndex a) { return a.axis < 0 ? -1 : a.axis + lead; };
+  AffineValue d = lhs->minus(*rhs);
+  int64_t slope = d.coeffs[rank - 1]; // along the keys
+  bool onlyKeyMinusQuery =
+      std::abs(slope) == 1 && d.coeffs[rank - 2] == -slope &&
+      llvm::all_of(ArrayRef(d.coeffs).drop_back(2),
+                   [](int64_t c) { return c == 0; });
+  if (!onlyKeyMinusQuery)
+    return false;
+  // As key - query + c <op> 0: flip the predicate with the sign.
   ComparePredicate predicate = compare.getPredicate();
-  AxisIndex key = *lhs, query = *rhs;
-  if (inMask(key) == 2 && inMask(query) == 3) {
-    std::swap(key, query);
+  int64_t c = d.offset;
+  if (slope < 0) {
+    c = -c;
     switch (predicate) {
     case ComparePredicate::lt: predicate = ComparePredicate::gt; break;
     case ComparePredicate::le: predicate = ComparePredicate::ge; break;
@@ -155,12 +61,9 @@ bool isCausalTerm(Value term) {
     default: break;
     }
   }
-  if (inMask(key) != 3 || inMask(query) != 2)
-    return false;
-  // key + ck <= query + cq is key <= query + (cq - ck); < is one less.
-  int64_t slack = query.offset - key.offset;
-  return (predicate == ComparePredicate::le && slack == 0) ||
-         (predicate == ComparePredicate::lt && slack == 1);
+  // key - query <= -c is causal for c = 0; key - query < -c for c = -1.
+  return (predicate == ComparePredicate::le && c == 0) ||
+         (predicate == ComparePredicate::lt && c == -1);
 }
 
 bool isAllTrue(Value term) {

@@ -19,6 +19,7 @@ def KF_Dialect : Dialect {
     target they decide for is `kf.target` on the module.
   }];
   let hasConstantMaterializer = 1;
+  let hasCanonicalizer = 1;
   let useDefaultAttributePrinterParser = 1;
   let extraClassDeclaration = [{
     /// Adds the decision attributes (KFAttrs.cpp).
