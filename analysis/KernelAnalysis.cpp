@@ -161,6 +161,19 @@ AttentionOp kfuse::kf::attentionOf(KernelOp kernel) {
 }
 
 
+std::optional<StridedView>
+kfuse::kf::attentionOperandView(KernelOp kernel, Value operand) {
+  std::optional<StridedView> view = stridedViewOf(operand);
+  auto arg = view ? dyn_cast<BlockArgument>(view->root) : BlockArgument();
+  if (!arg || arg.getOwner()->getParentOp() != kernel.getOperation())
+    return std::nullopt;
+  int64_t rowStride = rowStrideOf(kernel.getInputs()[arg.getArgNumber()]);
+  auto type = mlir::cast<RankedTensorType>(arg.getType());
+  if (type.getRank() >= 2 && rowStride != type.getShape().back())
+    view = stridedViewOf(operand, rowStride);
+  return view;
+}
+
 std::optional<std::string>
 kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma,
                                  ArrayRef<std::pair<Value, int64_t>> assumed) {
@@ -172,16 +185,22 @@ kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma,
     return std::string("its buffers are not known to be 16-byte aligned");
   if (!wgmma)
     return std::string("the FlashAttention template needs sm_90 (wgmma)");
-  for (Value operand : {op.getQ(), op.getK(), op.getV()})
-    if (!isa<BlockArgument>(operand))
+  for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
+    if (isa<BlockArgument>(operand))
+      continue;
+    std::optional<StridedView> view = attentionOperandView(kernel, operand);
+    if (!view || !isCopyableRowView(*view))
       return std::string("an operand is computed in the kernel");
+  }
   int64_t d = shapeOf(op.getQ())[3], dv = shapeOf(op.getV())[3];
   if (d > 256 || dv > 256 || d == 0 || dv == 0)
     return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +
            " are not in 1..256";
   // Rows of whole 4-byte words: cp.async copies 4, 8 or 16 bytes.
   for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
-    auto arg = mlir::cast<BlockArgument>(operand);
+    auto arg = dyn_cast<BlockArgument>(operand);
+    if (!arg)
+      continue; // a view: rows 16 bytes apart
     auto it = llvm::find_if(assumed, [&](auto &e) { return e.first == arg; });
     int64_t stride = it != assumed.end()
                          ? it->second

@@ -9,6 +9,7 @@
 #ifndef KFUSE_ANALYSIS_KERNELANALYSIS_H
 #define KFUSE_ANALYSIS_KERNELANALYSIS_H
 
+#include "analysis/StridedViews.h"
 #include "ir/KFDialect.h"
 
 #include <optional>
@@ -62,6 +63,12 @@ int64_t kernelWorkItems(KernelOp kernel);
 
 /// The attention op of an attention kernel.
 AttentionOp attentionOf(KernelOp kernel);
+
+/// How an attention kernel reads its q, k or v `operand`: the kernel
+/// argument it is, or a view of (reshapes, transposes and slices in the
+/// kernel), with the argument's row stride.
+std::optional<StridedView> attentionOperandView(KernelOp kernel,
+                                                mlir::Value operand);
 
 /// Why an attention kernel cannot run the FlashAttention template
 /// (bf16/f16, aligned, wgmma, head dims up to 256 in rows of whole 4-byte

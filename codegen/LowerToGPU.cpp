@@ -55,9 +55,10 @@ LogicalResult checkPaddedBuffers(KernelOp kernel) {
   if (isa_and_nonnull<FlashTilingAttr>(tiling)) {
     AttentionOp op = attentionOf(kernel);
     for (Value operand : {op.getQ(), op.getK(), op.getV()})
-      addressedByRow.push_back(
-          kernel
-              .getInputs()[mlir::cast<BlockArgument>(operand).getArgNumber()]);
+      if (std::optional<StridedView> view = attentionOperandView(kernel, operand))
+        addressedByRow.push_back(
+            kernel.getInputs()[mlir::cast<BlockArgument>(view->root)
+                                   .getArgNumber()]);
   }
   SmallVector<Value> buffers(kernel.getInputs());
   if (!paddedCopy)

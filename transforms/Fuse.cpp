@@ -9,6 +9,7 @@
 
 #include "ir/KFDialect.h"
 #include "analysis/KernelAnalysis.h"
+#include "analysis/StridedViews.h"
 #include "transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -88,17 +89,52 @@ struct Cluster {
 /// Can pointwise `op` join attention cluster `c`? The FlashAttention
 /// template copies q, k and v straight into shared memory; a mask or bias
 /// is computed at each score.
+/// The q, k and v operands of attentions that `op`'s result becomes
+/// through view ops alone, and whether it is read otherwise too (by a
+/// mask or bias, or by an op that computes).
+struct ViewedOperands {
+  SmallVector<Value> operands;
+  bool readOtherwise = false;
+};
+
+ViewedOperands viewedOperands(Operation *op) {
+  ViewedOperands reach;
+  SmallVector<Value> worklist = {op->getResult(0)};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    for (OpOperand &use : v.getUses()) {
+      Operation *user = use.getOwner();
+      // q, k and v are the attention's first three operands.
+      if (isa<AttentionOp>(user) && use.getOperandNumber() < 3)
+        reach.operands.push_back(v);
+      else if (isViewOp(user))
+        worklist.push_back(user->getResult(0));
+      else
+        reach.readOtherwise = true;
+    }
+  }
+  return reach;
+}
+
 std::pair<bool, std::string> canJoinAttention(Operation *op,
                                               const Cluster &c) {
-  bool operand = llvm::any_of(op->getUsers(), [&](Operation *u) {
-    auto attention = dyn_cast<AttentionOp>(u);
-    return attention &&
-           llvm::is_contained(
-               {attention.getQ(), attention.getK(), attention.getV()},
-               op->getResult(0));
-  });
-  if (operand)
-    return {false, "attention kernels take no prologue on q, k or v"};
+  ViewedOperands viewed = viewedOperands(op);
+  if (!viewed.operands.empty()) {
+    // The template's copies read q, k and v by offset and strides: a
+    // chain of reshapes, transposes and slices (the split into heads) is
+    // read in place, anything that computes is not.
+    if (!isViewOp(op) || viewed.readOtherwise)
+      return {false, "attention kernels take no prologue on q, k or v but "
+                     "reshapes, transposes and slices"};
+    for (Value operand : viewed.operands) {
+      std::optional<StridedView> view =
+          stridedViewOf(operand, 0, op->getOperand(0));
+      if (!view || !isCopyableRowView(*view))
+        return {false, "the view of q, k or v is not rows the attention's "
+                       "copies read (contiguous, 16-byte aligned)"};
+    }
+    return {true, "a view of q, k or v that the attention reads in place"};
+  }
   // The prologue runs at every score. Values per query or per key (the
   // gathered sequence ids of a packed-sequence mask) are computed once in a
   // kernel of their own and read there instead.

@@ -28,8 +28,9 @@ namespace {
 /// Whether the TMA can copy the rows of attention operand `operand`: rows
 /// start 16 bytes apart.
 bool copiesWithTma(KernelOp kernel, Value operand) {
-  auto arg = mlir::cast<BlockArgument>(operand);
-  return rowStrideOf(kernel.getInputs()[arg.getArgNumber()]) % 8 == 0;
+  // Its tensor maps describe whole arguments, not views of them.
+  auto arg = dyn_cast<BlockArgument>(operand);
+  return arg && rowStrideOf(kernel.getInputs()[arg.getArgNumber()]) % 8 == 0;
 }
 
 /// FlashAttention keeps the block's Q tile and two stages of K and V

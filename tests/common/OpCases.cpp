@@ -271,6 +271,37 @@ std::vector<OpCase> allOpCases() {
            g.output("o_shifted", attention(q, k, v, shifted));
          },
          {{2, 4, 70, 32}, {2, 2, 70, 32}, {2, 2, 70, 32}, {2, 70}}});
+  // q, k and v split into heads by slices, reshapes and transposes: of a
+  // packed projection (GPT-2's c_attn) and of a kv-heads input (GQA), read
+  // in place by the attention; and a slice 68 elements in, whose rows are
+  // not 16-byte aligned, copied by a kernel of its own.
+  for (DType d : {DType::f16, DType::bf16})
+    cases.push_back(
+        {std::string("attention_head_views_") + dtypeName(d),
+         [d](Graph &g) {
+           int64_t s = 70, h = 4, hd = 32;
+           Tensor x = g.input("x", d, {2 * s, 64});
+           Tensor w = g.input("w", d, {64, 3 * h * hd});
+           Tensor kv = g.input("kv", d, {2, s, 4 * hd + 8});
+           Tensor qkv = reshape(matmul(x, w), {2, s, 3 * h * hd});
+           auto heads = [&](Tensor t, int64_t start, int64_t n) {
+             Tensor part = slice(t, 2, start, start + n * hd);
+             return transpose(reshape(part, {2, s, n, hd}), {0, 2, 1, 3});
+           };
+           AttentionOptions causal;
+           causal.causal = true;
+           Tensor q = heads(qkv, 0, h);
+           g.output("o", attention(q, heads(qkv, h * hd, h),
+                                   heads(qkv, 2 * h * hd, h), causal));
+           // (Queries at other columns: a view read by two attentions
+           // would be copied once for both.)
+           Tensor k2 = heads(kv, 0, 2);
+           g.output("o_gqa",
+                    attention(heads(qkv, 8, h), k2, heads(kv, 2 * hd, 2)));
+           g.output("o_offset",
+                    attention(heads(qkv, 16, h), heads(kv, 8, 2), heads(kv, 68, 2)));
+         },
+         {{140, 64}, {64, 384}, {2, 70, 136}}});
   cases.push_back({"siblings", [](Graph &g) {
                      // Fused into one pointwise and one row kernel, each
                      // with two results.

@@ -65,20 +65,25 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   qTiles = (sq + blockQ - 1) / blockQ;
   scaleLog2 = (op.getBias() ? 1.0 : op.getScale().convertToDouble()) * M_LOG2E;
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
-  auto arg = [&](Value x) {
-    return e.gpuFunc().getArgument(mlir::cast<BlockArgument>(x).getArgNumber());
-  };
-  q = arg(op.getQ());
-  k = arg(op.getK());
-  v = arg(op.getV());
-  auto strideOf = [&](Value x, int64_t dense) {
-    int64_t padded =
-        e.paddedStride(mlir::cast<BlockArgument>(x).getArgNumber());
-    return padded ? padded : dense;
-  };
-  qStride = strideOf(op.getQ(), d);
-  kStride = strideOf(op.getK(), d);
-  vStride = strideOf(op.getV(), dv);
+  // Each of q, k and v is a kernel argument or a view of one.
+  Value operands[] = {op.getQ(), op.getK(), op.getV()};
+  Value *args[] = {&q, &k, &v};
+  int64_t *strides[] = {&qStride, &kStride, &vStride};
+  for (int which = 0; which < 3; ++which) {
+    std::optional<StridedView> view =
+        attentionOperandView(e.kernel(), operands[which]);
+    if (!view) {
+      status = e.kernel().emitOpError("reads an attention operand that is "
+                                      "no view of a kernel argument");
+      view = StridedView{operands[which], 0, {0, 0, 1, 1}};
+    }
+    *args[which] = e.gpuFunc().getArgument(
+        mlir::cast<BlockArgument>(view->root).getArgNumber());
+    *strides[which] = view->strides[2];
+    if (!isa<BlockArgument>(operands[which]))
+      views[which] = HeadsView{view->offset, view->strides[0],
+                               view->strides[1]};
+  }
   if (pipeline && pipeline.getStageScoresInput())
     stagedInput = stagedScoresInput(e.kernel());
   if (warpSpecialized) {
@@ -191,10 +196,19 @@ void FlashAttention::locate(Value block) {
   head = rem(qSlice, heads);
   Value kvHead = div(head, heads / kvHeads);
   q0 = mul(qTile, blockQ);
-  qBase = mul(qSlice, sq * qStride);
+  qBase = headBase(0, batch, head, qSlice, sq, qStride);
   kvSlice = add(mul(batch, kvHeads), kvHead);
-  kBase = mul(kvSlice, sk * kStride);
-  vBase = mul(kvSlice, sk * vStride);
+  kBase = headBase(1, batch, kvHead, kvSlice, sk, kStride);
+  vBase = headBase(2, batch, kvHead, kvSlice, sk, vStride);
+}
+
+Value FlashAttention::headBase(int which, Value batch, Value head,
+                               Value slice, int64_t rows, int64_t stride) {
+  if (!views[which])
+    return mul(slice, rows * stride);
+  const HeadsView &view = *views[which];
+  return add(idx(view.offset), add(mul(batch, view.batchStride),
+                                   mul(head, view.headStride)));
 }
 
 void FlashAttention::copyTile(Value memref, Value base, int64_t stride,

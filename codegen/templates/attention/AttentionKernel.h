@@ -157,8 +157,19 @@ private:
   int64_t heads, kvHeads, sq, sk, d, dv, dp, dvp, qTiles, blockK, blockQ,
       threads, stages;
   /// Elements between the rows of q, k and v: d and dv, or the strides of
-  /// kf-pad's copies of odd rows (zeros past each row's end).
+  /// kf-pad's copies of odd rows (zeros past each row's end), or those of
+  /// the views (heads split by reshapes, transposes and slices) they are.
   int64_t qStride, kStride, vStride;
+  /// Of an operand that is a view: its offset and batch and head strides
+  /// (views[0..2] for q, k, v); dense operands have none.
+  struct HeadsView {
+    int64_t offset, batchStride, headStride;
+  };
+  std::optional<HeadsView> views[3];
+  /// The element offset of [batch, head] in operand `which` (0..2) of
+  /// `heads` heads a batch, `rows` rows of `stride` a head.
+  Value headBase(int which, Value batch, Value head, Value slice,
+                 int64_t rows, int64_t stride);
   /// What the softmax multiplies scores by before exp2: scale * log2 e, or
   /// log2 e where a bias operand was added to the scaled scores.
   double scaleLog2;

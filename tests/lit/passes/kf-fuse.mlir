@@ -222,6 +222,45 @@ func.func @attention_bias_prologue(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64
 
 // -----
 
+// q, k and v split into heads by slices, reshapes and transposes join the
+// attention kernel, which reads them in place from the packed projection
+// (analysis/StridedViews.h); the bias add before them does not. A view
+// whose rows are not 16-byte aligned (a slice 4 elements in) is copied by
+// a kernel of its own.
+// CHECK-LABEL: func.func @attention_head_views
+// CHECK: %[[QKV:.*]] = kf.kernel pointwise(%arg0, %arg1
+// CHECK: kf.add
+// CHECK: kf.kernel attention(%[[QKV]] : tensor<2x8x384xbf16>)
+// CHECK-COUNT-3: kf.transpose
+// CHECK: kf.attention
+// CHECK: %[[ODD:.*]] = kf.kernel pointwise(%[[QKV]]
+// CHECK: kf.slice
+// CHECK: kf.kernel attention(%[[ODD]], %[[QKV]] :
+// CHECK: return
+func.func @attention_head_views(%x: tensor<2x8x384xbf16>, %b: tensor<2x8x384xbf16>) -> (tensor<2x2x8x64xbf16>, tensor<2x2x8x64xbf16>) {
+  %qkv = kf.add %x, %b : tensor<2x8x384xbf16>
+  %qs = kf.slice %qkv starts [0, 0, 0] limits [9223372036854775807, 9223372036854775807, 128] steps [1, 1, 1] : tensor<2x8x384xbf16> -> tensor<2x8x128xbf16>
+  %ks = kf.slice %qkv starts [0, 0, 128] limits [9223372036854775807, 9223372036854775807, 256] steps [1, 1, 1] : tensor<2x8x384xbf16> -> tensor<2x8x128xbf16>
+  %vs = kf.slice %qkv starts [0, 0, 256] limits [9223372036854775807, 9223372036854775807, 384] steps [1, 1, 1] : tensor<2x8x384xbf16> -> tensor<2x8x128xbf16>
+  %qr = kf.reshape %qs : tensor<2x8x128xbf16> -> tensor<2x8x2x64xbf16>
+  %kr = kf.reshape %ks : tensor<2x8x128xbf16> -> tensor<2x8x2x64xbf16>
+  %vr = kf.reshape %vs : tensor<2x8x128xbf16> -> tensor<2x8x2x64xbf16>
+  %q = kf.transpose %qr [0, 2, 1, 3] : tensor<2x8x2x64xbf16> -> tensor<2x2x8x64xbf16>
+  %k = kf.transpose %kr [0, 2, 1, 3] : tensor<2x8x2x64xbf16> -> tensor<2x2x8x64xbf16>
+  %v = kf.transpose %vr [0, 2, 1, 3] : tensor<2x8x2x64xbf16> -> tensor<2x2x8x64xbf16>
+  %o = kf.attention %q, %k, %v {scale = 0.125 : f64} : tensor<2x2x8x64xbf16>, tensor<2x2x8x64xbf16>, tensor<2x2x8x64xbf16> -> tensor<2x2x8x64xbf16>
+  %os = kf.slice %qkv starts [0, 0, 4] limits [9223372036854775807, 9223372036854775807, 132] steps [1, 1, 1] : tensor<2x8x384xbf16> -> tensor<2x8x128xbf16>
+  %or = kf.reshape %os : tensor<2x8x128xbf16> -> tensor<2x8x2x64xbf16>
+  %oq = kf.transpose %or [0, 2, 1, 3] : tensor<2x8x2x64xbf16> -> tensor<2x2x8x64xbf16>
+  %ko = kf.slice %qkv starts [0, 0, 136] limits [9223372036854775807, 9223372036854775807, 264] steps [1, 1, 1] : tensor<2x8x384xbf16> -> tensor<2x8x128xbf16>
+  %kor = kf.reshape %ko : tensor<2x8x128xbf16> -> tensor<2x8x2x64xbf16>
+  %kot = kf.transpose %kor [0, 2, 1, 3] : tensor<2x8x2x64xbf16> -> tensor<2x2x8x64xbf16>
+  %o2 = kf.attention %oq, %kot, %kot {scale = 0.125 : f64} : tensor<2x2x8x64xbf16>, tensor<2x2x8x64xbf16>, tensor<2x2x8x64xbf16> -> tensor<2x2x8x64xbf16>
+  return %o, %o2 : tensor<2x2x8x64xbf16>, tensor<2x2x8x64xbf16>
+}
+
+// -----
+
 // An attention whose log-sum-exp alone is used still yields O first: the
 // templates write both. The consumer of the log-sum-exp is its own kernel.
 // CHECK-LABEL: func.func @attention_lse_only

@@ -1,0 +1,106 @@
+//===- StridedViews.cpp - reshapes, transposes and slices as strides ------===//
+
+#include "analysis/StridedViews.h"
+
+#include "ir/KFDialect.h"
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+/// The strides of `to` for a reshape of `from` laid out with `strides`,
+/// or nothing where it merges dims that are not contiguous. Dims are
+/// matched in groups of equal element counts from the innermost; within a
+/// group of the input, dims are contiguous, so the group is one run of
+/// elements `base` apart that the output's dims of the group split anew.
+std::optional<SmallVector<int64_t, 4>>
+reshapedStrides(ArrayRef<int64_t> from, ArrayRef<int64_t> strides,
+                ArrayRef<int64_t> to) {
+  SmallVector<int64_t, 4> out(to.size(), 1);
+  int64_t outDim = static_cast<int64_t>(to.size()) - 1;
+  int64_t inCount = 1, outCount = 1;
+  int64_t base = from.empty() ? 1 : strides.back();
+  for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; --d) {
+    inCount *= from[d];
+    // The group goes on while the next outer dim continues this run.
+    bool groupEnds = d == 0 || (from[d - 1] != 1 &&
+                                strides[d - 1] != inCount * base);
+    if (!groupEnds)
+      continue;
+    while (outDim >= 0 && (outCount < inCount || to[outDim] == 1)) {
+      out[outDim] = outCount * base;
+      outCount *= to[outDim];
+      --outDim;
+    }
+    if (outCount != inCount)
+      return std::nullopt;
+    if (d > 0) {
+      base = strides[d - 1];
+      inCount = outCount = 1;
+    }
+  }
+  // Size-1 dims the loop did not reach (all of a reshape of a scalar).
+  for (; outDim >= 0; --outDim)
+    if (to[outDim] != 1)
+      return std::nullopt;
+  return out;
+}
+
+} // namespace
+
+bool kfuse::kf::isViewOp(Operation *op) {
+  return isa<ReshapeOp, TransposeOp, SliceOp>(op);
+}
+
+std::optional<StridedView> kfuse::kf::stridedViewOf(Value v,
+                                                    int64_t rootRowStride,
+                                                    Value stopAt) {
+  SmallVector<Operation *> chain; // from v back to the root
+  Value root = v;
+  while (root != stopAt && root.getDefiningOp() &&
+         isViewOp(root.getDefiningOp())) {
+    chain.push_back(root.getDefiningOp());
+    root = root.getDefiningOp()->getOperand(0);
+  }
+  auto rootType = dyn_cast<RankedTensorType>(root.getType());
+  if (!rootType || !rootType.hasStaticShape())
+    return std::nullopt;
+  ArrayRef<int64_t> shape = rootType.getShape();
+  StridedView view{root, 0, SmallVector<int64_t, 4>(shape.size(), 1)};
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    view.strides[d] = d + 2 == static_cast<int64_t>(shape.size()) && rootRowStride
+                          ? rootRowStride
+                          : view.strides[d + 1] * shape[d + 1];
+  for (Operation *op : llvm::reverse(chain)) {
+    ArrayRef<int64_t> from = shapeOf(op->getOperand(0));
+    ArrayRef<int64_t> to = shapeOf(op->getResult(0));
+    if (ShapedType::isDynamicShape(to))
+      return std::nullopt;
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      for (size_t d = 0; d < view.strides.size(); ++d) {
+        view.offset += slice.getStarts()[d] * view.strides[d];
+        view.strides[d] *= slice.getSteps()[d];
+      }
+    } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
+      SmallVector<int64_t, 4> strides;
+      for (int64_t from : transpose.getPerm())
+        strides.push_back(view.strides[from]);
+      view.strides = strides;
+    } else {
+      std::optional<SmallVector<int64_t, 4>> strides =
+          reshapedStrides(from, view.strides, to);
+      if (!strides)
+        return std::nullopt;
+      view.strides = *strides;
+    }
+  }
+  return view;
+}
+
+bool kfuse::kf::isCopyableRowView(const StridedView &view) {
+  if (view.strides.empty() || view.strides.back() != 1 || view.offset % 8)
+    return false;
+  return llvm::all_of(ArrayRef(view.strides).drop_back(),
+                      [](int64_t s) { return s % 8 == 0; });
+}
