@@ -69,6 +69,7 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   Value operands[] = {op.getQ(), op.getK(), op.getV()};
   Value *args[] = {&q, &k, &v};
   int64_t *strides[] = {&qStride, &kStride, &vStride};
+  int64_t *cols[] = {&qCols, &kCols, &vCols};
   for (int which = 0; which < 3; ++which) {
     std::optional<StridedView> view =
         attentionOperandView(e.kernel(), operands[which]);
@@ -79,10 +80,12 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
     }
     *args[which] = e.gpuFunc().getArgument(
         mlir::cast<BlockArgument>(view->root).getArgNumber());
-    *strides[which] = view->strides[2];
-    if (!isa<BlockArgument>(operands[which]))
+    *strides[which] = *cols[which] = view->strides[2];
+    if (!isa<BlockArgument>(operands[which])) {
       views[which] = HeadsView{view->offset, view->strides[0],
                                view->strides[1]};
+      *cols[which] = shapeOf(operands[which])[3];
+    }
   }
   if (pipeline && pipeline.getStageScoresInput())
     stagedInput = stagedScoresInput(e.kernel());
@@ -108,7 +111,7 @@ LogicalResult FlashAttention::emitWithCopies() {
   loadScoresInput(idx(0));
   // The product with V "before" tile 0 (P = 0) reads V stage 1: zeros,
   // not whatever shared memory held.
-  copyTile(v, idx(0), vStride, blockK, idx(0), dvp, vStride, vStage(idx(1)),
+  copyTile(v, idx(0), vStride, blockK, idx(0), dvp, vCols, vStage(idx(1)),
            [&](Value r, Value col) { return vOffset(r, col); });
   NVVM::CpAsyncCommitGroupOp::create(b, l);
   auto [unmasked, last] = keyTileRanges();
@@ -247,7 +250,7 @@ void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
 /// Q as K-major chunks of 64 head-dim columns: [dp / 64][128 rows][64].
 void FlashAttention::loadQ() {
   Value valid = sq % blockQ ? arith::SubIOp::create(b, l, idx(sq), q0) : Value();
-  copyTile(q, add(qBase, mul(q0, qStride)), qStride, blockQ, valid, dp, qStride,
+  copyTile(q, add(qBase, mul(q0, qStride)), qStride, blockQ, valid, dp, qCols,
            idx(0), [&](Value r, Value col) {
              return add(mul(div(col, 64), blockQ * 64),
                         wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
@@ -267,7 +270,7 @@ Value FlashAttention::vStage(Value tile) {
 void FlashAttention::loadK(Value tile) {
   Value k0 = mul(tile, blockK);
   Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
-  copyTile(k, add(kBase, mul(k0, kStride)), kStride, blockK, valid, dp, kStride,
+  copyTile(k, add(kBase, mul(k0, kStride)), kStride, blockK, valid, dp, kCols,
            kStage(tile), [&](Value r, Value col) {
              return add(mul(div(col, 64), blockK * 64),
                         wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
@@ -306,7 +309,7 @@ void FlashAttention::loadV(Value tile) {
   Value k0 = mul(tile, blockK);
   Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
   copyTile(v, add(vBase, mul(k0, vStride)), vStride, blockK, valid, dvp,
-           vStride, vStage(tile),
+           vCols, vStage(tile),
            [&](Value r, Value col) { return vOffset(r, col); });
 }
 

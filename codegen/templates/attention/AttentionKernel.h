@@ -160,6 +160,11 @@ private:
   /// kf-pad's copies of odd rows (zeros past each row's end), or those of
   /// the views (heads split by reshapes, transposes and slices) they are.
   int64_t qStride, kStride, vStride;
+  /// The columns of their rows the copies read (zero-filling the rest of
+  /// the padded head dim): the row stride of an argument, whose padded
+  /// rows hold zeros past the end; the head dim of a view, whose rows run
+  /// on into other heads.
+  int64_t qCols, kCols, vCols;
   /// Of an operand that is a view: its offset and batch and head strides
   /// (views[0..2] for q, k, v); dense operands have none.
   struct HeadsView {
