@@ -9,7 +9,7 @@ float64 evaluator on the converted graph; what CI runs), `kfuse`
 (kfuse.torch.compile on CUDA tensors) and `dynamo` (torch.compile(backend=
 "kfuse") on CUDA tensors, PyTorch 2). Each program's output is compared with
 PyTorch run in float64 on the same inputs, by relative error (largest
-difference over the largest magnitude, at least 1e-3), allowed 8x
+difference over the largest magnitude, at least 0.1), allowed 8x
 PyTorch's own error in the program's dtype plus 1e-4 (2e-2 for bf16): a
 conversion that means something else than the op it converts shows as far
 more. NaN never passes; a program whose float64
@@ -297,10 +297,12 @@ def relative_error(got, want):
         return math.inf
     if torch.isnan(got).any():
         return math.nan
-    # Values below 1e-3 (of inputs near 1) are cancellations, such as the
-    # mean of a normalised row: their error is measured against 1e-3.
+    # Values below 0.1 (of inputs near 1) are cancellations, such as the
+    # sum of a normalised tensor, whose rounding error is that of the
+    # terms (about 1): their error is measured against 0.1. (Against 1e-3,
+    # an f32 sum of 128 normalised values, 1e-6 off, failed the GPU run.)
     scale = want.abs().max().item() if want.numel() else 0.0
-    return (got - want).abs().max().item() / max(scale, 1e-3) \
+    return (got - want).abs().max().item() / max(scale, 0.1) \
         if got.numel() else 0.0
 
 
