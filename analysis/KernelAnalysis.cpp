@@ -161,6 +161,13 @@ AttentionOp kfuse::kf::attentionOf(KernelOp kernel) {
 }
 
 
+std::optional<SmallVector<int64_t, 4>>
+kfuse::kf::attentionResultStrides(KernelOp kernel) {
+  AttentionOp op = attentionOf(kernel);
+  Value root = kernel.getBody().front().getTerminator()->getOperand(0);
+  return op ? stridesWithin(op.getResult(), root) : std::nullopt;
+}
+
 std::optional<StridedView>
 kfuse::kf::attentionOperandView(KernelOp kernel, Value operand) {
   std::optional<StridedView> view = stridedViewOf(operand);

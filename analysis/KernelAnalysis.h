@@ -70,6 +70,12 @@ AttentionOp attentionOf(KernelOp kernel);
 std::optional<StridedView> attentionOperandView(KernelOp kernel,
                                                 mlir::Value operand);
 
+/// The strides, in an attention kernel's result buffer, of its attention
+/// result's [B, H, Sq, Dv] dims: dense, or those of the reshapes and
+/// transposes of it the kernel yields (heads merged: [B, Sq, H * Dv]).
+std::optional<llvm::SmallVector<int64_t, 4>>
+attentionResultStrides(KernelOp kernel);
+
 /// Why an attention kernel cannot run the FlashAttention template
 /// (bf16/f16, aligned, wgmma, head dims up to 256 in rows of whole 4-byte
 /// words: odd ones padded by kf-pad), or nothing. `assumed` gives row

@@ -98,6 +98,38 @@ std::optional<StridedView> kfuse::kf::stridedViewOf(Value v,
   return view;
 }
 
+std::optional<SmallVector<int64_t, 4>> kfuse::kf::stridesWithin(Value v,
+                                                                Value root) {
+  auto rootType = dyn_cast<RankedTensorType>(root.getType());
+  if (!rootType || !rootType.hasStaticShape())
+    return std::nullopt;
+  ArrayRef<int64_t> shape = rootType.getShape();
+  SmallVector<int64_t, 4> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  // From the root back to v, each op's input read as a view of its result.
+  for (Value at = root; at != v;) {
+    Operation *op = at.getDefiningOp();
+    if (!op || !isa<ReshapeOp, TransposeOp>(op))
+      return std::nullopt;
+    Value input = op->getOperand(0);
+    if (auto transpose = dyn_cast<TransposeOp>(op)) {
+      SmallVector<int64_t, 4> in(strides.size());
+      for (auto [d, from] : llvm::enumerate(transpose.getPerm()))
+        in[from] = strides[d];
+      strides = in;
+    } else {
+      std::optional<SmallVector<int64_t, 4>> in =
+          reshapedStrides(shapeOf(at), strides, shapeOf(input));
+      if (!in)
+        return std::nullopt;
+      strides = *in;
+    }
+    at = input;
+  }
+  return strides;
+}
+
 bool kfuse::kf::isCopyableRowView(const StridedView &view) {
   if (view.strides.empty() || view.strides.back() != 1 || view.offset % 8)
     return false;

@@ -39,6 +39,12 @@ std::optional<StridedView> stridedViewOf(mlir::Value v,
                                          int64_t rootRowStride = 0,
                                          mlir::Value stopAt = {});
 
+/// Where each element of `v` lies in the dense buffer of `root`, a chain
+/// of reshapes and transposes of `v` (each element of `root` one of
+/// `v`'s): the strides of `v`'s dims there. Nothing for other chains.
+std::optional<llvm::SmallVector<int64_t, 4>> stridesWithin(mlir::Value v,
+                                                           mlir::Value root);
+
 /// Whether a view is one the FlashAttention template's copies read in
 /// place: contiguous along the last dim, and every row, head and batch
 /// starting 16 bytes apart (offset and strides multiples of 8 elements).

@@ -22,6 +22,7 @@ import torch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
                        "python"))
 import kfuse.torch as ktorch  # noqa: E402
+from kfuse import _capi as capi  # noqa: E402
 from python_call import per_call_us  # noqa: E402 (beside this script)
 
 MODELS = {
@@ -41,13 +42,53 @@ def log(message):
           flush=True)
 
 
+# perf_counter stamps of the last call: the compiled graph entered and
+# left, kfuse_run entered and left (--host-breakdown).
+_stamps = {}
+
+
+def _stamped(name, call):
+    def stamped(*args, **kwargs):
+        _stamps[name + "_in"] = time.perf_counter()
+        try:
+            return call(*args, **kwargs)
+        finally:
+            _stamps[name + "_out"] = time.perf_counter()
+    return stamped
+
+
+def host_breakdown(fn, calls=20):
+    """Medians of where a forward's host time goes, in us: before the
+    compiled graph is entered (the model's Python, Dynamo's guards), in
+    the graph before kfuse_run (the tensors described), kfuse_run (checks
+    and launches), the graph after it, and after the graph. The GPU idles
+    through the first two: its first kernel waits for kfuse_run."""
+    parts = collections.defaultdict(list)
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        _stamps.clear()
+        start = time.perf_counter()
+        fn()
+        end = time.perf_counter()
+        marks = [start, _stamps.get("graph_in"), _stamps.get("run_in"),
+                 _stamps.get("run_out"), _stamps.get("graph_out"), end]
+        if None in marks:
+            return "kfuse_run was not called once a forward"
+        for name, a, b in zip(["before graph", "graph to run", "kfuse_run",
+                               "run to return", "after graph"],
+                              marks, marks[1:]):
+            parts[name].append((b - a) * 1e6)
+    return ", ".join(f"{name} {statistics.median(v):.0f}"
+                     for name, v in parts.items())
+
+
 def _traced_backend(gm, example_inputs):
     """kfuse's backend, saying what each graph Dynamo captured became."""
     nodes = len(gm.graph.nodes)
     log(f"Dynamo captured a graph of {nodes} nodes")
     before = ktorch.backend_report["compiled"]
     left = len(ktorch.backend_report["fallbacks"])
-    forward = ktorch._dynamo_backend(gm, example_inputs)
+    forward = _stamped("graph", ktorch._dynamo_backend(gm, example_inputs))
     log(f"graph of {nodes} nodes: {ktorch.backend_report['compiled'] - before}"
         " kfuse parts")
     for reason in sorted(set(ktorch.backend_report["fallbacks"][left:]))[:8]:
@@ -137,7 +178,7 @@ def kernel_table(fn, top, calls=3):
     return "\n".join(lines)
 
 
-def run(model, ids, backend, top=0):
+def run(model, ids, backend, top=0, breakdown=False):
     torch._dynamo.reset()
     log(f"{backend}: first call")
     forward = model if backend == "eager" else torch.compile(
@@ -153,6 +194,9 @@ def run(model, ids, backend, top=0):
         if top:
             print(f"{backend} kernels:\n" + kernel_table(
                 lambda: forward(ids, use_cache=False), top), flush=True)
+        if backend == "kfuse" and breakdown:
+            print("kfuse host us: " + host_breakdown(
+                lambda: forward(ids, use_cache=False)), flush=True)
     return logits, cold, ms, host
 
 
@@ -164,12 +208,16 @@ def main():
                         help="print each backend's N slowest kernels")
     parser.add_argument("--dump", metavar="DIR",
                         help="write each kfuse part's graph to DIR")
+    parser.add_argument("--host-breakdown", action="store_true",
+                        help="print where kfuse's host time goes")
     parser.add_argument("--stacks-every", type=float, default=0,
                         help="print every thread's stack this often (s)")
     args = parser.parse_args()
     if args.stacks_every:
         faulthandler.dump_traceback_later(args.stacks_every, repeat=True)
     torch.manual_seed(0)
+    if args.host_breakdown:
+        capi.fn["kfuse_run"] = _stamped("run", capi.fn["kfuse_run"])
     ktorch.CompiledModule._build = _timed_build(ktorch.CompiledModule._build,
                                                 args.dump)
     rows = []
@@ -182,7 +230,8 @@ def main():
         reference, _, eager_ms, _ = run(model, ids, "eager", args.kernels)
         ktorch.backend_report.update(compiled=0, fallbacks=[])
         try:
-            logits, cold, ms, host = run(model, ids, "kfuse", args.kernels)
+            logits, cold, ms, host = run(model, ids, "kfuse", args.kernels,
+                                         args.host_breakdown)
             error = relative_error(logits, reference)
         except Exception as e:  # the figure is missing, the reason printed
             print(f"{name}: kfuse failed: {type(e).__name__}: {e}")

@@ -84,6 +84,8 @@ struct Cluster {
   KernelKind kind;
   int64_t elements;              ///< of the root
   std::optional<RowSpace> rows;  ///< set once a row op joined
+  Operation *root = nullptr;     ///< the op whose result the kernel yields
+  bool onlyViews = false;        ///< every op is a reshape, transpose, slice
 };
 
 /// Can pointwise `op` join attention cluster `c`? The FlashAttention
@@ -147,8 +149,29 @@ std::pair<bool, std::string> canJoinAttention(Operation *op,
 
 /// Can `op` (whose users are all in `c`) be computed inside `c`? Returns
 /// the reason either way; on success `c` may become a row cluster.
+/// Can attention `op` join `c` as its producer? Only where `c` is
+/// reshapes and transposes of its result (the merge of heads after it),
+/// which the attention's store writes in place.
+std::pair<bool, std::string> canJoinAsAttention(AttentionOp op, Cluster &c) {
+  if (c.kind != KernelKind::pointwise || !c.onlyViews)
+    return {false, "attention kernels take no epilogue but reshapes and "
+                   "transposes"};
+  if (op.getLse() && !op.getLse().use_empty())
+    return {false, "its log-sum-exp is read too"};
+  std::optional<SmallVector<int64_t, 4>> strides =
+      stridesWithin(op.getResult(), c.root->getResult(0));
+  if (!strides || strides->back() != 1 ||
+      llvm::any_of(ArrayRef(*strides).drop_back(),
+                   [](int64_t s) { return s % 2; }))
+    return {false, "its result's view is not whole rows of the head dim"};
+  c.kind = KernelKind::attention;
+  return {true, "the merge of heads after it, stored in place"};
+}
+
 std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   KernelKind kind = kernelKindOf(op);
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return canJoinAsAttention(attention, c);
   if (kind == KernelKind::pointwise) {
     if (c.kind == KernelKind::attention)
       return canJoinAttention(op, c);
@@ -316,6 +339,7 @@ Partition partitionOnce(Block &body, bool fused,
         Cluster trial = clusters[*target];
         auto [ok, why] = canJoin(&op, trial);
         reason = why;
+        trial.onlyViews = trial.onlyViews && isViewOp(&op);
         if (ok)
           clusters[*target] = trial;
         else
@@ -330,7 +354,8 @@ Partition partitionOnce(Block &body, bool fused,
       continue;
     }
     KernelKind kind = kernelKindOf(&op);
-    Cluster c{kind, numElements(op.getResult(0)), rowOpSpace(&op)};
+    Cluster c{kind, numElements(op.getResult(0)), rowOpSpace(&op), &op,
+              isViewOp(&op)};
     p.kernelOf[&op] = clusters.size();
     clusters.push_back(c);
   }
@@ -440,6 +465,8 @@ namespace {
 KernelKind kernelKindFor(ArrayRef<Operation *> ops) {
   if (llvm::any_of(ops, [](Operation *op) { return isa<MatmulOp>(op); }))
     return KernelKind::matmul;
+  if (llvm::any_of(ops, [](Operation *op) { return isa<AttentionOp>(op); }))
+    return KernelKind::attention;
   bool rowOps = false, pointwise = true;
   for (Operation *op : ops) {
     KernelKind kind = kernelKindOf(op);

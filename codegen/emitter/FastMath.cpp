@@ -1,4 +1,4 @@
-//===- FastMath.cpp - f32 sine, cosine, sigmoid and exp2 for kernels ------===//
+//===- FastMath.cpp - f32 sine, cosine, sigmoid, tanh and exp2 for kernels ===//
 //
 // Sine and cosine: libdevice's sinf and cosf each reduce their argument by
 // Cody-Waite with two float/int conversions (quarter-rate on sm_90), and the
@@ -222,6 +222,17 @@ Value kfuse::kf::emitGeluForHalfResults(OpBuilder &b, Location l, Value x,
   Value phi = arith::SelectOp::create(
       b, l, nonNegative, arith::SubFOp::create(b, l, f32(1.0f), tail), tail);
   return arith::MulFOp::create(b, l, x, phi);
+}
+
+Value kfuse::kf::emitTanh(OpBuilder &b, Location l, Value x, Type dtype) {
+  // tanh.approx.f32 (one MUFU.TANH) is within 2^-10.99 relative: a
+  // quarter of a bf16 result's rounding, so bf16 results take it (GELU's
+  // tanh form in a matmul epilogue waited on libdevice's tanhf, an ex2
+  // and a reciprocal); f16 and f32 results, which it would not round
+  // exactly enough, keep libdevice. NaN stays NaN, +-inf gives +-1.
+  if (dtype.isBF16())
+    return unaryPtx(b, l, "tanh.approx.f32", x);
+  return math::TanhOp::create(b, l, x);
 }
 
 Value kfuse::kf::emitGelu(OpBuilder &b, Location l, Value x, Type dtype) {

@@ -628,7 +628,7 @@ FailureOr<Value> KernelEmitter::unaryScalarOp(Operation *op, Type dtype,
           [&](SinOp) -> Value { return emitSinCos(b, l, x, /*cosine=*/false); })
       .Case(
           [&](CosOp) -> Value { return emitSinCos(b, l, x, /*cosine=*/true); })
-      .Case([&](TanhOp) -> Value { return math::TanhOp::create(b, l, x); })
+      .Case([&](TanhOp) -> Value { return emitTanh(b, l, x, dtype); })
       .Case([&](ErfOp) -> Value { return math::ErfOp::create(b, l, x); })
       .Case([&](SigmoidOp) -> Value { return emitSigmoid(b, l, x); })
       .Case([&](SiluOp) -> Value {

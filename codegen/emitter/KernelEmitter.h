@@ -306,6 +306,9 @@ mlir::Value emitGeluForHalfResults(mlir::OpBuilder &b, mlir::Location l,
                                    mlir::Value x, bool bf16);
 /// The f32 GELU of an element of `dtype`: emitGeluForHalfResults for
 /// 16-bit results, else x (1 + erf(x / sqrt 2)) / 2 with libdevice's erf.
+/// tanh(x) of f32 `x` for a result of `dtype` (FastMath.cpp).
+mlir::Value emitTanh(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,
+                     mlir::Type dtype);
 mlir::Value emitGelu(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,
                      mlir::Type dtype);
 

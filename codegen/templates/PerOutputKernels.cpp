@@ -191,7 +191,7 @@ public:
                  [&](Value j, ValueRange s) { return step(s, idx, kvh, j); });
       Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ,
                                           state[1], e.f32(0));
-      e.storeResult(0, item,
+      e.storeResult(0, resultPosition(item, idx),
                     arith::SelectOp::create(
                         b, l, empty, e.f32(0),
                         arith::DivFOp::create(b, l, state[2], state[1])));
@@ -202,6 +202,26 @@ public:
   }
 
 private:
+  /// Where output `item` (at `idx`) goes in the kernel's result: there,
+  /// or where the reshapes and transposes the kernel yields put it.
+  Value resultPosition(Value item, ArrayRef<Value> idx) {
+    if (rootValue(e.kernel()) == attn.getResult())
+      return item;
+    std::optional<SmallVector<int64_t, 4>> strides =
+        attentionResultStrides(e.kernel());
+    if (!strides) {
+      status = e.kernel().emitOpError(
+          "yields a view of its attention result that is not reshapes and "
+          "transposes");
+      return item;
+    }
+    Value at = e.index(0);
+    for (auto [i, stride] : llvm::zip_equal(idx, *strides))
+      at = arith::AddIOp::create(
+          b, l, at, arith::MulIOp::create(b, l, i, e.index(stride)));
+    return at;
+  }
+
   Value element(Value tensor, ArrayRef<Value> at) {
     FailureOr<Value> v =
         e.elementAt(tensor, ElementIndex::multi(shapeOf(tensor), at));
@@ -286,8 +306,6 @@ private:
 } // namespace
 
 LogicalResult kfuse::kf::emitAttention(KernelEmitter &e, int64_t items) {
-  return PerOutputAttention(e,
-                            rootValue(e.kernel()).getDefiningOp<AttentionOp>())
-      .emit(items);
+  return PerOutputAttention(e, attentionOf(e.kernel())).emit(items);
 }
 

@@ -23,7 +23,8 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from . import dtypes, graph as kgraph, indexing as kindex
 from . import partition as kpartition, torch_autograd as kautograd
-from .executable import compile as _compile, evaluate as _evaluate
+from .executable import BoundRun as _BoundRun, compile as _compile, \
+    evaluate as _evaluate
 
 
 class Unsupported(Exception):
@@ -598,9 +599,13 @@ class CompiledModule:
     parameter requires grad (and grad mode is on), the call is recorded for
     autograd and the backward runs through kfuse too (torch_autograd.py)."""
 
-    def __init__(self, gm, compile_options, reference=False):
+    def __init__(self, gm, compile_options, reference=False, static=False):
         self.gm, self.options, self._by_signature = gm, compile_options, {}
         self.reference = reference
+        # Set for graphs Dynamo compiled with static shapes: its guards
+        # hold every call to the first one's shapes, dtypes, strides,
+        # devices and grad mode, so calls after it run bound (_Bound).
+        self.static, self._bound = static, None
 
     def _runner(self, graph):
         return _Reference(graph) if self.reference else _compile(
@@ -614,6 +619,8 @@ class CompiledModule:
                       single, layout)
 
     def __call__(self, *args):
+        if self._bound is not None:
+            return self._bound(args)
         key = tuple((tuple(a.shape), a.dtype) if isinstance(a, torch.Tensor)
                     else a for a in args)
         entry = self._by_signature.get(key)
@@ -625,18 +632,46 @@ class CompiledModule:
                                    self._runner, inputs + entry.params)
         else:  # the inference path, kept short: parameters detached only
             result = entry.run(*inputs, *[p.detach() for p in entry.params])
+            if self.static and not self.reference and all(
+                    t.is_cuda for t in inputs + entry.params):
+                self._bound = _Bound(entry, args, result)
         result = iter(result if isinstance(result, tuple) else (result,))
         values = tuple(next(result) if v is None else v
                        for v in entry.layout)
         return values[0] if entry.single else values
 
 
+class _Bound:
+    """The calls of a CompiledModule after its first, where Dynamo's
+    guards hold them to the first's shapes, dtypes, strides and devices:
+    outputs allocated as the first's, the run bound (executable.BoundRun)."""
+
+    def __init__(self, entry, args, result):
+        self.entry = entry
+        self.positions = [i for i, a in enumerate(args)
+                          if isinstance(a, torch.Tensor)]
+        outputs = list(result) if isinstance(result, tuple) else [result]
+        self.outputs = [(o.shape, o.dtype, o.device) for o in outputs]
+        self.run = _BoundRun(entry.run, self._tensors(args), outputs)
+
+    def _tensors(self, args):
+        return [args[i] for i in self.positions] + self.entry.params
+
+    def __call__(self, args):
+        out = [torch.empty(shape, dtype=dtype, device=device)
+               for shape, dtype, device in self.outputs]
+        result = iter(self.run(self._tensors(args), out))
+        values = tuple(next(result) if v is None else v
+                       for v in self.entry.layout)
+        return values[0] if self.entry.single else values
+
+
 class _Part(torch.nn.Module):
     """A part of a partitioned graph, as the submodule its call names."""
 
-    def __init__(self, gm, compile_options, reference):
+    def __init__(self, gm, compile_options, reference, static=False):
         super().__init__()
-        self.compiled = CompiledModule(gm, compile_options, reference)
+        self.compiled = CompiledModule(gm, compile_options, reference, static)
 
     def forward(self, *args):
         return self.compiled(*args)
@@ -648,17 +683,19 @@ def _trace(module):
     return torch.fx.symbolic_trace(module)
 
 
-def _partitioned(gm, example_inputs, compile_options, reference=False):
+def _partitioned(gm, example_inputs, compile_options, reference=False,
+                 static=False):
     """`gm` with each part kfuse converts run by kfuse and the rest by
     PyTorch: (the GraphModule, the number of parts, why each node left to
-    PyTorch was left)."""
+    PyTorch was left). `static`: Dynamo guards every call's shapes to the
+    first's (CompiledModule)."""
     if not any("example_value" in n.meta or "val" in n.meta
                for n in gm.graph.nodes):  # traced, not captured by Dynamo
         ShapeProp(gm).propagate(*example_inputs)
     fused, parts, why = kpartition.partition(gm, Converter(gm, example_inputs))
     for name in parts:
         setattr(fused, name, _Part(getattr(fused, name), compile_options,
-                                   reference))
+                                   reference, static))
     return fused, len(parts), why
 
 
@@ -708,11 +745,20 @@ def explain(module, *example_inputs):
 backend_report = {"compiled": 0, "fallbacks": []}
 
 
+def _static_shapes(example_inputs):
+    """Whether Dynamo compiled for these sizes alone (none symbolic)."""
+    symbolic = getattr(torch, "SymInt", ())
+    return not any(
+        isinstance(s, symbolic) for x in example_inputs
+        for s in (x.shape if isinstance(x, torch.Tensor) else (x,)))
+
+
 def _dynamo_backend(gm, example_inputs):
     """torch.compile's backend: the parts of the graph kfuse converts run
     by kfuse, the rest by PyTorch (recorded in backend_report with the
     reason)."""
-    fused, parts, why = _partitioned(gm, example_inputs, {})
+    fused, parts, why = _partitioned(gm, example_inputs, {},
+                                     static=_static_shapes(example_inputs))
     backend_report["compiled"] += parts
     backend_report["fallbacks"] += why
     return fused.forward

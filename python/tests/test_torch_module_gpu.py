@@ -64,6 +64,36 @@ def test_torch_compile_backend():
         ktorch.backend_report["fallbacks"]
 
 
+def test_torch_compile_calls_after_the_first_run_bound(monkeypatch):
+    """Dynamo's later calls pass only data pointers (executable.BoundRun):
+    each must read the tensors of its own call, also after a parameter's
+    storage is replaced, into outputs of its own."""
+    from kfuse import executable
+    bound_calls = []
+    run = executable.BoundRun.__call__
+
+    def counted(self, inputs, out):
+        bound_calls.append(len(inputs))
+        return run(self, inputs, out)
+
+    monkeypatch.setattr(executable.BoundRun, "__call__", counted)
+    torch.manual_seed(3)
+    module = MLP().eval().to("cuda")
+    compiled = torch.compile(module, backend="kfuse", dynamic=False)
+    with torch.no_grad():
+        outputs = []
+        for step in range(4):
+            if step == 2:  # new storage for a parameter, same shape
+                first = next(module.parameters())
+                first.data = torch.randn_like(first)
+            x = torch.randn(8, 32, device="cuda")
+            got = compiled(x)
+            assert relative_error(got, module(x)) < 1e-4, f"call {step}"
+            outputs.append(got)
+    assert bound_calls, "no call after the first ran bound"
+    assert len({o.data_ptr() for o in outputs}) == len(outputs)
+
+
 def _norm_mlp_loss(outputs):
     y, loss = outputs
     return loss + y.float().sum() * 0.1

@@ -274,7 +274,8 @@ std::vector<OpCase> allOpCases() {
   // q, k and v split into heads by slices, reshapes and transposes: of a
   // packed projection (GPT-2's c_attn) and of a kv-heads input (GQA), read
   // in place by the attention; and a slice 68 elements in, whose rows are
-  // not 16-byte aligned, copied by a kernel of its own.
+  // not 16-byte aligned, copied by a kernel of its own. In f32 (the
+  // one-thread-per-output template), heads merged after the attention.
   for (DType d : {DType::f16, DType::bf16})
     cases.push_back(
         {std::string("attention_head_views_") + dtypeName(d),
@@ -290,9 +291,10 @@ std::vector<OpCase> allOpCases() {
            };
            AttentionOptions causal;
            causal.causal = true;
-           Tensor q = heads(qkv, 0, h);
-           g.output("o", attention(q, heads(qkv, h * hd, h),
-                                   heads(qkv, 2 * h * hd, h), causal));
+           // Heads merged after it ([B, S, H * D]): stored in place.
+           Tensor o = attention(heads(qkv, 0, h), heads(qkv, h * hd, h),
+                                heads(qkv, 2 * h * hd, h), causal);
+           g.output("o", reshape(transpose(o, {0, 2, 1, 3}), {2, s, h * hd}));
            // (Queries at other columns: a view read by two attentions
            // would be copied once for both.)
            Tensor k2 = heads(kv, 0, 2);
@@ -302,6 +304,15 @@ std::vector<OpCase> allOpCases() {
                     attention(heads(qkv, 16, h), heads(kv, 8, 2), heads(kv, 68, 2)));
          },
          {{140, 64}, {64, 384}, {2, 70, 136}}});
+  cases.push_back({"attention_merged_heads_f32", [](Graph &g) {
+                     Tensor q = g.input("q", DType::f32, {2, 3, 20, 16});
+                     Tensor k = g.input("k", DType::f32, {2, 3, 24, 16});
+                     Tensor v = g.input("v", DType::f32, {2, 3, 24, 8});
+                     Tensor o = attention(q, k, v);
+                     g.output("o", reshape(transpose(o, {0, 2, 1, 3}),
+                                           {2, 20, 24}));
+                   },
+                   {{2, 3, 20, 16}, {2, 3, 24, 16}, {2, 3, 24, 8}}});
   cases.push_back({"siblings", [](Graph &g) {
                      // Fused into one pointwise and one row kernel, each
                      // with two results.

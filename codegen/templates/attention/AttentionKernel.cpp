@@ -65,6 +65,7 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   qTiles = (sq + blockQ - 1) / blockQ;
   scaleLog2 = (op.getBias() ? 1.0 : op.getScale().convertToDouble()) * M_LOG2E;
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  resultStrides = attentionResultStrides(e.kernel());
   // Each of q, k and v is a kernel argument or a view of one.
   Value operands[] = {op.getQ(), op.getK(), op.getV()};
   Value *args[] = {&q, &k, &v};
@@ -203,6 +204,13 @@ void FlashAttention::locate(Value block) {
   kvSlice = add(mul(batch, kvHeads), kvHead);
   kBase = headBase(1, batch, kvHead, kvSlice, sk, kStride);
   vBase = headBase(2, batch, kvHead, kvSlice, sk, vStride);
+}
+
+Value FlashAttention::mergedPosition(Value row, Value col) {
+  ArrayRef<int64_t> strides = *resultStrides;
+  return add(add(add(mul(batch, strides[0]), mul(head, strides[1])),
+                 mul(row, strides[2])),
+             mul(col, strides[3]));
 }
 
 Value FlashAttention::headBase(int which, Value batch, Value head,
@@ -687,6 +695,12 @@ LogicalResult FlashAttention::store(const RowState &state) {
   Value root = rootValue(e.kernel());
   std::optional<unsigned> lse = lseResultOf(e.kernel(), op);
   ArrayRef<int64_t> outShape = shapeOf(op.getResult());
+  // The kernel yields reshapes and transposes of the result (heads
+  // merged): each element is stored where the view puts it.
+  bool merged = root != op.getResult();
+  if (merged && !resultStrides)
+    return e.kernel().emitOpError("yields a view of its attention result "
+                                  "that is not reshapes and transposes");
   for (int64_t h = 0; h < 2; ++h) {
     Value sum = quadReduce(state.sum[h], false);
     Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, sum,
@@ -710,12 +724,17 @@ LogicalResult FlashAttention::store(const RowState &state) {
         auto has = scf::IfOp::create(b, l, less(col, idx(dv)), false);
         b.setInsertionPointToStart(has.thenBlock());
       }
-      Value linear = add(mul(outRow, dv), col);
+      Value value0 = fmul(state.acc[first], inverse);
+      Value value1 = fmul(state.acc[first + 1], inverse);
+      Value linear = merged ? mergedPosition(row, col) : add(mul(outRow, dv), col);
       Value linear1 = add(linear, idx(1));
-      e.setElement(op.getResult(), linear, fmul(state.acc[first], inverse));
-      e.setElement(op.getResult(), linear1, fmul(state.acc[first + 1], inverse));
-      FailureOr<Value> x0 = e.elementAt(root, ElementIndex::linear(outShape, linear));
-      FailureOr<Value> x1 = e.elementAt(root, ElementIndex::linear(outShape, linear1));
+      FailureOr<Value> x0 = value0, x1 = value1;
+      if (!merged) { // through the epilogue, if the kernel has one
+        e.setElement(op.getResult(), linear, value0);
+        e.setElement(op.getResult(), linear1, value1);
+        x0 = e.elementAt(root, ElementIndex::linear(outShape, linear));
+        x1 = e.elementAt(root, ElementIndex::linear(outShape, linear1));
+      }
       if (failed(x0) || failed(x1))
         return failure();
       if (dv % 2 == 0) {

@@ -171,6 +171,12 @@ private:
     int64_t offset, batchStride, headStride;
   };
   std::optional<HeadsView> views[3];
+  /// attentionResultStrides: where the kernel's result holds each element
+  /// of the attention's (heads merged by a view, or dense).
+  std::optional<SmallVector<int64_t, 4>> resultStrides;
+  /// The element offset in the kernel's result of (batch, head, row, col)
+  /// by resultStrides.
+  Value mergedPosition(Value row, Value col);
   /// The element offset of [batch, head] in operand `which` (0..2) of
   /// `heads` heads a batch, `rows` rows of `stride` a head.
   Value headBase(int which, Value batch, Value head, Value slice,

@@ -261,6 +261,27 @@ func.func @attention_head_views(%x: tensor<2x8x384xbf16>, %b: tensor<2x8x384xbf1
 
 // -----
 
+// The merge of heads after an attention (transpose to [B, S, H, D],
+// reshape to [B * S, H * D]) is stored in place by the attention kernel,
+// which yields the merged tensor; an elementwise op after it is not.
+// CHECK-LABEL: func.func @attention_merged_heads
+// CHECK: %[[O:.*]] = kf.kernel attention(%arg0, %arg1, %arg2 :
+// CHECK: kf.attention
+// CHECK: kf.transpose
+// CHECK: kf.reshape
+// CHECK: } -> (tensor<16x128xbf16>)
+// CHECK: kf.kernel pointwise(%[[O]]
+// CHECK: kf.neg
+func.func @attention_merged_heads(%q: tensor<2x2x8x64xbf16>, %k: tensor<2x2x8x64xbf16>, %v: tensor<2x2x8x64xbf16>) -> (tensor<16x128xbf16>, tensor<16x128xbf16>) {
+  %o = kf.attention %q, %k, %v {scale = 0.125 : f64} : tensor<2x2x8x64xbf16>, tensor<2x2x8x64xbf16>, tensor<2x2x8x64xbf16> -> tensor<2x2x8x64xbf16>
+  %t = kf.transpose %o [0, 2, 1, 3] : tensor<2x2x8x64xbf16> -> tensor<2x8x2x64xbf16>
+  %m = kf.reshape %t : tensor<2x8x2x64xbf16> -> tensor<16x128xbf16>
+  %n = kf.neg %m : tensor<16x128xbf16>
+  return %m, %n : tensor<16x128xbf16>, tensor<16x128xbf16>
+}
+
+// -----
+
 // An attention whose log-sum-exp alone is used still yields O first: the
 // templates write both. The consumer of the log-sum-exp is its own kernel.
 // CHECK-LABEL: func.func @attention_lse_only

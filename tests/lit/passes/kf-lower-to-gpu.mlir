@@ -3,18 +3,32 @@
 // RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-pad --kf-tile --kf-promote-shared="tma=false" --kf-lower-to-gpu | FileCheck %s --check-prefix=COPIES
 
 // A pointwise kernel: flat memref arguments known to be 16-byte aligned,
-// vector loads and stores, f32 math on widened bf16.
+// vector loads and stores, f32 math on widened bf16 (a tanh rounded to
+// bf16 is tanh.approx.f32).
 // CHECK-LABEL: gpu.module @kf_kernels
 // CHECK: gpu.func @k0_pointwise(%{{.*}}: memref<4096xbf16> {llvm.align = 16 : i64}, %{{.*}}: memref<4096xbf16> {llvm.align = 16 : i64}) kernel
 // CHECK-SAME: known_block_size = array<i32: 256, 1, 1>
 // CHECK: vector.load %{{.*}} : memref<4096xbf16>, vector<8xbf16>
 // CHECK: arith.extf %{{.*}} : bf16 to f32
-// CHECK: math.tanh %{{.*}} : f32
+// CHECK: llvm.inline_asm {{.*}}"tanh.approx.f32 $0, $1;", "=f,f" %{{.*}} : (f32) -> f32
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: vector.store %{{.*}} : memref<4096xbf16>, vector<8xbf16>
 func.func @pointwise(%x: tensor<64x64xbf16>) -> tensor<64x64xbf16> {
   %y = kf.tanh %x : tensor<64x64xbf16>
   return %y : tensor<64x64xbf16>
+}
+
+// -----
+
+// A tanh rounded to f16 keeps libdevice's tanhf: tanh.approx.f32's error
+// is not below an f16 result's rounding.
+// CHECK-LABEL: func.func @tanh_f16
+// CHECK: gpu.func @k0_pointwise
+// CHECK: math.tanh %{{.*}} : f32
+// CHECK: arith.truncf %{{.*}} : f32 to f16
+func.func @tanh_f16(%x: tensor<64x64xf16>) -> tensor<64x64xf16> {
+  %y = kf.tanh %x : tensor<64x64xf16>
+  return %y : tensor<64x64xf16>
 }
 
 // -----
