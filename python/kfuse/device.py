@@ -165,31 +165,39 @@ def all_torch(tensors):
 class Slots:
     """The C descriptions of one run's tensors, allocated once an
     executable and refilled each call (ctypes allocations cost more than
-    the run's own host time)."""
+    the run's own host time). A torch tensor of the shape and dtype the
+    slot last held rewrites only its data pointer."""
 
     def __init__(self, count):
         self.tensors = (_capi.DeviceTensor * max(count, 1))()
         self.sizes = [(ctypes.c_int64 * 8)() for _ in range(count)]
         for tensor, sizes in zip(self.tensors, self.sizes):
             tensor.sizes = ctypes.cast(sizes, _capi.c_i64p)
+        # Indexing a ctypes array makes a new proxy each time: kept once.
+        self._views = list(self.tensors)[:count]
+        self._held = [None] * count  # (torch.Size, kfuse dtype) or None
 
     def fill_torch(self, i, x, dtype):
-        tensor, sizes = self.tensors[i], self.sizes[i]
-        shape = x.shape
-        tensor.data, tensor.dtype, tensor.bytes = x.data_ptr(), dtype.code, \
-            x.nbytes
-        tensor.rank = len(shape)
-        for k, size in enumerate(shape):
-            sizes[k] = size
+        tensor, shape = self._views[i], x.shape
+        tensor.data = x.data_ptr()
+        held = self._held[i]
+        if held is None or held[1] is not dtype or held[0] != shape:
+            tensor.dtype, tensor.bytes = dtype.code, x.nbytes
+            self._set_shape(i, shape)
+            self._held[i] = (shape, dtype)
 
     def fill(self, i, d):
-        tensor, sizes = self.tensors[i], self.sizes[i]
+        tensor = self._views[i]
         tensor.data, tensor.dtype, tensor.bytes = d.pointer, d.dtype.code, \
             d.nbytes
-        tensor.rank = len(d.shape)
-        for k, size in enumerate(d.shape):
-            sizes[k] = size
+        self._set_shape(i, d.shape)
+        self._held[i] = None
 
+    def _set_shape(self, i, shape):
+        self._views[i].rank = len(shape)
+        sizes = self.sizes[i]
+        for k, size in enumerate(shape):
+            sizes[k] = size
 
 
 def current_stream(x):

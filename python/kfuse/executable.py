@@ -105,6 +105,10 @@ class Executable:
         `out` or allocated by the inputs' framework. With NumPy arrays: copied
         to the GPU and back. One output is returned as is, several as a
         tuple."""
+        if out is not None and stream is None and device.all_torch(inputs):
+            done = self._run_torch(inputs, out)  # the common call, short
+            if done is not None:
+                return done[0] if len(done) == 1 else tuple(done)
         if any(device.is_device_tensor(x) for x in inputs):
             outputs = self._run_on_device(inputs, out, stream)
         elif out is not None:
@@ -163,7 +167,7 @@ class Executable:
         None where anything differs, for the general path to handle (and
         name the problem)."""
         expected, results = self._inputs, self._outputs
-        out = out if isinstance(out, (list, tuple)) else (out,)
+        out = out if type(out) in (list, tuple) else (out,)
         if len(inputs) != len(expected) or len(out) != len(results):
             return None
         dtype_of = device.torch_dtypes()
@@ -186,10 +190,6 @@ class Executable:
         return list(out)
 
     def _run_on_device(self, inputs, out, stream):
-        if out is not None and stream is None and device.all_torch(inputs):
-            done = self._run_torch(inputs, out)
-            if done is not None:
-                return done
         expected, results = self._inputs, self._outputs
         if len(inputs) != len(expected):
             raise _capi.errors.InvalidArgumentError(
