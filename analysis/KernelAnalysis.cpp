@@ -160,7 +160,6 @@ AttentionOp kfuse::kf::attentionOf(KernelOp kernel) {
   return ops.empty() ? AttentionOp() : *ops.begin();
 }
 
-
 std::optional<SmallVector<int64_t, 4>>
 kfuse::kf::attentionResultStrides(KernelOp kernel) {
   AttentionOp op = attentionOf(kernel);
@@ -168,8 +167,8 @@ kfuse::kf::attentionResultStrides(KernelOp kernel) {
   return op ? stridesWithin(op.getResult(), root) : std::nullopt;
 }
 
-std::optional<StridedView>
-kfuse::kf::attentionOperandView(KernelOp kernel, Value operand) {
+std::optional<StridedView> kfuse::kf::attentionOperandView(KernelOp kernel,
+                                                           Value operand) {
   std::optional<StridedView> view = stridedViewOf(operand);
   auto arg = view ? dyn_cast<BlockArgument>(view->root) : BlockArgument();
   if (!arg || arg.getOwner()->getParentOp() != kernel.getOperation())

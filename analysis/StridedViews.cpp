@@ -24,8 +24,8 @@ reshapedStrides(ArrayRef<int64_t> from, ArrayRef<int64_t> strides,
   for (int64_t d = static_cast<int64_t>(from.size()) - 1; d >= 0; --d) {
     inCount *= from[d];
     // The group goes on while the next outer dim continues this run.
-    bool groupEnds = d == 0 || (from[d - 1] != 1 &&
-                                strides[d - 1] != inCount * base);
+    bool groupEnds =
+        d == 0 || (from[d - 1] != 1 && strides[d - 1] != inCount * base);
     if (!groupEnds)
       continue;
     while (outDim >= 0 && (outCount < inCount || to[outDim] == 1)) {
@@ -47,15 +47,25 @@ reshapedStrides(ArrayRef<int64_t> from, ArrayRef<int64_t> strides,
   return out;
 }
 
+/// Row-major strides of `shape`, rows `rowStride` apart (0: dense).
+SmallVector<int64_t, 4> denseStrides(ArrayRef<int64_t> shape,
+                                     int64_t rowStride = 0) {
+  SmallVector<int64_t, 4> strides(shape.size(), 1);
+  int64_t rank = static_cast<int64_t>(shape.size());
+  for (int64_t d = rank - 2; d >= 0; --d)
+    strides[d] =
+        d == rank - 2 && rowStride ? rowStride : strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
 } // namespace
 
 bool kfuse::kf::isViewOp(Operation *op) {
   return isa<ReshapeOp, TransposeOp, SliceOp>(op);
 }
 
-std::optional<StridedView> kfuse::kf::stridedViewOf(Value v,
-                                                    int64_t rootRowStride,
-                                                    Value stopAt) {
+std::optional<StridedView>
+kfuse::kf::stridedViewOf(Value v, int64_t rootRowStride, Value stopAt) {
   SmallVector<Operation *> chain; // from v back to the root
   Value root = v;
   while (root != stopAt && root.getDefiningOp() &&
@@ -66,12 +76,7 @@ std::optional<StridedView> kfuse::kf::stridedViewOf(Value v,
   auto rootType = dyn_cast<RankedTensorType>(root.getType());
   if (!rootType || !rootType.hasStaticShape())
     return std::nullopt;
-  ArrayRef<int64_t> shape = rootType.getShape();
-  StridedView view{root, 0, SmallVector<int64_t, 4>(shape.size(), 1)};
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    view.strides[d] = d + 2 == static_cast<int64_t>(shape.size()) && rootRowStride
-                          ? rootRowStride
-                          : view.strides[d + 1] * shape[d + 1];
+  StridedView view{root, 0, denseStrides(rootType.getShape(), rootRowStride)};
   for (Operation *op : llvm::reverse(chain)) {
     ArrayRef<int64_t> from = shapeOf(op->getOperand(0));
     ArrayRef<int64_t> to = shapeOf(op->getResult(0));
@@ -103,10 +108,7 @@ std::optional<SmallVector<int64_t, 4>> kfuse::kf::stridesWithin(Value v,
   auto rootType = dyn_cast<RankedTensorType>(root.getType());
   if (!rootType || !rootType.hasStaticShape())
     return std::nullopt;
-  ArrayRef<int64_t> shape = rootType.getShape();
-  SmallVector<int64_t, 4> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
+  SmallVector<int64_t, 4> strides = denseStrides(rootType.getShape());
   // From the root back to v, each op's input read as a view of its result.
   for (Value at = root; at != v;) {
     Operation *op = at.getDefiningOp();

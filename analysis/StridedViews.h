@@ -1,4 +1,4 @@
-//===- StridedViews.h - reshapes, transposes and slices as strides -*- C++ -*-===//
+//===- StridedViews.h - view chains as offsets and strides -----*- C++ -*-===//
 //
 // A chain of reshapes, transposes and slices moves no data: each element
 // of its result is an element of the value the chain starts from, at an

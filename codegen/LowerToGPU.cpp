@@ -55,7 +55,8 @@ LogicalResult checkPaddedBuffers(KernelOp kernel) {
   if (isa_and_nonnull<FlashTilingAttr>(tiling)) {
     AttentionOp op = attentionOf(kernel);
     for (Value operand : {op.getQ(), op.getK(), op.getV()})
-      if (std::optional<StridedView> view = attentionOperandView(kernel, operand))
+      if (std::optional<StridedView> view =
+              attentionOperandView(kernel, operand))
         addressedByRow.push_back(
             kernel.getInputs()[mlir::cast<BlockArgument>(view->root)
                                    .getArgNumber()]);

@@ -151,12 +151,18 @@ std::optional<int64_t> decide(ComparePredicate predicate, int64_t lo,
     return std::nullopt;
   };
   switch (predicate) {
-  case ComparePredicate::eq: return outcome(lo == 0 && hi == 0, hi < 0 || lo > 0);
-  case ComparePredicate::ne: return outcome(hi < 0 || lo > 0, lo == 0 && hi == 0);
-  case ComparePredicate::lt: return outcome(hi < 0, lo >= 0);
-  case ComparePredicate::le: return outcome(hi <= 0, lo > 0);
-  case ComparePredicate::gt: return outcome(lo > 0, hi <= 0);
-  case ComparePredicate::ge: return outcome(lo >= 0, hi < 0);
+  case ComparePredicate::eq:
+    return outcome(lo == 0 && hi == 0, hi < 0 || lo > 0);
+  case ComparePredicate::ne:
+    return outcome(hi < 0 || lo > 0, lo == 0 && hi == 0);
+  case ComparePredicate::lt:
+    return outcome(hi < 0, lo >= 0);
+  case ComparePredicate::le:
+    return outcome(hi <= 0, lo > 0);
+  case ComparePredicate::gt:
+    return outcome(lo > 0, hi <= 0);
+  case ComparePredicate::ge:
+    return outcome(lo >= 0, hi < 0);
   }
   return std::nullopt;
 }
@@ -189,7 +195,8 @@ FailureOr<AffineValue> ofGather(GatherLike op, AffineValueAnalysis &values) {
   if (failed(indices))
     return failure();
   int64_t n = shapeOf(op.getInput())[op.getAxis()];
-  auto [lo, hi] = AffineValueAnalysis::range(*indices, shapeOf(op.getIndices()));
+  auto [lo, hi] =
+      AffineValueAnalysis::range(*indices, shapeOf(op.getIndices()));
   if (lo < -n || hi >= n)
     return failure();
   return constantOf(rank, table->offset);
@@ -235,10 +242,9 @@ FailureOr<AffineValue> ofSum(Operation *op, AffineValueAnalysis &values) {
     return sum;
   }
   // mul: one factor constant.
-  std::optional<AffineValue> product =
-      b->isConstant()   ? scaled(*a, b->offset)
-      : a->isConstant() ? scaled(*b, a->offset)
-                        : std::nullopt;
+  std::optional<AffineValue> product = b->isConstant()   ? scaled(*a, b->offset)
+                                       : a->isConstant() ? scaled(*b, a->offset)
+                                                         : std::nullopt;
   return orFailure(product);
 }
 
@@ -308,9 +314,9 @@ AffineValueAnalysis::range(const AffineValue &f, ArrayRef<int64_t> shape) {
     (span > 0 ? hi : lo) += span;
   }
   auto clamped = [](__int128 x) {
-    return static_cast<int64_t>(std::clamp<__int128>(
-        x, std::numeric_limits<int64_t>::min(),
-        std::numeric_limits<int64_t>::max()));
+    return static_cast<int64_t>(
+        std::clamp<__int128>(x, std::numeric_limits<int64_t>::min(),
+                             std::numeric_limits<int64_t>::max()));
   };
   return {clamped(lo), clamped(hi)};
 }
@@ -328,8 +334,12 @@ FailureOr<AffineValue> AffineValueAnalysis::checked(Value v, AffineValue f) {
     (span > 0 ? hi : lo) += span;
   }
   unsigned width = type.getElementType().getIntOrFloatBitWidth();
-  __int128 min = width == 1 ? 0 : width >= 64 ? -kLimit : -(__int128(1) << (width - 1));
-  __int128 max = width == 1 ? 1 : width >= 64 ? kLimit : (__int128(1) << (width - 1)) - 1;
+  __int128 min = width == 1    ? 0
+                 : width >= 64 ? -kLimit
+                               : -(__int128(1) << (width - 1));
+  __int128 max = width == 1    ? 1
+                 : width >= 64 ? kLimit
+                               : (__int128(1) << (width - 1)) - 1;
   if (lo < min || hi > max || std::abs(f.offset) > kLimit)
     return failure();
   return f;

@@ -1,4 +1,4 @@
-//===- AffineValues.h - integer tensors as functions of position -*- C++ -*-===//
+//===- AffineValues.h - integers as functions of position ------*- C++ -*-===//
 //
 // Index arithmetic that frontends trace into graphs (positions from
 // aranges, shifted, sliced, concatenated, compared) often holds values that

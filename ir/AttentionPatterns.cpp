@@ -42,10 +42,10 @@ bool isCausalTerm(Value term) {
     return false;
   AffineValue d = lhs->minus(*rhs);
   int64_t slope = d.coeffs[rank - 1]; // along the keys
-  bool onlyKeyMinusQuery =
-      std::abs(slope) == 1 && d.coeffs[rank - 2] == -slope &&
-      llvm::all_of(ArrayRef(d.coeffs).drop_back(2),
-                   [](int64_t c) { return c == 0; });
+  bool onlyKeyMinusQuery = std::abs(slope) == 1 &&
+                           d.coeffs[rank - 2] == -slope &&
+                           llvm::all_of(ArrayRef(d.coeffs).drop_back(2),
+                                        [](int64_t c) { return c == 0; });
   if (!onlyKeyMinusQuery)
     return false;
   // As key - query + c <op> 0: flip the predicate with the sign.

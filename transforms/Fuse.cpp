@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/KFDialect.h"
 #include "analysis/KernelAnalysis.h"
 #include "analysis/StridedViews.h"
+#include "ir/KFDialect.h"
 #include "transforms/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"

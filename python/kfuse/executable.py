@@ -235,10 +235,10 @@ class BoundRun:
     strides and device of the first (what Dynamo's guards hold for a graph
     it compiled with static shapes): the first is checked and described
     as any call; later ones only write each tensor's data pointer, as one
-    strided store. For GPT-2's 150 parameters that is ~20 us of host time
-    before the first launch against ~700 us describing each anew, the GPU
-    idle meanwhile. The caller keeps the promise; nothing here rechecks
-    it."""
+    strided store. GPT-2 through torch.compile on the H200: 118 us from
+    entering the graph to kfuse_run, against 689 us describing each of its
+    tensors anew, the GPU idle meanwhile. The caller keeps the promise;
+    nothing here rechecks it."""
 
     def __init__(self, exe, inputs, out):
         self._exe = exe

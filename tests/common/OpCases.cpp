@@ -300,19 +300,20 @@ std::vector<OpCase> allOpCases() {
            Tensor k2 = heads(kv, 0, 2);
            g.output("o_gqa",
                     attention(heads(qkv, 8, h), k2, heads(kv, 2 * hd, 2)));
-           g.output("o_offset",
-                    attention(heads(qkv, 16, h), heads(kv, 8, 2), heads(kv, 68, 2)));
+           g.output("o_offset", attention(heads(qkv, 16, h), heads(kv, 8, 2),
+                                          heads(kv, 68, 2)));
          },
          {{140, 64}, {64, 384}, {2, 70, 136}}});
-  cases.push_back({"attention_merged_heads_f32", [](Graph &g) {
-                     Tensor q = g.input("q", DType::f32, {2, 3, 20, 16});
-                     Tensor k = g.input("k", DType::f32, {2, 3, 24, 16});
-                     Tensor v = g.input("v", DType::f32, {2, 3, 24, 8});
-                     Tensor o = attention(q, k, v);
-                     g.output("o", reshape(transpose(o, {0, 2, 1, 3}),
-                                           {2, 20, 24}));
-                   },
-                   {{2, 3, 20, 16}, {2, 3, 24, 16}, {2, 3, 24, 8}}});
+  cases.push_back(
+      {"attention_merged_heads_f32",
+       [](Graph &g) {
+         Tensor q = g.input("q", DType::f32, {2, 3, 20, 16});
+         Tensor k = g.input("k", DType::f32, {2, 3, 24, 16});
+         Tensor v = g.input("v", DType::f32, {2, 3, 24, 8});
+         Tensor o = attention(q, k, v);
+         g.output("o", reshape(transpose(o, {0, 2, 1, 3}), {2, 20, 24}));
+       },
+       {{2, 3, 20, 16}, {2, 3, 24, 16}, {2, 3, 24, 8}}});
   cases.push_back({"siblings", [](Graph &g) {
                      // Fused into one pointwise and one row kernel, each
                      // with two results.

@@ -83,8 +83,8 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
         mlir::cast<BlockArgument>(view->root).getArgNumber());
     *strides[which] = *cols[which] = view->strides[2];
     if (!isa<BlockArgument>(operands[which])) {
-      views[which] = HeadsView{view->offset, view->strides[0],
-                               view->strides[1]};
+      views[which] =
+          HeadsView{view->offset, view->strides[0], view->strides[1]};
       *cols[which] = shapeOf(operands[which])[3];
     }
   }
@@ -213,13 +213,13 @@ Value FlashAttention::mergedPosition(Value row, Value col) {
              mul(col, strides[3]));
 }
 
-Value FlashAttention::headBase(int which, Value batch, Value head,
-                               Value slice, int64_t rows, int64_t stride) {
+Value FlashAttention::headBase(int which, Value batch, Value head, Value slice,
+                               int64_t rows, int64_t stride) {
   if (!views[which])
     return mul(slice, rows * stride);
   const HeadsView &view = *views[which];
-  return add(idx(view.offset), add(mul(batch, view.batchStride),
-                                   mul(head, view.headStride)));
+  return add(idx(view.offset),
+             add(mul(batch, view.batchStride), mul(head, view.headStride)));
 }
 
 void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
@@ -316,9 +316,8 @@ Value FlashAttention::vOffset(Value key, Value col) {
 void FlashAttention::loadV(Value tile) {
   Value k0 = mul(tile, blockK);
   Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
-  copyTile(v, add(vBase, mul(k0, vStride)), vStride, blockK, valid, dvp,
-           vCols, vStage(tile),
-           [&](Value r, Value col) { return vOffset(r, col); });
+  copyTile(v, add(vBase, mul(k0, vStride)), vStride, blockK, valid, dvp, vCols,
+           vStage(tile), [&](Value r, Value col) { return vOffset(r, col); });
 }
 
 RowState FlashAttention::runTiles(Value first, Value last, RowState state,
@@ -582,9 +581,9 @@ void FlashAttention::applyScoreOperands(Value tile, SmallVector<Value> &s) {
     // By (batch, head, row, key): a mask of per-row and per-key values
     // (broadcasts of [B, 1, Sq, 1] and [B, 1, 1, Sk]) then reads them
     // without dividing the linear index back into dims at every score.
-    ElementIndex at = ElementIndex::multi(
-        shape, {batch, head, minIndex(row, idx(sq - 1)),
-                minIndex(key, idx(sk - 1))});
+    ElementIndex at =
+        ElementIndex::multi(shape, {batch, head, minIndex(row, idx(sq - 1)),
+                                    minIndex(key, idx(sk - 1))});
     Value linear = at.getLinear(e);
     if (stagedInput) {
       // The staged tile holds every position of the block's rows and the
@@ -597,8 +596,7 @@ void FlashAttention::applyScoreOperands(Value tile, SmallVector<Value> &s) {
                    arith::ExtFOp::create(b, l, b.getF32Type(), x));
     }
     if (op.getBias())
-      s[i] =
-          math::FmaOp::create(b, l, s[i], scale, element(op.getBias(), at));
+      s[i] = math::FmaOp::create(b, l, s[i], scale, element(op.getBias(), at));
     if (op.getMask())
       s[i] = arith::SelectOp::create(b, l, element(op.getMask(), at), s[i],
                                      e.f32(-INFINITY));
@@ -726,7 +724,8 @@ LogicalResult FlashAttention::store(const RowState &state) {
       }
       Value value0 = fmul(state.acc[first], inverse);
       Value value1 = fmul(state.acc[first + 1], inverse);
-      Value linear = merged ? mergedPosition(row, col) : add(mul(outRow, dv), col);
+      Value linear =
+          merged ? mergedPosition(row, col) : add(mul(outRow, dv), col);
       Value linear1 = add(linear, idx(1));
       FailureOr<Value> x0 = value0, x1 = value1;
       if (!merged) { // through the epilogue, if the kernel has one

@@ -179,8 +179,8 @@ private:
   Value mergedPosition(Value row, Value col);
   /// The element offset of [batch, head] in operand `which` (0..2) of
   /// `heads` heads a batch, `rows` rows of `stride` a head.
-  Value headBase(int which, Value batch, Value head, Value slice,
-                 int64_t rows, int64_t stride);
+  Value headBase(int which, Value batch, Value head, Value slice, int64_t rows,
+                 int64_t stride);
   /// What the softmax multiplies scores by before exp2: scale * log2 e, or
   /// log2 e where a bias operand was added to the scaled scores.
   double scaleLog2;
