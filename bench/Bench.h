@@ -113,7 +113,13 @@ int runAttention(const std::string &only, bool list, double copyGBs,
                  const std::string &peers);
 /// GB/s of a device-to-device copy, counting bytes read plus written.
 Expected<double> copyBandwidth();
-int childLoad(const std::string &cacheDir, int64_t n);
+/// The child process of a disk-cache row: loads cost graph `name` (see
+/// Costs.cpp) from `cacheDir` and prints the milliseconds.
+int childLoad(const std::string &cacheDir, const std::string &name,
+              int variant);
+/// Host and device time of run() kernel by kernel and as one CUDA graph
+/// (LaunchCosts.cpp).
+int runLaunchCosts(Table &table);
 
 } // namespace kfuse::bench
 

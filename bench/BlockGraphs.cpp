@@ -61,8 +61,8 @@ Tensor block(Graph &g, Tensor x, const BlockShape &s, int layer) {
 
 } // namespace
 
-Graph preNormStack(const BlockShape &s, int layers) {
-  Graph g("prenorm_x" + std::to_string(layers));
+Graph preNormStack(const BlockShape &s, int layers, const std::string &name) {
+  Graph g(name.empty() ? "prenorm_x" + std::to_string(layers) : name);
   Tensor x = g.input("x", DType::bf16, {s.batch, s.seq, s.dim});
   for (int layer = 0; layer < layers; ++layer)
     x = block(g, x, s, layer);

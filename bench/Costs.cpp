@@ -1,8 +1,10 @@
 //===- Costs.cpp - compile, cache-load and launch costs -------------------===//
 //
-// The figures of the JIT itself: a cold in-process compile of a one-op
-// kernel (graph to loaded function), a disk-cache hit in a fresh process,
-// and the host time of run() on a cached one-kernel graph.
+// The figures of the JIT itself: cold in-process compiles (graph to loaded
+// functions) of a one-op kernel, a heavy matmul, a FlashAttention kernel
+// and a whole transformer block; disk-cache hits of each in a fresh
+// process; the host time of run() (LaunchCosts.cpp: kernel by kernel
+// against one CUDA graph).
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,29 +34,150 @@ Graph oneOp(int64_t n) {
   return g;
 }
 
-/// Compile and load (first run) one graph; milliseconds.
-Expected<double> compileAndLoad(const CompileOptions &options, int64_t n,
-                                DeviceBuffer &x, DeviceBuffer &y) {
-  Clock::time_point start = Clock::now();
-  Expected<Executable> exe = Compiler(options).compile(oneOp(n));
-  if (!exe)
-    return exe.error();
-  Status s = exe->run({{x.data(), DType::f32, {n}}}, {{y.data(), DType::f32, {n}}});
-  if (!s)
-    return s.error();
-  return msSince(start);
+/// bf16 4096^3 with a bias and GELU in its epilogue.
+Graph heavyMatmul(const std::string &name) {
+  Graph g(name);
+  Tensor a = g.input("a", DType::bf16, {4096, 4096});
+  Tensor b = g.input("b", DType::bf16, {4096, 4096});
+  Tensor bias = g.input("bias", DType::f32, {4096});
+  g.output("y", cast(gelu(matmul(a, b, {false, false, DType::f32}) + bias),
+                     DType::bf16));
+  return g;
+}
+
+/// FlashAttention at head dim 128 (B4 H16 S4096), bf16.
+Graph flashAttention(const std::string &name) {
+  Graph g(name);
+  auto input = [&](const char *n) {
+    return g.input(n, DType::bf16, {4, 16, 4096, 128});
+  };
+  Tensor q = input("q"), k = input("k"), v = input("v");
+  g.output("o", attention(q, k, v, {}));
+  return g;
 }
 
 } // namespace
 
-int childLoad(const std::string &cacheDir, int64_t n) {
-  auto x = DeviceBuffer::allocate(n * 4), y = DeviceBuffer::allocate(n * 4);
-  if (!x || !y || !device())
+/// The graphs costs are measured on: "one_op:N", "matmul", "attention",
+/// "block"; `variant` names a graph of its own (a cache key of its own).
+Expected<Graph> costGraph(const std::string &name, int variant) {
+  std::string suffix = "_" + std::to_string(variant);
+  if (name.rfind("one_op:", 0) == 0)
+    return oneOp(std::atoll(name.c_str() + 7));
+  if (name == "matmul")
+    return heavyMatmul("matmul" + suffix);
+  if (name == "attention")
+    return flashAttention("attention" + suffix);
+  if (name == "block")
+    return preNormStack({4, 1024, 1024, 16}, 1, "block" + suffix);
+  return Error(ErrorCode::InvalidArgument, "no cost graph '" + name + "'");
+}
+
+namespace {
+
+/// Device buffers for every input and output of a static graph (their
+/// contents do not matter to a compile).
+struct Buffers {
+  std::vector<DeviceBuffer> owned;
+  std::vector<DeviceTensor> in, out;
+};
+
+Expected<Buffers> buffersFor(const Graph &g) {
+  Buffers b;
+  for (bool inputs : {true, false})
+    for (const TensorInfo &t : inputs ? g.inputs() : g.outputs()) {
+      std::vector<int64_t> shape;
+      uint64_t bytes = dtypeSize(t.dtype);
+      for (const Dim &d : t.shape) {
+        shape.push_back(d.size());
+        bytes *= d.size();
+      }
+      Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(bytes);
+      if (!buffer || !buffer->fill(0))
+        return Error(ErrorCode::DeviceError, "cannot allocate " + t.name);
+      (inputs ? b.in : b.out).push_back(buffer->tensor(t.dtype, Dims(shape)));
+      b.owned.push_back(buffer.take());
+    }
+  return b;
+}
+
+/// Compile and load (first run) `g`; milliseconds.
+Expected<double> compileAndLoad(const CompileOptions &options, const Graph &g,
+                                Buffers &b) {
+  Clock::time_point start = Clock::now();
+  Expected<Executable> exe = Compiler(options).compile(g);
+  if (!exe)
+    return exe.error();
+  Status s = exe->run(b.in.data(), b.in.size(), b.out.data(), b.out.size());
+  if (!s)
+    return s.error();
+  double ms = msSince(start);
+  KFUSE_RETURN_IF_ERROR(synchronize());
+  return ms;
+}
+
+/// `name`'s cold compiles, `repetitions` graphs of their own; median ms.
+Expected<double> coldCompile(const std::string &name, int repetitions,
+                             int firstVariant) {
+  CompileOptions cold;
+  cold.diskCache = false;
+  std::vector<double> ms;
+  for (int i = 0; i < repetitions; ++i) {
+    Expected<Graph> g = costGraph(name, firstVariant + i);
+    if (!g)
+      return g.error();
+    Expected<Buffers> b = buffersFor(*g);
+    if (!b)
+      return b.error();
+    Expected<double> t = compileAndLoad(cold, *g, *b);
+    if (!t)
+      return t.error();
+    ms.push_back(*t);
+  }
+  return median(ms);
+}
+
+/// `name` compiled into the disk cache `dir` here, then loaded from there
+/// by a child process, `repetitions` times; median ms of the child's
+/// compile() + first run.
+Expected<double> diskHit(const std::string &self, const std::string &dir,
+                         const std::string &name, int repetitions,
+                         int firstVariant) {
+  CompileOptions disk;
+  disk.cacheDir = dir;
+  std::vector<double> loads;
+  for (int i = 0; i < repetitions; ++i) {
+    int variant = firstVariant + i;
+    Expected<Graph> g = costGraph(name, variant);
+    Expected<Buffers> b = g ? buffersFor(*g) : Expected<Buffers>(g.error());
+    if (!b)
+      return b.error();
+    if (Expected<double> fill = compileAndLoad(disk, *g, *b); !fill)
+      return fill.error();
+    std::string command = self + " --child-load " + dir + " " + name + " " +
+                          std::to_string(variant);
+    FILE *child = popen(command.c_str(), "r");
+    double ms = -1;
+    if (!child || std::fscanf(child, "%lf", &ms) != 1 || pclose(child) != 0)
+      return Error(ErrorCode::DeviceError,
+                   "the child process failed: " + command);
+    loads.push_back(ms);
+  }
+  return median(loads);
+}
+
+} // namespace
+
+int childLoad(const std::string &cacheDir, const std::string &name,
+              int variant) {
+  Expected<Graph> g = costGraph(name, variant);
+  Expected<Buffers> b = g ? buffersFor(*g) : Expected<Buffers>(g.error());
+  if (!b || !device())
     return 2;
   CompileOptions options;
   options.cacheDir = cacheDir;
   uint64_t compilesBefore = cacheStats().compiles;
-  Expected<double> ms = compileAndLoad(options, n, *x, *y);
+  Expected<double> ms = compileAndLoad(options, *g, *b);
   if (!ms || cacheStats().compiles != compilesBefore ||
       cacheStats().diskHits != 1)
     return 3;
@@ -64,68 +187,46 @@ int childLoad(const std::string &cacheDir, int64_t n) {
 
 int runCosts(const std::string &self, Table &table) {
   const int64_t n = 1 << 20;
-  auto x = DeviceBuffer::allocate(n * 4), y = DeviceBuffer::allocate(n * 4);
-  if (!x || !y || !x->fill(0x3F))
-    return 1;
   // Warm the process: driver, LLVM target registration, first context.
-  CompileOptions cold;
-  cold.diskCache = false;
-  if (!compileAndLoad(cold, 1000, *x, *y))
+  if (!coldCompile("one_op:1000", 1, 0))
     return 1;
-  std::vector<double> compiles;
-  for (int i = 0; i < 15; ++i) {
-    Expected<double> ms = compileAndLoad(cold, n - 1 - i, *x, *y);
-    if (!ms) {
-      std::fprintf(stderr, "%s\n", ms.error().message().c_str());
-      return 1;
-    }
-    compiles.push_back(*ms);
-  }
-  table.add({"cold compile, one-op kernel (graph to loaded function)",
-             median(compiles), "ms", "<= 50 ms"});
-
+  struct Heavy {
+    const char *name, *what, *coldTarget, *diskTarget;
+    int repetitions;
+  };
+  const Heavy heavy[] = {
+      {"", "one-op kernel", "<= 50 ms", "<= 5 ms", 15},
+      {"matmul", "bf16 4096^3 matmul + bias + GELU", "<= 50 ms", "<= 5 ms", 3},
+      {"attention", "FlashAttention D128", "<= 50 ms", "<= 5 ms", 3},
+      {"block", "pre-norm transformer block", "<= 300 ms", "<= 5 ms", 3}};
   std::string dir = "/tmp/kfuse-bench-cache-" + std::to_string(getpid());
-  CompileOptions disk;
-  disk.cacheDir = dir;
-  std::vector<double> loads;
-  for (int i = 0; i < 7; ++i) {
-    int64_t size = n - 100 - i;
-    if (!compileAndLoad(disk, size, *x, *y)) // fills the disk cache
-      return 1;
-    std::string command = self + " --child-load " + dir + " " +
-                          std::to_string(size);
-    FILE *child = popen(command.c_str(), "r");
-    double ms = -1;
-    if (!child || std::fscanf(child, "%lf", &ms) != 1 || pclose(child) != 0) {
-      std::fprintf(stderr, "the child process failed: %s\n", command.c_str());
-      return 1;
+  for (const Heavy &h : heavy) {
+    // One-op graphs differ by size: a cache key (and PTX) of their own.
+    bool oneOp = std::string(h.name).empty();
+    auto name = [&](int i) {
+      return oneOp ? "one_op:" + std::to_string(n - 1 - i) : std::string(h.name);
+    };
+    std::vector<double> cold, disk;
+    for (int i = 0; i < h.repetitions; ++i) {
+      Expected<double> c = coldCompile(name(i), 1, i);
+      Expected<double> d =
+          c ? diskHit(self, dir, name(i + 100), 1, 100 + i) : c;
+      if (!d) {
+        std::fprintf(stderr, "%s: %s\n", h.what, d.error().message().c_str());
+        return 1;
+      }
+      cold.push_back(*c);
+      disk.push_back(*d);
     }
-    loads.push_back(ms);
+    table.add({std::string("cold compile, ") + h.what +
+                   " (graph to loaded functions)",
+               median(cold), "ms", h.coldTarget});
+    table.add({std::string("disk-cache hit in a new process, ") + h.what +
+                   " (compile() + first run)",
+               median(disk), "ms", h.diskTarget});
   }
   std::system(("rm -rf " + dir).c_str());
-  table.add({"disk-cache hit in a new process (compile() + first run)",
-             median(loads), "ms", "<= 5 ms"});
-
-  Expected<Executable> exe = Compiler(cold).compile(oneOp(1024));
-  if (!exe)
-    return 1;
-  DeviceTensor in{x->data(), DType::f32, {1024}}, out{y->data(), DType::f32, {1024}};
-  std::vector<double> hostUs;
-  for (int i = 0; i < 10000; ++i) {
-    Clock::time_point start = Clock::now();
-    Status s = exe->run(&in, 1, &out, 1);
-    hostUs.push_back(msSince(start) * 1000);
-    if (!s)
-      return 1;
-    // Keep the launch queue short; not timed.
-    if (i % 256 == 255 && !synchronize())
-      return 1;
-  }
-  if (!synchronize())
-    return 1;
-  table.add({"host time of run() on a cached one-kernel graph (10,000 calls)",
-             median(hostUs), "us", "<= 5 us"});
-  return 0;
+  return runLaunchCosts(table);
 }
 
 int runCompileScaling(const std::vector<int> &layerCounts) {

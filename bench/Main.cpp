@@ -118,8 +118,8 @@ static int usage() {
 
 int main(int argc, char **argv) {
   using namespace kfuse::bench;
-  if (argc >= 4 && std::strcmp(argv[1], "--child-load") == 0)
-    return childLoad(argv[2], std::atoll(argv[3]));
+  if (argc >= 5 && std::strcmp(argv[1], "--child-load") == 0)
+    return childLoad(argv[2], argv[3], std::atoi(argv[4]));
   if (argc < 2)
     return usage();
   if (std::strcmp(argv[1], "compile-scaling") == 0) {
@@ -155,6 +155,10 @@ int main(int argc, char **argv) {
     return runPadding("", true);
   if (command == "attention" && list)
     return runAttention("", true, 0, peers);
+  // Cold compiles are cold: not from the driver's own cache of JIT-compiled
+  // PTX (set before the driver starts).
+  if (command == "costs")
+    setenv("CUDA_CACHE_DISABLE", "1", 1);
   kfuse::Expected<kfuse::DeviceInfo> gpu = kfuse::device();
   if (!gpu) {
     std::fprintf(stderr, "kfuse-bench: %s\n", gpu.error().message().c_str());

@@ -51,8 +51,10 @@ struct BlockShape {
 };
 /// `layers` pre-norm blocks (LayerNorm, fused QKV projection split into
 /// heads, causal attention, output projection and residual, GELU MLP and
-/// residual), each with its own weights (inputs l<i>_*), on a bf16 input x.
-Graph preNormStack(const BlockShape &s, int layers);
+/// residual), each with its own weights (inputs l<i>_*), on a bf16 input x;
+/// named `name`, or prenorm_x<layers>.
+Graph preNormStack(const BlockShape &s, int layers,
+                   const std::string &name = "");
 
 } // namespace kfuse::bench
 

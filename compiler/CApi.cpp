@@ -641,7 +641,7 @@ kfuse_compile_options kfuse_default_compile_options(void) {
   return {nullptr,   d.fusion == Fusion::Unfused,
           d.padRows, d.allowTF32,
           d.splitK,  d.diskCache,
-          nullptr};
+          nullptr,   KFUSE_LAUNCH_AUTO};
 }
 
 kfuse_status kfuse_compile(kfuse_graph graph,
@@ -661,6 +661,20 @@ kfuse_status kfuse_compile(kfuse_graph graph,
   o.diskCache = c.disk_cache != 0;
   if (c.cache_dir)
     o.cacheDir = c.cache_dir;
+  switch (c.launch) {
+  case KFUSE_LAUNCH_AUTO:
+    o.launch = Launch::Auto;
+    break;
+  case KFUSE_LAUNCH_KERNELS:
+    o.launch = Launch::Kernels;
+    break;
+  case KFUSE_LAUNCH_GRAPH:
+    o.launch = Launch::Graph;
+    break;
+  default:
+    return fail("kfuse_compile: launch is " + std::to_string(int(c.launch)) +
+                "; it must be KFUSE_LAUNCH_AUTO, _KERNELS or _GRAPH");
+  }
   Expected<Executable> exe = Compiler(o).compile(graph->graph);
   if (!exe)
     return fail(exe.error());

@@ -16,12 +16,14 @@
 #include "kfuse/kfuse.h"
 #include "runtime/Debug.h"
 #include "runtime/DiskCache.h"
+#include "runtime/LaunchGraph.h"
 #include "runtime/Module.h"
 #include "runtime/TensorMaps.h"
 #include "runtime/Workspace.h"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -44,6 +46,9 @@ struct CacheEntry {
   runtime::Plan plan;
   std::once_flag loaded;
   Status loadStatus;
+  /// The plan's dumps, compiled again for a plan from the disk cache.
+  std::once_flag dumped;
+  Status dumpStatus;
   runtime::LoadedModule module;
   std::atomic<bool> isLoaded{false};
 };
@@ -101,6 +106,12 @@ struct Specialization {
   bool aligned; ///< compiled for 16-byte-aligned buffers
   std::string key;
   std::shared_ptr<CacheEntry> entry;
+  /// Launches with a non-empty grid.
+  size_t kernels = 0;
+  /// The plan as one CUDA graph, built on the first run that uses it
+  /// (destroyed before `entry`, whose plan and module it launches).
+  std::unique_ptr<runtime::LaunchGraph> graph;
+  bool graphFailed = false; ///< do not try again
   /// Buffer addresses of the run being enqueued, indexed as plan.buffers.
   std::vector<CUdeviceptr> table;
   /// Per launch: the TMA tensor maps its kernel takes (most take none).
@@ -127,11 +138,17 @@ struct ExecutableImpl {
   Expected<Specialization *>
   specialize(const std::vector<std::vector<int64_t>> &shapes,
              bool aligned = true);
+  compiler::CompileRequest
+  compileRequest(const std::vector<std::vector<int64_t>> &shapes,
+                 bool aligned) const;
+  /// Fills the plan's dumps where it came from the disk cache without
+  /// them (by compiling again).
+  Status fillDumps(Specialization &spec);
   Status compileEntry(CacheEntry &entry, const std::string &key,
                       const std::vector<std::vector<int64_t>> &shapes,
                       bool aligned);
   Status load(Driver &driver, CacheEntry &entry, const std::string &key);
-  void writeDumps(const runtime::Plan &plan, const std::string &key) const;
+  void writeDumps(Specialization &spec);
   Status checkArguments(const Specialization &spec, const DeviceTensor *in,
                         const DeviceTensor *out) const;
   /// Runs the plan on the caller's buffers in a workspace of its own;
@@ -139,6 +156,18 @@ struct ExecutableImpl {
   /// after the last (for profiling).
   Status launch(Driver &driver, Specialization &spec, const DeviceTensor *in,
                 const DeviceTensor *out, CUstream stream, CUevent *events);
+  /// Whether this run goes through spec's CUDA graph.
+  bool usesGraph(Driver &driver, const Specialization &spec,
+                 CUstream stream) const;
+  /// The plan as spec's CUDA graph on the caller's buffers in spec.table;
+  /// false where no graph could be built (Launch::Auto): launch kernels.
+  Expected<bool> launchGraph(Driver &driver, Specialization &spec,
+                             CUstream stream);
+  /// The plan kernel by kernel, its temporaries and redirected outputs in
+  /// a workspace from the pool.
+  Status enqueueWithWorkspace(Driver &driver, Specialization &spec,
+                              const DeviceTensor *out, CUstream stream,
+                              CUevent *events);
   /// The plan's kernels and copies on the buffers in spec.table.
   Status enqueue(Driver &driver, Specialization &spec, CUstream stream,
                  CUevent *events);
@@ -198,20 +227,8 @@ Status ExecutableImpl::bindShapes(
   return Status::ok();
 }
 
-Status ExecutableImpl::compileEntry(
-    CacheEntry &entry, const std::string &key,
-    const std::vector<std::vector<int64_t>> &shapes, bool aligned) {
-  runtime::DiskCache disk(options.cacheDir);
-  if (options.diskCache) {
-    bool rejected = false;
-    if (std::optional<runtime::Plan> plan = disk.load(key, &rejected)) {
-      ++statDiskHits;
-      entry.plan = std::move(*plan);
-      return Status::ok();
-    }
-    statDiskRejected += rejected;
-  }
-  ++statCompiles;
+compiler::CompileRequest ExecutableImpl::compileRequest(
+    const std::vector<std::vector<int64_t>> &shapes, bool aligned) const {
   compiler::CompileRequest request;
   request.graphText = graphText;
   request.shapes = shapes;
@@ -221,7 +238,54 @@ Status ExecutableImpl::compileEntry(
   request.allowTF32 = options.allowTF32;
   request.splitK = options.splitK;
   request.aligned = aligned;
-  Expected<runtime::Plan> plan = compiler::compileGraph(request);
+  return request;
+}
+
+Status ExecutableImpl::fillDumps(Specialization &spec) {
+  CacheEntry &entry = *spec.entry;
+  std::call_once(entry.dumped, [&] {
+    if (!entry.plan.dumps.empty())
+      return;
+    std::vector<std::vector<int64_t>> shapes;
+    for (const Dims &d : spec.inputShapes)
+      shapes.emplace_back(d.begin(), d.end());
+    // Compiles are deterministic: the same stages the plan came from.
+    Expected<runtime::Plan> again =
+        compiler::compileGraph(compileRequest(shapes, spec.aligned));
+    if (!again) {
+      entry.dumpStatus = again.error();
+      return;
+    }
+    entry.plan.dumps = std::move(again->dumps);
+  });
+  return entry.dumpStatus;
+}
+
+Status ExecutableImpl::compileEntry(
+    CacheEntry &entry, const std::string &key,
+    const std::vector<std::vector<int64_t>> &shapes, bool aligned) {
+  runtime::DiskCache disk(options.cacheDir);
+  if (options.diskCache) {
+    bool rejected = false;
+    auto start = std::chrono::steady_clock::now();
+    if (std::optional<runtime::Plan> plan = disk.load(key, &rejected)) {
+      ++statDiskHits;
+      if (debugEnabled())
+        debugLog("disk cache: hit, " +
+                 std::to_string(std::chrono::duration<double, std::milli>(
+                                    std::chrono::steady_clock::now() - start)
+                                    .count()) +
+                 " ms to read and check " +
+                 std::to_string(plan->ptx.size() + plan->cubin.size()) +
+                 " bytes of PTX and cubin");
+      entry.plan = std::move(*plan);
+      return Status::ok();
+    }
+    statDiskRejected += rejected;
+  }
+  ++statCompiles;
+  Expected<runtime::Plan> plan =
+      compiler::compileGraph(compileRequest(shapes, aligned));
   if (!plan)
     return plan.error();
   entry.plan = plan.take();
@@ -231,14 +295,17 @@ Status ExecutableImpl::compileEntry(
   return Status::ok();
 }
 
-void ExecutableImpl::writeDumps(const runtime::Plan &plan,
-                                const std::string &key) const {
+void ExecutableImpl::writeDumps(Specialization &spec) {
   std::string root = options.dumpDir;
   if (root.empty())
     if (const char *env = std::getenv("KFUSE_DUMP_DIR"))
       root = env;
   if (root.empty())
     return;
+  if (Status s = fillDumps(spec); !s)
+    debugLog("no dumps of the stages: " + s.message());
+  const runtime::Plan &plan = spec.entry->plan;
+  const std::string &key = spec.key;
   // Named by the key without the compiler's build ID, so that the dumps
   // of one compile by two builds of kfuse have one name (a diff -r of two
   // dump directories compares them: scripts/ptx-snapshot.sh).
@@ -282,7 +349,6 @@ ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes,
   });
   if (!entry->status)
     return entry->status.error();
-  writeDumps(entry->plan, key);
   auto spec = std::make_unique<Specialization>();
   for (const std::vector<int64_t> &shape : shapes) {
     if (shape.size() > Dims::kMaxRank)
@@ -293,7 +359,10 @@ ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes,
   spec->aligned = aligned;
   spec->entry = std::move(entry);
   spec->table.assign(spec->entry->plan.buffers.size(), 0);
+  for (const runtime::LaunchDesc &l : spec->entry->plan.launches)
+    spec->kernels += l.grid > 0;
   spec->workspace = runtime::WorkspaceLayout::of(spec->entry->plan);
+  writeDumps(*spec);
   specializations.push_back(std::move(spec));
   return specializations.back().get();
 }
@@ -379,6 +448,19 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
   // Outputs over inputs that the plan cannot compute in place are computed
   // into the workspace, after the temporaries, and copied out at the end.
   runtime::outputsOverInputs(plan, spec.table.data(), spec.redirected);
+  if (!events && spec.redirected.empty() && usesGraph(d, spec, stream)) {
+    Expected<bool> launched = launchGraph(d, spec, stream);
+    if (!launched || *launched)
+      return launched ? Status::ok() : Status(launched.error());
+  }
+  return enqueueWithWorkspace(d, spec, out, stream, events);
+}
+
+Status ExecutableImpl::enqueueWithWorkspace(Driver &d, Specialization &spec,
+                                            const DeviceTensor *out,
+                                            CUstream stream, CUevent *events) {
+  const runtime::Plan &plan = spec.entry->plan;
+  size_t numIn = inputs.size(), numOut = outputs.size();
   if (spec.workspace.bytes == 0 && spec.redirected.empty())
     return enqueue(d, spec, stream, events);
   runtime::WorkspaceLayout &layout = spec.runLayout;
@@ -409,11 +491,43 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
   return status ? released : status;
 }
 
+bool ExecutableImpl::usesGraph(Driver &d, const Specialization &spec,
+                               CUstream stream) const {
+  if (options.launch == Launch::Kernels || spec.graphFailed ||
+      !d.hasGraphs() ||
+      (options.launch == Launch::Auto && spec.kernels < kAutoGraphKernels))
+    return false;
+  // A stream being captured into the caller's own graph gets the kernels
+  // as nodes of that graph, launched one by one.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  return d.cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
+         capture == CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+Expected<bool> ExecutableImpl::launchGraph(Driver &d, Specialization &spec,
+                                           CUstream stream) {
+  if (!spec.graph) {
+    const CacheEntry &entry = *spec.entry;
+    Expected<std::unique_ptr<runtime::LaunchGraph>> graph =
+        runtime::LaunchGraph::create(d, entry.plan, entry.module,
+                                     spec.workspace, spec.table.data());
+    if (!graph) {
+      if (options.launch == Launch::Graph)
+        return graph.error();
+      debugLog("launching kernel by kernel: " + graph.error().message());
+      spec.graphFailed = true;
+      return false;
+    }
+    spec.graph = graph.take();
+  }
+  KFUSE_RETURN_IF_ERROR(spec.graph->launch(spec.table.data(), stream));
+  return true;
+}
+
 Status ExecutableImpl::enqueue(Driver &d, Specialization &spec,
                                CUstream stream, CUevent *events) {
   const runtime::Plan &plan = spec.entry->plan;
-  constexpr size_t kMaxParams = 256;
-  void *params[kMaxParams];
+  void *params[runtime::kMaxKernelParams];
   for (size_t k = 0; k < plan.launches.size(); ++k) {
     const runtime::LaunchDesc &l = plan.launches[k];
     if (events)
@@ -421,19 +535,9 @@ Status ExecutableImpl::enqueue(Driver &d, Specialization &spec,
           d.check(d.cuEventRecord(events[k], stream), "cuEventRecord"));
     if (l.grid == 0)
       continue;
-    size_t numBuffers = l.buffers.size();
-    if (numBuffers + l.tensorMaps.size() > kMaxParams)
-      return Error(ErrorCode::CompileFailed,
-                   "kernel " + l.kernel + " has too many parameters");
-    for (size_t p = 0; p < numBuffers; ++p)
-      params[p] = &spec.table[l.buffers[p]];
-    if (!l.tensorMaps.empty()) {
-      spec.tensorMaps.resize(plan.launches.size());
-      runtime::LaunchTensorMaps &maps = spec.tensorMaps[k];
-      KFUSE_RETURN_IF_ERROR(maps.update(d, plan, l, spec.table.data()));
-      for (size_t m = 0; m < l.tensorMaps.size(); ++m)
-        params[numBuffers + m] = maps.param(m);
-    }
+    spec.tensorMaps.resize(plan.launches.size());
+    KFUSE_RETURN_IF_ERROR(runtime::kernelParams(
+        d, plan, l, spec.table.data(), spec.tensorMaps[k], params));
     KFUSE_RETURN_IF_ERROR(d.check(
         d.cuLaunchKernel(spec.entry->module.functions[k], l.grid, 1, 1, l.block,
                          1, 1, l.sharedBytes, stream, params, nullptr),
@@ -635,6 +739,7 @@ Executable::dump(Stage stage, const std::vector<std::vector<int64_t>> &shapes) {
   const runtime::Plan &plan = (*spec)->entry->plan;
   if (stage == Stage::PTX)
     return plan.ptx;
+  KFUSE_RETURN_IF_ERROR(impl_->fillDumps(**spec));
   auto it = plan.dumps.find(compiler::stageName(stage));
   if (it == plan.dumps.end())
     return Error(ErrorCode::CompileFailed, "no dump of that stage");

@@ -70,6 +70,12 @@ Status Driver::open() {
 #undef KFUSE_LOAD
   cuTensorMapEncodeTiled = reinterpret_cast<decltype(cuTensorMapEncodeTiled)>(
       dlsym(library, "cuTensorMapEncodeTiled"));
+  graphs = true;
+#define KFUSE_LOAD_OPTIONAL(symbol)                                            \
+  symbol = reinterpret_cast<decltype(symbol)>(dlsym(library, #symbol));       \
+  graphs = graphs && symbol;
+  KFUSE_CUDA_GRAPH_FUNCTIONS(KFUSE_LOAD_OPTIONAL)
+#undef KFUSE_LOAD_OPTIONAL
   CUresult init = cuInit(0);
   if (init == CUDA_ERROR_NO_DEVICE)
     return Error(ErrorCode::NoDevice, "no GPU: the CUDA driver sees none");

@@ -64,6 +64,24 @@ namespace kfuse::runtime {
   X(cuEventSynchronize)                                                        \
   X(cuEventElapsedTime_v2)
 
+// CUDA graphs (driver 12.0 and later): optional, run() launches kernel by
+// kernel without them.
+#define KFUSE_CUDA_GRAPH_FUNCTIONS(X)                                          \
+  X(cuGraphCreate)                                                             \
+  X(cuGraphDestroy)                                                            \
+  X(cuGraphAddKernelNode_v2)                                                   \
+  X(cuGraphAddMemcpyNode)                                                      \
+  X(cuGraphAddMemAllocNode)                                                    \
+  X(cuGraphAddMemFreeNode)                                                     \
+  X(cuGraphInstantiateWithFlags)                                               \
+  X(cuGraphExecKernelNodeSetParams_v2)                                         \
+  X(cuGraphExecMemcpyNodeSetParams)                                            \
+  X(cuGraphExecDestroy)                                                        \
+  X(cuGraphLaunch)                                                             \
+  X(cuDeviceGraphMemTrim)                                                      \
+  X(cuDeviceGetGraphMemAttribute)                                              \
+  X(cuStreamIsCapturing)
+
 /// The process's one driver connection: device 0 and its primary context.
 class Driver {
 public:
@@ -73,6 +91,7 @@ public:
 
 #define KFUSE_DECLARE(name) decltype(&::name) name = nullptr;
   KFUSE_CUDA_FUNCTIONS(KFUSE_DECLARE)
+  KFUSE_CUDA_GRAPH_FUNCTIONS(KFUSE_DECLARE)
 #undef KFUSE_DECLARE
   /// CUDA 12 and later (the TMA's tensor maps); null on older drivers,
   /// which run everything but sm_90 matmuls.
@@ -84,6 +103,8 @@ public:
   /// Makes the context current on this thread; fails once it is unusable.
   Status activate();
   bool usable() const { return !broken.load(); }
+  /// Whether the driver has every call of KFUSE_CUDA_GRAPH_FUNCTIONS.
+  bool hasGraphs() const { return graphs; }
 
   CUdevice device = 0;
   CUcontext context = nullptr;
@@ -95,6 +116,7 @@ private:
   Driver() = default;
   Status open();
   std::atomic<bool> broken{false};
+  bool graphs = false;
   std::string brokenReason;
 };
 

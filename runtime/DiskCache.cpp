@@ -114,17 +114,27 @@ public:
     int file = ::openat(fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (file < 0)
       return std::nullopt;
+    // Read in place into a string of the file's size (one allocation; a
+    // file that grows or shrinks meanwhile fails the checksum).
+    struct stat st;
     std::string text;
-    char buffer[1 << 16];
+    if (::fstat(file, &st) == 0 && st.st_size > 0)
+      text.resize(size_t(st.st_size));
+    size_t size = 0;
     for (;;) {
-      ssize_t n = ::read(file, buffer, sizeof buffer);
+      if (size == text.size())
+        text.resize(size + (1 << 16));
+      ssize_t n = ::read(file, text.data() + size, text.size() - size);
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0) {
         ::close(file);
-        return n == 0 ? std::optional<std::string>(text) : std::nullopt;
+        if (n < 0)
+          return std::nullopt;
+        text.resize(size);
+        return text;
       }
-      text.append(buffer, size_t(n));
+      size += size_t(n);
     }
   }
 
@@ -283,7 +293,8 @@ Status DiskCache::store(const std::string &key, const Plan &plan) const {
   }
   sweepAbandonedWrites(dir);
   std::string body =
-      "key " + std::to_string(key.size()) + "\n" + key + "\n" + plan.serialize();
+      "key " + std::to_string(key.size()) + "\n" + key + "\n" +
+      plan.serialize(/*withDumps=*/false);
   return directory->writeAtomically(
       digest(key) + ".kfc", std::string(kMagic) + checksumLine(body) + body,
       dir);

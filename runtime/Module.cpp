@@ -4,6 +4,7 @@
 
 #include "runtime/Debug.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
@@ -168,9 +169,21 @@ static bool prefersToolkitPtxas(const Plan &plan) {
   return plan.ptx.find("setmaxnreg") != std::string::npos;
 }
 
+/// Milliseconds since `start`, logged under KFUSE_DEBUG as `what`.
+static void logTime(const char *what,
+                    std::chrono::steady_clock::time_point start) {
+  if (debugEnabled())
+    debugLog(std::string("load: ") + what + " " +
+             std::to_string(std::chrono::duration<double, std::milli>(
+                                std::chrono::steady_clock::now() - start)
+                                .count()) +
+             " ms");
+}
+
 Expected<LoadedModule> loadPlan(Driver &d, Plan &plan, bool &jitted) {
   jitted = false;
   bool assembled = false;
+  auto start = std::chrono::steady_clock::now();
   if (plan.cubin.empty()) {
     if (prefersToolkitPtxas(plan))
       if (std::string ptxas = findPtxas(); !ptxas.empty())
@@ -178,10 +191,15 @@ Expected<LoadedModule> loadPlan(Driver &d, Plan &plan, bool &jitted) {
     if (!assembled)
       KFUSE_RETURN_IF_ERROR(jitLink(d, plan));
     jitted = true;
+    logTime(assembled ? "PTX to cubin by the toolkit's ptxas"
+                      : "PTX to cubin by the driver's JIT",
+            start);
+    start = std::chrono::steady_clock::now();
   }
   LoadedModule loaded;
   Status load = d.check(d.cuModuleLoadData(&loaded.module, plan.cubin.data()),
                         "cuModuleLoadData");
+  logTime("cuModuleLoadData", start);
   if (!load && assembled) {
     // A toolkit newer than the driver: its JIT then.
     debugLog("cannot load ptxas's cubin (" + load.message() +

@@ -32,7 +32,7 @@ static void blob(std::ostringstream &os, const std::string &name,
   os << "blob " << name << " " << data.size() << "\n" << data << "\n";
 }
 
-std::string Plan::serialize() const {
+std::string Plan::serialize(bool withDumps) const {
   std::ostringstream os;
   os << "kfuse-plan 4\n";
   os << "buffers " << buffers.size() << "\n";
@@ -68,9 +68,10 @@ std::string Plan::serialize() const {
   blob(os, "ptx", ptx);
   blob(os, "cubin", cubin);
   blob(os, "ptxas", ptxasLog);
-  os << "dumps " << dumps.size() << "\n";
-  for (const auto &[stage, text] : dumps)
-    blob(os, stage, text);
+  os << "dumps " << (withDumps ? dumps.size() : 0) << "\n";
+  if (withDumps) // without, the map is not touched (filled concurrently)
+    for (const auto &[stage, text] : dumps)
+      blob(os, stage, text);
   os << "end\n";
   return os.str();
 }

@@ -74,15 +74,19 @@ struct Plan {
   std::string ptx;
   std::string cubin;    ///< set once loaded through the driver
   std::string ptxasLog; ///< likewise
-  std::map<std::string, std::string> dumps; ///< stage name -> text
+  /// Stage name -> text. Not on disk (they are several times the size of
+  /// the rest, and a disk hit should read only what runs): a plan loaded
+  /// from the disk cache has none until asked for (Executable::dump).
+  std::map<std::string, std::string> dumps;
 
   size_t numInputs() const { return count(BufferRole::Input); }
   size_t numOutputs() const { return count(BufferRole::Output); }
   size_t count(BufferRole role) const;
   bool allowsInPlace(uint32_t input, uint32_t output) const;
 
-  /// A self-describing text form; deserialize rejects anything malformed.
-  std::string serialize() const;
+  /// A self-describing text form, the dumps with it or not; deserialize
+  /// rejects anything malformed.
+  std::string serialize(bool withDumps = true) const;
   static std::optional<Plan> deserialize(std::string_view text);
 };
 

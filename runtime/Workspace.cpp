@@ -44,6 +44,9 @@ Status WorkspacePool::release(CUdeviceptr address, CUstream stream) {
 }
 
 Status WorkspacePool::trim() {
+  if (driver.hasGraphs())
+    KFUSE_RETURN_IF_ERROR(driver.check(
+        driver.cuDeviceGraphMemTrim(driver.device), "cuDeviceGraphMemTrim"));
   return driver.check(driver.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
 }
 
@@ -57,7 +60,19 @@ Expected<WorkspacePool::Usage> WorkspacePool::usage() {
       driver.check(driver.cuMemPoolGetAttribute(
                        pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used),
                    "cuMemPoolGetAttribute"));
-  return Usage{reserved, used};
+  Usage usage{reserved, used};
+  // The temporaries of runs launched as CUDA graphs (LaunchGraph) are
+  // reserved, not used: the driver keeps their memory mapped to the
+  // graphs between launches, so its "used" figure is not what is in flight.
+  if (driver.hasGraphs()) {
+    cuuint64_t graphs = 0;
+    KFUSE_RETURN_IF_ERROR(driver.check(
+        driver.cuDeviceGetGraphMemAttribute(
+            driver.device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &graphs),
+        "cuDeviceGetGraphMemAttribute"));
+    usage.reservedBytes += graphs;
+  }
+  return usage;
 }
 
 uint64_t WorkspaceLayout::append(uint64_t size) {

@@ -41,9 +41,11 @@ public:
   Status release(CUdeviceptr address, CUstream stream);
 
   /// Gives back to the device what the pool holds and no enqueued run
-  /// uses.
+  /// uses, and likewise the memory of CUDA graphs' temporaries.
   Status trim();
 
+  /// The pool's memory; reservedBytes also counts the memory of CUDA
+  /// graphs' temporaries.
   struct Usage {
     uint64_t reservedBytes = 0; ///< taken from the device
     uint64_t usedBytes = 0;     ///< of those, in runs not yet released

@@ -204,6 +204,13 @@ void kfuse_host_tensor_free(kfuse_host_tensor *tensor);
  * Compiling and running.
  *===------------------------------------------------------------------===*/
 
+/* kfuse::Launch: how a run enqueues the kernels of its specialisation. */
+typedef enum kfuse_launch {
+  KFUSE_LAUNCH_AUTO = 0,    /* a CUDA graph where the driver has them */
+  KFUSE_LAUNCH_KERNELS = 1, /* one launch per kernel */
+  KFUSE_LAUNCH_GRAPH = 2,   /* one CUDA graph per specialisation */
+} kfuse_launch;
+
 typedef struct kfuse_compile_options {
   const char *arch; /* NULL: "sm_90" */
   int unfused;      /* one kernel per op: the baseline */
@@ -212,6 +219,7 @@ typedef struct kfuse_compile_options {
   int split_k;
   int disk_cache;
   const char *cache_dir; /* NULL: the default */
+  kfuse_launch launch;   /* how runs enqueue their kernels */
 } kfuse_compile_options;
 
 /* The defaults of kfuse::CompileOptions. */

@@ -275,12 +275,23 @@ class BoundRun:
         return out
 
 
+_LAUNCH_MODES = {"auto": 0, "kernels": 1, "graph": 2}
+
+
 def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
-            allow_tf32=False, split_k=True, disk_cache=True, cache_dir=None):
-    """Compiles `graph` (works without a GPU; running needs one)."""
+            allow_tf32=False, split_k=True, disk_cache=True, cache_dir=None,
+            launch="auto"):
+    """Compiles `graph` (works without a GPU; running needs one).
+
+    `launch` says how a call enqueues the kernels: "graph" as one CUDA
+    graph per set of shapes, "kernels" one by one, "auto" a graph where the
+    driver has them and the stream is not being captured."""
     if fusion not in ("fused", "unfused"):
         raise _capi.errors.InvalidArgumentError(
             f"kfuse: fusion is 'fused' or 'unfused', not {fusion!r}")
+    if launch not in _LAUNCH_MODES:
+        raise _capi.errors.InvalidArgumentError(
+            f"kfuse: launch is 'auto', 'kernels' or 'graph', not {launch!r}")
     options = fn["kfuse_default_compile_options"]()
     options.arch = arch.encode() if arch else None
     options.unfused = int(fusion == "unfused")
@@ -289,6 +300,7 @@ def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
     options.split_k = int(split_k)
     options.disk_cache = int(disk_cache)
     options.cache_dir = cache_dir.encode() if cache_dir else None
+    options.launch = _LAUNCH_MODES[launch]
     handle = _capi.c_exe()
     _capi.check(fn["kfuse_compile"](graph._handle, ctypes.byref(options),
                                     ctypes.byref(handle)))

@@ -178,6 +178,8 @@ def test_bad_arguments_raise_before_anything_runs():
         exe.dump("sass")
     with pytest.raises(kfuse.InvalidArgumentError, match="fusion"):
         kfuse.compile(g, fusion="some")
+    with pytest.raises(kfuse.InvalidArgumentError, match="launch is"):
+        kfuse.compile(g, launch="graphs")
 
 
 def test_runs_on_the_gpu_or_says_there_is_none():
@@ -265,3 +267,39 @@ def test_threads_compiling_at_once_compile_each_graph_once():
     assert after["compiles"] - before["compiles"] == len(sizes)
     assert after["memory_hits"] - before["memory_hits"] == 8 - len(sizes)
     assert all(len(texts) == 1 for texts in ptx.values()), ptx.keys()
+
+
+def test_a_disk_cache_hit_reads_no_dumps_but_dump_still_answers(tmp_path):
+    # The disk entry holds what runs (PTX, cubin, launches), not the text of
+    # every stage; a process that loads it and asks for a stage compiles
+    # again for it, and gets the same PTX that it loaded.
+    import subprocess
+    import sys
+    script = f"""
+import kfuse
+g = kfuse.Graph("cached")
+x = g.input("x", kfuse.float32, (64, 128))
+g.output("y", kfuse.softmax(x * 2.0, -1))
+exe = kfuse.compile(g, cache_dir={str(tmp_path)!r})
+stats = kfuse.cache_stats()
+ptx = exe.dump("ptx")
+llvm = exe.dump("llvm")
+print(stats["compiles"], stats["disk_hits"], len(llvm) > 100,
+      "define" in llvm, hash(ptx) == hash(exe.dump("ptx")))
+print(ptx.count(".entry"))
+"""
+    import os
+    env = dict(os.environ)
+    package_root = os.path.dirname(os.path.dirname(kfuse.__file__))
+    env["PYTHONPATH"] = os.pathsep.join(
+        [package_root] + [p for p in [env.get("PYTHONPATH")] if p])
+    runs = [subprocess.run([sys.executable, "-c", script], check=True,
+                           env=env, capture_output=True,
+                           text=True).stdout.split("\n")
+            for _ in range(2)]
+    assert runs[0][0] == "1 0 True True True", runs[0]
+    assert runs[1][0] == "0 1 True True True", runs[1]
+    assert runs[0][1] == runs[1][1] and int(runs[0][1]) >= 1
+    entries = list(tmp_path.iterdir())
+    assert len(entries) == 1
+    assert b"define" not in entries[0].read_bytes()  # no LLVM IR on disk

@@ -78,6 +78,41 @@ def test_two_streams_at_once():
         assert relative_error(y, reference(g, x, w)) < 1e-5
 
 
+@pytest.mark.parametrize("launch", ["graph", "kernels"])
+def test_launch_modes_follow_new_tensors(launch):
+    # Unfused: five kernels with temporaries between them; every call takes
+    # new tensors, so a CUDA graph's nodes must follow their addresses.
+    g = layer_graph()
+    exe = kfuse.compile(g, fusion="unfused", launch=launch,
+                        disk_cache=False)
+    w = torch.randn(256, device="cuda")
+    for rows in (512, 512, 512, 96, 512):
+        x = torch.randn(rows, 256, device="cuda")
+        y = exe(x, w)
+        assert relative_error(y, reference(g, x, w)) < 1e-5
+
+
+def test_captured_in_a_torch_cuda_graph():
+    # A stream being captured gets kfuse's kernels as nodes of the caller's
+    # graph; replays recompute from the captured tensors' new values.
+    g = layer_graph()
+    exe = kfuse.compile(g, fusion="unfused", disk_cache=False)
+    x = torch.randn(1024, 256, device="cuda")
+    w = torch.randn(256, device="cuda")
+    out = torch.empty(1024, 256, device="cuda")
+    exe(x, w, out=out)  # compiles and loads outside the capture
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        exe(x, w, out=out)
+    for _ in range(2):
+        x.copy_(torch.randn(1024, 256, device="cuda"))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert relative_error(out, reference(g, x, w)) < 1e-5
+
+
 def test_bad_tensors_are_refused_before_any_launch():
     g = layer_graph()
     exe = kfuse.compile(g)

@@ -121,6 +121,17 @@ static void checkErrors(void) {
   CHECK(kfuse_compile(g, NULL, &exe) != KFUSE_OK && exe == NULL);
   kfuse_graph_destroy(g);
 
+  g = kfuse_graph_create("bad launch");
+  x = kfuse_input(g, "x", KFUSE_F32, 2, a, NULL);
+  CHECK(kfuse_output(g, "y", kfuse_unary(g, "exp", x)) == KFUSE_OK);
+  kfuse_compile_options options = kfuse_default_compile_options();
+  CHECK(options.launch == KFUSE_LAUNCH_AUTO);
+  options.launch = (kfuse_launch)7;
+  CHECK(kfuse_compile(g, &options, &exe) == KFUSE_INVALID_ARGUMENT &&
+        exe == NULL);
+  CHECK(strstr(kfuse_last_error(), "launch is 7") != NULL);
+  kfuse_graph_destroy(g);
+
   g = kfuse_graph_create("bad ids");
   x = kfuse_input(g, "x", KFUSE_F32, 2, a, NULL);
   CHECK(kfuse_unary(g, "exp", 12345) < 0);

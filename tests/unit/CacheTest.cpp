@@ -360,7 +360,11 @@ TEST_F(DiskCacheTest, StoresLoadsAndChecksTheKey) {
   EXPECT_EQ(st.st_mode & 0777, 0700u);
   std::optional<Plan> back = cache.load("key one");
   ASSERT_TRUE(back);
-  expectEqual(samplePlan(), *back);
+  // Everything but the stages' text, which stays off the disk.
+  Plan expected = samplePlan();
+  ASSERT_FALSE(expected.dumps.empty());
+  expected.dumps.clear();
+  expectEqual(expected, *back);
 
   // An entry under another key's name (a hash collision, or tampering).
   std::filesystem::copy_file(cache.pathFor("key one"),

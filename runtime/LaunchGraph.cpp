@@ -1,0 +1,204 @@
+//===- LaunchGraph.cpp - a plan's kernels as one CUDA graph ---------------===//
+
+#include "runtime/LaunchGraph.h"
+
+#include <algorithm>
+
+namespace kfuse::runtime {
+
+Status kernelParams(Driver &d, const Plan &plan, const LaunchDesc &launch,
+                    CUdeviceptr *table, LaunchTensorMaps &maps,
+                    void **params) {
+  size_t numBuffers = launch.buffers.size();
+  if (numBuffers + launch.tensorMaps.size() > kMaxKernelParams)
+    return Error(ErrorCode::CompileFailed,
+                 "kernel " + launch.kernel + " has too many parameters");
+  for (size_t p = 0; p < numBuffers; ++p)
+    params[p] = &table[launch.buffers[p]];
+  if (launch.tensorMaps.empty())
+    return Status::ok();
+  KFUSE_RETURN_IF_ERROR(maps.update(d, plan, launch, table));
+  for (size_t m = 0; m < launch.tensorMaps.size(); ++m)
+    params[numBuffers + m] = maps.param(m);
+  return Status::ok();
+}
+
+Expected<std::unique_ptr<LaunchGraph>>
+LaunchGraph::create(Driver &d, const Plan &plan, const LoadedModule &module,
+                    const WorkspaceLayout &workspace,
+                    const CUdeviceptr *table) {
+  if (!d.hasGraphs())
+    return Error(ErrorCode::DeviceError,
+                 "the CUDA driver has no graphs (driver 12.0 or later)");
+  std::unique_ptr<LaunchGraph> g(new LaunchGraph(d, plan, module));
+  size_t callers = plan.numInputs() + plan.numOutputs();
+  g->table.assign(plan.buffers.size(), 0);
+  std::copy(table, table + callers, g->table.begin());
+  g->launchesOf.resize(callers);
+  g->copiesOf.resize(callers);
+  for (uint32_t k = 0; k < plan.launches.size(); ++k)
+    for (uint32_t b : plan.launches[k].buffers)
+      if (b < callers && (g->launchesOf[b].empty() ||
+                          g->launchesOf[b].back() != k))
+        g->launchesOf[b].push_back(k);
+  for (uint32_t c = 0; c < plan.copies.size(); ++c)
+    for (uint32_t b : {plan.copies[c].dst, plan.copies[c].src})
+      if (b < callers)
+        g->copiesOf[b].push_back(c);
+  KFUSE_RETURN_IF_ERROR(g->build(workspace));
+  return g;
+}
+
+LaunchGraph::~LaunchGraph() {
+  // An executable graph still running is freed when it completes.
+  if (exec)
+    driver.cuGraphExecDestroy(exec);
+  if (graph)
+    driver.cuGraphDestroy(graph);
+}
+
+/// The graph: [allocate the temporaries] -> kernels -> copies -> [free],
+/// each node after the one before, as the launches follow each other on a
+/// stream.
+Status LaunchGraph::build(const WorkspaceLayout &workspace) {
+  Driver &d = driver;
+  KFUSE_RETURN_IF_ERROR(d.check(d.cuGraphCreate(&graph, 0), "cuGraphCreate"));
+  CUgraphNode last = nullptr;
+  CUdeviceptr temporaries = 0;
+  if (workspace.bytes > 0) {
+    CUDA_MEM_ALLOC_NODE_PARAMS alloc = {};
+    alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    alloc.poolProps.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+    alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    alloc.poolProps.location.id = d.device;
+    alloc.bytesize = workspace.bytes;
+    KFUSE_RETURN_IF_ERROR(
+        d.check(d.cuGraphAddMemAllocNode(&last, graph, nullptr, 0, &alloc),
+                "cuGraphAddMemAllocNode"));
+    temporaries = alloc.dptr;
+  }
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (plan.buffers[i].role == BufferRole::Temp)
+      table[i] = temporaries + workspace.offsets[i];
+  maps.resize(plan.launches.size());
+  kernelNodes.assign(plan.launches.size(), nullptr);
+  for (size_t k = 0; k < plan.launches.size(); ++k)
+    KFUSE_RETURN_IF_ERROR(addKernel(k, last));
+  copyNodes.assign(plan.copies.size(), nullptr);
+  for (size_t c = 0; c < plan.copies.size(); ++c)
+    KFUSE_RETURN_IF_ERROR(addCopy(c, last));
+  if (temporaries) {
+    CUgraphNode free = nullptr;
+    KFUSE_RETURN_IF_ERROR(d.check(
+        d.cuGraphAddMemFreeNode(&free, graph, &last, 1, temporaries),
+        "cuGraphAddMemFreeNode"));
+  }
+  return d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0),
+                 "cuGraphInstantiate");
+}
+
+CUDA_KERNEL_NODE_PARAMS LaunchGraph::kernelNodeParams(size_t k,
+                                                      void **params) {
+  const LaunchDesc &l = plan.launches[k];
+  CUDA_KERNEL_NODE_PARAMS p = {};
+  p.func = module.functions[k];
+  p.gridDimX = l.grid;
+  p.gridDimY = p.gridDimZ = 1;
+  p.blockDimX = l.block;
+  p.blockDimY = p.blockDimZ = 1;
+  p.sharedMemBytes = l.sharedBytes;
+  p.kernelParams = params;
+  return p;
+}
+
+Status LaunchGraph::addKernel(size_t k, CUgraphNode &last) {
+  if (plan.launches[k].grid == 0)
+    return Status::ok();
+  void *params[kMaxKernelParams];
+  KFUSE_RETURN_IF_ERROR(kernelParams(driver, plan, plan.launches[k],
+                                     table.data(), maps[k], params));
+  CUDA_KERNEL_NODE_PARAMS p = kernelNodeParams(k, params);
+  KFUSE_RETURN_IF_ERROR(driver.check(
+      driver.cuGraphAddKernelNode_v2(&kernelNodes[k], graph, &last,
+                                     last ? 1 : 0, &p),
+      "cuGraphAddKernelNode"));
+  last = kernelNodes[k];
+  return Status::ok();
+}
+
+CUDA_MEMCPY3D LaunchGraph::copyParams(size_t c) const {
+  const CopyDesc &copy = plan.copies[c];
+  CUDA_MEMCPY3D p = {};
+  p.srcMemoryType = p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  p.srcDevice = table[copy.src];
+  p.dstDevice = table[copy.dst];
+  p.WidthInBytes = plan.buffers[copy.dst].bytes;
+  p.Height = p.Depth = 1;
+  return p;
+}
+
+Status LaunchGraph::addCopy(size_t c, CUgraphNode &last) {
+  if (plan.buffers[plan.copies[c].dst].bytes == 0)
+    return Status::ok();
+  CUDA_MEMCPY3D p = copyParams(c);
+  KFUSE_RETURN_IF_ERROR(driver.check(
+      driver.cuGraphAddMemcpyNode(&copyNodes[c], graph, &last, last ? 1 : 0,
+                                  &p, driver.context),
+      "cuGraphAddMemcpyNode"));
+  last = copyNodes[c];
+  return Status::ok();
+}
+
+/// Points the nodes that use a caller buffer that moved at its new
+/// address (`callerTable`), and records the addresses the nodes now hold.
+Status LaunchGraph::refresh(const CUdeviceptr *callerTable) {
+  Driver &d = driver;
+  size_t callers = launchesOf.size();
+  staleLaunches.assign(plan.launches.size(), 0);
+  staleCopies.assign(plan.copies.size(), 0);
+  for (size_t b = 0; b < callers; ++b) {
+    if (table[b] == callerTable[b])
+      continue;
+    table[b] = callerTable[b];
+    for (uint32_t k : launchesOf[b])
+      staleLaunches[k] = 1;
+    for (uint32_t c : copiesOf[b])
+      staleCopies[c] = 1;
+  }
+  for (size_t k = 0; k < plan.launches.size(); ++k) {
+    if (!staleLaunches[k] || !kernelNodes[k])
+      continue;
+    void *params[kMaxKernelParams];
+    KFUSE_RETURN_IF_ERROR(kernelParams(d, plan, plan.launches[k],
+                                       table.data(), maps[k], params));
+    CUDA_KERNEL_NODE_PARAMS p = kernelNodeParams(k, params);
+    KFUSE_RETURN_IF_ERROR(
+        d.check(d.cuGraphExecKernelNodeSetParams_v2(exec, kernelNodes[k], &p),
+                "cuGraphExecKernelNodeSetParams"));
+    ++updates;
+  }
+  for (size_t c = 0; c < plan.copies.size(); ++c) {
+    if (!staleCopies[c] || !copyNodes[c])
+      continue;
+    CUDA_MEMCPY3D p = copyParams(c);
+    KFUSE_RETURN_IF_ERROR(d.check(
+        d.cuGraphExecMemcpyNodeSetParams(exec, copyNodes[c], &p, d.context),
+        "cuGraphExecMemcpyNodeSetParams"));
+    ++updates;
+  }
+  return Status::ok();
+}
+
+Status LaunchGraph::launch(const CUdeviceptr *callerTable, CUstream stream) {
+  size_t callers = launchesOf.size();
+  if (!std::equal(callerTable, callerTable + callers, table.begin())) {
+    if (Status s = refresh(callerTable); !s) {
+      // Some nodes may hold old addresses: refresh them all next time.
+      std::fill(table.begin(), table.begin() + callers, 0);
+      return s;
+    }
+  }
+  return driver.check(driver.cuGraphLaunch(exec, stream), "cuGraphLaunch");
+}
+
+} // namespace kfuse::runtime

@@ -1,0 +1,94 @@
+//===- LaunchGraph.h - a plan's kernels as one CUDA graph -------*- C++ -*-===//
+//
+// Launching kernel by kernel costs the host a few microseconds each, and a
+// decode step of twenty small kernels then runs at the speed of the host.
+// A LaunchGraph instantiates a plan's launches and copies once, as a chain
+// of nodes in a CUDA graph, and enqueues a run with one cuGraphLaunch.
+//
+// The graph owns its temporaries: a memory-allocation node at its start
+// and a free node at its end, so their addresses are fixed for the life of
+// the executable graph and no kernel node changes when they do not. The
+// caller's buffers may move from run to run: launch() compares their
+// addresses with those the nodes hold and updates, in place, only the
+// nodes that use a buffer that moved (re-encoding their TMA tensor maps).
+//
+// Launches of one executable graph are ordered behind each other by the
+// driver, so a graph's temporaries are never used by two runs at once;
+// runs of one specialisation on two streams then follow each other on the
+// GPU (an executable graph runs one launch at a time).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_RUNTIME_LAUNCHGRAPH_H
+#define KFUSE_RUNTIME_LAUNCHGRAPH_H
+
+#include "runtime/CudaDriver.h"
+#include "runtime/Module.h"
+#include "runtime/Plan.h"
+#include "runtime/TensorMaps.h"
+#include "runtime/Workspace.h"
+
+#include <memory>
+#include <vector>
+
+namespace kfuse::runtime {
+
+/// The most parameters a kfuse kernel takes (buffers and tensor maps).
+constexpr size_t kMaxKernelParams = 256;
+
+/// Fills `params` (kMaxKernelParams entries) with `launch`'s parameters:
+/// pointers into `table` (buffer addresses indexed as plan.buffers), then
+/// its tensor maps, encoded in `maps` for those addresses.
+Status kernelParams(Driver &driver, const Plan &plan, const LaunchDesc &launch,
+                    CUdeviceptr *table, LaunchTensorMaps &maps, void **params);
+
+class LaunchGraph {
+public:
+  /// Builds and instantiates the graph of `plan`'s launches and copies
+  /// with the caller's buffers at `table[0, inputs + outputs)`. Fails on
+  /// drivers without graphs; the caller then launches kernel by kernel.
+  static Expected<std::unique_ptr<LaunchGraph>>
+  create(Driver &driver, const Plan &plan, const LoadedModule &module,
+         const WorkspaceLayout &workspace, const CUdeviceptr *table);
+  ~LaunchGraph();
+  LaunchGraph(const LaunchGraph &) = delete;
+  LaunchGraph &operator=(const LaunchGraph &) = delete;
+
+  /// Enqueues one run on `stream` with the caller's buffers at
+  /// `table[0, inputs + outputs)`, first updating the nodes whose buffers
+  /// moved since the last run.
+  Status launch(const CUdeviceptr *table, CUstream stream);
+
+  /// Nodes updated because a buffer moved, over the graph's life.
+  uint64_t nodeUpdates() const { return updates; }
+
+private:
+  LaunchGraph(Driver &driver, const Plan &plan, const LoadedModule &module)
+      : driver(driver), plan(plan), module(module) {}
+  Status build(const WorkspaceLayout &workspace);
+  Status addKernel(size_t k, CUgraphNode &last);
+  Status addCopy(size_t c, CUgraphNode &last);
+  CUDA_KERNEL_NODE_PARAMS kernelNodeParams(size_t k, void **params);
+  CUDA_MEMCPY3D copyParams(size_t c) const;
+  Status refresh(const CUdeviceptr *callerTable);
+
+  Driver &driver;
+  const Plan &plan;
+  const LoadedModule &module;
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  /// The buffer addresses the nodes hold, indexed as plan.buffers.
+  std::vector<CUdeviceptr> table;
+  std::vector<CUgraphNode> kernelNodes; ///< per launch; null for empty grids
+  std::vector<CUgraphNode> copyNodes;   ///< per copy; null for empty copies
+  std::vector<LaunchTensorMaps> maps;   ///< per launch
+  /// Per caller buffer: the launches and copies that use it.
+  std::vector<std::vector<uint32_t>> launchesOf, copiesOf;
+  /// Scratch for refresh(): which launches and copies to refresh.
+  std::vector<char> staleLaunches, staleCopies;
+  uint64_t updates = 0;
+};
+
+} // namespace kfuse::runtime
+
+#endif // KFUSE_RUNTIME_LAUNCHGRAPH_H
