@@ -97,7 +97,19 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
                     const std::function<void(Executable &)> &inspectFused = {},
                     const CompileOptions &base = {});
 
+/// Device buffers for every input and output of a static graph, zeroed
+/// (Costs.cpp).
+struct Buffers {
+  std::vector<DeviceBuffer> owned;
+  std::vector<DeviceTensor> in, out;
+  uint64_t bytes = 0; ///< of all of them
+};
+Expected<Buffers> buffersFor(const Graph &g);
+
 int runCosts(const std::string &self, Table &table);
+/// One token through a Llama-style block, launched as a CUDA graph and
+/// kernel by kernel, against the HBM floor (Decode.cpp).
+int runDecode(double copyGBs);
 /// Compile time to PTX of stacks of pre-norm blocks (no GPU needed): the
 /// kernels, the distinct functions in the PTX, and the milliseconds.
 int runCompileScaling(const std::vector<int> &layerCounts);

@@ -70,4 +70,63 @@ Graph preNormStack(const BlockShape &s, int layers, const std::string &name) {
   return g;
 }
 
+namespace {
+
+Tensor rmsNorm(Tensor x, Tensor weight) {
+  Tensor xf = cast(x, DType::f32);
+  Tensor scale = rsqrt(reduceMean(xf * xf, {-1}, true) + 1e-6);
+  return cast(xf * scale * weight, DType::bf16);
+}
+
+/// x [B, heads, 1, Dh] rotated by the position's cos and sin [Dh] (f32).
+Tensor rope(Tensor x, Tensor cos, Tensor sin, int64_t headDim) {
+  Tensor rotated = concat(
+      {-slice(x, -1, headDim / 2), slice(x, -1, 0, headDim / 2)}, -1);
+  return cast(cast(x, DType::f32) * cos + cast(rotated, DType::f32) * sin,
+              DType::bf16);
+}
+
+/// [1, 1, heads * Dh] as [1, heads, 1, Dh].
+Tensor oneTokenHeads(Tensor t, int64_t heads, int64_t headDim) {
+  return transpose(reshape(t, {1, 1, heads, headDim}), {0, 2, 1, 3});
+}
+
+Tensor project(Tensor x, Tensor w) {
+  return matmul(x, w, {false, false, DType::f32});
+}
+
+} // namespace
+
+Graph llamaDecodeStep(const DecodeShape &s) {
+  Graph g("llama_decode_L" + std::to_string(s.cached));
+  int64_t d = s.dim, dh = s.dim / s.heads, kv = s.kvHeads * dh;
+  auto weight = [&](const char *name, Shape shape) {
+    return g.input(name, DType::bf16, shape);
+  };
+  Tensor x = g.input("x", DType::bf16, {1, 1, d});
+  Tensor cacheK = weight("cache_k", {1, s.kvHeads, s.cached, dh});
+  Tensor cacheV = weight("cache_v", {1, s.kvHeads, s.cached, dh});
+  Tensor cos = g.input("cos", DType::f32, {dh});
+  Tensor sin = g.input("sin", DType::f32, {dh});
+  Tensor h = rmsNorm(x, g.input("ln1", DType::f32, {d}));
+  auto headsOf = [&](Tensor w, int64_t heads) {
+    return oneTokenHeads(cast(project(h, w), DType::bf16), heads, dh);
+  };
+  Tensor q = rope(headsOf(weight("wq", {d, d}), s.heads), cos, sin, dh);
+  Tensor k = rope(headsOf(weight("wk", {d, kv}), s.kvHeads), cos, sin, dh);
+  Tensor v = headsOf(weight("wv", {d, kv}), s.kvHeads);
+  Tensor o = attention(q, concat({cacheK, k}, 2), concat({cacheV, v}, 2));
+  o = reshape(transpose(o, {0, 2, 1, 3}), {1, 1, d});
+  Tensor x1 = x + cast(project(o, weight("wo", {d, d})), DType::bf16);
+  Tensor h2 = rmsNorm(x1, g.input("ln2", DType::f32, {d}));
+  Tensor gate = project(h2, weight("w_gate", {d, s.ffn}));
+  Tensor up = project(h2, weight("w_up", {d, s.ffn}));
+  Tensor mlp = cast(silu(gate) * up, DType::bf16);
+  g.output("y",
+           x1 + cast(project(mlp, weight("w_down", {s.ffn, d})), DType::bf16));
+  g.output("k", k);
+  g.output("v", v);
+  return g;
+}
+
 } // namespace kfuse::bench

@@ -58,6 +58,26 @@ Graph flashAttention(const std::string &name) {
 
 } // namespace
 
+Expected<Buffers> buffersFor(const Graph &g) {
+  Buffers b;
+  for (bool inputs : {true, false})
+    for (const TensorInfo &t : inputs ? g.inputs() : g.outputs()) {
+      std::vector<int64_t> shape;
+      uint64_t bytes = dtypeSize(t.dtype);
+      for (const Dim &d : t.shape) {
+        shape.push_back(d.size());
+        bytes *= d.size();
+      }
+      Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(bytes);
+      if (!buffer || !buffer->fill(0))
+        return Error(ErrorCode::DeviceError, "cannot allocate " + t.name);
+      (inputs ? b.in : b.out).push_back(buffer->tensor(t.dtype, Dims(shape)));
+      b.bytes += bytes;
+      b.owned.push_back(buffer.take());
+    }
+  return b;
+}
+
 /// The graphs costs are measured on: "one_op:N", "matmul", "attention",
 /// "block"; `variant` names a graph of its own (a cache key of its own).
 Expected<Graph> costGraph(const std::string &name, int variant) {
@@ -74,32 +94,6 @@ Expected<Graph> costGraph(const std::string &name, int variant) {
 }
 
 namespace {
-
-/// Device buffers for every input and output of a static graph (their
-/// contents do not matter to a compile).
-struct Buffers {
-  std::vector<DeviceBuffer> owned;
-  std::vector<DeviceTensor> in, out;
-};
-
-Expected<Buffers> buffersFor(const Graph &g) {
-  Buffers b;
-  for (bool inputs : {true, false})
-    for (const TensorInfo &t : inputs ? g.inputs() : g.outputs()) {
-      std::vector<int64_t> shape;
-      uint64_t bytes = dtypeSize(t.dtype);
-      for (const Dim &d : t.shape) {
-        shape.push_back(d.size());
-        bytes *= d.size();
-      }
-      Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(bytes);
-      if (!buffer || !buffer->fill(0))
-        return Error(ErrorCode::DeviceError, "cannot allocate " + t.name);
-      (inputs ? b.in : b.out).push_back(buffer->tensor(t.dtype, Dims(shape)));
-      b.owned.push_back(buffer.take());
-    }
-  return b;
-}
 
 /// Compile and load (first run) `g`; milliseconds.
 Expected<double> compileAndLoad(const CompileOptions &options, const Graph &g,

@@ -1,6 +1,7 @@
 //===- Main.cpp - kfuse-bench ---------------------------------------------===//
 //
 //   kfuse-bench costs [--json FILE]      compile, cache and launch costs
+//   kfuse-bench decode                   a one-token Llama block vs its floor
 //   kfuse-bench memory [--list] [--workload NAME] [--json FILE]
 //                                        memory-bound workloads vs floor
 //   kfuse-bench matmul [--list] [--workload NAME|pairs]
@@ -112,6 +113,7 @@ static int usage() {
                "       kfuse-bench pad [--list] [--workload NAME]\n"
                "       kfuse-bench attention [--list] [--workload NAME] "
                "[--peers PEERS.PY]\n"
+               "       kfuse-bench decode\n"
                "       kfuse-bench compile-scaling [LAYERS...]\n");
   return 2;
 }
@@ -177,12 +179,14 @@ int main(int argc, char **argv) {
   }
   if (command == "pad")
     return runPadding(only, false);
-  if (command == "matmul" || command == "attention") {
+  if (command == "matmul" || command == "attention" || command == "decode") {
     kfuse::Expected<double> bandwidth = copyBandwidth();
     if (!bandwidth) {
       std::fprintf(stderr, "%s\n", bandwidth.error().message().c_str());
       return 1;
     }
+    if (command == "decode")
+      return runDecode(*bandwidth);
     return command == "matmul"
                ? runMatmuls(only, false, *bandwidth)
                : runAttention(only, false, *bandwidth, peers);

@@ -56,6 +56,16 @@ struct BlockShape {
 Graph preNormStack(const BlockShape &s, int layers,
                    const std::string &name = "");
 
+/// One token through a Llama-style block (BlockGraphs.cpp): RMSNorm, the
+/// q, k, v projections, RoPE, grouped-query attention over a KV cache of
+/// `cached` positions and the new one, the output projection and residual,
+/// RMSNorm, a SwiGLU MLP and residual; bf16 weights, f32 accumulation.
+/// Outputs y and the new position's k and v (for the cache).
+struct DecodeShape {
+  int64_t dim, heads, kvHeads, ffn, cached;
+};
+Graph llamaDecodeStep(const DecodeShape &s);
+
 } // namespace kfuse::bench
 
 #endif // KFUSE_BENCH_WORKLOADGRAPHS_H

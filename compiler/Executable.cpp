@@ -90,6 +90,12 @@ Status invalid(const std::string &message) {
   return Error(ErrorCode::InvalidArgument, message);
 }
 
+double msSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
 } // namespace
 
 CacheStats cacheStats() {
@@ -271,10 +277,7 @@ Status ExecutableImpl::compileEntry(
     if (std::optional<runtime::Plan> plan = disk.load(key, &rejected)) {
       ++statDiskHits;
       if (debugEnabled())
-        debugLog("disk cache: hit, " +
-                 std::to_string(std::chrono::duration<double, std::milli>(
-                                    std::chrono::steady_clock::now() - start)
-                                    .count()) +
+        debugLog("disk cache: hit, " + std::to_string(msSince(start)) +
                  " ms to read and check " +
                  std::to_string(plan->ptx.size() + plan->cubin.size()) +
                  " bytes of PTX and cubin");
@@ -506,21 +509,31 @@ bool ExecutableImpl::usesGraph(Driver &d, const Specialization &spec,
 
 Expected<bool> ExecutableImpl::launchGraph(Driver &d, Specialization &spec,
                                            CUstream stream) {
-  if (!spec.graph) {
-    const CacheEntry &entry = *spec.entry;
-    Expected<std::unique_ptr<runtime::LaunchGraph>> graph =
-        runtime::LaunchGraph::create(d, entry.plan, entry.module,
-                                     spec.workspace, spec.table.data());
-    if (!graph) {
-      if (options.launch == Launch::Graph)
-        return graph.error();
-      debugLog("launching kernel by kernel: " + graph.error().message());
-      spec.graphFailed = true;
-      return false;
-    }
-    spec.graph = graph.take();
+  if (spec.graph) {
+    KFUSE_RETURN_IF_ERROR(spec.graph->launch(spec.table.data(), stream));
+    return true;
   }
+  auto start = std::chrono::steady_clock::now();
+  const CacheEntry &entry = *spec.entry;
+  Expected<std::unique_ptr<runtime::LaunchGraph>> graph =
+      runtime::LaunchGraph::create(d, entry.plan, entry.module,
+                                   spec.workspace, spec.table.data());
+  if (!graph) {
+    if (options.launch == Launch::Graph)
+      return graph.error();
+    debugLog("launching kernel by kernel: " + graph.error().message());
+    spec.graphFailed = true;
+    return false;
+  }
+  spec.graph = graph.take();
+  double built = msSince(start);
   KFUSE_RETURN_IF_ERROR(spec.graph->launch(spec.table.data(), stream));
+  if (debugEnabled())
+    debugLog("a CUDA graph of " + std::to_string(spec.kernels) +
+             " kernels built in " + std::to_string(built) +
+             " ms, first launched in " + std::to_string(msSince(start) - built) +
+             " ms (" + std::to_string(spec.workspace.bytes) +
+             " bytes of temporaries)");
   return true;
 }
 
@@ -843,6 +856,13 @@ Expected<Executable> Compiler::compile(const Graph &graph) {
     return text.error();
   auto impl = std::make_shared<detail::ExecutableImpl>();
   impl->options = options_;
+  // $KFUSE_LAUNCH (kernels or graph) decides for Launch::Auto: A/B timing
+  // of whole programs without changing them.
+  if (const char *env = std::getenv("KFUSE_LAUNCH");
+      env && options_.launch == Launch::Auto)
+    impl->options.launch = std::string(env) == "kernels" ? Launch::Kernels
+                           : std::string(env) == "graph" ? Launch::Graph
+                                                         : Launch::Auto;
   impl->graphText = text.take();
   impl->graphName = graph.name();
   impl->inputs = graph.inputs();

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../../bench/WorkloadGraphs.h"
 #include "../common/OpCases.h"
 #include "kfuse/Testing.h"
 
@@ -66,6 +67,12 @@ Graph outputsWithCopies() {
   g.output("x_out", x);
   g.output("z", y * x);
   return g;
+}
+
+/// A Llama-style decode step at small sizes: twenty-odd kernels (split-K
+/// matmuls, RoPE, the KV cache's concat, grouped-query attention).
+Graph smallDecodeStep() {
+  return kfuse::bench::llamaDecodeStep({256, 4, 2, 512, 37});
 }
 
 struct GraphCase {
@@ -225,7 +232,9 @@ INSTANTIATE_TEST_SUITE_P(
         GraphCase{"pointwise_chain_unfused", pointwiseChain, Fusion::Unfused,
                   1e-5, false},
         GraphCase{"outputs_with_copies", outputsWithCopies, Fusion::Fused,
-                  1e-5, false}),
+                  1e-5, false},
+        GraphCase{"llama_decode_step", smallDecodeStep, Fusion::Fused, 6e-2,
+                  false}),
     [](const auto &info) { return info.param.name; });
 
 } // namespace
