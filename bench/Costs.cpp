@@ -79,7 +79,8 @@ Expected<Buffers> buffersFor(const Graph &g) {
 }
 
 /// The graphs costs are measured on: "one_op:N", "matmul", "attention",
-/// "block"; `variant` names a graph of its own (a cache key of its own).
+/// "block", "stack32" (32 blocks, each with weights of its own); `variant`
+/// names a graph of its own (a cache key of its own).
 Expected<Graph> costGraph(const std::string &name, int variant) {
   std::string suffix = "_" + std::to_string(variant);
   if (name.rfind("one_op:", 0) == 0)
@@ -90,6 +91,8 @@ Expected<Graph> costGraph(const std::string &name, int variant) {
     return flashAttention("attention" + suffix);
   if (name == "block")
     return preNormStack({4, 1024, 1024, 16}, 1, "block" + suffix);
+  if (name == "stack32")
+    return preNormStack({4, 1024, 1024, 16}, 32, "stack32" + suffix);
   return Error(ErrorCode::InvalidArgument, "no cost graph '" + name + "'");
 }
 
@@ -192,7 +195,8 @@ int runCosts(const std::string &self, Table &table) {
       {"", "one-op kernel", "<= 50 ms", "<= 5 ms", 15},
       {"matmul", "bf16 4096^3 matmul + bias + GELU", "<= 50 ms", "<= 5 ms", 3},
       {"attention", "FlashAttention D128", "<= 50 ms", "<= 5 ms", 3},
-      {"block", "pre-norm transformer block", "<= 300 ms", "<= 5 ms", 3}};
+      {"block", "pre-norm transformer block", "<= 300 ms", "<= 5 ms", 3},
+      {"stack32", "32 pre-norm blocks", "<= 1.5x one block", "", 1}};
   std::string dir = "/tmp/kfuse-bench-cache-" + std::to_string(getpid());
   for (const Heavy &h : heavy) {
     // One-op graphs differ by size: a cache key (and PTX) of their own.

@@ -2,6 +2,7 @@
 
 #include "runtime/Workspace.h"
 
+#include <algorithm>
 #include <limits>
 #include <mutex>
 
@@ -75,21 +76,81 @@ Expected<WorkspacePool::Usage> WorkspacePool::usage() {
   return usage;
 }
 
-uint64_t WorkspaceLayout::append(uint64_t size) {
-  // 256 bytes: what cuMemAlloc guarantees, more than any kernel assumes
-  // (16-byte vectors, 128-byte TMA boxes).
+/// `offset` rounded up to 256 bytes: what cuMemAlloc guarantees, more than
+/// any kernel assumes (16-byte vectors, 128-byte TMA boxes).
+static uint64_t aligned(uint64_t offset) {
   constexpr uint64_t kAlignment = 256;
-  uint64_t offset = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  return (offset + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+uint64_t WorkspaceLayout::append(uint64_t size) {
+  uint64_t offset = aligned(bytes);
   bytes = offset + size;
   return offset;
 }
 
+/// When each buffer is in use: from the first step (launch, or the copies
+/// after the last launch) that reads or writes it to the last.
+static std::vector<std::pair<size_t, size_t>> lifetimes(const Plan &plan) {
+  size_t never = std::numeric_limits<size_t>::max();
+  std::vector<std::pair<size_t, size_t>> life(plan.buffers.size(),
+                                              {never, 0});
+  auto use = [&](uint32_t buffer, size_t step) {
+    life[buffer].first = std::min(life[buffer].first, step);
+    life[buffer].second = std::max(life[buffer].second, step);
+  };
+  for (size_t k = 0; k < plan.launches.size(); ++k)
+    for (uint32_t b : plan.launches[k].buffers)
+      use(b, k);
+  for (const CopyDesc &c : plan.copies) {
+    use(c.dst, plan.launches.size());
+    use(c.src, plan.launches.size());
+  }
+  for (auto &[first, last] : life)
+    if (first == never) // unused: live throughout, to be safe
+      first = 0, last = plan.launches.size();
+  return life;
+}
+
 WorkspaceLayout WorkspaceLayout::of(const Plan &plan) {
+  // Temporaries whose lifetimes do not overlap share memory: the steps run
+  // one after another (on one stream, or as a chain of graph nodes), so
+  // once a temporary's last reader has run its bytes are free. Placed
+  // largest first, each at the lowest 256-byte-aligned offset clear of the
+  // placed ones it lives alongside (the greedy order of TFLite's arena
+  // planner); ties by index, so the layout is the same on every compile.
   WorkspaceLayout layout;
   layout.offsets.assign(plan.buffers.size(), 0);
-  for (size_t i = 0; i < plan.buffers.size(); ++i)
+  std::vector<std::pair<size_t, size_t>> life = lifetimes(plan);
+  std::vector<uint32_t> temps;
+  for (uint32_t i = 0; i < plan.buffers.size(); ++i)
     if (plan.buffers[i].role == BufferRole::Temp)
-      layout.offsets[i] = layout.append(plan.buffers[i].bytes);
+      temps.push_back(i);
+  std::stable_sort(temps.begin(), temps.end(), [&](uint32_t a, uint32_t b) {
+    return plan.buffers[a].bytes > plan.buffers[b].bytes;
+  });
+  std::vector<uint32_t> placed; // by offset
+  for (uint32_t t : temps) {
+    uint64_t size = plan.buffers[t].bytes, offset = 0;
+    for (uint32_t p : placed) {
+      bool together = life[p].first <= life[t].second &&
+                      life[t].first <= life[p].second;
+      if (!together)
+        continue;
+      if (offset + size <= layout.offsets[p])
+        break;
+      offset = std::max(offset, aligned(layout.offsets[p] +
+                                         plan.buffers[p].bytes));
+    }
+    layout.offsets[t] = offset;
+    layout.bytes = std::max(layout.bytes, offset + size);
+    placed.insert(std::upper_bound(placed.begin(), placed.end(), t,
+                                   [&](uint32_t a, uint32_t b) {
+                                     return layout.offsets[a] <
+                                            layout.offsets[b];
+                                   }),
+                  t);
+  }
   return layout;
 }
 

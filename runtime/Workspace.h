@@ -59,7 +59,8 @@ private:
 };
 
 /// Where a plan's temporaries lie in a workspace: an offset per buffer (0
-/// for the caller's), each 256-byte aligned.
+/// for the caller's), each 256-byte aligned; temporaries that are never in
+/// use at the same step of the plan may share bytes.
 struct WorkspaceLayout {
   std::vector<uint64_t> offsets;
   uint64_t bytes = 0;
