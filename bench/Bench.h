@@ -97,6 +97,9 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
                     const std::function<void(Executable &)> &inspectFused = {},
                     const CompileOptions &base = {});
 
+/// The sizes of a tensor of static shape, and its bytes.
+std::vector<int64_t> staticShape(const TensorInfo &info, uint64_t &bytes);
+
 /// Device buffers for every input and output of a static graph, zeroed
 /// (Costs.cpp).
 struct Buffers {

@@ -62,12 +62,8 @@ Expected<Buffers> buffersFor(const Graph &g) {
   Buffers b;
   for (bool inputs : {true, false})
     for (const TensorInfo &t : inputs ? g.inputs() : g.outputs()) {
-      std::vector<int64_t> shape;
-      uint64_t bytes = dtypeSize(t.dtype);
-      for (const Dim &d : t.shape) {
-        shape.push_back(d.size());
-        bytes *= d.size();
-      }
+      uint64_t bytes = 0;
+      std::vector<int64_t> shape = staticShape(t, bytes);
       Expected<DeviceBuffer> buffer = DeviceBuffer::allocate(bytes);
       if (!buffer || !buffer->fill(0))
         return Error(ErrorCode::DeviceError, "cannot allocate " + t.name);

@@ -17,6 +17,16 @@
 
 namespace kfuse::bench {
 
+std::vector<int64_t> staticShape(const TensorInfo &info, uint64_t &bytes) {
+  std::vector<int64_t> shape;
+  bytes = dtypeSize(info.dtype);
+  for (const Dim &d : info.shape) {
+    shape.push_back(d.size());
+    bytes *= d.size();
+  }
+  return shape;
+}
+
 namespace {
 
 /// Bytes that must move: every input read once, every output written once.
@@ -49,12 +59,8 @@ Expected<DeviceArgs> deviceArgs(const Graph &g,
     args.buffers.push_back(b.take());
   }
   for (const TensorInfo &info : g.outputs()) {
-    std::vector<int64_t> shape;
-    uint64_t bytes = dtypeSize(info.dtype);
-    for (const Dim &d : info.shape) {
-      shape.push_back(d.size());
-      bytes *= d.size();
-    }
+    uint64_t bytes = 0;
+    std::vector<int64_t> shape = staticShape(info, bytes);
     Expected<DeviceBuffer> b = DeviceBuffer::allocate(bytes);
     if (!b)
       return b.error();

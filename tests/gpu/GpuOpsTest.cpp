@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/GpuTest.h"
 #include "../common/OpCases.h"
 
 #include <gtest/gtest.h>
@@ -18,13 +19,6 @@
 using namespace kfuse;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                         \
-    Expected<DeviceInfo> gpu = device();                                       \
-    if (!gpu)                                                                  \
-      GTEST_SKIP() << "no GPU: " << gpu.error().message();                     \
-  } while (0)
 
 uint64_t freshSeed() {
   static std::random_device device;

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../../bench/WorkloadGraphs.h"
+#include "../common/GpuTest.h"
 #include "../common/OpCases.h"
 #include "kfuse/Testing.h"
 
@@ -26,12 +27,6 @@ using kfuse::testing::freshSeed;
 using kfuse::testing::randomInputs;
 
 namespace {
-
-#define SKIP_WITHOUT_GPU()                                                     \
-  do {                                                                         \
-    if (Expected<DeviceInfo> gpu = device(); !gpu)                             \
-      GTEST_SKIP() << "no GPU: " << gpu.error().message();                     \
-  } while (0)
 
 /// bf16 matmuls with TMA copies, a row kernel, temporaries between them.
 Graph matmulBlock() {
