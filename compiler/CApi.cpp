@@ -672,7 +672,7 @@ kfuse_status kfuse_compile(kfuse_graph graph,
     o.launch = Launch::Graph;
     break;
   default:
-    return fail("kfuse_compile: launch is " + std::to_string(int(c.launch)) +
+    return fail("kfuse_compile: launch is " + std::to_string(c.launch) +
                 "; it must be KFUSE_LAUNCH_AUTO, _KERNELS or _GRAPH");
   }
   Expected<Executable> exe = Compiler(o).compile(graph->graph);

@@ -219,7 +219,8 @@ typedef struct kfuse_compile_options {
   int split_k;
   int disk_cache;
   const char *cache_dir; /* NULL: the default */
-  kfuse_launch launch;   /* how runs enqueue their kernels */
+  int launch; /* a kfuse_launch: how runs enqueue their kernels (an int, so
+                 that a value outside the enum is an error, not undefined) */
 } kfuse_compile_options;
 
 /* The defaults of kfuse::CompileOptions. */

@@ -126,7 +126,7 @@ static void checkErrors(void) {
   CHECK(kfuse_output(g, "y", kfuse_unary(g, "exp", x)) == KFUSE_OK);
   kfuse_compile_options options = kfuse_default_compile_options();
   CHECK(options.launch == KFUSE_LAUNCH_AUTO);
-  options.launch = (kfuse_launch)7;
+  options.launch = 7;
   CHECK(kfuse_compile(g, &options, &exe) == KFUSE_INVALID_ARGUMENT &&
         exe == NULL);
   CHECK(strstr(kfuse_last_error(), "launch is 7") != NULL);
