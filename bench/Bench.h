@@ -113,6 +113,10 @@ int runCosts(const std::string &self, Table &table);
 /// One token through a Llama-style block, launched as a CUDA graph and
 /// kernel by kernel, against the HBM floor (Decode.cpp).
 int runDecode(double copyGBs);
+/// A generation loop over 256 growing KV-cache lengths with the cache's
+/// length taken at run time: its compiles, and steps against steps
+/// compiled for their exact length (Decode.cpp).
+int runDecodeLoop();
 /// Compile time to PTX of stacks of pre-norm blocks (no GPU needed): the
 /// kernels, the distinct functions in the PTX, and the milliseconds.
 int runCompileScaling(const std::vector<int> &layerCounts);

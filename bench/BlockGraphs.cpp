@@ -97,35 +97,76 @@ Tensor project(Tensor x, Tensor w) {
 
 } // namespace
 
-Graph llamaDecodeStep(const DecodeShape &s) {
-  Graph g("llama_decode_L" + std::to_string(s.cached));
+namespace {
+
+struct DecodeHeads {
+  Tensor q, k, v;
+};
+
+/// The new token's q, k (both rotated) and v heads from the block's input.
+DecodeHeads decodeHeads(Graph &g, Tensor x, const DecodeShape &s) {
   int64_t d = s.dim, dh = s.dim / s.heads, kv = s.kvHeads * dh;
-  auto weight = [&](const char *name, Shape shape) {
-    return g.input(name, DType::bf16, shape);
-  };
-  Tensor x = g.input("x", DType::bf16, {1, 1, d});
-  Tensor cacheK = weight("cache_k", {1, s.kvHeads, s.cached, dh});
-  Tensor cacheV = weight("cache_v", {1, s.kvHeads, s.cached, dh});
   Tensor cos = g.input("cos", DType::f32, {dh});
   Tensor sin = g.input("sin", DType::f32, {dh});
   Tensor h = rmsNorm(x, g.input("ln1", DType::f32, {d}));
-  auto headsOf = [&](Tensor w, int64_t heads) {
+  auto headsOf = [&](const char *weight, int64_t width, int64_t heads) {
+    Tensor w = g.input(weight, DType::bf16, {d, width});
     return oneTokenHeads(cast(project(h, w), DType::bf16), heads, dh);
   };
-  Tensor q = rope(headsOf(weight("wq", {d, d}), s.heads), cos, sin, dh);
-  Tensor k = rope(headsOf(weight("wk", {d, kv}), s.kvHeads), cos, sin, dh);
-  Tensor v = headsOf(weight("wv", {d, kv}), s.kvHeads);
-  Tensor o = attention(q, concat({cacheK, k}, 2), concat({cacheV, v}, 2));
+  return {rope(headsOf("wq", d, s.heads), cos, sin, dh),
+          rope(headsOf("wk", kv, s.kvHeads), cos, sin, dh),
+          headsOf("wv", kv, s.kvHeads)};
+}
+
+/// The block after attention: the output projection and residual,
+/// RMSNorm, the SwiGLU MLP and residual.
+Tensor afterAttention(Graph &g, Tensor x, Tensor o, const DecodeShape &s) {
+  int64_t d = s.dim;
+  auto weight = [&](const char *name, Shape shape) {
+    return g.input(name, DType::bf16, shape);
+  };
   o = reshape(transpose(o, {0, 2, 1, 3}), {1, 1, d});
   Tensor x1 = x + cast(project(o, weight("wo", {d, d})), DType::bf16);
   Tensor h2 = rmsNorm(x1, g.input("ln2", DType::f32, {d}));
   Tensor gate = project(h2, weight("w_gate", {d, s.ffn}));
   Tensor up = project(h2, weight("w_up", {d, s.ffn}));
   Tensor mlp = cast(silu(gate) * up, DType::bf16);
-  g.output("y",
-           x1 + cast(project(mlp, weight("w_down", {s.ffn, d})), DType::bf16));
-  g.output("k", k);
-  g.output("v", v);
+  return x1 + cast(project(mlp, weight("w_down", {s.ffn, d})), DType::bf16);
+}
+
+} // namespace
+
+Graph llamaDecodeStep(const DecodeShape &s) {
+  Graph g("llama_decode_L" + std::to_string(s.cached));
+  int64_t dh = s.dim / s.heads;
+  Tensor x = g.input("x", DType::bf16, {1, 1, s.dim});
+  Tensor cacheK = g.input("cache_k", DType::bf16, {1, s.kvHeads, s.cached, dh});
+  Tensor cacheV = g.input("cache_v", DType::bf16, {1, s.kvHeads, s.cached, dh});
+  DecodeHeads t = decodeHeads(g, x, s);
+  Tensor o = attention(t.q, concat({cacheK, t.k}, 2), concat({cacheV, t.v}, 2));
+  g.output("y", afterAttention(g, x, o, s));
+  g.output("k", t.k);
+  g.output("v", t.v);
+  return g;
+}
+
+Graph llamaDecodeHeads(const DecodeShape &s) {
+  Graph g("llama_decode_heads");
+  DecodeHeads t = decodeHeads(g, g.input("x", DType::bf16, {1, 1, s.dim}), s);
+  g.output("q", t.q);
+  g.output("k", t.k);
+  g.output("v", t.v);
+  return g;
+}
+
+Graph llamaDecodeAttend(const DecodeShape &s, Dim cached) {
+  Graph g("llama_decode_attend");
+  int64_t dh = s.dim / s.heads;
+  Tensor x = g.input("x", DType::bf16, {1, 1, s.dim});
+  Tensor q = g.input("q", DType::bf16, {1, s.heads, 1, dh});
+  Tensor cacheK = g.input("cache_k", DType::bf16, {1, s.kvHeads, cached, dh});
+  Tensor cacheV = g.input("cache_v", DType::bf16, {1, s.kvHeads, cached, dh});
+  g.output("y", afterAttention(g, x, attention(q, cacheK, cacheV), s));
   return g;
 }
 

@@ -2,6 +2,7 @@
 //
 //   kfuse-bench costs [--json FILE]      compile, cache and launch costs
 //   kfuse-bench decode                   a one-token Llama block vs its floor
+//   kfuse-bench decode-loop              256 growing KV lengths, compiles
 //   kfuse-bench memory [--list] [--workload NAME] [--json FILE]
 //                                        memory-bound workloads vs floor
 //   kfuse-bench matmul [--list] [--workload NAME|pairs]
@@ -114,6 +115,7 @@ static int usage() {
                "       kfuse-bench attention [--list] [--workload NAME] "
                "[--peers PEERS.PY]\n"
                "       kfuse-bench decode\n"
+               "       kfuse-bench decode-loop\n"
                "       kfuse-bench compile-scaling [LAYERS...]\n");
   return 2;
 }
@@ -179,6 +181,8 @@ int main(int argc, char **argv) {
   }
   if (command == "pad")
     return runPadding(only, false);
+  if (command == "decode-loop")
+    return runDecodeLoop();
   if (command == "matmul" || command == "attention" || command == "decode") {
     kfuse::Expected<double> bandwidth = copyBandwidth();
     if (!bandwidth) {

@@ -65,6 +65,13 @@ struct DecodeShape {
   int64_t dim, heads, kvHeads, ffn, cached;
 };
 Graph llamaDecodeStep(const DecodeShape &s);
+/// The same step in two graphs, as a server with a preallocated KV cache
+/// runs it: the new token's q, k, v heads (which the caller writes into
+/// its cache), then attention over the `cached` positions of the cache,
+/// the new one included, and the rest of the block. `cached` may be
+/// symbolic: the growing length of a generation loop.
+Graph llamaDecodeHeads(const DecodeShape &s);
+Graph llamaDecodeAttend(const DecodeShape &s, Dim cached);
 
 } // namespace kfuse::bench
 

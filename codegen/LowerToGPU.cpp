@@ -137,6 +137,11 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   for (Value v : kernel.getResults())
     args.push_back(memrefOf(v));
   unsigned buffers = args.size();
+  // The sizes taken at run time (kf-runtime-extents), before the tensor
+  // maps, which kf-grid-constants finds last.
+  if (DenseI64ArrayAttr extents = kernel.getRuntimeExtentsAttr())
+    args.append(extents.size() / 2, IntegerType::get(kernel.getContext(), 64));
+  unsigned scalars = args.size();
   if (kernel.copiesWithTma())
     args.append(tmaOperands(kernel).size(),
                 LLVM::LLVMPointerType::get(kernel.getContext()));
@@ -159,8 +164,8 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
     for (unsigned i = 0; i < buffers; ++i)
       func.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(align));
   // The TMA tensor maps come by value (kf-grid-constants).
-  if (args.size() > buffers)
-    func->setAttr(kTensorMapArgs, b.getI64IntegerAttr(args.size() - buffers));
+  if (args.size() > scalars)
+    func->setAttr(kTensorMapArgs, b.getI64IntegerAttr(args.size() - scalars));
   KernelEmitter emitter(kernel, func);
   LogicalResult status = emitBody(emitter, launch.getItems());
   gpu::ReturnOp::create(emitter.builder(), kernel.getLoc());

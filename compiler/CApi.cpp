@@ -19,6 +19,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <string_view>
 
 using namespace kfuse;
 
@@ -641,7 +642,8 @@ kfuse_compile_options kfuse_default_compile_options(void) {
   return {nullptr,   d.fusion == Fusion::Unfused,
           d.padRows, d.allowTF32,
           d.splitK,  d.diskCache,
-          nullptr,   KFUSE_LAUNCH_AUTO};
+          nullptr,   KFUSE_LAUNCH_AUTO,
+          nullptr};
 }
 
 kfuse_status kfuse_compile(kfuse_graph graph,
@@ -661,6 +663,19 @@ kfuse_status kfuse_compile(kfuse_graph graph,
   o.diskCache = c.disk_cache != 0;
   if (c.cache_dir)
     o.cacheDir = c.cache_dir;
+  for (std::string_view rest = c.dynamic_dims ? c.dynamic_dims : "";
+       !rest.empty();) {
+    size_t comma = rest.find(',');
+    std::string_view name = rest.substr(0, comma);
+    if (name.empty())
+      return fail("kfuse_compile: dynamic_dims '" +
+                  std::string(c.dynamic_dims) + "' has an empty name");
+    o.dynamicDims.emplace_back(name);
+    rest = comma == std::string_view::npos ? "" : rest.substr(comma + 1);
+    if (comma != std::string_view::npos && rest.empty())
+      return fail("kfuse_compile: dynamic_dims '" +
+                  std::string(c.dynamic_dims) + "' ends in a comma");
+  }
   switch (c.launch) {
   case KFUSE_LAUNCH_AUTO:
     o.launch = Launch::Auto;

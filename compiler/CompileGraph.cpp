@@ -191,8 +191,16 @@ uint64_t countFlops(kf::KernelOp kernel) {
 
 /// The TMA tensor map of an operand of a warp-specialised kernel, over
 /// buffer `buffer`.
-runtime::TensorMapDesc tensorMapOf(const kf::TmaOperand &o, uint32_t buffer) {
+runtime::TensorMapDesc tensorMapOf(const kf::TmaOperand &o, uint32_t buffer,
+                                   kf::KernelOp kernel) {
   runtime::TensorMapDesc map;
+  // An attention's K and V maps are [slices][keys][cols]: with the key
+  // length taken at run time, so are their rows. Runtime extents are only
+  // ever keys (kf.kernel's verifier), of K and V alike.
+  if (kf::AttentionOp attention = kf::attentionOf(kernel);
+      attention && kernel.getRuntimeExtentsAttr() && o.rank == 3 &&
+      o.input != mlir::cast<BlockArgument>(attention.getQ()).getArgNumber())
+    map.rowsExtent = 0;
   map.buffer = buffer;
   map.rank = o.rank;
   // Interleaved rows: a box of one row of each of boxRows groups.
@@ -247,10 +255,18 @@ runtime::Plan extractPlan(func::FuncOp func) {
       launch.buffers.push_back(bufferOf.lookup(v));
     for (Value v : kernel.getResults())
       launch.buffers.push_back(bufferOf.lookup(v));
+    ArrayRef<int64_t> extents;
+    if (DenseI64ArrayAttr pairs = kernel.getRuntimeExtentsAttr())
+      extents = pairs.asArrayRef();
+    for (size_t e = 0; e + 1 < extents.size(); e += 2)
+      launch.extents.push_back(
+          {bufferOf.lookup(kernel.getInputs()[extents[e]]),
+           uint32_t(extents[e + 1])});
     if (kernel.copiesWithTma())
       for (const kf::TmaOperand &o : kf::tmaOperands(kernel))
         launch.tensorMaps.push_back(
-            tensorMapOf(o, bufferOf.lookup(kernel.getInputs()[o.input])));
+            tensorMapOf(o, bufferOf.lookup(kernel.getInputs()[o.input]),
+                        kernel));
     launch.flops = countFlops(kernel);
     plan.launches.push_back(std::move(launch));
   }
@@ -311,6 +327,47 @@ std::vector<std::string> shapeStrings(
     out.push_back(text);
   }
   return out;
+}
+
+/// Marks the dims of `func`'s arguments that `symbols` name as runtime
+/// dims (kf-runtime-extents reads them), or says why they cannot be: an op
+/// that makes a tensor of such a size (iota, broadcast, ...) would make it
+/// of the compiled size.
+std::optional<std::string>
+markRuntimeDims(func::FuncOp func, const std::vector<std::string> &symbols) {
+  auto named = [&](ArrayAttr names, unsigned i) {
+    auto name = names ? dyn_cast<StringAttr>(names[i]) : StringAttr();
+    return name && llvm::is_contained(symbols, name.getValue().str());
+  };
+  std::optional<std::string> refusal;
+  func.walk([&](Operation *op) {
+    auto names = op->getAttrOfType<ArrayAttr>("dim_symbols");
+    for (unsigned i = 0; names && i < names.size() && !refusal; ++i)
+      if (named(names, i))
+        refusal = op->getName().getStringRef().str() + " makes a tensor of " +
+                  mlir::cast<StringAttr>(names[i]).getValue().str() + " elements";
+  });
+  if (refusal)
+    return refusal;
+  Builder b(func.getContext());
+  for (unsigned a = 0; a < func.getNumArguments(); ++a) {
+    auto names = func.getArgAttrOfType<ArrayAttr>(a, kf::kDimSymbolsAttr);
+    SmallVector<int64_t> dims;
+    for (unsigned i = 0; names && i < names.size(); ++i)
+      if (named(names, i))
+        dims.push_back(i);
+    if (!dims.empty())
+      func.setArgAttr(a, kf::kRuntimeDims, b.getDenseI64ArrayAttr(dims));
+  }
+  return std::nullopt;
+}
+
+/// The compile fails, `why` in the request's refusal.
+Error refuseRuntimeDims(const CompileRequest &request, const std::string &why) {
+  if (request.refusal)
+    *request.refusal = why;
+  return Error(ErrorCode::CompileFailed,
+               "kfuse: the dims cannot be taken at run time: " + why);
 }
 
 } // namespace
@@ -403,6 +460,10 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
     return pm.run(*module);
   };
   runtime::Plan plan;
+  if (!request.runtimeSymbols.empty())
+    if (std::optional<std::string> why = markRuntimeDims(
+            *module->getOps<func::FuncOp>().begin(), request.runtimeSymbols))
+      return refuseRuntimeDims(request, *why);
   kf::GraphPipelineOptions graphOptions;
   graphOptions.shapes = shapeStrings(request.shapes);
   if (failed(run([&](PassManager &pm) {
@@ -422,6 +483,8 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
         kf::buildKernelPipeline(pm, kernelOptions);
       })))
     return compileError("partitioning into kernels", diagnostics);
+  if (auto why = (*module)->getAttrOfType<StringAttr>(kf::kRuntimeRefusal))
+    return refuseRuntimeDims(request, why.getValue().str());
   plan.dumps["fused"] = print(*module);
   timer.mark("fuse and tile");
   if (request.stopAfter == Stage::Fused)

@@ -33,6 +33,11 @@ struct CompileRequest {
   /// Every buffer starts on a 16-byte boundary: kernels may use 16-byte
   /// accesses. An alignment fact, so part of the cache key.
   bool aligned = true;
+  /// Symbols of the graph's dims whose sizes the kernels take at run time
+  /// (kf-runtime-extents); `shapes` hold the sizes to compile for. Where
+  /// some kernel cannot, the compile fails and says why in `*refusal`.
+  std::vector<std::string> runtimeSymbols;
+  std::string *refusal = nullptr;
   /// The last stage to run.
   Stage stopAfter = Stage::PTX;
   /// Applied to every pass manager (kfusec: MLIR's IR-printing flags).

@@ -12,6 +12,7 @@
 
 #include "compiler/CompileGraph.h"
 #include "compiler/DeviceArguments.h"
+#include "compiler/RuntimeDims.h"
 #include "kfuse/Graph.h"
 #include "kfuse/kfuse.h"
 #include "runtime/Debug.h"
@@ -51,6 +52,8 @@ struct CacheEntry {
   Status dumpStatus;
   runtime::LoadedModule module;
   std::atomic<bool> isLoaded{false};
+  /// Why the compile for runtime dims failed, where that is why.
+  std::string runtimeRefusal;
 };
 
 class MemoryCache {
@@ -110,6 +113,10 @@ namespace detail {
 struct Specialization {
   std::vector<Dims> inputShapes;
   bool aligned; ///< compiled for 16-byte-aligned buffers
+  /// Compiled for the buckets of the executable's runtime dims, whose
+  /// sizes its kernels take from each call (in `extents`).
+  bool runtime = false;
+  runtime::ExtentValues extents;
   std::string key;
   std::shared_ptr<CacheEntry> entry;
   /// Launches with a non-empty grid.
@@ -134,25 +141,34 @@ struct ExecutableImpl {
   CompileOptions options;
   std::string graphText, graphName;
   std::vector<TensorInfo> inputs, outputs;
+  /// CompileOptions::dynamicDims' dims, until a compile says its kernels
+  /// cannot take them at run time (then empty: specialised exactly).
+  compiler::RuntimeDims runtimeDims;
+  std::string runtimeRefusal; ///< non-empty once refused
+  bool takesRuntimeDims() const {
+    return !runtimeDims.empty() && runtimeRefusal.empty();
+  }
   std::mutex mutex;
   std::vector<std::unique_ptr<Specialization>> specializations;
   Specialization *last = nullptr;
 
   std::string keyFor(const std::vector<std::vector<int64_t>> &shapes,
-                     bool aligned) const;
+                     bool aligned, bool runtime) const;
+  /// Whether `spec` runs the call with input shapes `in`.
+  bool matches(const Specialization &spec, const DeviceTensor *in) const;
   Status bindShapes(const std::vector<std::vector<int64_t>> &shapes) const;
   Expected<Specialization *>
   specialize(const std::vector<std::vector<int64_t>> &shapes,
              bool aligned = true);
   compiler::CompileRequest
   compileRequest(const std::vector<std::vector<int64_t>> &shapes,
-                 bool aligned) const;
+                 bool aligned, bool runtime) const;
   /// Fills the plan's dumps where it came from the disk cache without
   /// them (by compiling again).
   Status fillDumps(Specialization &spec);
   Status compileEntry(CacheEntry &entry, const std::string &key,
                       const std::vector<std::vector<int64_t>> &shapes,
-                      bool aligned);
+                      bool aligned, bool runtime, std::string *refusal);
   Status load(Driver &driver, CacheEntry &entry, const std::string &key);
   void writeDumps(Specialization &spec);
   Status checkArguments(const Specialization &spec, const DeviceTensor *in,
@@ -181,7 +197,7 @@ struct ExecutableImpl {
 
 std::string
 ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
-                       bool aligned) const {
+                       bool aligned, bool runtime) const {
   std::string key = std::string("kfuse ") + version() + "\nbuild " +
                     compilerBuildId() + "\nllvm " + llvmVersion() +
                     "\narch " + options.arch + "\nfusion " +
@@ -192,6 +208,9 @@ ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
                     "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
+  if (runtime)
+    for (const std::string &symbol : runtimeDims.symbols())
+      key += "\nat run time " + symbol;
   return key + "\n" + graphText;
 }
 
@@ -233,9 +252,21 @@ Status ExecutableImpl::bindShapes(
   return Status::ok();
 }
 
+bool ExecutableImpl::matches(const Specialization &spec,
+                             const DeviceTensor *in) const {
+  for (size_t i = 0; i < spec.inputShapes.size(); ++i)
+    if (spec.runtime ? !runtimeDims.matches(i, spec.inputShapes[i], in[i].shape)
+                     : !(spec.inputShapes[i] == in[i].shape))
+      return false;
+  return true;
+}
+
 compiler::CompileRequest ExecutableImpl::compileRequest(
-    const std::vector<std::vector<int64_t>> &shapes, bool aligned) const {
+    const std::vector<std::vector<int64_t>> &shapes, bool aligned,
+    bool runtime) const {
   compiler::CompileRequest request;
+  if (runtime)
+    request.runtimeSymbols = runtimeDims.symbols();
   request.graphText = graphText;
   request.shapes = shapes;
   request.arch = options.arch;
@@ -256,8 +287,8 @@ Status ExecutableImpl::fillDumps(Specialization &spec) {
     for (const Dims &d : spec.inputShapes)
       shapes.emplace_back(d.begin(), d.end());
     // Compiles are deterministic: the same stages the plan came from.
-    Expected<runtime::Plan> again =
-        compiler::compileGraph(compileRequest(shapes, spec.aligned));
+    Expected<runtime::Plan> again = compiler::compileGraph(
+        compileRequest(shapes, spec.aligned, spec.runtime));
     if (!again) {
       entry.dumpStatus = again.error();
       return;
@@ -269,7 +300,8 @@ Status ExecutableImpl::fillDumps(Specialization &spec) {
 
 Status ExecutableImpl::compileEntry(
     CacheEntry &entry, const std::string &key,
-    const std::vector<std::vector<int64_t>> &shapes, bool aligned) {
+    const std::vector<std::vector<int64_t>> &shapes, bool aligned,
+    bool runtime, std::string *refusal) {
   runtime::DiskCache disk(options.cacheDir);
   if (options.diskCache) {
     bool rejected = false;
@@ -287,8 +319,9 @@ Status ExecutableImpl::compileEntry(
     statDiskRejected += rejected;
   }
   ++statCompiles;
-  Expected<runtime::Plan> plan =
-      compiler::compileGraph(compileRequest(shapes, aligned));
+  compiler::CompileRequest request = compileRequest(shapes, aligned, runtime);
+  request.refusal = refusal;
+  Expected<runtime::Plan> plan = compiler::compileGraph(request);
   if (!plan)
     return plan.error();
   entry.plan = plan.take();
@@ -336,24 +369,44 @@ void ExecutableImpl::writeDumps(Specialization &spec) {
 Expected<Specialization *>
 ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes,
                            bool aligned) {
+  bool runtime = takesRuntimeDims();
+  std::vector<std::vector<int64_t>> compiled =
+      runtime ? runtimeDims.bucketed(shapes) : shapes;
   for (auto &spec : specializations)
-    if (spec->aligned == aligned &&
+    if (spec->aligned == aligned && spec->runtime == runtime &&
         std::equal(spec->inputShapes.begin(), spec->inputShapes.end(),
-                   shapes.begin(), shapes.end(),
+                   compiled.begin(), compiled.end(),
                    [](const Dims &a, const std::vector<int64_t> &b) {
                      return a == Dims(b);
                    }))
       return spec.get();
   KFUSE_RETURN_IF_ERROR(bindShapes(shapes));
-  std::string key = keyFor(shapes, aligned);
+  std::string key = keyFor(compiled, aligned, runtime);
   std::shared_ptr<CacheEntry> entry = memoryCache().entry(key);
   std::call_once(entry->compiled, [&] {
-    entry->status = compileEntry(*entry, key, shapes, aligned);
+    entry->status = compileEntry(*entry, key, compiled, aligned, runtime,
+                                 &entry->runtimeRefusal);
   });
+  if (!entry->status && runtime && !entry->runtimeRefusal.empty()) {
+    // Exact sizes from now on, as for any symbol.
+    runtimeRefusal = entry->runtimeRefusal;
+    debugLog("compile: the sizes of " + runtimeDims.symbols().front() +
+             (runtimeDims.symbols().size() > 1 ? " and others" : "") +
+             " are specialised exactly: " + runtimeRefusal);
+    return specialize(shapes, aligned);
+  }
   if (!entry->status)
     return entry->status.error();
+  if (debugEnabled()) {
+    std::string text;
+    for (const std::vector<int64_t> &shape : compiled)
+      text += " " + shapeText(shape);
+    debugLog("specialised " + graphName + " for input shapes" + text +
+             (runtime ? " (the buckets of the call's runtime dims)" : ""));
+  }
   auto spec = std::make_unique<Specialization>();
-  for (const std::vector<int64_t> &shape : shapes) {
+  spec->runtime = runtime;
+  for (const std::vector<int64_t> &shape : compiled) {
     if (shape.size() > Dims::kMaxRank)
       return invalid("tensors of rank above 8 are not supported").error();
     spec->inputShapes.push_back(Dims(shape));
@@ -361,6 +414,7 @@ ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes,
   spec->key = std::move(key);
   spec->aligned = aligned;
   spec->entry = std::move(entry);
+  spec->extents = runtime::ExtentValues(spec->entry->plan);
   spec->table.assign(spec->entry->plan.buffers.size(), 0);
   for (const runtime::LaunchDesc &l : spec->entry->plan.launches)
     spec->kernels += l.grid > 0;
@@ -411,19 +465,32 @@ Status ExecutableImpl::checkArguments(const Specialization &spec,
       return invalid(std::string("run: ") + what + " '" + name + "' is " +
                      dtypeName(t.dtype) + " but the graph takes " +
                      dtypeName(b.dtype));
-    if (!t.shape.valid() || !std::equal(t.shape.begin(), t.shape.end(),
-                                        b.shape.begin(), b.shape.end()))
+    bool runtime = spec.runtime && i < numIn;
+    if (!t.shape.valid() ||
+        !(runtime ? runtimeDims.matches(i, Dims(b.shape), t.shape)
+                  : std::equal(t.shape.begin(), t.shape.end(),
+                               b.shape.begin(), b.shape.end())))
       return invalid(std::string("run: ") + what + " '" + name +
                      "' has shape " + shapeText(t.shape) +
                      " but the graph " + (i < numIn ? "takes " : "gives ") +
                      shapeText(b.shape));
+    uint64_t needed = b.bytes;
+    if (runtime) {
+      needed = dtypeSize(b.dtype);
+      for (int64_t d : t.shape)
+        needed *= uint64_t(d);
+      if (needed == 0)
+        return invalid(std::string("run: input '") + name + "' is " +
+                       shapeText(t.shape) +
+                       ": tensors with a zero-size dim are not supported");
+    }
     if (!t.data)
       return invalid(std::string("run: ") + what + " '" + name +
                      "' is a null pointer");
-    if (t.bytes != 0 && t.bytes < b.bytes)
+    if (t.bytes != 0 && t.bytes < needed)
       return invalid(std::string("run: ") + what + " '" + name + "' is " +
                      shapeText(t.shape) + " " + dtypeName(b.dtype) +
-                     ", which needs " + std::to_string(b.bytes) +
+                     ", which needs " + std::to_string(needed) +
                      " bytes, but its buffer holds " + std::to_string(t.bytes));
     if (reinterpret_cast<uintptr_t>(t.data) % dtypeSize(b.dtype))
       return invalid(std::string("run: ") + what + " '" + name +
@@ -451,6 +518,8 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
   // Outputs over inputs that the plan cannot compute in place are computed
   // into the workspace, after the temporaries, and copied out at the end.
   runtime::outputsOverInputs(plan, spec.table.data(), spec.redirected);
+  if (spec.runtime)
+    spec.extents.fill(plan, [&](uint32_t input) { return in[input].shape.begin(); });
   if (!events && spec.redirected.empty() && usesGraph(d, spec, stream)) {
     Expected<bool> launched = launchGraph(d, spec, stream);
     if (!launched || *launched)
@@ -510,14 +579,16 @@ bool ExecutableImpl::usesGraph(Driver &d, const Specialization &spec,
 Expected<bool> ExecutableImpl::launchGraph(Driver &d, Specialization &spec,
                                            CUstream stream) {
   if (spec.graph) {
-    KFUSE_RETURN_IF_ERROR(spec.graph->launch(spec.table.data(), stream));
+    KFUSE_RETURN_IF_ERROR(
+        spec.graph->launch(spec.table.data(), spec.extents, stream));
     return true;
   }
   auto start = std::chrono::steady_clock::now();
   const CacheEntry &entry = *spec.entry;
   Expected<std::unique_ptr<runtime::LaunchGraph>> graph =
       runtime::LaunchGraph::create(d, entry.plan, entry.module,
-                                   spec.workspace, spec.table.data());
+                                   spec.workspace, spec.table.data(),
+                                   spec.extents);
   if (!graph) {
     if (options.launch == Launch::Graph)
       return graph.error();
@@ -527,7 +598,8 @@ Expected<bool> ExecutableImpl::launchGraph(Driver &d, Specialization &spec,
   }
   spec.graph = graph.take();
   double built = msSince(start);
-  KFUSE_RETURN_IF_ERROR(spec.graph->launch(spec.table.data(), stream));
+  KFUSE_RETURN_IF_ERROR(
+      spec.graph->launch(spec.table.data(), spec.extents, stream));
   if (debugEnabled())
     debugLog("a CUDA graph of " + std::to_string(spec.kernels) +
              " kernels built in " + std::to_string(built) +
@@ -549,8 +621,9 @@ Status ExecutableImpl::enqueue(Driver &d, Specialization &spec,
     if (l.grid == 0)
       continue;
     spec.tensorMaps.resize(plan.launches.size());
-    KFUSE_RETURN_IF_ERROR(runtime::kernelParams(
-        d, plan, l, spec.table.data(), spec.tensorMaps[k], params));
+    KFUSE_RETURN_IF_ERROR(runtime::kernelParams(d, plan, l, spec.table.data(),
+                                                spec.extents.of(k),
+                                                spec.tensorMaps[k], params));
     KFUSE_RETURN_IF_ERROR(d.check(
         d.cuLaunchKernel(spec.entry->module.functions[k], l.grid, 1, 1, l.block,
                          1, 1, l.sharedBytes, stream, params, nullptr),
@@ -588,10 +661,7 @@ Expected<Specialization *> prepare(ExecutableImpl &impl, const DeviceTensor *in,
     addressBits |= reinterpret_cast<uintptr_t>(out[i].data);
   bool aligned = (addressBits & 15) == 0;
   Specialization *spec = impl.last;
-  bool same = spec != nullptr && spec->aligned == aligned;
-  for (size_t i = 0; same && i < numIn; ++i)
-    same = spec->inputShapes[i] == in[i].shape;
-  if (!same) {
+  if (spec == nullptr || spec->aligned != aligned || !impl.matches(*spec, in)) {
     std::vector<std::vector<int64_t>> shapes;
     for (size_t i = 0; i < numIn; ++i) {
       if (!in[i].shape.valid())
@@ -867,6 +937,15 @@ Expected<Executable> Compiler::compile(const Graph &graph) {
   impl->graphName = graph.name();
   impl->inputs = graph.inputs();
   impl->outputs = graph.outputs();
+  impl->runtimeDims =
+      compiler::RuntimeDims::of(impl->inputs, options_.dynamicDims);
+  for (const std::string &symbol : options_.dynamicDims)
+    if (std::find(impl->runtimeDims.symbols().begin(),
+                  impl->runtimeDims.symbols().end(),
+                  symbol) == impl->runtimeDims.symbols().end())
+      return invalid("compile: dynamicDims names '" + symbol +
+                     "', which is no symbolic dim of the graph's inputs")
+          .error();
   if (impl->outputs.empty())
     return invalid("compile: the graph has no outputs").error();
   for (const std::vector<TensorInfo> *list : {&impl->inputs, &impl->outputs})

@@ -46,6 +46,8 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
     pm.addPass(createKFSplitKPass());
   pm.addPass(createKFTilePass());
   pm.addPass(createKFPromoteSharedPass());
+  // After the templates are chosen: which of them take a size at run time.
+  pm.addPass(createKFRuntimeExtentsPass());
 }
 
 void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {

@@ -475,6 +475,42 @@ static LogicalResult verifyDecisions(KernelOp kernel) {
   return success();
 }
 
+/// `runtime_extents` holds (input, dim) pairs of the kernel's inputs, each
+/// once; only the FlashAttention template takes one today: the key length
+/// (dim 2 of its K operand, a kernel argument, with V of the same keys).
+static LogicalResult verifyRuntimeExtents(KernelOp kernel) {
+  DenseI64ArrayAttr extents = kernel.getRuntimeExtentsAttr();
+  if (!extents)
+    return success();
+  ArrayRef<int64_t> pairs = extents.asArrayRef();
+  if (pairs.empty() || pairs.size() % 2)
+    return kernel.emitOpError("has runtime_extents that are not (input, dim) "
+                              "pairs");
+  auto attention = kernel.getBody().getOps<AttentionOp>();
+  if (!kernel.getTilingAs<FlashTilingAttr>() || attention.empty())
+    return kernel.emitOpError("has runtime_extents, which only the "
+                              "FlashAttention template takes");
+  auto keys = dyn_cast<BlockArgument>((*attention.begin()).getK());
+  for (size_t i = 0; i < pairs.size(); i += 2)
+    if (!keys || pairs[i] != keys.getArgNumber() || pairs[i + 1] != 2)
+      return kernel.emitOpError()
+             << "has runtime extent (" << pairs[i] << ", " << pairs[i + 1]
+             << "): the FlashAttention template takes the key length only, "
+                "dim 2 of its K input";
+  return success();
+}
+
+int64_t KernelOp::runtimeExtentIndex(unsigned input, int64_t dim) {
+  DenseI64ArrayAttr extents = getRuntimeExtentsAttr();
+  if (!extents)
+    return -1;
+  ArrayRef<int64_t> pairs = extents.asArrayRef();
+  for (size_t i = 0; i + 1 < pairs.size(); i += 2)
+    if (pairs[i] == input && pairs[i + 1] == dim)
+      return i / 2;
+  return -1;
+}
+
 bool KernelOp::copiesWithTma() {
   if (auto mma = getPipelineAs<MmaPipelineAttr>())
     return mma.getTma();
@@ -501,7 +537,7 @@ LogicalResult KernelOp::verify() {
     return emitOpError() << "kf.yield gives " << yield.getValues().size()
                          << " values that must match the "
                          << getNumResults() << " results' types";
-  if (failed(verifyPaddedRows(*this)))
+  if (failed(verifyPaddedRows(*this)) || failed(verifyRuntimeExtents(*this)))
     return failure();
   return verifyDecisions(*this);
 }

@@ -484,13 +484,17 @@ def KF_KernelOp : KF_Op<"kernel", [IsolatedFromAbove, SingleBlock]> {
     shared-memory `pipeline` (KFAttrs.td); lowering reads them and decides
     nothing itself. kf-pad records in `padded_rows` the row stride of each
     result's buffer (0: dense; else at least the row's length, zeros past
-    it), and kf-lower-to-gpu names the kernel's function in `gpu_func`.
+    it), kf-runtime-extents in `runtime_extents` the (input, dim) pairs
+    whose sizes the kernel takes at run time (its types hold the size the
+    graph was compiled for), and kf-lower-to-gpu names the kernel's
+    function in `gpu_func`.
   }];
   let arguments = (ins Variadic<KF_Tensor>:$inputs, KF_KernelKindAttr:$kind,
                        OptionalAttr<KF_LaunchAttr>:$launch,
                        OptionalAttr<KF_TilingAttr>:$tiling,
                        OptionalAttr<KF_PipelineAttr>:$pipeline,
                        OptionalAttr<DenseI64ArrayAttr>:$padded_rows,
+                       OptionalAttr<DenseI64ArrayAttr>:$runtime_extents,
                        OptionalAttr<StrAttr>:$gpu_func);
   let results = (outs Variadic<KF_Tensor>:$results);
   let regions = (region SizedRegion<1>:$body);
@@ -505,7 +509,8 @@ def KF_KernelOp : KF_Op<"kernel", [IsolatedFromAbove, SingleBlock]> {
                    "KernelKind":$kind), [{
       build($_builder, $_state, results, inputs, kind, LaunchAttr(),
             ::mlir::Attribute(), ::mlir::Attribute(),
-            ::mlir::DenseI64ArrayAttr(), ::mlir::StringAttr());
+            ::mlir::DenseI64ArrayAttr(), ::mlir::DenseI64ArrayAttr(),
+            ::mlir::StringAttr());
     }]>
   ];
   let extraClassDeclaration = [{
@@ -522,6 +527,8 @@ def KF_KernelOp : KF_Op<"kernel", [IsolatedFromAbove, SingleBlock]> {
     bool copiesWithTma();
     /// Whether the kernel's template multiplies with Hopper's wgmma.
     bool usesWgmma();
+    /// The index among `runtime_extents`' pairs of (input, dim), or -1.
+    int64_t runtimeExtentIndex(unsigned input, int64_t dim);
   }];
 }
 

@@ -6,27 +6,36 @@
 
 namespace kfuse::runtime {
 
+ExtentValues::ExtentValues(const Plan &plan) {
+  for (const LaunchDesc &l : plan.launches) {
+    offsets.push_back(values.size());
+    values.resize(values.size() + l.extents.size(), 0);
+  }
+}
+
 Status kernelParams(Driver &d, const Plan &plan, const LaunchDesc &launch,
-                    CUdeviceptr *table, LaunchTensorMaps &maps,
-                    void **params) {
-  size_t numBuffers = launch.buffers.size();
-  if (numBuffers + launch.tensorMaps.size() > kMaxKernelParams)
+                    CUdeviceptr *table, const int64_t *extents,
+                    LaunchTensorMaps &maps, void **params) {
+  size_t scalars = launch.buffers.size() + launch.extents.size();
+  if (scalars + launch.tensorMaps.size() > kMaxKernelParams)
     return Error(ErrorCode::CompileFailed,
                  "kernel " + launch.kernel + " has too many parameters");
-  for (size_t p = 0; p < numBuffers; ++p)
+  for (size_t p = 0; p < launch.buffers.size(); ++p)
     params[p] = &table[launch.buffers[p]];
+  for (size_t e = 0; e < launch.extents.size(); ++e)
+    params[launch.buffers.size() + e] = const_cast<int64_t *>(&extents[e]);
   if (launch.tensorMaps.empty())
     return Status::ok();
-  KFUSE_RETURN_IF_ERROR(maps.update(d, plan, launch, table));
+  KFUSE_RETURN_IF_ERROR(maps.update(d, plan, launch, table, extents));
   for (size_t m = 0; m < launch.tensorMaps.size(); ++m)
-    params[numBuffers + m] = maps.param(m);
+    params[scalars + m] = maps.param(m);
   return Status::ok();
 }
 
 Expected<std::unique_ptr<LaunchGraph>>
 LaunchGraph::create(Driver &d, const Plan &plan, const LoadedModule &module,
                     const WorkspaceLayout &workspace,
-                    const CUdeviceptr *table) {
+                    const CUdeviceptr *table, const ExtentValues &extents) {
   if (!d.hasGraphs())
     return Error(ErrorCode::DeviceError,
                  "the CUDA driver has no graphs (driver 12.0 or later)");
@@ -34,6 +43,7 @@ LaunchGraph::create(Driver &d, const Plan &plan, const LoadedModule &module,
   size_t callers = plan.numInputs() + plan.numOutputs();
   g->table.assign(plan.buffers.size(), 0);
   std::copy(table, table + callers, g->table.begin());
+  g->extents = extents;
   g->launchesOf.resize(callers);
   g->copiesOf.resize(callers);
   for (uint32_t k = 0; k < plan.launches.size(); ++k)
@@ -116,7 +126,8 @@ Status LaunchGraph::addKernel(size_t k, CUgraphNode &last) {
     return Status::ok();
   void *params[kMaxKernelParams];
   KFUSE_RETURN_IF_ERROR(kernelParams(driver, plan, plan.launches[k],
-                                     table.data(), maps[k], params));
+                                     table.data(), extents.of(k), maps[k],
+                                     params));
   CUDA_KERNEL_NODE_PARAMS p = kernelNodeParams(k, params);
   KFUSE_RETURN_IF_ERROR(driver.check(
       driver.cuGraphAddKernelNode_v2(&kernelNodes[k], graph, &last,
@@ -151,11 +162,19 @@ Status LaunchGraph::addCopy(size_t c, CUgraphNode &last) {
 
 /// Points the nodes that use a caller buffer that moved at its new
 /// address (`callerTable`), and records the addresses the nodes now hold.
-Status LaunchGraph::refresh(const CUdeviceptr *callerTable) {
+Status LaunchGraph::refresh(const CUdeviceptr *callerTable,
+                            const ExtentValues &sizes) {
   Driver &d = driver;
   size_t callers = launchesOf.size();
   staleLaunches.assign(plan.launches.size(), 0);
   staleCopies.assign(plan.copies.size(), 0);
+  for (size_t k = 0; k < plan.launches.size(); ++k) {
+    size_t n = plan.launches[k].extents.size();
+    if (n && !std::equal(sizes.of(k), sizes.of(k) + n, extents.of(k))) {
+      std::copy(sizes.of(k), sizes.of(k) + n, extents.of(k));
+      staleLaunches[k] = 1;
+    }
+  }
   for (size_t b = 0; b < callers; ++b) {
     if (table[b] == callerTable[b])
       continue;
@@ -170,7 +189,8 @@ Status LaunchGraph::refresh(const CUdeviceptr *callerTable) {
       continue;
     void *params[kMaxKernelParams];
     KFUSE_RETURN_IF_ERROR(kernelParams(d, plan, plan.launches[k],
-                                       table.data(), maps[k], params));
+                                       table.data(), extents.of(k), maps[k],
+                                       params));
     CUDA_KERNEL_NODE_PARAMS p = kernelNodeParams(k, params);
     KFUSE_RETURN_IF_ERROR(
         d.check(d.cuGraphExecKernelNodeSetParams_v2(exec, kernelNodes[k], &p),
@@ -189,12 +209,16 @@ Status LaunchGraph::refresh(const CUdeviceptr *callerTable) {
   return Status::ok();
 }
 
-Status LaunchGraph::launch(const CUdeviceptr *callerTable, CUstream stream) {
+Status LaunchGraph::launch(const CUdeviceptr *callerTable,
+                           const ExtentValues &sizes, CUstream stream) {
   size_t callers = launchesOf.size();
-  if (!std::equal(callerTable, callerTable + callers, table.begin())) {
-    if (Status s = refresh(callerTable); !s) {
-      // Some nodes may hold old addresses: refresh them all next time.
+  if (!std::equal(callerTable, callerTable + callers, table.begin()) ||
+      !(sizes == extents)) {
+    if (Status s = refresh(callerTable, sizes); !s) {
+      // Some nodes may hold old addresses or sizes: refresh them all next
+      // time.
       std::fill(table.begin(), table.begin() + callers, 0);
+      extents = ExtentValues(plan);
       return s;
     }
   }

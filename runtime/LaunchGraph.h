@@ -36,11 +36,39 @@ namespace kfuse::runtime {
 /// The most parameters a kfuse kernel takes (buffers and tensor maps).
 constexpr size_t kMaxKernelParams = 256;
 
+/// The values of every launch's extents (LaunchDesc::extents) for one
+/// run, flat in launch order.
+class ExtentValues {
+public:
+  explicit ExtentValues(const Plan &plan);
+  ExtentValues() = default;
+  /// Launch k's values (its extents' count of them).
+  int64_t *of(size_t k) { return values.data() + offsets[k]; }
+  const int64_t *of(size_t k) const { return values.data() + offsets[k]; }
+  /// Sets each to the size of its dim in `inputShape(buffer)` (an array
+  /// of that input's dims).
+  template <typename ShapeOf> void fill(const Plan &plan, ShapeOf inputShape) {
+    for (size_t k = 0; k < plan.launches.size(); ++k)
+      for (size_t e = 0; e < plan.launches[k].extents.size(); ++e) {
+        const ExtentDesc &x = plan.launches[k].extents[e];
+        values[offsets[k] + e] = inputShape(x.buffer)[x.dim];
+      }
+  }
+  bool operator==(const ExtentValues &o) const { return values == o.values; }
+  bool empty() const { return values.empty(); }
+
+private:
+  std::vector<int64_t> values;
+  std::vector<uint32_t> offsets;
+};
+
 /// Fills `params` (kMaxKernelParams entries) with `launch`'s parameters:
-/// pointers into `table` (buffer addresses indexed as plan.buffers), then
-/// its tensor maps, encoded in `maps` for those addresses.
+/// pointers into `table` (buffer addresses indexed as plan.buffers), to
+/// its extents' values (`extents`), then its tensor maps, encoded in
+/// `maps` for those addresses and extents.
 Status kernelParams(Driver &driver, const Plan &plan, const LaunchDesc &launch,
-                    CUdeviceptr *table, LaunchTensorMaps &maps, void **params);
+                    CUdeviceptr *table, const int64_t *extents,
+                    LaunchTensorMaps &maps, void **params);
 
 class LaunchGraph {
 public:
@@ -49,15 +77,17 @@ public:
   /// drivers without graphs; the caller then launches kernel by kernel.
   static Expected<std::unique_ptr<LaunchGraph>>
   create(Driver &driver, const Plan &plan, const LoadedModule &module,
-         const WorkspaceLayout &workspace, const CUdeviceptr *table);
+         const WorkspaceLayout &workspace, const CUdeviceptr *table,
+         const ExtentValues &extents);
   ~LaunchGraph();
   LaunchGraph(const LaunchGraph &) = delete;
   LaunchGraph &operator=(const LaunchGraph &) = delete;
 
   /// Enqueues one run on `stream` with the caller's buffers at
-  /// `table[0, inputs + outputs)`, first updating the nodes whose buffers
-  /// moved since the last run.
-  Status launch(const CUdeviceptr *table, CUstream stream);
+  /// `table[0, inputs + outputs)` and sizes `extents`, first updating the
+  /// nodes whose buffers moved or whose sizes changed since the last run.
+  Status launch(const CUdeviceptr *table, const ExtentValues &extents,
+                CUstream stream);
 
   /// Nodes updated because a buffer moved, over the graph's life.
   uint64_t nodeUpdates() const { return updates; }
@@ -70,7 +100,7 @@ private:
   Status addCopy(size_t c, CUgraphNode &last);
   CUDA_KERNEL_NODE_PARAMS kernelNodeParams(size_t k, void **params);
   CUDA_MEMCPY3D copyParams(size_t c) const;
-  Status refresh(const CUdeviceptr *callerTable);
+  Status refresh(const CUdeviceptr *callerTable, const ExtentValues &sizes);
 
   Driver &driver;
   const Plan &plan;
@@ -79,6 +109,8 @@ private:
   CUgraphExec exec = nullptr;
   /// The buffer addresses the nodes hold, indexed as plan.buffers.
   std::vector<CUdeviceptr> table;
+  /// The sizes the nodes hold.
+  ExtentValues extents;
   std::vector<CUgraphNode> kernelNodes; ///< per launch; null for empty grids
   std::vector<CUgraphNode> copyNodes;   ///< per copy; null for empty copies
   std::vector<LaunchTensorMaps> maps;   ///< per launch

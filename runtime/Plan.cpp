@@ -20,6 +20,13 @@ size_t Plan::count(BufferRole role) const {
   return n;
 }
 
+bool Plan::hasExtents() const {
+  for (const LaunchDesc &l : launches)
+    if (!l.extents.empty())
+      return true;
+  return false;
+}
+
 bool Plan::allowsInPlace(uint32_t input, uint32_t output) const {
   for (const InPlaceDesc &pair : inPlace)
     if (pair.input == input && pair.output == output)
@@ -34,7 +41,7 @@ static void blob(std::ostringstream &os, const std::string &name,
 
 std::string Plan::serialize(bool withDumps) const {
   std::ostringstream os;
-  os << "kfuse-plan 4\n";
+  os << "kfuse-plan 5\n";
   os << "buffers " << buffers.size() << "\n";
   for (const BufferDesc &b : buffers) {
     os << "b " << int(b.role) << " " << b.index << " " << dtypeName(b.dtype)
@@ -49,9 +56,12 @@ std::string Plan::serialize(bool withDumps) const {
        << l.sharedBytes << " " << l.flops << " " << l.buffers.size();
     for (uint32_t b : l.buffers)
       os << " " << b;
+    os << " " << l.extents.size();
+    for (const ExtentDesc &e : l.extents)
+      os << " " << e.buffer << " " << e.dim;
     os << " " << l.tensorMaps.size() << "\n";
     for (const TensorMapDesc &m : l.tensorMaps) {
-      os << "m " << m.buffer << " " << m.rank;
+      os << "m " << m.buffer << " " << m.rank << " " << m.rowsExtent;
       for (uint32_t d = 0; d < m.rank; ++d)
         os << " " << m.dims[d] << " " << m.box[d];
       for (uint32_t d = 1; d < m.rank; ++d)
@@ -150,14 +160,19 @@ private:
   bool good = true;
 };
 
-/// "m BUFFER RANK (DIM BOX)... STRIDE...": a rank of 1 to 3, boxes of 1 to
-/// 256 elements (what the TMA takes).
-std::optional<TensorMapDesc> readTensorMap(Reader &r, size_t numBuffers) {
+/// "m BUFFER RANK ROWS-EXTENT (DIM BOX)... STRIDE...": a rank of 1 to 3,
+/// boxes of 1 to 256 elements (what the TMA takes), rows from one of the
+/// launch's `extents` or -1.
+std::optional<TensorMapDesc> readTensorMap(Reader &r, size_t numBuffers,
+                                           size_t extents) {
   TensorMapDesc m;
   r.expect("m");
   m.buffer = r.number<uint32_t>();
   m.rank = r.number<uint32_t>();
-  if (!r.ok() || m.buffer >= numBuffers || m.rank < 1 || m.rank > 3)
+  m.rowsExtent = r.number<int32_t>();
+  if (!r.ok() || m.buffer >= numBuffers || m.rank < 1 || m.rank > 3 ||
+      m.rowsExtent < -1 || m.rowsExtent >= int64_t(extents) ||
+      (m.rowsExtent >= 0 && m.rank != 3))
     return std::nullopt;
   for (uint32_t d = 0; d < m.rank; ++d) {
     m.dims[d] = r.number<uint64_t>();
@@ -192,9 +207,12 @@ std::optional<BufferDesc> readBuffer(Reader &r) {
   return b;
 }
 
-/// "l KERNEL GRID BLOCK SHARED FLOPS ARGS BUFFER... MAPS", then the
-/// launch's tensor maps a line each.
-std::optional<LaunchDesc> readLaunch(Reader &r, size_t numBuffers) {
+/// "l KERNEL GRID BLOCK SHARED FLOPS ARGS BUFFER... EXTENTS (BUFFER DIM)...
+/// MAPS", then the launch's tensor maps a line each. An extent names a dim
+/// of an input.
+std::optional<LaunchDesc> readLaunch(Reader &r,
+                                     const std::vector<BufferDesc> &buffers) {
+  size_t numBuffers = buffers.size();
   LaunchDesc l;
   r.expect("l");
   l.kernel = std::string(r.word());
@@ -209,10 +227,20 @@ std::optional<LaunchDesc> readLaunch(Reader &r, size_t numBuffers) {
       return std::nullopt;
     l.buffers.push_back(buffer);
   }
+  size_t extents = r.count();
+  for (size_t e = 0; e < extents && r.ok(); ++e) {
+    ExtentDesc extent{r.number<uint32_t>(), r.number<uint32_t>()};
+    if (extent.buffer >= numBuffers ||
+        buffers[extent.buffer].role != BufferRole::Input ||
+        extent.dim >= buffers[extent.buffer].shape.size())
+      return std::nullopt;
+    l.extents.push_back(extent);
+  }
   size_t maps = r.count();
   r.endLine();
   for (size_t m = 0; m < maps && r.ok(); ++m)
-    if (std::optional<TensorMapDesc> map = readTensorMap(r, numBuffers))
+    if (std::optional<TensorMapDesc> map =
+            readTensorMap(r, numBuffers, l.extents.size()))
       l.tensorMaps.push_back(*map);
     else
       return std::nullopt;
@@ -249,7 +277,7 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
   Reader r(text);
   Plan plan;
   r.expect("kfuse-plan");
-  r.expect("4");
+  r.expect("5");
   r.endLine();
   r.expect("buffers");
   size_t numBuffers = r.count();
@@ -264,7 +292,7 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
   size_t numLaunches = r.count();
   r.endLine();
   for (size_t i = 0; i < numLaunches && r.ok(); ++i) {
-    std::optional<LaunchDesc> l = readLaunch(r, numBuffers);
+    std::optional<LaunchDesc> l = readLaunch(r, plan.buffers);
     if (!l)
       return std::nullopt;
     plan.launches.push_back(std::move(*l));

@@ -43,12 +43,25 @@ struct TensorMapDesc {
   uint32_t buffer = 0, rank = 0;
   uint64_t dims[3] = {}, strides[2] = {};
   uint32_t box[3] = {};
+  /// With a launch extent's index: rows of a [slices][rows][cols] map whose
+  /// row count is that extent's value at run time (dims[1], and strides[1]
+  /// = strides[0] times it); -1 where the dims are fixed.
+  int32_t rowsExtent = -1;
+};
+
+/// A size a kernel takes at run time, as an i64 parameter: dim `dim` of
+/// input buffer `buffer` as the call gives it (the plan's shape holds the
+/// size it was compiled for).
+struct ExtentDesc {
+  uint32_t buffer = 0, dim = 0;
 };
 
 struct LaunchDesc {
   std::string kernel;
   uint32_t grid = 0, block = 0, sharedBytes = 0;
   std::vector<uint32_t> buffers; ///< one per kernel parameter
+  /// Kernel parameters after the buffers, before the tensor maps.
+  std::vector<ExtentDesc> extents;
   /// Kernel parameters after the buffers: one CUtensorMap each.
   std::vector<TensorMapDesc> tensorMaps;
   uint64_t flops = 0; ///< arithmetic it does, for the roofline
@@ -79,6 +92,8 @@ struct Plan {
   /// from the disk cache has none until asked for (Executable::dump).
   std::map<std::string, std::string> dumps;
 
+  /// Whether some launch takes a size at run time.
+  bool hasExtents() const;
   size_t numInputs() const { return count(BufferRole::Input); }
   size_t numOutputs() const { return count(BufferRole::Output); }
   size_t count(BufferRole role) const;

@@ -5,7 +5,7 @@
 namespace kfuse::runtime {
 
 static Status encode(Driver &d, CUtensorMap &map, const TensorMapDesc &desc,
-                     DType dtype, CUdeviceptr address) {
+                     DType dtype, CUdeviceptr address, int64_t rows) {
   if (!d.cuTensorMapEncodeTiled)
     return Error(ErrorCode::DeviceError,
                  "the CUDA driver has no cuTensorMapEncodeTiled (CUDA 12 or "
@@ -35,6 +35,10 @@ static Status encode(Driver &d, CUtensorMap &map, const TensorMapDesc &desc,
     if (i > 0)
       strides[i - 1] = desc.strides[i - 1];
   }
+  if (desc.rowsExtent >= 0) {
+    dims[1] = cuuint64_t(rows);
+    strides[1] = strides[0] * cuuint64_t(rows);
+  }
   return d.check(d.cuTensorMapEncodeTiled(
                      &map, type, desc.rank, reinterpret_cast<void *>(address),
                      dims, strides, box, elementStrides,
@@ -46,23 +50,27 @@ static Status encode(Driver &d, CUtensorMap &map, const TensorMapDesc &desc,
 
 Status LaunchTensorMaps::update(Driver &d, const Plan &plan,
                                 const LaunchDesc &launch,
-                                const CUdeviceptr *table) {
+                                const CUdeviceptr *table,
+                                const int64_t *extents) {
   size_t n = launch.tensorMaps.size();
   if (maps.size() != n) {
     maps.assign(n, CUtensorMap{});
     encodedFor.assign(n, 0);
+    encodedRows.assign(n, 0);
   }
   for (size_t i = 0; i < n; ++i) {
     const TensorMapDesc &desc = launch.tensorMaps[i];
     CUdeviceptr address = table[desc.buffer];
-    if (encodedFor[i] == address)
+    int64_t rows = desc.rowsExtent >= 0 ? extents[desc.rowsExtent] : 0;
+    if (encodedFor[i] == address && encodedRows[i] == rows)
       continue;
     encodedFor[i] = 0;
-    if (Status s =
-            encode(d, maps[i], desc, plan.buffers[desc.buffer].dtype, address);
+    if (Status s = encode(d, maps[i], desc, plan.buffers[desc.buffer].dtype,
+                          address, rows);
         !s)
       return s;
     encodedFor[i] = address;
+    encodedRows[i] = rows;
   }
   return Status::ok();
 }

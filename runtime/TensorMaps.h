@@ -20,15 +20,17 @@ namespace kfuse::runtime {
 class LaunchTensorMaps {
 public:
   /// Encodes the maps of `launch` whose buffers (addresses in `table`,
-  /// indexed as plan.buffers) moved since the last call.
+  /// indexed as plan.buffers) moved, or whose rows (`extents`: the values
+  /// of launch.extents) changed, since the last call.
   Status update(Driver &driver, const Plan &plan, const LaunchDesc &launch,
-                const CUdeviceptr *table);
+                const CUdeviceptr *table, const int64_t *extents);
   /// The kernel parameter of map `i`.
   void *param(size_t i) { return &maps[i]; }
 
 private:
   std::vector<CUtensorMap> maps;
   std::vector<CUdeviceptr> encodedFor;
+  std::vector<int64_t> encodedRows;
 };
 
 } // namespace kfuse::runtime

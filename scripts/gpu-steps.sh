@@ -37,6 +37,7 @@ for s in "${steps[@]}"; do
     attention) step attention 200 "$bin/kfuse-bench" attention --peers "$bin/peers.py" ;;
     costs) step costs 400 "$bin/kfuse-bench" costs ;;
     decode) step decode 200 "$bin/kfuse-bench" decode ;;
+    decode-loop) step decode-loop 300 "$bin/kfuse-bench" decode-loop ;;
     bench) step bench 300 "$bin/kfuse-bench" ${BENCH_ARGS:-memory} ;;
     pycall) step pycall 120 python3 bench/python_call.py ;;
     hf) step hf "${HF_LIMIT:-400}" python3 bench/hf_models.py ${HF_ARGS:-} ;;

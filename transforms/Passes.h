@@ -26,6 +26,12 @@ namespace kfuse::kf {
 inline constexpr llvm::StringLiteral kOnlineSoftmaxRefusal =
     "kf.online_softmax";
 
+/// kf-runtime-extents' argument attribute (the dims of a function argument
+/// whose size is a run-time value) and its module attribute (why it could
+/// not keep them so).
+inline constexpr llvm::StringLiteral kRuntimeDims = "kf.runtime_dims";
+inline constexpr llvm::StringLiteral kRuntimeRefusal = "kf.runtime_refusal";
+
 /// One producer-consumer edge as kf-fuse judged it.
 struct FusionDecision {
   mlir::Operation *producer;

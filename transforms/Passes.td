@@ -333,4 +333,31 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
   let dependentDialects = ["kfuse::kf::KFDialect"];
 }
 
+def KFRuntimeExtentsPass : Pass<"kf-runtime-extents", "mlir::ModuleOp"> {
+  let summary = "Let kernels take the sizes of dims that change at run time";
+  let description = [{
+    A function argument's `kf.runtime_dims` (array<i64>) names dims whose
+    size changes from call to call (a KV cache growing by one token a
+    step); the graph was specialised with a representative size there (the
+    bucket, a power of two, that the call's size falls in). Where every
+    kernel that reads the argument can take that size as a parameter, the
+    pass records the (input, dim) pair in the kernel's `runtime_extents`,
+    and the runtime passes the call's size: one compile serves every size
+    of the bucket. Today the FlashAttention template takes one: its key
+    length, read from its K (and V) arguments.
+
+    Where some reader cannot (another template, a mask over the keys, the
+    argument returned or viewed), nothing is recorded and the module gets
+    `kf.runtime_refusal`, a string naming the argument, dim and reader: the
+    compiler then specialises that dim exactly.
+
+    After (the cache's dim 2 taken at run time):
+    ```mlir
+    %0 = kf.kernel attention(%q, %cache_k, %cache_v : ...) attributes {
+        ..., runtime_extents = array<i64: 1, 2>, ...}
+    ```
+  }];
+  let dependentDialects = ["kfuse::kf::KFDialect"];
+}
+
 #endif // KF_TRANSFORMS_PASSES

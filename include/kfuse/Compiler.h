@@ -83,6 +83,14 @@ struct CompileOptions {
   std::string dumpDir;
   /// Not part of the cache key: the same kernels either way.
   Launch launch = Launch::Auto;
+  /// Symbolic dims whose size changes from call to call (a KV cache's
+  /// length in a generation loop). A call's sizes fall in a bucket (the
+  /// power of two at or above them, 64 at least) and the graph is compiled
+  /// once per bucket, its kernels taking the call's size at run time, where
+  /// they all can; where not, the dims are specialised exactly, as other
+  /// symbols are, and KFUSE_DEBUG says why. Today the FlashAttention
+  /// template takes its key length at run time (K and V inputs, no mask).
+  std::vector<std::string> dynamicDims;
 };
 
 /// A shape of at most 8 dims, held inline so that describing arguments

@@ -221,6 +221,9 @@ typedef struct kfuse_compile_options {
   const char *cache_dir; /* NULL: the default */
   int launch; /* a kfuse_launch: how runs enqueue their kernels (an int, so
                  that a value outside the enum is an error, not undefined) */
+  /* Symbolic dims whose sizes change from call to call, comma-separated
+     ("L" or "L,B"; NULL: none): kfuse::CompileOptions::dynamicDims. */
+  const char *dynamic_dims;
 } kfuse_compile_options;
 
 /* The defaults of kfuse::CompileOptions. */

@@ -66,7 +66,8 @@ class CompileOptions(ctypes.Structure):
     _fields_ = [("arch", ctypes.c_char_p), ("unfused", ctypes.c_int),
                 ("pad_rows", ctypes.c_int), ("allow_tf32", ctypes.c_int),
                 ("split_k", ctypes.c_int), ("disk_cache", ctypes.c_int),
-                ("cache_dir", ctypes.c_char_p), ("launch", ctypes.c_int)]
+                ("cache_dir", ctypes.c_char_p), ("launch", ctypes.c_int),
+                ("dynamic_dims", ctypes.c_char_p)]
 
 
 class CacheStats(ctypes.Structure):

@@ -280,12 +280,17 @@ _LAUNCH_MODES = {"auto": 0, "kernels": 1, "graph": 2}
 
 def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
             allow_tf32=False, split_k=True, disk_cache=True, cache_dir=None,
-            launch="auto"):
+            launch="auto", dynamic=()):
     """Compiles `graph` (works without a GPU; running needs one).
 
     `launch` says how a call enqueues the kernels: "graph" as one CUDA
     graph per set of shapes, "kernels" one by one, "auto" a graph where the
-    driver has them and the stream is not being captured."""
+    driver has them and the stream is not being captured.
+
+    `dynamic` names symbolic dims whose sizes change from call to call (a
+    KV cache's length): sizes share a compile per power of two (64 at
+    least) where the kernels can take the size at run time, else each
+    size compiles, as for other symbols (KFUSE_DEBUG=1 says why)."""
     if fusion not in ("fused", "unfused"):
         raise _capi.errors.InvalidArgumentError(
             f"kfuse: fusion is 'fused' or 'unfused', not {fusion!r}")
@@ -301,6 +306,13 @@ def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
     options.disk_cache = int(disk_cache)
     options.cache_dir = cache_dir.encode() if cache_dir else None
     options.launch = _LAUNCH_MODES[launch]
+    if isinstance(dynamic, str):
+        dynamic = (dynamic,)
+    for name in dynamic:
+        if not isinstance(name, str) or not name or "," in name:
+            raise _capi.errors.InvalidArgumentError(
+                f"kfuse: dynamic takes names of symbolic dims, not {name!r}")
+    options.dynamic_dims = ",".join(dynamic).encode() if dynamic else None
     handle = _capi.c_exe()
     _capi.check(fn["kfuse_compile"](graph._handle, ctypes.byref(options),
                                     ctypes.byref(handle)))

@@ -303,3 +303,37 @@ print(ptx.count(".entry"))
     entries = list(tmp_path.iterdir())
     assert len(entries) == 1
     assert b"define" not in entries[0].read_bytes()  # no LLVM IR on disk
+
+
+def cache_attention_graph(name):
+    g = kfuse.Graph(name)
+    q = g.input("q", kfuse.bfloat16, (1, 8, 1, 128))
+    k = g.input("k", kfuse.bfloat16, (1, 2, "L", 128))
+    v = g.input("v", kfuse.bfloat16, (1, 2, "L", 128))
+    g.output("o", kfuse.scaled_dot_product_attention(q, k, v))
+    return g
+
+
+def test_dynamic_dims_compile_once_a_bucket():
+    exe = kfuse.compile(cache_attention_graph("py_dynamic_keys"),
+                        disk_cache=False, dynamic=["L"])
+    before = kfuse.cache_stats()["compiles"]
+    for length in range(65, 129):
+        assert exe.output_shapes((1, 8, 1, 128), (1, 2, length, 128),
+                                 (1, 2, length, 128)) == [(1, 8, 1, 128)]
+    assert kfuse.cache_stats()["compiles"] - before == 1
+    exact = kfuse.compile(cache_attention_graph("py_exact_keys"),
+                          disk_cache=False)
+    before = kfuse.cache_stats()["compiles"]
+    for length in (65, 66):
+        exact.output_shapes((1, 8, 1, 128), (1, 2, length, 128),
+                            (1, 2, length, 128))
+    assert kfuse.cache_stats()["compiles"] - before == 2
+
+
+def test_dynamic_dims_must_name_symbols_of_the_inputs():
+    g = cache_attention_graph("py_dynamic_bad")
+    with pytest.raises(kfuse.InvalidArgumentError, match="'S'"):
+        kfuse.compile(g, dynamic=["S"])
+    with pytest.raises(kfuse.InvalidArgumentError, match="dynamic takes"):
+        kfuse.compile(g, dynamic=["L,S"])

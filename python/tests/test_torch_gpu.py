@@ -199,3 +199,23 @@ def test_jax_arrays_run_zero_copy():
     expected = kfuse.evaluate(g, np.asarray(x), np.asarray(w))[0]
     got = out.cpu().numpy()
     assert np.abs(got - expected).max() / np.abs(expected).max() < 1e-5
+
+
+@pytest.mark.parametrize("launch", ["graph", "kernels"])
+def test_a_growing_kv_cache_compiles_once_a_bucket(launch):
+    # A generation loop's cache grows by one key a step: with the length
+    # dynamic, one compile serves 65..128 keys; each step against float64.
+    g = kfuse.Graph(f"py_growing_cache_{launch}")
+    q = g.input("q", kfuse.bfloat16, (1, 8, 1, 128))
+    k = g.input("k", kfuse.bfloat16, (1, 2, "L", 128))
+    v = g.input("v", kfuse.bfloat16, (1, 2, "L", 128))
+    g.output("o", kfuse.scaled_dot_product_attention(q, k, v))
+    exe = kfuse.compile(g, disk_cache=False, launch=launch, dynamic="L")
+    before = kfuse.cache_stats()["compiles"]
+    qt = torch.randn(1, 8, 1, 128, device="cuda", dtype=torch.bfloat16)
+    for length in (65, 66, 100, 127, 128, 70):
+        kt = torch.randn(1, 2, length, 128, device="cuda", dtype=torch.bfloat16)
+        vt = torch.randn(1, 2, length, 128, device="cuda", dtype=torch.bfloat16)
+        out = exe(qt, kt, vt)
+        assert relative_error(out, reference(g, qt, kt, vt)) < 2e-2, length
+    assert kfuse.cache_stats()["compiles"] - before == 1

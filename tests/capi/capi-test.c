@@ -130,6 +130,14 @@ static void checkErrors(void) {
   CHECK(kfuse_compile(g, &options, &exe) == KFUSE_INVALID_ARGUMENT &&
         exe == NULL);
   CHECK(strstr(kfuse_last_error(), "launch is 7") != NULL);
+  options.launch = KFUSE_LAUNCH_AUTO;
+  options.dynamic_dims = "L";
+  CHECK(kfuse_compile(g, &options, &exe) == KFUSE_INVALID_ARGUMENT &&
+        exe == NULL);
+  CHECK(strstr(kfuse_last_error(), "'L'") != NULL);
+  options.dynamic_dims = "L,";
+  CHECK(kfuse_compile(g, &options, &exe) == KFUSE_INVALID_ARGUMENT);
+  CHECK(strstr(kfuse_last_error(), "ends in a comma") != NULL);
   kfuse_graph_destroy(g);
 
   g = kfuse_graph_create("bad ids");

@@ -27,8 +27,8 @@ Plan samplePlan() {
   p.buffers = {{BufferRole::Input, 0, DType::bf16, {4, 8}, 64},
                {BufferRole::Output, 0, DType::f32, {4}, 16},
                {BufferRole::Temp, 0, DType::i1, {}, 1}};
-  p.launches = {{"k0_pointwise", 1, 256, 0, {0, 2}, {}, 32},
-                {"k1_reduction", 2, 128, 64, {2, 1}, {}, 4}};
+  p.launches = {{"k0_pointwise", 1, 256, 0, {0, 2}, {}, {}, 32},
+                {"k1_reduction", 2, 128, 64, {2, 1}, {{0, 1}}, {}, 4}};
   TensorMapDesc map;
   map.buffer = 0;
   map.rank = 2;
@@ -37,7 +37,13 @@ Plan samplePlan() {
   map.strides[0] = 16;
   map.box[0] = 8;
   map.box[1] = 3;
-  p.launches[1].tensorMaps = {map};
+  TensorMapDesc rows = map; // [slices][rows][cols], rows from the extent
+  rows.rank = 3;
+  rows.dims[2] = 2;
+  rows.strides[1] = 64;
+  rows.box[2] = 1;
+  rows.rowsExtent = 0;
+  p.launches[1].tensorMaps = {map, rows};
   p.copies = {{1, 0}};
   p.inPlace = {{0, 1}};
   p.ptx = ".version 8.0\n.target sm_90\n";
@@ -62,11 +68,18 @@ void expectEqual(const Plan &a, const Plan &b) {
     EXPECT_EQ(a.launches[i].sharedBytes, b.launches[i].sharedBytes);
     EXPECT_EQ(a.launches[i].buffers, b.launches[i].buffers);
     EXPECT_EQ(a.launches[i].flops, b.launches[i].flops);
+    ASSERT_EQ(a.launches[i].extents.size(), b.launches[i].extents.size());
+    for (size_t e = 0; e < a.launches[i].extents.size(); ++e) {
+      EXPECT_EQ(a.launches[i].extents[e].buffer,
+                b.launches[i].extents[e].buffer);
+      EXPECT_EQ(a.launches[i].extents[e].dim, b.launches[i].extents[e].dim);
+    }
     ASSERT_EQ(a.launches[i].tensorMaps.size(), b.launches[i].tensorMaps.size());
     for (size_t m = 0; m < a.launches[i].tensorMaps.size(); ++m) {
       const TensorMapDesc &x = a.launches[i].tensorMaps[m],
                           &y = b.launches[i].tensorMaps[m];
       EXPECT_EQ(x.buffer, y.buffer);
+      EXPECT_EQ(x.rowsExtent, y.rowsExtent);
       ASSERT_EQ(x.rank, y.rank);
       for (uint32_t d = 0; d < x.rank; ++d) {
         EXPECT_EQ(x.dims[d], y.dims[d]);
@@ -121,16 +134,20 @@ TEST(Plan, RejectsCorruptFields) {
   };
   EXPECT_FALSE(corrupt("bf16", "f64"));           // unknown dtype
   EXPECT_FALSE(corrupt("b 0 0", "b 7 0"));        // unknown role
-  EXPECT_FALSE(corrupt(" 0 2 0\n", " 0 9 0\n"));  // buffer out of range
+  EXPECT_FALSE(corrupt(" 0 2 0 0\n", " 0 9 0 0\n")); // buffer out of range
   std::string ptxSize = std::to_string(samplePlan().ptx.size());
   EXPECT_FALSE(corrupt("blob ptx " + ptxSize,
                        "blob ptx " + ptxSize + "1")); // wrong length
   EXPECT_FALSE(corrupt("launches 2", "launches 3"));
-  EXPECT_FALSE(corrupt("kfuse-plan 4", "kfuse-plan 3"));
+  EXPECT_FALSE(corrupt("kfuse-plan 5", "kfuse-plan 4"));
   EXPECT_FALSE(corrupt("i 0 1", "i 0 7"));         // in place on no buffer
-  EXPECT_FALSE(corrupt("m 0 2 8 8", "m 0 2 8 0")); // an empty box
+  EXPECT_FALSE(corrupt("m 0 2 -1 8 8", "m 0 2 -1 8 0")); // an empty box
   EXPECT_FALSE(corrupt("m 0 2", "m 5 2"));         // map of no buffer
   EXPECT_FALSE(corrupt("m 0 2", "m 0 4"));         // rank past 3
+  EXPECT_FALSE(corrupt(" 1 0 1 2\n", " 1 1 0 2\n")); // extent of an output
+  EXPECT_FALSE(corrupt(" 1 0 1 2\n", " 1 0 2 2\n")); // dim past the rank
+  EXPECT_FALSE(corrupt("m 0 3 0", "m 0 3 1"));     // rows of no extent
+  EXPECT_FALSE(corrupt("m 0 2 -1", "m 0 2 0"));    // rows of a 2-d map
 }
 
 /// The (input, output) buffer pairs a graph's plan lets share memory.

@@ -90,8 +90,19 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   }
   if (pipeline && pipeline.getStageScoresInput())
     stagedInput = stagedScoresInput(e.kernel());
+  unsigned buffers = e.kernel().getInputs().size() + e.kernel().getNumResults();
+  unsigned extents = 0;
+  if (DenseI64ArrayAttr pairs = e.kernel().getRuntimeExtentsAttr()) {
+    extents = pairs.size() / 2;
+    int64_t index = e.kernel().runtimeExtentIndex(
+        mlir::cast<BlockArgument>(op.getK()).getArgNumber(), 2);
+    keysParam = index < 0 ? -1 : buffers + index;
+    if (stagedInput || op.getMask() || op.getBias())
+      status = e.kernel().emitOpError("takes its key length at run time and "
+                                      "a mask or bias over the keys");
+  }
   if (warpSpecialized) {
-    unsigned maps = e.kernel().getInputs().size() + e.kernel().getNumResults();
+    unsigned maps = buffers + extents;
     qMap = e.gpuFunc().getArgument(maps);
     kMap = e.gpuFunc().getArgument(maps + 1);
     vMap = e.gpuFunc().getArgument(maps + 2);
@@ -174,15 +185,29 @@ void FlashAttention::setUp() {
   lane = rem(tid, 32);
   warpgroup = div(tid, 128);
   warpRow = add(mul(warpgroup, 64), mul(div(rem(tid, 128), 32), 16));
+  keys = keysParam < 0 ? idx(sk)
+                       : arith::IndexCastOp::create(
+                             b, l, b.getIndexType(),
+                             e.gpuFunc().getArgument(keysParam));
   locate(gpu::BlockIdOp::create(b, l, gpu::Dimension::x));
+}
+
+Value FlashAttention::keysFrom(Value k0) {
+  return partialKeyTiles() ? arith::SubIOp::create(b, l, keys, k0) : Value();
+}
+
+Value FlashAttention::keyTileCount() {
+  if (keysParam < 0)
+    return idx((sk + blockK - 1) / blockK);
+  return div(add(keys, idx(blockK - 1)), blockK);
 }
 
 /// Key tiles [0, unmasked) lie wholly below the diagonal and inside the
 /// keys: no mask; [unmasked, last) (the diagonal, the partial last tile)
 /// are masked; causal blocks stop at the diagonal.
 std::pair<Value, Value> FlashAttention::keyTileRanges() {
-  int64_t keyTiles = (sk + blockK - 1) / blockK, fullTiles = sk / blockK;
-  Value last = idx(keyTiles), unmasked = idx(fullTiles);
+  Value last = keyTileCount(),
+        unmasked = keysParam < 0 ? idx(sk / blockK) : div(keys, blockK);
   if (op.getCausal()) {
     Value rowsEnd = minIndex(add(q0, idx(blockQ)), idx(sq));
     last = minIndex(last, div(add(rowsEnd, idx(blockK - 1)), blockK));
@@ -215,6 +240,8 @@ Value FlashAttention::mergedPosition(Value row, Value col) {
 
 Value FlashAttention::headBase(int which, Value batch, Value head, Value slice,
                                int64_t rows, int64_t stride) {
+  if (!views[which] && which > 0 && keysParam >= 0)
+    return arith::MulIOp::create(b, l, slice, mul(keys, stride));
   if (!views[which])
     return mul(slice, rows * stride);
   const HeadsView &view = *views[which];
@@ -277,7 +304,7 @@ Value FlashAttention::vStage(Value tile) {
 /// K as K-major chunks [dp / 64][64 keys][64].
 void FlashAttention::loadK(Value tile) {
   Value k0 = mul(tile, blockK);
-  Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
+  Value valid = keysFrom(k0);
   copyTile(k, add(kBase, mul(k0, kStride)), kStride, blockK, valid, dp, kCols,
            kStage(tile), [&](Value r, Value col) {
              return add(mul(div(col, 64), blockK * 64),
@@ -315,7 +342,7 @@ Value FlashAttention::vOffset(Value key, Value col) {
 /// V tiles, in their stages.
 void FlashAttention::loadV(Value tile) {
   Value k0 = mul(tile, blockK);
-  Value valid = sk % blockK ? arith::SubIOp::create(b, l, idx(sk), k0) : Value();
+  Value valid = keysFrom(k0);
   copyTile(v, add(vBase, mul(k0, vStride)), vStride, blockK, valid, dvp, vCols,
            vStage(tile), [&](Value r, Value col) { return vOffset(r, col); });
 }
@@ -343,8 +370,7 @@ void FlashAttention::startCopies(Value tile) {
   // (Issued after the products instead, measured on the H200: 430 -> 370
   // TFLOP/s.)
   Value next = add(tile, idx(1));
-  int64_t keyTiles = (sk + blockK - 1) / blockK;
-  auto more = scf::IfOp::create(b, l, less(next, idx(keyTiles)), false);
+  auto more = scf::IfOp::create(b, l, less(next, keyTileCount()), false);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(more.thenBlock());
@@ -609,9 +635,8 @@ void FlashAttention::mask(Value tile, SmallVector<Value> &s) {
   for (int64_t i = 0; i < blockK / 2; ++i) {
     auto [row, key] = scorePosition(tile, i);
     Value drop;
-    if (sk % blockK)
-      drop = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, key,
-                                   idx(sk));
+    if (partialKeyTiles())
+      drop = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, key, keys);
     if (op.getCausal()) {
       Value late =
           arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt, key, row);

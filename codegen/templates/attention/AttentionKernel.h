@@ -201,6 +201,18 @@ private:
   Value batch, head, q0, qSlice, kvSlice, qBase, kBase, vBase;
   /// The TMA tensor maps of q, k and v (config `tma`).
   Value qMap, kMap, vMap;
+  /// The key length: `sk`, or with `runtime_extents` the kernel's
+  /// parameter (the call's size; sk is then the bucket's).
+  Value keys;
+  int64_t keysParam = -1; ///< that parameter's argument number, or -1
+  /// Whether a key tile may run past the keys (and needs its copies
+  /// bounded and its scores masked).
+  bool partialKeyTiles() const { return keysParam >= 0 || sk % blockK; }
+  /// The keys from `k0` to the end, for the copies of a tile that may run
+  /// past it; null where none does.
+  Value keysFrom(Value k0);
+  /// Key tiles, the last one partial.
+  Value keyTileCount();
 };
 
 } // namespace kfuse::kf::detail
