@@ -734,6 +734,24 @@ kfuse_status kfuse_executable_output_shapes(kfuse_executable exe,
   return KFUSE_OK;
 }
 
+kfuse_status kfuse_executable_specializations(kfuse_executable exe,
+                                              char **json) {
+  if (!exe || !json)
+    return fail("kfuse_executable_specializations: NULL argument");
+  llvm::json::Array list;
+  for (const SpecializationInfo &s : exe->exe.specializations()) {
+    llvm::json::Array shapes;
+    for (const std::vector<int64_t> &shape : s.shapes)
+      shapes.push_back(llvm::json::Array(shape));
+    list.push_back(llvm::json::Object{{"shapes", std::move(shapes)},
+                                      {"runtime_sizes", s.runtimeSizes},
+                                      {"reason", s.reason}});
+  }
+  *json = copyString(
+      llvm::formatv("{0}", llvm::json::Value(std::move(list))).str());
+  return KFUSE_OK;
+}
+
 kfuse_status kfuse_executable_dump(kfuse_executable exe, const char *stage,
                                    char **text) {
   std::optional<Stage> which = stageOf(stage);

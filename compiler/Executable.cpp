@@ -269,15 +269,22 @@ ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes,
   }
   if (!entry->status)
     return entry->status.error();
+  auto spec = std::make_unique<Specialization>();
+  spec->runtime = runtime;
+  spec->reason = runtime ? "new buckets: runs " +
+                               runtimeDims.bucketRanges(compiled) +
+                               " with the call's sizes"
+                 : !runtimeRefusal.empty()
+                     ? "new shapes (dynamic dims specialised exactly: " +
+                           runtimeRefusal + ")"
+                     : "new shapes";
   if (debugEnabled()) {
     std::string text;
     for (const std::vector<int64_t> &shape : compiled)
       text += " " + shapeText(shape);
-    debugLog("specialised " + graphName + " for input shapes" + text +
-             (runtime ? " (the buckets of the call's runtime dims)" : ""));
+    debugLog("specialised " + graphName + " for input shapes" + text + ": " +
+             spec->reason);
   }
-  auto spec = std::make_unique<Specialization>();
-  spec->runtime = runtime;
   for (const std::vector<int64_t> &shape : compiled) {
     if (shape.size() > Dims::kMaxRank)
       return invalid("tensors of rank above 8 are not supported").error();
@@ -513,6 +520,20 @@ Executable::outputShapes(const std::vector<std::vector<int64_t>> &shapes) {
   for (const runtime::BufferDesc &b : (*spec)->entry->plan.buffers)
     if (b.role == runtime::BufferRole::Output)
       out.push_back(b.shape);
+  return out;
+}
+
+std::vector<SpecializationInfo> Executable::specializations() const {
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  std::vector<SpecializationInfo> out;
+  for (const auto &spec : impl_->specializations) {
+    SpecializationInfo info;
+    for (const Dims &d : spec->inputShapes)
+      info.shapes.emplace_back(d.begin(), d.end());
+    info.runtimeSizes = spec->runtime;
+    info.reason = spec->reason;
+    out.push_back(std::move(info));
+  }
   return out;
 }
 

@@ -76,6 +76,7 @@ struct Specialization {
   /// sizes its kernels take from each call (in `extents`).
   bool runtime = false;
   runtime::ExtentValues extents;
+  std::string reason; ///< why a call compiled it (specializations())
   std::string key;
   std::shared_ptr<CacheEntry> entry;
   /// Launches with a non-empty grid.

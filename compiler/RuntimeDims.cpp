@@ -20,8 +20,15 @@ RuntimeDims RuntimeDims::of(const std::vector<TensorInfo> &inputs,
           named = true;
         }
     if (named && std::find(out.symbols_.begin(), out.symbols_.end(),
-                           symbol) == out.symbols_.end())
+                           symbol) == out.symbols_.end()) {
       out.symbols_.push_back(symbol);
+      for (size_t i = 0; i < inputs.size(); ++i)
+        for (size_t d = 0; d < inputs[i].shape.size(); ++d)
+          if (out.firstUse_.size() < out.symbols_.size() &&
+              inputs[i].shape[d].isSymbolic() &&
+              inputs[i].shape[d].symbol() == symbol)
+            out.firstUse_.push_back({i, unsigned(d)});
+    }
   }
   for (std::vector<unsigned> &dims : out.dims_)
     std::sort(dims.begin(), dims.end());
@@ -51,6 +58,19 @@ bool RuntimeDims::isRuntime(size_t input, size_t dim) const {
   return input < dims_.size() &&
          std::find(dims_[input].begin(), dims_[input].end(), dim) !=
              dims_[input].end();
+}
+
+std::string RuntimeDims::bucketRanges(
+    const std::vector<std::vector<int64_t>> &compiled) const {
+  std::string out;
+  for (size_t s = 0; s < symbols_.size(); ++s) {
+    auto [input, dim] = firstUse_[s];
+    int64_t top = compiled[input][dim];
+    int64_t bottom = top <= 64 ? 1 : top / 2 + 1;
+    out += (out.empty() ? "" : ", ") + symbols_[s] + " in " +
+           std::to_string(bottom) + ".." + std::to_string(top);
+  }
+  return out;
 }
 
 bool RuntimeDims::matches(size_t input, const Dims &compiled,

@@ -42,10 +42,16 @@ public:
   bool matches(size_t input, const Dims &compiled, const Dims &actual) const;
   /// Whether dim `dim` of input `input` is a runtime dim.
   bool isRuntime(size_t input, size_t dim) const;
+  /// The sizes a specialisation compiled for `compiled` (bucketed shapes)
+  /// runs: "L in 513..1024", one range per symbol.
+  std::string bucketRanges(
+      const std::vector<std::vector<int64_t>> &compiled) const;
 
 private:
   std::vector<std::vector<unsigned>> dims_; ///< per input
   std::vector<std::string> symbols_;
+  /// Per symbol, an (input, dim) it names.
+  std::vector<std::pair<size_t, unsigned>> firstUse_;
 };
 
 } // namespace kfuse::compiler

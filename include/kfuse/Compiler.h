@@ -245,6 +245,17 @@ struct KernelProfile {
 };
 
 /// Process-wide compile and cache counters.
+/// One compiled specialisation of an Executable, and why it exists.
+struct SpecializationInfo {
+  /// The input shapes it was compiled for: a runtime dim at its bucket.
+  std::vector<std::vector<int64_t>> shapes;
+  /// Whether its kernels take the runtime dims' sizes from each call.
+  bool runtimeSizes = false;
+  /// Why a call compiled it: "new shapes", the bucket it covers, or why
+  /// the dynamic dims were specialised exactly.
+  std::string reason;
+};
+
 struct CacheStats {
   uint64_t compiles = 0;     ///< runs of the compiler (MLIR and LLVM)
   uint64_t memoryHits = 0;   ///< specialisations found compiled in memory
@@ -302,6 +313,10 @@ public:
 
   size_t numInputs() const;
   size_t numOutputs() const;
+
+  /// The specialisations compiled (or loaded) so far, oldest first: what a
+  /// generation loop or a server's changing sizes made it compile.
+  std::vector<SpecializationInfo> specializations() const;
 
 private:
   friend class Compiler;

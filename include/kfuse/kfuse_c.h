@@ -249,6 +249,12 @@ kfuse_status kfuse_executable_output_shapes(kfuse_executable exe,
                                             int64_t *sizes,
                                             int64_t num_outputs);
 
+/* The specialisations compiled so far, as a JSON array of objects
+ * {"shapes": [[...], ...], "runtime_sizes": bool, "reason": "..."}:
+ * kfuse::Executable::specializations. Free the text with kfuse_free_string. */
+kfuse_status kfuse_executable_specializations(kfuse_executable exe,
+                                              char **json);
+
 /* A stage's text (graph, fused, gpu, llvm, ptx) for the graph's shapes. */
 kfuse_status kfuse_executable_dump(kfuse_executable exe, const char *stage,
                                    char **text);

@@ -177,6 +177,7 @@ _PROTOTYPES = {
     "kfuse_executable_num_inputs": (ctypes.c_int64, c_exe),
     "kfuse_executable_num_outputs": (ctypes.c_int64, c_exe),
     "kfuse_executable_dump": (_status, c_exe, ctypes.c_char_p, _charpp),
+    "kfuse_executable_specializations": (_status, c_exe, _charpp),
     "kfuse_executable_output_shapes": (_status, c_exe, c_i64p,
                                        ctypes.POINTER(c_i64p), ctypes.c_int64,
                                        c_i64p, c_i64p, ctypes.c_int64),

@@ -97,6 +97,14 @@ class Executable:
         return _capi.take_string(fn["kfuse_executable_dump"], self._handle,
                                  stage.encode())
 
+    def specializations(self):
+        """The specialisations compiled so far, oldest first: dicts of
+        shapes (a dynamic dim at its bucket), runtime_sizes (whether its
+        kernels take the dynamic dims' sizes from each call) and reason
+        (why a call compiled it)."""
+        return json.loads(_capi.take_string(
+            fn["kfuse_executable_specializations"], self._handle))
+
     def __call__(self, *inputs, out=None, stream=None):
         """Runs the graph. With GPU tensors (torch CUDA tensors, or objects
         with __cuda_array_interface__ such as CuPy arrays): zero-copy, on

@@ -322,6 +322,9 @@ def test_dynamic_dims_compile_once_a_bucket():
         assert exe.output_shapes((1, 8, 1, 128), (1, 2, length, 128),
                                  (1, 2, length, 128)) == [(1, 8, 1, 128)]
     assert kfuse.cache_stats()["compiles"] - before == 1
+    (spec,) = exe.specializations()
+    assert spec["runtime_sizes"] and spec["shapes"][1] == [1, 2, 128, 128]
+    assert "L in 65..128" in spec["reason"]
     exact = kfuse.compile(cache_attention_graph("py_exact_keys"),
                           disk_cache=False)
     before = kfuse.cache_stats()["compiles"]

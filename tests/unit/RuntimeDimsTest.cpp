@@ -81,6 +81,33 @@ TEST(RuntimeDims, AttentionCompilesOnceABucket) {
   EXPECT_EQ(cacheStats().compiles - before, 3u);
 }
 
+/// What compiled, and why: the API a user asks when a loop recompiles.
+TEST(RuntimeDims, SpecializationsSayWhyACallCompiled) {
+  Graph g = cacheAttention("runtime_keys_why", "L");
+  Expected<Executable> exe = compileDynamic(g, {"L"});
+  ASSERT_TRUE(exe);
+  compilesFor(*exe, {100, 120, 300});
+  std::vector<SpecializationInfo> specs = exe->specializations();
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_TRUE(specs[0].runtimeSizes);
+  EXPECT_EQ(specs[0].shapes[1], (std::vector<int64_t>{1, 2, 128, 128}));
+  EXPECT_EQ(specs[0].reason,
+            "new buckets: runs L in 65..128 with the call's sizes");
+  EXPECT_EQ(specs[1].shapes[2], (std::vector<int64_t>{1, 2, 512, 128}));
+
+  Graph summed = cacheAttention("runtime_keys_why_not", "L", true);
+  Expected<Executable> exact = compileDynamic(summed, {"L"});
+  ASSERT_TRUE(exact);
+  compilesFor(*exact, {100});
+  specs = exact->specializations();
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_FALSE(specs[0].runtimeSizes);
+  EXPECT_EQ(specs[0].shapes[1], (std::vector<int64_t>{1, 2, 100, 128}));
+  EXPECT_NE(specs[0].reason.find("specialised exactly: dim 2 of 'k'"),
+            std::string::npos)
+      << specs[0].reason;
+}
+
 TEST(RuntimeDims, WithoutThemEachLengthCompiles) {
   Graph g = cacheAttention("runtime_keys_exact", "L");
   Expected<Executable> exe = compileDynamic(g, {});
