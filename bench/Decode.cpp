@@ -178,8 +178,21 @@ int runDecodeLoop() {
     }
     std::printf("%-10lld %14.4f %14.4f %8.3f\n", (long long)cached,
                 *dynamicMs, *exactMs, *dynamicMs / *exactMs);
-    if (cached == first + 88)
+    if (cached == first + 88) {
       printKernelTimes(*attend, *exact, *ab, cached);
+      // The same compile in an executable of its own, whose CUDA graph is
+      // built at this length (the loop's was updated at every step).
+      Expected<Executable> fresh = compileDecode(attendGraph, {"L"});
+      Expected<double> freshMs =
+          fresh ? decodeStepMs(*heads, *fresh, *hb, *ab, cached)
+                : Expected<double>(fresh.error());
+      Expected<double> againMs =
+          decodeStepMs(*heads, *attend, *hb, *ab, cached);
+      if (freshMs && againMs)
+        std::printf("  KV %lld: a fresh executable %.4f ms, the loop's again "
+                    "%.4f ms\n",
+                    (long long)cached, *freshMs, *againMs);
+    }
   }
   return 0;
 }

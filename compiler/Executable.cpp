@@ -294,6 +294,7 @@ ExecutableImpl::specialize(const std::vector<std::vector<int64_t>> &shapes,
   spec->aligned = aligned;
   spec->entry = std::move(entry);
   spec->extents = runtime::ExtentValues(spec->entry->plan);
+  spec->inputBytes.assign(inputs.size(), 0);
   spec->table.assign(spec->entry->plan.buffers.size(), 0);
   for (const runtime::LaunchDesc &l : spec->entry->plan.launches)
     spec->kernels += l.grid > 0;

@@ -77,6 +77,8 @@ struct Specialization {
   bool runtime = false;
   runtime::ExtentValues extents;
   std::string reason; ///< why a call compiled it (specializations())
+  /// With runtime sizes: the call's bytes of each input.
+  std::vector<uint64_t> inputBytes;
   std::string key;
   std::shared_ptr<CacheEntry> entry;
   /// Launches with a non-empty grid.

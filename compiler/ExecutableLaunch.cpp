@@ -31,9 +31,18 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
                    "own");
   // Outputs over inputs that the plan cannot compute in place are computed
   // into the workspace, after the temporaries, and copied out at the end.
-  runtime::outputsOverInputs(plan, spec.table.data(), spec.redirected);
-  if (spec.runtime)
-    spec.extents.fill(plan, [&](uint32_t input) { return in[input].shape.begin(); });
+  if (spec.runtime) {
+    spec.extents.fill(plan,
+                      [&](uint32_t input) { return in[input].shape.begin(); });
+    // The call's inputs, not the bucket's, are what an output may overlap.
+    for (size_t i = 0; i < numIn; ++i) {
+      spec.inputBytes[i] = dtypeSize(plan.buffers[i].dtype);
+      for (int64_t d : in[i].shape)
+        spec.inputBytes[i] *= uint64_t(d);
+    }
+  }
+  runtime::outputsOverInputs(plan, spec.table.data(), spec.redirected,
+                             spec.runtime ? spec.inputBytes.data() : nullptr);
   if (!events && spec.redirected.empty() && usesGraph(d, spec, stream)) {
     Expected<bool> launched = launchGraph(d, spec, stream);
     if (!launched || *launched)

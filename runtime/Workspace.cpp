@@ -154,22 +154,28 @@ WorkspaceLayout WorkspaceLayout::of(const Plan &plan) {
   return layout;
 }
 
-static bool overlap(const Plan &plan, const CUdeviceptr *table, uint32_t a,
-                    uint32_t b) {
-  uint64_t aBytes = plan.buffers[a].bytes, bBytes = plan.buffers[b].bytes;
+static bool overlap(const CUdeviceptr *table, uint32_t a, uint64_t aBytes,
+                    uint32_t b, uint64_t bBytes) {
   return aBytes && bBytes && table[a] < table[b] + bBytes &&
          table[b] < table[a] + aBytes;
 }
 
+static bool overlap(const Plan &plan, const CUdeviceptr *table, uint32_t a,
+                    uint32_t b) {
+  return overlap(table, a, plan.buffers[a].bytes, b, plan.buffers[b].bytes);
+}
+
 void outputsOverInputs(const Plan &plan, const CUdeviceptr *table,
-                       std::vector<uint32_t> &redirected) {
+                       std::vector<uint32_t> &redirected,
+                       const uint64_t *inputBytes) {
   redirected.clear();
   uint32_t numIn = plan.numInputs(), numOut = plan.numOutputs();
   for (uint32_t o = numIn; o < numIn + numOut; ++o)
     for (uint32_t i = 0; i < numIn; ++i) {
-      bool sameBuffer = table[i] == table[o] &&
-                        plan.buffers[i].bytes == plan.buffers[o].bytes;
-      if (overlap(plan, table, i, o) &&
+      uint64_t in = inputBytes ? inputBytes[i] : plan.buffers[i].bytes,
+               out = plan.buffers[o].bytes;
+      bool sameBuffer = table[i] == table[o] && in == out;
+      if (overlap(table, i, in, o, out) &&
           !(sameBuffer && plan.allowsInPlace(i, o))) {
         redirected.push_back(o);
         break;

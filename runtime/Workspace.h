@@ -72,9 +72,12 @@ struct WorkspaceLayout {
 
 /// The outputs of `plan` (buffer indices) that share memory with an input
 /// other than as Plan::inPlace allows, addresses as in `table` (indexed as
-/// plan.buffers). `redirected` is cleared first and keeps its capacity.
+/// plan.buffers). `inputBytes`, where given, holds the call's size of
+/// each input (a dim taken at run time makes it smaller than the plan's).
+/// `redirected` is cleared first and keeps its capacity.
 void outputsOverInputs(const Plan &plan, const CUdeviceptr *table,
-                       std::vector<uint32_t> &redirected);
+                       std::vector<uint32_t> &redirected,
+                       const uint64_t *inputBytes = nullptr);
 
 /// The first two outputs whose memory overlaps, if any.
 std::optional<std::pair<uint32_t, uint32_t>>

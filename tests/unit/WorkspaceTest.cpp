@@ -102,3 +102,25 @@ TEST(WorkspaceLayout, ARandomPlanNeverOverlapsLiveTemporaries) {
 }
 
 } // namespace
+
+namespace {
+
+/// An output right after the part of an input a call uses: the plan's
+/// (a bucket's) size of the input would overlap it, the call's does not.
+TEST(OutputsOverInputs, ACallsInputSizeDecidesOverlap) {
+  Plan plan;
+  plan.buffers.push_back({BufferRole::Input, 0, DType::f32, {1024}, 4096});
+  plan.buffers.push_back({BufferRole::Output, 0, DType::f32, {16}, 64});
+  CUdeviceptr table[] = {0x10000, 0x10000 + 600 * 4};
+  std::vector<uint32_t> redirected;
+  outputsOverInputs(plan, table, redirected);
+  EXPECT_EQ(redirected, (std::vector<uint32_t>{1})) << "the plan's size";
+  uint64_t callBytes[] = {600 * 4};
+  outputsOverInputs(plan, table, redirected, callBytes);
+  EXPECT_TRUE(redirected.empty()) << "the call's size";
+  callBytes[0] = 601 * 4; // one element into the output
+  outputsOverInputs(plan, table, redirected, callBytes);
+  EXPECT_EQ(redirected, (std::vector<uint32_t>{1}));
+}
+
+} // namespace
