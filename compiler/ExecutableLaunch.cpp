@@ -29,8 +29,6 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
                    "' and '" + outputs[pair->second - numIn].name +
                    "' overlap in memory; give each output a buffer of its "
                    "own");
-  // Outputs over inputs that the plan cannot compute in place are computed
-  // into the workspace, after the temporaries, and copied out at the end.
   if (spec.runtime) {
     spec.extents.fill(plan,
                       [&](uint32_t input) { return in[input].shape.begin(); });
@@ -41,6 +39,8 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
         spec.inputBytes[i] *= uint64_t(d);
     }
   }
+  // Outputs over inputs that the plan cannot compute in place are computed
+  // into the workspace, after the temporaries, and copied out at the end.
   runtime::outputsOverInputs(plan, spec.table.data(), spec.redirected,
                              spec.runtime ? spec.inputBytes.data() : nullptr);
   if (!events && spec.redirected.empty() && usesGraph(d, spec, stream)) {
