@@ -130,6 +130,8 @@ int runPadding(const std::string &only, bool list);
 /// python script `peers` (all, or `only`).
 int runAttention(const std::string &only, bool list, double copyGBs,
                  const std::string &peers);
+int runBlocks(const std::string &only, bool list, double copyGBs,
+              const std::string &peers);
 /// GB/s of a device-to-device copy, counting bytes read plus written.
 Expected<double> copyBandwidth();
 /// The child process of a disk-cache row: loads cost graph `name` (see

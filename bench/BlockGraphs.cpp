@@ -4,8 +4,9 @@
 // and bias, one fused QKV projection with bias split into heads, causal
 // attention, the output projection with its residual, a GELU MLP with its
 // residual), in bf16 with f32 statistics, and stacks of such blocks with
-// their own weights: the graphs the compile-scaling figures and the
-// whole-block work of issue 27 measure.
+// their own weights; Llama-style blocks (RMSNorm, RoPE, grouped-query
+// attention, SwiGLU) over a prompt and for one token against a KV cache:
+// the graphs the compile-scaling, decode and block figures measure.
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,7 +79,8 @@ Tensor rmsNorm(Tensor x, Tensor weight) {
   return cast(xf * scale * weight, DType::bf16);
 }
 
-/// x [B, heads, 1, Dh] rotated by the position's cos and sin [Dh] (f32).
+/// x [B, heads, S, Dh] rotated by the positions' cos and sin ([S, Dh] or,
+/// for one token, [Dh]; f32), rotate-half written from slice and concat.
 Tensor rope(Tensor x, Tensor cos, Tensor sin, int64_t headDim) {
   Tensor rotated = concat(
       {-slice(x, -1, headDim / 2), slice(x, -1, 0, headDim / 2)}, -1);
@@ -118,20 +120,48 @@ DecodeHeads decodeHeads(Graph &g, Tensor x, const DecodeShape &s) {
           headsOf("wv", kv, s.kvHeads)};
 }
 
-/// The block after attention: the output projection and residual,
-/// RMSNorm, the SwiGLU MLP and residual.
-Tensor afterAttention(Graph &g, Tensor x, Tensor o, const DecodeShape &s) {
-  int64_t d = s.dim;
+/// The block after attention over `tokens` [B, S] of its input: the output
+/// projection and residual, RMSNorm, the SwiGLU MLP and residual. Weights
+/// are named `prefix` + their name.
+Tensor afterAttention(Graph &g, Tensor x, Tensor o, int64_t dim, int64_t ffn,
+                      Shape tokens, const std::string &prefix = "") {
+  int64_t d = dim;
   auto weight = [&](const char *name, Shape shape) {
-    return g.input(name, DType::bf16, shape);
+    return g.input(prefix + name, DType::bf16, shape);
   };
-  o = reshape(transpose(o, {0, 2, 1, 3}), {1, 1, d});
+  o = reshape(transpose(o, {0, 2, 1, 3}), {tokens[0], tokens[1], d});
   Tensor x1 = x + cast(project(o, weight("wo", {d, d})), DType::bf16);
-  Tensor h2 = rmsNorm(x1, g.input("ln2", DType::f32, {d}));
-  Tensor gate = project(h2, weight("w_gate", {d, s.ffn}));
-  Tensor up = project(h2, weight("w_up", {d, s.ffn}));
+  Tensor h2 = rmsNorm(x1, g.input(prefix + "ln2", DType::f32, {d}));
+  Tensor gate = project(h2, weight("w_gate", {d, ffn}));
+  Tensor up = project(h2, weight("w_up", {d, ffn}));
   Tensor mlp = cast(silu(gate) * up, DType::bf16);
-  return x1 + cast(project(mlp, weight("w_down", {s.ffn, d})), DType::bf16);
+  return x1 + cast(project(mlp, weight("w_down", {ffn, d})), DType::bf16);
+}
+
+Tensor afterAttention(Graph &g, Tensor x, Tensor o, const DecodeShape &s) {
+  return afterAttention(g, x, o, s.dim, s.ffn, {1, 1});
+}
+
+/// A Llama-style block over a prompt: RMSNorm, q/k/v projections into
+/// heads, RoPE on q and k from [S, Dh] tables, causal grouped-query
+/// attention, then afterAttention.
+Tensor llamaBlock(Graph &g, Tensor x, Tensor cos, Tensor sin,
+                  const LlamaShape &s, int layer) {
+  std::string prefix = "l" + std::to_string(layer) + "_";
+  int64_t d = s.dim, dh = s.dim / s.heads;
+  Tensor h = rmsNorm(x, g.input(prefix + "ln1", DType::f32, {d}));
+  auto headsOf = [&](const char *weight, int64_t heads) {
+    Tensor w = g.input(prefix + weight, DType::bf16, {d, heads * dh});
+    Tensor t = cast(project(h, w), DType::bf16);
+    return transpose(reshape(t, {s.batch, s.seq, heads, dh}), {0, 2, 1, 3});
+  };
+  Tensor q = rope(headsOf("wq", s.heads), cos, sin, dh);
+  Tensor k = rope(headsOf("wk", s.kvHeads), cos, sin, dh);
+  Tensor v = headsOf("wv", s.kvHeads);
+  AttentionOptions causal;
+  causal.causal = true;
+  return afterAttention(g, x, attention(q, k, v, causal), d, s.ffn,
+                        {s.batch, s.seq}, prefix);
 }
 
 } // namespace
@@ -147,6 +177,18 @@ Graph llamaDecodeStep(const DecodeShape &s) {
   g.output("y", afterAttention(g, x, o, s));
   g.output("k", t.k);
   g.output("v", t.v);
+  return g;
+}
+
+Graph llamaStack(const LlamaShape &s, int layers, const std::string &name) {
+  Graph g(name.empty() ? "llama_x" + std::to_string(layers) : name);
+  int64_t dh = s.dim / s.heads;
+  Tensor x = g.input("x", DType::bf16, {s.batch, s.seq, s.dim});
+  Tensor cos = g.input("cos", DType::f32, {s.seq, dh});
+  Tensor sin = g.input("sin", DType::f32, {s.seq, dh});
+  for (int layer = 0; layer < layers; ++layer)
+    x = llamaBlock(g, x, cos, sin, s, layer);
+  g.output("y", x);
   return g;
 }
 

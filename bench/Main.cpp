@@ -114,6 +114,8 @@ static int usage() {
                "       kfuse-bench pad [--list] [--workload NAME]\n"
                "       kfuse-bench attention [--list] [--workload NAME] "
                "[--peers PEERS.PY]\n"
+               "       kfuse-bench blocks [--list] [--workload NAME] "
+               "[--peers PEERS.PY]\n"
                "       kfuse-bench decode\n"
                "       kfuse-bench decode-loop\n"
                "       kfuse-bench compile-scaling [LAYERS...]\n");
@@ -159,6 +161,8 @@ int main(int argc, char **argv) {
     return runPadding("", true);
   if (command == "attention" && list)
     return runAttention("", true, 0, peers);
+  if (command == "blocks" && list)
+    return runBlocks("", true, 0, peers);
   // Cold compiles are cold: not from the driver's own cache of JIT-compiled
   // PTX (set before the driver starts).
   if (command == "costs")
@@ -183,7 +187,8 @@ int main(int argc, char **argv) {
     return runPadding(only, false);
   if (command == "decode-loop")
     return runDecodeLoop();
-  if (command == "matmul" || command == "attention" || command == "decode") {
+  if (command == "matmul" || command == "attention" || command == "decode" ||
+      command == "blocks") {
     kfuse::Expected<double> bandwidth = copyBandwidth();
     if (!bandwidth) {
       std::fprintf(stderr, "%s\n", bandwidth.error().message().c_str());
@@ -191,6 +196,8 @@ int main(int argc, char **argv) {
     }
     if (command == "decode")
       return runDecode(*bandwidth);
+    if (command == "blocks")
+      return runBlocks(only, false, *bandwidth, peers);
     return command == "matmul"
                ? runMatmuls(only, false, *bandwidth)
                : runAttention(only, false, *bandwidth, peers);

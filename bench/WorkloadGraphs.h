@@ -65,6 +65,13 @@ struct DecodeShape {
   int64_t dim, heads, kvHeads, ffn, cached;
 };
 Graph llamaDecodeStep(const DecodeShape &s);
+
+/// Llama-style prefill blocks (RMSNorm, RoPE, grouped-query causal
+/// attention, SwiGLU), each layer with weights of its own.
+struct LlamaShape {
+  int64_t batch, seq, dim, heads, kvHeads, ffn;
+};
+Graph llamaStack(const LlamaShape &s, int layers, const std::string &name = "");
 /// The same step in two graphs, as a server with a preallocated KV cache
 /// runs it: the new token's q, k, v heads (which the caller writes into
 /// its cache), then attention over the `cached` positions of the cache,

@@ -59,10 +59,13 @@ def chain10(x, row, col):
     return torch.relu(y)
 
 
-def rope(x, cos, sin):
+def rotate_half(x):
     half = x.shape[-1] // 2
-    rotated = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
-    return x * cos + rotated * sin
+    return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+
+
+def rope(x, cos, sin):
+    return x * cos + rotate_half(x) * sin
 
 
 def indexing_workloads():
@@ -129,12 +132,127 @@ def sdpa_ms(spec):
                     reps=15, batch=5)
 
 
+def causal_attention(q, k, v, sdpa):
+    """Causal attention over bf16 [B, H, S, D] (K/V heads repeated for
+    grouped-query attention): SDPA, or written out as a model without it
+    does (scores, mask, f32 softmax, values)."""
+    if sdpa:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                              enable_gqa=k.shape[1] != q.shape[1])
+    groups = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
+    s = q.shape[2]
+    scores = (q @ k.transpose(-1, -2)) * q.shape[-1] ** -0.5
+    mask = torch.ones(s, s, dtype=torch.bool, device=q.device).triu(1)
+    scores = scores.masked_fill(mask, float("-inf"))
+    return torch.softmax(scores.float(), -1).to(q.dtype) @ v
+
+
+class PreNormBlock(torch.nn.Module):
+    """bench/BlockGraphs.cpp's pre-norm block: LayerNorm, one QKV projection
+    with bias, causal attention, output projection and residual, erf-GELU
+    MLP and residual."""
+
+    def __init__(self, d, heads, sdpa):
+        super().__init__()
+        nn = torch.nn
+        self.heads, self.sdpa = heads, sdpa
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.o = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.up, self.down = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        b, s, d = x.shape
+        q, k, v = (t.view(b, s, self.heads, -1).transpose(1, 2)
+                   for t in self.qkv(self.ln1(x)).split(d, -1))
+        o = causal_attention(q, k, v, self.sdpa).transpose(1, 2).reshape(b, s, d)
+        x = x + self.o(o)
+        return x + self.down(F.gelu(self.up(self.ln2(x))))
+
+
+def rope_f32(x, cos, sin):
+    """x rotated in f32 by [S, D] tables, as the kf graph computes it."""
+    return (x.float() * cos + rotate_half(x).float() * sin).to(x.dtype)
+
+
+class LlamaBlock(torch.nn.Module):
+    """bench/BlockGraphs.cpp's Llama-style block: RMSNorm, q/k/v projections,
+    RoPE on q and k, causal grouped-query attention, output projection and
+    residual, RMSNorm, SwiGLU and residual."""
+
+    def __init__(self, d, heads, kv_heads, ffn, sdpa):
+        super().__init__()
+        nn = torch.nn
+        dh = d // heads
+        self.heads, self.kv_heads, self.sdpa = heads, kv_heads, sdpa
+        self.ln1, self.ln2 = nn.Parameter(torch.ones(d)), nn.Parameter(torch.ones(d))
+        self.wq, self.wo = nn.Linear(d, d, bias=False), nn.Linear(d, d, bias=False)
+        self.wk = nn.Linear(d, kv_heads * dh, bias=False)
+        self.wv = nn.Linear(d, kv_heads * dh, bias=False)
+        self.gate = nn.Linear(d, ffn, bias=False)
+        self.up = nn.Linear(d, ffn, bias=False)
+        self.down = nn.Linear(ffn, d, bias=False)
+
+    def forward(self, x, cos, sin):
+        b, s, d = x.shape
+        h = rmsnorm(x, self.ln1)
+        q = self.wq(h).view(b, s, self.heads, -1).transpose(1, 2)
+        k = self.wk(h).view(b, s, self.kv_heads, -1).transpose(1, 2)
+        v = self.wv(h).view(b, s, self.kv_heads, -1).transpose(1, 2)
+        q, k = rope_f32(q, cos, sin), rope_f32(k, cos, sin)
+        o = causal_attention(q, k, v, self.sdpa).transpose(1, 2).reshape(b, s, d)
+        x = x + self.wo(o)
+        h2 = rmsnorm(x, self.ln2)
+        return x + self.down(F.silu(self.gate(h2)) * self.up(h2))
+
+
+class Stack(torch.nn.Module):
+    def __init__(self, blocks):
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(blocks)
+
+    def forward(self, x, *tables):
+        for block in self.blocks:
+            x = block(x, *tables)
+        return x
+
+
+def block_ms(spec):
+    """Eager (attention written out), eager with SDPA, and torch.compile of
+    the SDPA form, for "prenorm,B,S,D,H,LAYERS" or
+    "llama,B,S,D,H,KV,FFN,LAYERS" in bf16 without gradients."""
+    kind, *sizes = spec.split(",")
+    sizes = [int(v) for v in sizes]
+    b, s, d, h = sizes[:4]
+    layers = sizes[-1]
+    if kind == "prenorm":
+        make = lambda sdpa: PreNormBlock(d, h, sdpa)
+        tables = []
+    else:
+        kv, ffn = sizes[4:6]
+        make = lambda sdpa: LlamaBlock(d, h, kv, ffn, sdpa)
+        tables = [rand(s, d // h), rand(s, d // h)]
+    torch.manual_seed(0)
+    eager = Stack([make(False) for _ in range(layers)]).cuda().to(torch.bfloat16)
+    sdpa = Stack([make(True) for _ in range(layers)]).cuda().to(torch.bfloat16)
+    sdpa.load_state_dict(eager.state_dict())
+    x = rand(b, s, d, dtype=torch.bfloat16)
+    compiled = torch.compile(sdpa)
+    with torch.no_grad():
+        return [timed_ms(lambda: m(x, *tables), reps=15, batch=5)
+                for m in (eager, sdpa, compiled)]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
     parser.add_argument("--sdpa", help="time SDPA for B,H,HKV,S,D,CAUSAL and print ms")
     parser.add_argument("--only", help="a comma-separated list of workloads")
+    parser.add_argument("--block", help="time a block (see block_ms) and print eager, sdpa and compiled ms")
     args = parser.parse_args()
+    if args.block:
+        print(" ".join(f"{ms:.5f}" for ms in block_ms(args.block)))
+        return
     if args.sdpa:
         print(f"{sdpa_ms(args.sdpa):.5f}")
         return

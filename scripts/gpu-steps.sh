@@ -6,7 +6,7 @@
 # to one step that runs long.
 #   bash scripts/gpu-steps.sh pytest,gpu-tests,capi,replay,fuzz,memory,hf
 # Environment: GTEST (a --gtest_filter), FUZZ_TIME / FUZZ_SEED, PYTEST_ARGS,
-# BENCH_ARGS, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT,
+# BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT,
 # CMD / CMD_LIMIT (any command, with $bin and $dest exported).
 set -uo pipefail
 source "$(dirname "$0")/gpu-unpack.sh"
@@ -35,6 +35,7 @@ for s in "${steps[@]}"; do
     memory) step memory 200 "$bin/kfuse-bench" memory ;;
     matmul) step matmul 200 "$bin/kfuse-bench" matmul ;;
     attention) step attention 200 "$bin/kfuse-bench" attention --peers "$bin/peers.py" ;;
+    blocks) step blocks "${BLOCKS_LIMIT:-480}" "$bin/kfuse-bench" blocks --peers "$bin/peers.py" ${BLOCKS_ARGS:-} ;;
     costs) step costs 400 "$bin/kfuse-bench" costs ;;
     decode) step decode 200 "$bin/kfuse-bench" decode ;;
     decode-loop) step decode-loop 300 "$bin/kfuse-bench" decode-loop ;;

@@ -70,6 +70,17 @@ Graph smallDecodeStep() {
   return kfuse::bench::llamaDecodeStep({256, 4, 2, 512, 37});
 }
 
+/// Whole prefill blocks at small sizes: a pre-norm block (LayerNorm, QKV
+/// with bias split into heads, causal attention, GELU MLP) and a
+/// Llama-style block (RMSNorm, RoPE, grouped-query attention, SwiGLU).
+Graph smallPreNormBlock() {
+  return kfuse::bench::preNormStack({2, 128, 256, 4}, 1, "small_prenorm");
+}
+
+Graph smallLlamaBlock() {
+  return kfuse::bench::llamaStack({2, 128, 256, 8, 2, 512}, 1, "small_llama");
+}
+
 struct GraphCase {
   std::string name;
   Graph (*build)();
@@ -229,7 +240,11 @@ INSTANTIATE_TEST_SUITE_P(
         GraphCase{"outputs_with_copies", outputsWithCopies, Fusion::Fused,
                   1e-5, false},
         GraphCase{"llama_decode_step", smallDecodeStep, Fusion::Fused, 6e-2,
-                  false}),
+                  false},
+        GraphCase{"prenorm_block", smallPreNormBlock, Fusion::Fused, 6e-2,
+                  true},
+        GraphCase{"llama_prefill_block", smallLlamaBlock, Fusion::Fused, 6e-2,
+                  true}),
     [](const auto &info) { return info.param.name; });
 
 } // namespace

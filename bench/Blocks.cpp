@@ -1,0 +1,181 @@
+//===- Blocks.cpp - kfuse-bench blocks: whole transformer blocks ----------===//
+//
+// Transformer blocks written from kf ops (bench/BlockGraphs.cpp), timed in
+// one run: kfuse fused (one executable, launched as a CUDA graph), kfuse
+// unfused, the floor, and PyTorch on the same block and shapes in bf16
+// (bench/peers.py --block, a child process when python3 with torch is
+// there): eager with attention written out (matmul, mask, softmax), eager
+// with scaled_dot_product_attention, and torch.compile of the SDPA form.
+//
+// The floor is max(FLOPs / the peak rate, bytes / the copy bandwidth):
+// FLOPs of the projections (2 M N K each) and of attention (4 B H S^2 D,
+// halved for causal, as FlashAttention counts them); bytes of every input
+// and output once. The kernels' own bytes (what each reads and writes)
+// over those bytes say how much traffic the fusion left between kernels.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bench.h"
+#include "WorkloadGraphs.h"
+
+#include <cstdio>
+#include <memory>
+
+namespace kfuse::bench {
+
+namespace {
+
+struct BlockWorkload {
+  std::string name;
+  std::function<Graph()> build;
+  int layers;
+  double flops;
+  std::string peerSpec; ///< bench/peers.py --block's argument
+};
+
+double preNormFlops(const BlockShape &s, int layers) {
+  double tokens = double(s.batch) * s.seq, d = s.dim;
+  double projections = 2 * tokens * d * (3 * d + d + 4 * d + 4 * d);
+  double attention = 2.0 * s.batch * s.seq * s.seq * d; // causal
+  return layers * (projections + attention);
+}
+
+double llamaFlops(const LlamaShape &s, int layers) {
+  double tokens = double(s.batch) * s.seq, d = s.dim;
+  double kv = double(s.kvHeads) * (s.dim / s.heads);
+  double projections = 2 * tokens * d * (2 * d + 2 * kv + 3.0 * s.ffn);
+  double attention = 2.0 * s.batch * s.seq * s.seq * d; // causal
+  return layers * (projections + attention);
+}
+
+std::string join(std::initializer_list<int64_t> values) {
+  std::string out;
+  for (int64_t v : values)
+    out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+BlockWorkload preNorm(const BlockShape &s, int layers) {
+  std::string name = layers == 1 ? "prenorm" : "prenorm_x" + std::to_string(layers);
+  name += "_b" + std::to_string(s.batch) + "_s" + std::to_string(s.seq) +
+          "_d" + std::to_string(s.dim);
+  return {name, [s, layers, name] { return preNormStack(s, layers, name); },
+          layers, preNormFlops(s, layers),
+          "prenorm," + join({s.batch, s.seq, s.dim, s.heads, layers})};
+}
+
+BlockWorkload llama(const LlamaShape &s, int layers) {
+  std::string name = layers == 1 ? "llama" : "llama_x" + std::to_string(layers);
+  name += "_b" + std::to_string(s.batch) + "_s" + std::to_string(s.seq) +
+          "_d" + std::to_string(s.dim);
+  return {name, [s, layers, name] { return llamaStack(s, layers, name); },
+          layers, llamaFlops(s, layers),
+          "llama," + join({s.batch, s.seq, s.dim, s.heads, s.kvHeads, s.ffn,
+                           layers})};
+}
+
+std::vector<BlockWorkload> blockWorkloads() {
+  // The pre-norm block of gpu-machine.md's peers (d1024, 16 heads, B4
+  // S2048) and issue 28's Llama configuration (2048 hidden, 32/4 heads,
+  // 5632 MLP) at B4 S2048, one block and four.
+  const BlockShape pre{4, 2048, 1024, 16};
+  const LlamaShape ll{4, 2048, 2048, 32, 4, 5632};
+  return {preNorm(pre, 1), preNorm(pre, 4), llama(ll, 1), llama(ll, 4)};
+}
+
+struct PeerTimes {
+  double eagerMs = 0, sdpaMs = 0, compiledMs = 0;
+};
+
+/// PyTorch's medians from `peers.py --block`, zeros when it cannot run.
+PeerTimes peerTimes(const std::string &peers, const std::string &spec) {
+  std::string command = "python3 " + peers + " --block " + spec + " 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE *)> pipe(popen(command.c_str(), "r"),
+                                              pclose);
+  PeerTimes t;
+  if (!pipe || std::fscanf(pipe.get(), "%lf %lf %lf", &t.eagerMs, &t.sdpaMs,
+                           &t.compiledMs) != 3)
+    return {};
+  return t;
+}
+
+struct BlockRow {
+  size_t kernels = 0;
+  uint64_t ioBytes = 0, kernelBytes = 0;
+  double floorMs = 0, fusedMs = 0, unfusedMs = 0;
+  PeerTimes peer;
+};
+
+Expected<BlockRow> measure(const BlockWorkload &w, double peakTflops,
+                           double copyGBs, const std::string &peers) {
+  Graph g = w.build();
+  if (!g.status())
+    return g.status().error();
+  std::vector<DeviceBuffer> buffers;
+  std::vector<DeviceTensor> inputs;
+  BlockRow row;
+  if (Status st = uploadRandomInputs(g, buffers, inputs, row.ioBytes); !st)
+    return st.error();
+  uint64_t outBytes = 0;
+  std::vector<int64_t> outShape = staticShape(g.outputs()[0], outBytes);
+  row.ioBytes += outBytes;
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(outBytes);
+  if (!out)
+    return out.error();
+  row.floorMs = std::max(w.flops / (peakTflops * 1e12),
+                         row.ioBytes / (copyGBs * 1e9)) * 1e3;
+  auto inspect = [&](Executable &exe) {
+    if (Expected<std::vector<KernelReport>> k = exe.kernels()) {
+      row.kernels = k->size();
+      for (const KernelReport &r : *k)
+        row.kernelBytes += r.bytes;
+    }
+  };
+  if (Status st = timeFusedAndUnfused(
+          g, inputs, out->tensor(g.outputs()[0].dtype, Dims(outShape)),
+          row.fusedMs, row.unfusedMs, inspect);
+      !st)
+    return st.error();
+  row.peer = peerTimes(peers, w.peerSpec);
+  return row;
+}
+
+double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
+
+} // namespace
+
+int runBlocks(const std::string &only, bool list, double copyGBs,
+              const std::string &peers) {
+  std::vector<BlockWorkload> all = blockWorkloads();
+  if (list) {
+    for (const BlockWorkload &w : all)
+      std::printf("%s\n", w.name.c_str());
+    return 0;
+  }
+  const double peakTflops = 679; // cuBLAS's 8192^3 on the H200, gpu-machine.md
+  std::printf("floor = max(FLOPs / %.0f TFLOP/s, bytes / %.0f GB/s); peers "
+              "from %s (0: not run); compiled = torch.compile of the SDPA "
+              "form\n",
+              peakTflops, copyGBs, peers.c_str());
+  std::printf("%-26s %7s %7s %8s %8s %8s %8s %8s %8s %7s %8s %8s %8s\n",
+              "workload", "kernels", "k/layer", "bytes_x", "floor_ms",
+              "kfuse_ms", "unfus_ms", "eager_ms", "sdpa_ms", "comp_ms",
+              "kf/floor", "comp/kf", "sdpa/kf");
+  return measureEach(
+      all, only,
+      [&](const BlockWorkload &w) {
+        return measure(w, peakTflops, copyGBs, peers);
+      },
+      [](const BlockWorkload &w, const BlockRow &r) {
+        std::printf(
+            "%-26s %7zu %7.1f %8.2f %8.4f %8.4f %8.4f %8.4f %8.4f %7.4f "
+            "%8.3f %8.3f %8.3f\n",
+            w.name.c_str(), r.kernels, double(r.kernels) / w.layers,
+            ratio(r.kernelBytes, r.ioBytes), r.floorMs, r.fusedMs,
+            r.unfusedMs, r.peer.eagerMs, r.peer.sdpaMs, r.peer.compiledMs,
+            ratio(r.fusedMs, r.floorMs), ratio(r.peer.compiledMs, r.fusedMs),
+            ratio(r.peer.sdpaMs, r.fusedMs));
+      });
+}
+
+} // namespace kfuse::bench
