@@ -167,6 +167,18 @@ kfuse::kf::attentionResultStrides(KernelOp kernel) {
   return op ? stridesWithin(op.getResult(), root) : std::nullopt;
 }
 
+bool kfuse::kf::copiesAttentionOperand(KernelOp kernel, Value operand) {
+  if (isa<BlockArgument>(operand))
+    return true;
+  std::optional<StridedView> view = attentionOperandView(kernel, operand);
+  return view && isCopyableRowView(*view);
+}
+
+bool kfuse::kf::attentionComputesQuery(KernelOp kernel) {
+  AttentionOp op = attentionOf(kernel);
+  return op && !copiesAttentionOperand(kernel, op.getQ());
+}
+
 std::optional<StridedView> kfuse::kf::attentionOperandView(KernelOp kernel,
                                                            Value operand) {
   std::optional<StridedView> view = stridedViewOf(operand);
@@ -191,13 +203,11 @@ kfuse::kf::flashAttentionRefusal(KernelOp kernel, bool aligned, bool wgmma,
     return std::string("its buffers are not known to be 16-byte aligned");
   if (!wgmma)
     return std::string("the FlashAttention template needs sm_90 (wgmma)");
-  for (Value operand : {op.getQ(), op.getK(), op.getV()}) {
-    if (isa<BlockArgument>(operand))
-      continue;
-    std::optional<StridedView> view = attentionOperandView(kernel, operand);
-    if (!view || !isCopyableRowView(*view))
-      return std::string("an operand is computed in the kernel");
-  }
+  // k and v are copied; q may be computed (attentionComputesQuery).
+  for (Value operand : {op.getK(), op.getV()})
+    if (!copiesAttentionOperand(kernel, operand))
+      return std::string("k or v is computed in the kernel");
+
   int64_t d = shapeOf(op.getQ())[3], dv = shapeOf(op.getV())[3];
   if (d > 256 || dv > 256 || d == 0 || dv == 0)
     return "head dims " + std::to_string(d) + " and " + std::to_string(dv) +

@@ -70,6 +70,16 @@ AttentionOp attentionOf(KernelOp kernel);
 std::optional<StridedView> attentionOperandView(KernelOp kernel,
                                                 mlir::Value operand);
 
+/// Whether the FlashAttention template's copies can read attention operand
+/// `operand` of `kernel`: a kernel argument, or a view of one whose rows
+/// they can copy.
+bool copiesAttentionOperand(KernelOp kernel, mlir::Value operand);
+
+/// Whether the attention kernel `kernel` computes q (a prologue: RoPE, a
+/// scale, casts), which the FlashAttention template does into its Q tile
+/// once a block; k and v it only ever copies.
+bool attentionComputesQuery(KernelOp kernel);
+
 /// The strides, in an attention kernel's result buffer, of its attention
 /// result's [B, H, Sq, Dv] dims: dense, or those of the reshapes and
 /// transposes of it the kernel yields (heads merged: [B, Sq, H * Dv]).

@@ -88,55 +88,78 @@ struct Cluster {
   bool onlyViews = false;        ///< every op is a reshape, transpose, slice
 };
 
-/// Can pointwise `op` join attention cluster `c`? The FlashAttention
-/// template copies q, k and v straight into shared memory; a mask or bias
-/// is computed at each score.
-/// The q, k and v operands of attentions that `op`'s result becomes
-/// through view ops alone, and whether it is read otherwise too (by a
-/// mask or bias, or by an op that computes).
-struct ViewedOperands {
-  SmallVector<Value> operands;
-  bool readOtherwise = false;
+/// Where `op`'s result goes in the attention kernel it may join: the q, k
+/// and v operands it becomes through view ops alone (read in place by the
+/// template's copies), and the attention operands it reaches through an op
+/// that computes (a bit per operand number: 0 q, 1 k, 2 v, 3.. mask/bias).
+struct AttentionReach {
+  SmallVector<Value> viewed;
+  unsigned viewedOperands = 0, computedOperands = 0;
 };
 
-ViewedOperands viewedOperands(Operation *op) {
-  ViewedOperands reach;
-  SmallVector<Value> worklist = {op->getResult(0)};
+constexpr unsigned kQueryBit = 1, kKeyValueBits = 6, kScoreOperandBits = ~7u;
+
+AttentionReach attentionReach(Operation *op) {
+  AttentionReach reach;
+  SmallVector<std::pair<Value, bool>> worklist = {
+      {op->getResult(0), !isViewOp(op)}};
+  llvm::DenseSet<std::pair<Value, unsigned>> visited;
   while (!worklist.empty()) {
-    Value v = worklist.pop_back_val();
+    auto [v, computed] = worklist.pop_back_val();
+    if (!visited.insert({v, unsigned(computed)}).second)
+      continue;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      // q, k and v are the attention's first three operands.
-      if (isa<AttentionOp>(user) && use.getOperandNumber() < 3)
-        reach.operands.push_back(v);
-      else if (isViewOp(user))
-        worklist.push_back(user->getResult(0));
-      else
-        reach.readOtherwise = true;
+      if (isa<AttentionOp>(user)) {
+        unsigned bit = 1u << use.getOperandNumber();
+        if (computed || use.getOperandNumber() >= 3) {
+          reach.computedOperands |= bit;
+        } else {
+          reach.viewedOperands |= bit;
+          reach.viewed.push_back(v);
+        }
+        continue;
+      }
+      for (Value result : user->getResults())
+        worklist.push_back({result, computed || !isViewOp(user)});
     }
   }
   return reach;
 }
 
+/// Can pointwise `op` join attention cluster `c`? The FlashAttention
+/// template copies k and v straight into shared memory; q is copied too,
+/// or computed into shared memory by its prologue (RoPE, a scale, casts)
+/// once a block; a mask or bias is computed at each score.
 std::pair<bool, std::string> canJoinAttention(Operation *op,
                                               const Cluster &c) {
-  ViewedOperands viewed = viewedOperands(op);
-  if (!viewed.operands.empty()) {
-    // The template's copies read q, k and v by offset and strides: a
-    // chain of reshapes, transposes and slices (the split into heads) is
-    // read in place, anything that computes is not.
-    if (!isViewOp(op) || viewed.readOtherwise)
-      return {false, "attention kernels take no prologue on q, k or v but "
-                     "reshapes, transposes and slices"};
-    for (Value operand : viewed.operands) {
+  AttentionReach reach = attentionReach(op);
+  if (reach.computedOperands & kKeyValueBits)
+    return {false, "attention kernels take no prologue on k or v but "
+                   "reshapes, transposes and slices"};
+  if ((reach.computedOperands & kQueryBit) &&
+      (reach.computedOperands & kScoreOperandBits))
+    return {false, "it feeds both q's prologue and a mask or bias"};
+  if (reach.viewedOperands) {
+    // The template's copies read these by offset and strides: a chain of
+    // reshapes, transposes and slices (the split into heads) is read in
+    // place.
+    if (reach.computedOperands & kScoreOperandBits)
+      return {false, "a view of q, k or v that a mask or bias reads too"};
+    for (Value operand : reach.viewed) {
       std::optional<StridedView> view =
           stridedViewOf(operand, 0, op->getOperand(0));
       if (!view || !isCopyableRowView(*view))
         return {false, "the view of q, k or v is not rows the attention's "
                        "copies read (contiguous, 16-byte aligned)"};
     }
-    return {true, "a view of q, k or v that the attention reads in place"};
+    return {true, reach.computedOperands
+                      ? "a view of k or v read in place, and of q's prologue"
+                      : "a view of q, k or v that the attention reads in "
+                        "place"};
   }
+  if (reach.computedOperands & kQueryBit)
+    return {true, "prologue on q, computed once a block into its Q tile"};
   // The prologue runs at every score. Values per query or per key (the
   // gathered sequence ids of a packed-sequence mask) are computed once in a
   // kernel of their own and read there instead.

@@ -71,7 +71,8 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
   Value *args[] = {&q, &k, &v};
   int64_t *strides[] = {&qStride, &kStride, &vStride};
   int64_t *cols[] = {&qCols, &kCols, &vCols};
-  for (int which = 0; which < 3; ++which) {
+  qComputed = attentionComputesQuery(e.kernel());
+  for (int which = qComputed ? 1 : 0; which < 3; ++which) {
     std::optional<StridedView> view =
         attentionOperandView(e.kernel(), operands[which]);
     if (!view) {
@@ -101,6 +102,9 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
       status = e.kernel().emitOpError("takes its key length at run time and "
                                       "a mask or bias over the keys");
   }
+  if (warpSpecialized && qComputed)
+    status = e.kernel().emitOpError("computes q, which the TMA pipeline "
+                                    "copies");
   if (warpSpecialized) {
     unsigned maps = buffers + extents;
     qMap = e.gpuFunc().getArgument(maps);
@@ -118,7 +122,10 @@ LogicalResult FlashAttention::emit() {
 }
 
 LogicalResult FlashAttention::emitWithCopies() {
-  loadQ();
+  if (qComputed)
+    computeQ();
+  else
+    loadQ();
   loadK(idx(0));
   loadScoresInput(idx(0));
   // The product with V "before" tile 0 (P = 0) reads V stage 1: zeros,
@@ -225,7 +232,8 @@ void FlashAttention::locate(Value block) {
   head = rem(qSlice, heads);
   Value kvHead = div(head, heads / kvHeads);
   q0 = mul(qTile, blockQ);
-  qBase = headBase(0, batch, head, qSlice, sq, qStride);
+  if (!qComputed)
+    qBase = headBase(0, batch, head, qSlice, sq, qStride);
   kvSlice = add(mul(batch, kvHeads), kvHead);
   kBase = headBase(1, batch, kvHead, kvSlice, sk, kStride);
   vBase = headBase(2, batch, kvHead, kvSlice, sk, vStride);
@@ -290,6 +298,46 @@ void FlashAttention::loadQ() {
              return add(mul(div(col, 64), blockQ * 64),
                         wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
            });
+}
+
+/// Q's tile from its prologue, each element once (rows past the end
+/// repeat the last, whose scores are not stored; head-dim padding is
+/// zero), placed as loadQ places it. Eight consecutive columns a thread at
+/// a time: the index maps of RoPE's halves keep them consecutive, so its
+/// reads are vector loads.
+void FlashAttention::computeQ() {
+  ArrayRef<int64_t> shape = shapeOf(op.getQ());
+  int64_t lanes = d % 8 == 0 ? 8 : 1, groupsPerRow = dp / lanes;
+  // dp is a multiple of 64 and threads = 2 blockQ: whole rounds.
+  assert(blockQ * groupsPerRow % threads == 0);
+  Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(dtype));
+  for (int64_t first = 0; first < blockQ * groupsPerRow; first += threads) {
+    Value group = add(tid, idx(first));
+    Value r = div(group, groupsPerRow);
+    Value tileCol = mul(rem(group, groupsPerRow), lanes);
+    // Padding columns read column 0 and store zeros.
+    Value inside = d < dp ? less(tileCol, idx(d)) : Value();
+    Value col = inside ? arith::SelectOp::create(b, l, inside, tileCol, idx(0))
+                       : tileCol;
+    Value row = minIndex(add(q0, r), idx(sq - 1));
+    Value linear =
+        add(mul(add(mul(add(mul(batch, heads), head), sq), row), d), col);
+    FailureOr<SmallVector<Value>> values =
+        e.vectorAt(op.getQ(), ElementIndex::linear(shape, linear),
+                   e.laneIndices(linear, lanes));
+    if (failed(values)) {
+      status = failure();
+      return;
+    }
+    Value at = add(mul(div(tileCol, 64), blockQ * 64),
+                   wgmma::swizzledOffset(b, l, r, rem(tileCol, 64), true));
+    for (int64_t i = 0; i < lanes; ++i) {
+      Value x = arith::TruncFOp::create(b, l, dtype, (*values)[i]);
+      if (inside)
+        x = arith::SelectOp::create(b, l, inside, x, zero);
+      memref::StoreOp::create(b, l, x, shared, ValueRange{add(at, idx(i))});
+    }
+  }
 }
 
 Value FlashAttention::kStage(Value tile) {

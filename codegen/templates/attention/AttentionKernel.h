@@ -69,6 +69,8 @@ private:
                 Value sharedAt, llvm::function_ref<Value(Value, Value)> place,
                 Value colLimit = {});
   void loadQ();
+  /// With `qComputed`: Q's tile from its prologue, in place of loadQ.
+  void computeQ();
   void loadK(Value tile);
   void loadV(Value tile);
   /// The [block_q, block_k] tile of the staged scores input for key tile
@@ -187,6 +189,9 @@ private:
   Type dtype;
   /// The pipeline's `tma`; the byte offset of the mbarriers past the tiles.
   bool warpSpecialized;
+  /// q is computed in the kernel (attentionComputesQuery): its tile is
+  /// filled by computeQ, not copied.
+  bool qComputed = false;
   /// The tiling's `qInRegisters`: Q's fragments stay in registers.
   bool qInRegisters;
   int64_t barrierOffset;

@@ -202,21 +202,24 @@ func.func @matmul_then_transpose(%a: tensor<16x32xbf16>, %b: tensor<32x16xbf16>)
 // -----
 
 // Elementwise ops that build an attention's bias (or mask) are computed
-// at each score inside the attention kernel; those on q, k or v are not
-// (the FlashAttention template copies them straight into shared memory).
-// CHECK-LABEL: func.func @attention_bias_prologue
-// CHECK: %[[Q:.*]] = kf.kernel pointwise
+// at each score inside the attention kernel, and those on q (RoPE, a
+// scale) once a block into its Q tile; those on k or v are not (the
+// FlashAttention template copies them straight into shared memory).
+// CHECK-LABEL: func.func @attention_prologues
+// CHECK: %[[K:.*]] = kf.kernel pointwise(%arg1
 // CHECK: kf.mul
-// CHECK: kf.kernel attention(%arg3, %[[Q]], %arg1, %arg2 :
+// CHECK: kf.kernel attention(%arg0, %arg3, %[[K]], %arg2 :
+// CHECK: kf.mul
 // CHECK: kf.cast
 // CHECK: kf.attention
 // CHECK-NOT: kf.kernel
 // CHECK: return
-func.func @attention_bias_prologue(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %b: tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
+func.func @attention_prologues(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf16>, %v: tensor<1x2x64x64xbf16>, %b: tensor<1x2x64x64xbf16>) -> tensor<1x2x64x64xbf16> {
   %two = kf.constant dense<2.0> : tensor<1x2x64x64xbf16>
   %q2 = kf.mul %q, %two : tensor<1x2x64x64xbf16>
+  %k2 = kf.mul %k, %two : tensor<1x2x64x64xbf16>
   %bias = kf.cast %b : tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xf32>
-  %o = kf.attention %q2, %k, %v bias %bias : tensor<1x2x64x64xf32> {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
+  %o = kf.attention %q2, %k2, %v bias %bias : tensor<1x2x64x64xf32> {scale = 0.125 : f64} : tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xbf16> -> tensor<1x2x64x64xbf16>
   return %o : tensor<1x2x64x64xbf16>
 }
 
