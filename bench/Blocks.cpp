@@ -104,6 +104,8 @@ struct BlockRow {
   uint64_t ioBytes = 0, kernelBytes = 0;
   double floorMs = 0, fusedMs = 0, unfusedMs = 0;
   PeerTimes peer;
+  /// One block's kernels one by one (stacks repeat them).
+  Expected<std::vector<KernelProfile>> profile = std::vector<KernelProfile>();
 };
 
 Expected<BlockRow> measure(const BlockWorkload &w, double peakTflops,
@@ -124,16 +126,19 @@ Expected<BlockRow> measure(const BlockWorkload &w, double peakTflops,
     return out.error();
   row.floorMs = std::max(w.flops / (peakTflops * 1e12),
                          row.ioBytes / (copyGBs * 1e9)) * 1e3;
+  DeviceTensor outTensor = out->tensor(g.outputs()[0].dtype, Dims(outShape));
   auto inspect = [&](Executable &exe) {
     if (Expected<std::vector<KernelReport>> k = exe.kernels()) {
       row.kernels = k->size();
       for (const KernelReport &r : *k)
         row.kernelBytes += r.bytes;
     }
+    if (w.layers == 1)
+      row.profile = exe.profile(inputs.data(), inputs.size(),
+                                &outTensor, 1, 20);
   };
-  if (Status st = timeFusedAndUnfused(
-          g, inputs, out->tensor(g.outputs()[0].dtype, Dims(outShape)),
-          row.fusedMs, row.unfusedMs, inspect);
+  if (Status st = timeFusedAndUnfused(g, inputs, outTensor, row.fusedMs,
+                                      row.unfusedMs, inspect);
       !st)
     return st.error();
   row.peer = peerTimes(peers, w.peerSpec);
@@ -175,6 +180,11 @@ int runBlocks(const std::string &only, bool list, double copyGBs,
             r.unfusedMs, r.peer.eagerMs, r.peer.sdpaMs, r.peer.compiledMs,
             ratio(r.fusedMs, r.floorMs), ratio(r.peer.compiledMs, r.fusedMs),
             ratio(r.peer.sdpaMs, r.fusedMs));
+        if (r.profile)
+          for (const KernelProfile &k : *r.profile)
+            std::printf("  %-32s %9.4f ms %7.0f TFLOP/s %6.0f GB/s  %s\n",
+                        k.name.c_str(), k.ms, k.tflopPerSecond,
+                        k.gbPerSecond, k.bound.c_str());
       });
 }
 
