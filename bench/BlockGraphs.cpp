@@ -132,9 +132,10 @@ Tensor afterAttention(Graph &g, Tensor x, Tensor o, int64_t dim, int64_t ffn,
   o = reshape(transpose(o, {0, 2, 1, 3}), {tokens[0], tokens[1], d});
   Tensor x1 = x + cast(project(o, weight("wo", {d, d})), DType::bf16);
   Tensor h2 = rmsNorm(x1, g.input(prefix + "ln2", DType::f32, {d}));
-  Tensor gate = project(h2, weight("w_gate", {d, ffn}));
-  Tensor up = project(h2, weight("w_up", {d, ffn}));
-  Tensor mlp = cast(silu(gate) * up, DType::bf16);
+  // Each projection rounded to bf16, as a bf16 nn.Linear returns it.
+  Tensor gate = cast(project(h2, weight("w_gate", {d, ffn})), DType::bf16);
+  Tensor up = cast(project(h2, weight("w_up", {d, ffn})), DType::bf16);
+  Tensor mlp = silu(gate) * up;
   return x1 + cast(project(mlp, weight("w_down", {ffn, d})), DType::bf16);
 }
 

@@ -170,6 +170,23 @@ std::pair<bool, std::string> canJoinAttention(Operation *op,
   return {true, "mask or bias prologue of an attention kernel"};
 }
 
+/// A cast to a narrower float type of a matmul result that nothing else
+/// reads. A kernel that already has its matmul or attention cannot take
+/// the producing matmul too: the cast then belongs to that matmul's
+/// epilogue, or the matmul writes its wide accumulators for the consumer
+/// to round (the f32 gate of a bf16 SwiGLU: twice the bytes, both ways).
+bool isNarrowingCastOfMatmul(Operation *op) {
+  auto cast = dyn_cast<CastOp>(op);
+  if (!cast)
+    return false;
+  Value in = cast.getOperand();
+  auto from = getElementTypeOrSelf(in.getType());
+  auto to = getElementTypeOrSelf(cast.getType());
+  return isa<FloatType>(from) && isa<FloatType>(to) &&
+         to.getIntOrFloatBitWidth() < from.getIntOrFloatBitWidth() &&
+         in.getDefiningOp<MatmulOp>() && in.hasOneUse();
+}
+
 /// Can `op` (whose users are all in `c`) be computed inside `c`? Returns
 /// the reason either way; on success `c` may become a row cluster.
 /// Can attention `op` join `c` as its producer? Only where `c` is
@@ -196,6 +213,11 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   if (auto attention = dyn_cast<AttentionOp>(op))
     return canJoinAsAttention(attention, c);
   if (kind == KernelKind::pointwise) {
+    if ((c.kind == KernelKind::matmul || c.kind == KernelKind::attention) &&
+        isNarrowingCastOfMatmul(op))
+      return {false, "a narrowing cast of a matmul's result stays in that "
+                     "matmul's epilogue, which then writes the narrower "
+                     "type"};
     if (c.kind == KernelKind::attention)
       return canJoinAttention(op, c);
     // The template copies a matmul's operands straight into shared memory;

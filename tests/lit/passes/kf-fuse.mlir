@@ -183,6 +183,34 @@ func.func @matmul_epilogue(%x: tensor<64x32xf32>, %w: tensor<32x48xbf16>,
 
 // -----
 
+// SwiGLU of bf16 projections accumulated in f32: the kernel of the up
+// projection takes silu(gate) * up as its epilogue; the gate projection's
+// cast to bf16 stays in its own matmul's epilogue (it writes bf16, not its
+// f32 accumulators for the consumer to round).
+// CHECK-LABEL: func.func @swiglu_casts
+// CHECK: %[[GATE:.*]] = kf.kernel matmul(%arg0, %arg1
+// CHECK: kf.matmul
+// CHECK-NEXT: kf.cast
+// CHECK-SAME: -> tensor<64x96xbf16>
+// CHECK: kf.kernel matmul(%arg0, %arg2, %[[GATE]]
+// CHECK: kf.matmul
+// CHECK: kf.cast
+// CHECK: kf.silu
+// CHECK: kf.mul
+// CHECK-NOT: kf.kernel
+func.func @swiglu_casts(%h: tensor<64x32xbf16>, %wg: tensor<32x96xbf16>,
+                        %wu: tensor<32x96xbf16>) -> tensor<64x96xbf16> {
+  %g32 = kf.matmul %h, %wg : tensor<64x32xbf16>, tensor<32x96xbf16> -> tensor<64x96xf32>
+  %g = kf.cast %g32 : tensor<64x96xf32> -> tensor<64x96xbf16>
+  %u32 = kf.matmul %h, %wu : tensor<64x32xbf16>, tensor<32x96xbf16> -> tensor<64x96xf32>
+  %u = kf.cast %u32 : tensor<64x96xf32> -> tensor<64x96xbf16>
+  %a = kf.silu %g : tensor<64x96xbf16>
+  %y = kf.mul %a, %u : tensor<64x96xbf16>
+  return %y : tensor<64x96xbf16>
+}
+
+// -----
+
 // A consumer that reads the product out of place (a transpose) cannot be
 // computed from a thread's accumulators: the matmul stays alone.
 // CHECK-LABEL: func.func @matmul_then_transpose
