@@ -52,6 +52,9 @@ protected:
     return mlir::arith::CmpIOp::create(b, l, mlir::arith::CmpIPredicate::ult,
                                        x, y);
   }
+  mlir::Value minIndex(mlir::Value x, mlir::Value y) {
+    return mlir::arith::MinUIOp::create(b, l, x, y);
+  }
 
   KernelEmitter &e;
   mlir::OpBuilder &b;

@@ -39,7 +39,21 @@ struct AttentionCase {
   int64_t maskedRows = 0;
   /// The log-sum-exp output too (attentionWithLse).
   bool withLse = false;
+  /// q computed in the graph: rotated by RoPE tables (rotate-half written
+  /// from slice, neg and concat) or scaled and shifted. The attention
+  /// kernel computes it into its Q tile: one kernel in all.
+  enum class QPrologue { none, rope, affine } qPrologue = QPrologue::none;
 };
+
+/// q [B, H, S, D] rotated by f32 tables [S, D] in f32, back in q's dtype.
+Tensor ropeOf(Graph &g, Tensor q, int64_t s, int64_t d, DType dtype) {
+  Tensor cos = g.input("cos", DType::f32, {s, d});
+  Tensor sin = g.input("sin", DType::f32, {s, d});
+  Tensor rotated =
+      concat({-slice(q, -1, d / 2), slice(q, -1, 0, d / 2)}, -1);
+  return cast(cast(q, DType::f32) * cos + cast(rotated, DType::f32) * sin,
+              dtype);
+}
 
 void PrintTo(const AttentionCase &c, std::ostream *os) { *os << c.name; }
 
@@ -84,6 +98,10 @@ TEST_P(Attention, MatchesEvaluator) {
   if (c.withBias)
     o.bias = g.input("bias", c.dtype, scores);
   Tensor q = g.input("q", c.dtype, {c.batch, c.heads, c.sq, c.d});
+  if (c.qPrologue == AttentionCase::QPrologue::rope)
+    q = ropeOf(g, q, c.sq, c.d, c.dtype);
+  else if (c.qPrologue == AttentionCase::QPrologue::affine)
+    q = q * 0.5 + 0.25;
   Tensor k = g.input("k", c.dtype, {c.batch, c.kvHeads, c.sk, c.d});
   Tensor v = g.input("v", c.dtype, {c.batch, c.kvHeads, c.sk, c.dv});
   if (c.withLse) {
@@ -104,6 +122,14 @@ TEST_P(Attention, MatchesEvaluator) {
             c.flash)
       << "kf-tile chose the wrong template:\n"
       << compiled->fused;
+  if (c.qPrologue != AttentionCase::QPrologue::none) {
+    size_t kernels = 0;
+    for (size_t at = compiled->fused.find("kf.kernel "); at != std::string::npos;
+         at = compiled->fused.find("kf.kernel ", at + 1))
+      ++kernels;
+    EXPECT_EQ(kernels, 1u) << "q's prologue left the attention kernel:\n"
+                           << compiled->fused;
+  }
   Expected<std::vector<HostTensor>> out = compiled->exe.runOnHost(inputs);
   ASSERT_TRUE(out) << out.error().message();
   double error = relativeError((*out)[0], (*reference)[0]);
@@ -171,6 +197,26 @@ std::vector<AttentionCase> cases() {
       {"d65_dv33_causal_gqa_f16", 1, 4, 2, 140, 130, 65, 33, true, f16},
       {"d127_bias_lse", 1, 2, 2, 100, 90, 127, 127, false, DType::bf16, 0.1,
        true, false, true, 0, true},
+      // q's prologue computed into the Q tile: rows past the end (ragged
+      // query tiles), head-dim padding (d96 and d40 in tiles of 64
+      // columns), head dims of 4-byte words (d20), grouped-query, causal,
+      // with a bias, the log-sum-exp; head dim 128, whose plain q the TMA
+      // pipeline would copy.
+      {"rope_q_causal_gqa_ragged", 1, 4, 2, 200, 136, 64, 64, true,
+       DType::bf16, std::nullopt, true, false, false, 0, false,
+       AttentionCase::QPrologue::rope},
+      {"rope_q_d128_causal", 2, 2, 2, 256, 256, 128, 128, true, DType::bf16,
+       std::nullopt, true, false, false, 0, false,
+       AttentionCase::QPrologue::rope},
+      {"rope_q_d96_padded_f16", 1, 2, 1, 130, 150, 96, 96, false, f16,
+       std::nullopt, true, false, false, 0, true,
+       AttentionCase::QPrologue::rope},
+      {"affine_q_d40_bias", 1, 2, 2, 70, 90, 40, 40, false, DType::bf16,
+       std::nullopt, true, false, true, 0, false,
+       AttentionCase::QPrologue::affine},
+      {"affine_q_d20_one_query", 1, 2, 2, 1, 77, 20, 20, false, DType::bf16,
+       std::nullopt, true, false, false, 0, false,
+       AttentionCase::QPrologue::affine},
   };
 }
 

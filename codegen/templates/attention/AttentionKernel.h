@@ -148,9 +148,6 @@ private:
   /// The warpgroup's first thread arrives at `emptyBarrier`.
   void release(Value emptyBarrier);
 
-  Value minIndex(Value x, Value y) {
-    return mlir::arith::MinUIOp::create(b, l, x, y);
-  }
   Value fmul(Value x, Value y) {
     return mlir::arith::MulFOp::create(b, l, x, y);
   }
