@@ -56,9 +56,10 @@ void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {
     return;
   pm.addPass(createKFOnlineSoftmaxPass());
   // After the attentions exist: their shared masks are computed per score
-  // in each, never written as B x H x Sq x Sk elements.
+  // in each, never written as B x H x Sq x Sk elements, and what their q
+  // prologues share (RoPE's tables broadcast to the heads) once a block.
   KFRematerializePassOptions rematerialize;
-  rematerialize.scoresOnly = true;
+  rematerialize.attentionOnly = true;
   pm.addPass(createKFRematerializePass(rematerialize));
 }
 

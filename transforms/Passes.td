@@ -92,10 +92,12 @@ def KFRematerializePass : Pass<"kf-rematerialize", "mlir::ModuleOp"> {
     the rows, a widening cast of a 16-bit tensor: all cheaper to compute
     again than to read. For fused compiles only (the unfused baseline
     materialises every op). The default pipeline runs it with
-    `scores-only`: values that only attention masks and biases read (a
-    mask of positions shared by every layer's attention), which the
-    attention template computes per score and which, materialised, are
-    B x H x Sq x Sk elements. Everywhere else it is not on by default yet:
+    `attention-only`: values that only what attention kernels compute in
+    place reads: masks and biases (a mask of positions shared by every
+    layer's attention), computed per score, which materialised are B x H x
+    Sq x Sk elements; and q's prologue (RoPE's tables broadcast to the
+    heads, shared by every layer of a stack), computed once a block.
+    Everywhere else it is not on by default yet:
     it changes the kernels of 56 of the 1140 compiles of
     scripts/ptx-snapshot.sh, which the GPU benchmark must judge first.
 
@@ -116,8 +118,9 @@ def KFRematerializePass : Pass<"kf-rematerialize", "mlir::ModuleOp"> {
     ```
   }];
   let options = [
-    Option<"scoresOnly", "scores-only", "bool", /*default=*/"false",
-           "only values that attention masks and biases alone read">,
+    Option<"attentionOnly", "attention-only", "bool", /*default=*/"false",
+           "only values that attention kernels alone compute in place "
+           "(masks, biases, q's prologue)">,
   ];
   let dependentDialects = ["kfuse::kf::KFDialect"];
 }

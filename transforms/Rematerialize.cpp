@@ -19,7 +19,8 @@
 // before each user that can compute it in its kernel (not a matmul, say,
 // whose template reads operands from memory), but the first when no user
 // needs the value in memory anyway. In the default pipeline only for
-// attention's score operands (`scores-only`): Passes.td says why.
+// what attention kernels compute in place (`attention-only`): Passes.td
+// says why.
 //
 //===----------------------------------------------------------------------===//
 
@@ -97,29 +98,38 @@ bool worthRecomputing(Operation *op) {
   return read <= bytesOf(op->getResult(0));
 }
 
-/// Whether every use of `op`'s result is an attention's mask or bias, or
-/// an op computed in place whose uses all are, `depth` ops down at most.
-bool feedsOnlyScores(Operation *op, int depth = 0) {
+/// Whether `use` is an attention's k or v, which the FlashAttention
+/// template copies into shared memory (q it may compute instead).
+bool copiedAttentionOperand(OpOperand &use) {
+  return isa<AttentionOp>(use.getOwner()) &&
+         (use.getOperandNumber() == 1 || use.getOperandNumber() == 2);
+}
+
+/// Whether every use of `op`'s result is an operand an attention kernel
+/// computes in place (its mask or bias, at each score; q, once a block
+/// into its Q tile), or an op computed in place whose uses all are,
+/// `depth` ops down at most.
+bool feedsOnlyAttentionPrologues(Operation *op, int depth = 0) {
   if (depth > kMaxCone)
     return false;
   return llvm::all_of(op->getResult(0).getUses(), [&](OpOperand &use) {
     Operation *user = use.getOwner();
     if (isa<AttentionOp>(user))
-      return use.getOperandNumber() >= 3; // mask or bias, not q, k or v
+      return !copiedAttentionOperand(use);
     return computedInPlace(user) && user->getNumResults() == 1 &&
-           feedsOnlyScores(user, depth + 1);
+           feedsOnlyAttentionPrologues(user, depth + 1);
   });
 }
 
 /// Whether the user of `use` reads the value from memory whatever
 /// computes it, as kf-fuse's rules have it: the matmul template and
-/// attention's q, k and v stage operands through shared memory,
+/// attention's k and v stage operands through shared memory,
 /// reductions over other axes than the last and the line kernels take no
 /// prologue yet, and the caller gets outputs in memory.
 bool readsFromMemory(OpOperand &use) {
   Operation *user = use.getOwner();
-  if (auto attention = dyn_cast<AttentionOp>(user))
-    return use.getOperandNumber() < 3;
+  if (isa<AttentionOp>(user))
+    return copiedAttentionOperand(use);
   if (isa<ReduceOp>(user))
     return !rowOpSpace(user).has_value();
   return isa<MatmulOp, ArgReduceOp, CumsumOp, func::ReturnOp>(user);
@@ -170,7 +180,8 @@ struct KFRematerializePass
       for (Operation &op : body.without_terminator())
         ops.push_back(&op);
       for (Operation *op : llvm::reverse(ops))
-        if (worthRecomputing(op) && (!scoresOnly || feedsOnlyScores(op)))
+        if (worthRecomputing(op) &&
+            (!attentionOnly || feedsOnlyAttentionPrologues(op)))
           cloneForUsers(op);
     });
   }

@@ -411,6 +411,12 @@ void Generator::addAttention() {
     }
     if (kvHeads < heads && chance(0.5))
       n.op |= kRepeatKV;
+    // RoPE on q (its halves are static slices: the recipe stays static).
+    if (chance(0.3)) {
+      n.op |= kRotateQ;
+      n.operands.push_back(newInput({sq, d}, dtype));
+      n.operands.push_back(newInput({sq, d}, dtype));
+    }
   }
   add(n, {b, h, sq, d});
 }
@@ -572,6 +578,7 @@ Recipe Generator::run() {
     return n.kind == NodeKind::Reshape || n.kind == NodeKind::Broadcast ||
            n.kind == NodeKind::Iota ||
            n.kind == NodeKind::AttentionPrimitives ||
+           (n.kind == NodeKind::Attention && (n.op & kRotateQ)) ||
            n.kind >= NodeKind::Slice; // known sizes along their axis
   });
   if (!shapesGiven && chance(0.3)) {

@@ -280,6 +280,11 @@ Tensor apply(Graph &g, const Recipe &r, const Node &n,
       k = repeatedHeads(k, q.shape()[1]);
       v = repeatedHeads(v, q.shape()[1]);
     }
+    if (n.op & kRotateQ) {
+      int64_t half = q.shape()[3].size() / 2;
+      Tensor rotated = concat({-slice(q, -1, half), slice(q, -1, 0, half)}, -1);
+      q = q * operand(next) + rotated * operand(next + 1);
+    }
     return attention(q, k, v, options);
   }
   case NodeKind::AttentionPrimitives:

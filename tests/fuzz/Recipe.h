@@ -60,13 +60,17 @@ enum class NodeKind {
 /// kPositionMask: and a mask of positions, key <= query + axes[0] (as
 /// HuggingFace builds a causal one); kRepeatKV: keys and values repeated
 /// per query head (repeat_kv). Both have canonical forms in the compiler.
+/// kRotateQ: q rotated by RoPE written from primitives (rotate-half by
+/// slice, neg and concat) with [Sq, D] tables, the last two operands: a
+/// prologue the attention kernel computes into its Q tile.
 enum : int {
   kTransposeA = 1,
   kMask = 1,
   kBias = 2,
   kScale = 4,
   kPositionMask = 8,
-  kRepeatKV = 16
+  kRepeatKV = 16,
+  kRotateQ = 32
 };
 
 struct Node {
