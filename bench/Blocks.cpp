@@ -55,19 +55,23 @@ std::string join(std::initializer_list<int64_t> values) {
   return out;
 }
 
+/// "prenorm_b4_s2048_d1024", "llama_x4_b4_s2048_d2048".
+std::string workloadName(const char *kind, int layers, int64_t batch,
+                         int64_t seq, int64_t dim) {
+  return kind + (layers == 1 ? "" : "_x" + std::to_string(layers)) + "_b" +
+         std::to_string(batch) + "_s" + std::to_string(seq) + "_d" +
+         std::to_string(dim);
+}
+
 BlockWorkload preNorm(const BlockShape &s, int layers) {
-  std::string name = layers == 1 ? "prenorm" : "prenorm_x" + std::to_string(layers);
-  name += "_b" + std::to_string(s.batch) + "_s" + std::to_string(s.seq) +
-          "_d" + std::to_string(s.dim);
+  std::string name = workloadName("prenorm", layers, s.batch, s.seq, s.dim);
   return {name, [s, layers, name] { return preNormStack(s, layers, name); },
           layers, preNormFlops(s, layers),
           "prenorm," + join({s.batch, s.seq, s.dim, s.heads, layers})};
 }
 
 BlockWorkload llama(const LlamaShape &s, int layers) {
-  std::string name = layers == 1 ? "llama" : "llama_x" + std::to_string(layers);
-  name += "_b" + std::to_string(s.batch) + "_s" + std::to_string(s.seq) +
-          "_d" + std::to_string(s.dim);
+  std::string name = workloadName("llama", layers, s.batch, s.seq, s.dim);
   return {name, [s, layers, name] { return llamaStack(s, layers, name); },
           layers, llamaFlops(s, layers),
           "llama," + join({s.batch, s.seq, s.dim, s.heads, s.kvHeads, s.ffn,
