@@ -139,6 +139,50 @@ TEST(PTX, AttentionFromPrimitivesIsOneFlashKernel) {
   }
 }
 
+/// A Llama-style prefill block (bench/BlockGraphs.cpp, smaller: 4/2 heads
+/// of 64): RoPE of q is computed by the attention kernel into its Q tile
+/// (its concat of halves is in that kernel's body), in each layer of a
+/// stack too, where the tables' broadcasts to the heads are shared by the
+/// layers (kf-rematerialize's attention-only mode copies q's into each
+/// attention). One layer is 11 kernels; two are twice that, and the two
+/// kernels that write the KV heads' tables once for both layers' k.
+/// ptxas keeps the attention's wgmmas asynchronous.
+TEST(PTX, LlamaBlockRotatesQInTheAttentionKernel) {
+  if (!havePtxas())
+    GTEST_SKIP() << "no ptxas at " << KFUSE_PTXAS;
+  for (int layers : {1, 2}) {
+    Graph g = bench::llamaStack({2, 128, 256, 4, 2, 512}, layers);
+    ASSERT_TRUE(g.status()) << g.status().message();
+    CompileOptions options;
+    options.diskCache = false;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    Expected<std::string> fused = exe->dump(Stage::Fused);
+    ASSERT_TRUE(fused) << fused.error().message();
+    EXPECT_EQ(count(*fused, "kf.kernel "), layers == 1 ? 11u : 24u) << *fused;
+    size_t attentions = 0;
+    for (size_t at = fused->find("kf.kernel attention");
+         at != std::string::npos;
+         at = fused->find("kf.kernel attention", at + 1)) {
+      ++attentions;
+      size_t end = fused->find("kf.kernel ", at + 1);
+      std::string body = fused->substr(at, end - at);
+      EXPECT_NE(body.find("kf.concat"), std::string::npos)
+          << "q's RoPE is not in the attention kernel:\n"
+          << body;
+    }
+    EXPECT_EQ(attentions, size_t(layers));
+    if (layers > 1)
+      continue;
+    Expected<std::string> ptx = exe->dump(Stage::PTX);
+    ASSERT_TRUE(ptx) << ptx.error().message();
+    auto [rc, log] = runPtxas(*ptx, "-v");
+    EXPECT_EQ(rc, 0) << log;
+    EXPECT_EQ(log.find("C7511"), std::string::npos) << log;
+    EXPECT_EQ(log.find("C7514"), std::string::npos) << log;
+  }
+}
+
 } // namespace
 
 namespace {
