@@ -20,6 +20,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -83,6 +84,15 @@ cl::opt<bool> explainFlag(
     cl::desc("Print, for every producer-consumer edge, whether kf-fuse fused "
              "it and why"));
 cl::opt<bool> jsonFlag("json", cl::desc("--explain-fusion as JSON"));
+cl::opt<bool> trainingFlag(
+    "training",
+    cl::desc("Differentiate every float output with respect to every float "
+             "input and split the result into a forward that saves and a "
+             "backward that recomputes (kfuse::splitVJP): --explain-fusion "
+             "first says, for each forward value the backward reads, whether "
+             "it is saved or recomputed and why, then explains each graph; "
+             "--emit prints each graph's stage, the forward first. Sizes "
+             "through --bind"));
 cl::opt<uint64_t> seed("seed", cl::desc("Seed of the random inputs"),
                        cl::init(1));
 
@@ -415,6 +425,43 @@ int compileAndPrint(const kfuse::Graph &graph) {
   return 0;
 }
 
+/// --training: the forward and backward of splitVJP, each compiled and
+/// printed as compileAndPrint does, after the save-or-recompute decisions.
+int compileTrainingGraphs(const kfuse::Graph &graph) {
+  if (!shapeArgs.empty())
+    return fail("--training takes sizes through --bind (the backward's "
+                "inputs are not the forward's), not --shape");
+  kfuse::Expected<kfuse::TrainingGraphs> split = kfuse::splitVJP(graph);
+  if (!split)
+    return fail(split.error().message());
+  bool explainJson = explainFlag && jsonFlag;
+  if (explainFlag) {
+    if (explainJson) {
+      llvm::json::Array decisions;
+      for (const std::string &line : split->decisions)
+        decisions.push_back(line);
+      llvm::outs() << "{\"decisions\": "
+                   << llvm::json::Value(std::move(decisions)) << ",\n";
+    } else {
+      llvm::outs() << "// save or recompute, for each forward value the "
+                      "backward reads:\n";
+      for (const std::string &line : split->decisions)
+        llvm::outs() << line << "\n";
+    }
+  }
+  for (auto [name, part] : {std::pair{"forward", &split->forward},
+                            std::pair{"backward", &split->backward}}) {
+    llvm::outs() << (explainJson ? std::string("\"") + name + "\": "
+                                 : std::string("// ") + name + "\n");
+    llvm::outs().flush();
+    if (int rc = compileAndPrint(*part))
+      return rc;
+    if (explainJson)
+      llvm::outs() << (std::string(name) == "forward" ? ",\n" : "}\n");
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -439,6 +486,7 @@ int main(int argc, char **argv) {
                        &profileFlag,
                        &explainFlag,
                        &jsonFlag,
+                       &trainingFlag,
                        &seed};
   for (cl::Option *option : own)
     option->addCategory(kfuseOptions);
@@ -465,5 +513,7 @@ int main(int argc, char **argv) {
     return runOnGPU(*graph);
   if (profileFlag)
     return profileOnGPU(*graph);
+  if (trainingFlag)
+    return compileTrainingGraphs(*graph);
   return compileAndPrint(*graph);
 }
