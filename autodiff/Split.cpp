@@ -4,18 +4,20 @@
 // ends: the forward graph is the slice of the joint that computes the
 // forward's outputs; the backward is the rest. Each forward value the
 // backward reads is either saved (an extra forward output) or recomputed
-// (its op cloned into the backward, its own operands decided the same
-// way). Both graphs are cloned into fresh functions and parsed back, so
+// (its op cloned into the backward), the saved ones a minimum cut
+// (Planner). Both graphs are cloned into fresh functions and parsed back, so
 // they are graphs like any other (names, symbolic dims, Tensors).
 //
 //===----------------------------------------------------------------------===//
 
 #include "kfuse/Autodiff.h"
+#include "autodiff/MinCut.h"
 #include "frontend/GraphImpl.h"
 #include "ir/KFDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <set>
@@ -56,37 +58,35 @@ llvm::DenseSet<Operation *> sliceOf(ArrayRef<Value> roots,
   return slice;
 }
 
-/// The decisions of one split, on the joint graph's function.
+/// The decisions of one split, on the joint graph's function. What to
+/// save is a minimum cut (MinCut.h) of a graph with two nodes per forward
+/// value, "computed" and "available", joined by an edge of its bytes (0
+/// for a forward output, which the caller has anyway): a value that must
+/// come from the forward (not recomputable, or read by a comparison) is
+/// computed from the source; a value the backward reads is available to
+/// the sink; a recomputable value is computed from its operands' available
+/// nodes. The cut's edges are the values saved; values past it, on the
+/// backward's side, are recomputed from them; inputs are free.
 class Planner {
 public:
-  Planner(size_t numInputs, llvm::DenseSet<Operation *> forwardOps)
-      : numInputs(numInputs), forwardOps(std::move(forwardOps)) {}
+  Planner(size_t numInputs, llvm::DenseSet<Operation *> forwardOps,
+          ArrayRef<Value> forwardOutputs)
+      : numInputs(numInputs), forwardOps(std::move(forwardOps)),
+        forwardOutputs(forwardOutputs.begin(), forwardOutputs.end()) {}
 
-  /// Makes forward value `v` available to the backward; `exact`: as the
-  /// forward computed it (saved, not recomputed).
+  /// Forward value `v` is read by the backward; `exact`: as the forward
+  /// computed it (saved, not recomputed).
   void require(Value v, bool exact = false) {
-    if (auto arg = dyn_cast<BlockArgument>(v)) {
-      if (arg.getArgNumber() < numInputs)
-        inputsRead.insert(arg.getArgNumber());
-      return;
-    }
-    Operation *op = v.getDefiningOp();
-    if (!forwardOps.contains(op) || recomputed.contains(op) ||
-        saved.contains(v))
-      return;
-    if (!exact && recomputable(op) && newBytes(op) <= bytesOf(v)) {
-      recomputed.insert(op);
-      note(v, "recomputed");
-      for (Value operand : op->getOperands())
-        require(operand);
-      return;
-    }
-    saved.insert(v);
-    note(v, !recomputable(op) ? "saved: never recomputed"
-            : exact ? "saved: a comparison reads it (a recomputed value "
-                      "may round differently from the one it is compared "
-                      "with)"
-                    : "saved: recomputing would save larger values");
+    required.push_back({v, exact});
+    if (exact)
+      exactValues.insert(v);
+  }
+
+  /// Decides every required value: saved, recomputed, or a forward input.
+  void solve() {
+    cutSavedSide();
+    for (auto [v, exact] : required)
+      take(v);
   }
 
   size_t numInputs;
@@ -96,20 +96,75 @@ public:
   std::vector<std::string> decisions;
 
 private:
-  /// Bytes that recomputing `op` would have the forward save in its stead
-  /// (operands that are neither inputs nor available already), counting
-  /// only one level: chains of cheap ops decide each link the same way.
-  int64_t newBytes(Operation *op) {
-    int64_t bytes = 0;
-    for (Value operand : op->getOperands()) {
-      Operation *def = operand.getDefiningOp();
-      if (!def || saved.contains(operand) || recomputed.contains(def) ||
-          (recomputable(def) && def->getNumOperands() == 0))
+  bool isForwardValue(Value v) {
+    Operation *op = v.getDefiningOp();
+    return op && forwardOps.contains(op);
+  }
+
+  /// The forward values in block order, numbered: nodes 2 + 2i (computed)
+  /// and 3 + 2i (available); 0 is the source, 1 the sink.
+  void numberValues() {
+    SmallVector<Operation *> ops(forwardOps.begin(), forwardOps.end());
+    llvm::sort(ops, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    for (Operation *op : ops)
+      for (Value v : op->getResults())
+        index.insert({v, index.size()});
+  }
+
+  void cutSavedSide() {
+    numberValues();
+    autodiff::MinCut cut(2 + 2 * index.size());
+    auto computed = [&](Value v) { return 2 + 2 * index.lookup(v); };
+    const int64_t inf = autodiff::MinCut::kInfinite;
+    for (auto [v, i] : index) {
+      Operation *op = v.getDefiningOp();
+      cut.addEdge(computed(v), computed(v) + 1,
+                  forwardOutputs.contains(v) ? 0 : bytesOf(v));
+      if (!recomputable(op) || exactValues.contains(v)) {
+        cut.addEdge(0, computed(v), inf);
         continue;
-      if (!recomputable(def))
-        bytes += bytesOf(operand);
+      }
+      for (Value operand : op->getOperands())
+        if (isForwardValue(operand))
+          cut.addEdge(computed(operand) + 1, computed(v), inf);
     }
-    return bytes;
+    for (auto [v, exact] : required)
+      if (isForwardValue(v))
+        cut.addEdge(computed(v) + 1, 1, inf);
+    std::vector<bool> side = cut.sourceSide(0, 1);
+    for (auto [v, i] : index)
+      if (side[computed(v)])
+        cutSaved.insert(v);
+  }
+
+  /// `v` for the backward, and what recomputing it reads.
+  void take(Value v) {
+    if (auto arg = dyn_cast<BlockArgument>(v)) {
+      if (arg.getArgNumber() < numInputs)
+        inputsRead.insert(arg.getArgNumber());
+      return;
+    }
+    Operation *op = v.getDefiningOp();
+    if (!forwardOps.contains(op) || recomputed.contains(op) ||
+        saved.contains(v))
+      return;
+    if (!cutSaved.contains(v)) {
+      recomputed.insert(op);
+      note(v, "recomputed");
+      for (Value operand : op->getOperands())
+        take(operand);
+      return;
+    }
+    saved.insert(v);
+    note(v, !recomputable(op) ? "saved: never recomputed"
+            : exactValues.contains(v)
+                ? "saved: a comparison reads it (a recomputed value may "
+                  "round differently from the one it is compared with)"
+            : forwardOutputs.contains(v)
+                ? "saved: a forward output"
+                : "saved: recomputing it would need more bytes saved");
   }
 
   void note(Value v, StringRef what) {
@@ -119,6 +174,10 @@ private:
        << what;
     decisions.push_back(line);
   }
+
+  llvm::DenseSet<Value> forwardOutputs, exactValues, cutSaved;
+  std::vector<std::pair<Value, bool>> required;
+  llvm::MapVector<Value, size_t> index;
 };
 
 /// A graph computing `results` from `args` by clones of `ops` (in block
@@ -207,7 +266,8 @@ public:
         outputs(forward.outputs()), jointInputs(joint.inputs()),
         jointOutputs(joint.outputs()),
         results(body.getTerminator()->getOperands()),
-        plan(inputs.size(), sliceOf(forwardResults(), {})) {}
+        plan(inputs.size(), sliceOf(forwardResults(), {}),
+             forwardResults()) {}
 
   ArrayRef<Value> forwardResults() const {
     return ArrayRef(results).take_front(outputs.size());
@@ -229,6 +289,7 @@ public:
             plan.require(operand, exactPass);
     for (Value gradient : gradients()) // a gradient that is a forward value
       plan.require(gradient);
+    plan.solve();
     passInputsForSymbols();
   }
 

@@ -90,13 +90,15 @@ struct TrainingGraphs {
 };
 
 /// vjp() as a forward that saves what the backward needs and a backward
-/// that takes it. What to save: a value computed element by element, by an
-/// index map (broadcast, reshape, transpose, slice, pad, concat, gather) or
-/// by the counter-based random op (the same numbers again) is recomputed
-/// in the backward where the values it needs to be saved are no larger
-/// than itself; matmuls, attention, reductions, softmax and cumsum are
-/// saved, never recomputed. Recomputation fuses into the backward's
-/// kernels: a saved activation becomes a re-read of what it was made from.
+/// that takes it. A value computed element by element, by an index map
+/// (broadcast, reshape, transpose, slice, pad, concat, gather) or by the
+/// counter-based random op (the same numbers again) may be recomputed in
+/// the backward; matmuls, attention, reductions, softmax and cumsum, and
+/// values a comparison reads, are saved, never recomputed. What is saved
+/// is a minimum cut: the fewest bytes from which the backward recomputes
+/// everything else it reads (forward inputs and outputs cost nothing).
+/// Recomputation fuses into the backward's kernels: a saved activation
+/// becomes a re-read of what it was made from.
 Expected<TrainingGraphs> splitVJP(const Graph &forward,
                                   const VJPOptions &options = {});
 

@@ -60,8 +60,8 @@ def split_vjp(graph, outputs=None, wrt=None):
     """vjp() for training, as two graphs: (forward, backward, plan).
     `forward` computes graph's outputs, then "saved_<i>" for each value the
     backward reads and does not recompute (matmuls, attention and reductions
-    are saved; element-by-element values are recomputed where that saves no
-    less memory). `backward` computes "grad_<x>" per input differentiated
+    are saved; element-by-element values are recomputed from the fewest
+    saved bytes, a minimum cut). `backward` computes "grad_<x>" per input differentiated
     from the inputs plan["backward_inputs"] lists as (source, index):
     "input" (graph's input), "output" (graph's output), "saved"
     (forward's saved_<index>) or "cotangent" (of the index-th output

@@ -84,6 +84,32 @@ TEST(TrainingSplit, MlpSavesTheMatmulAndRecomputesTheActivation) {
   EXPECT_EQ(split->forward.outputs().size(), 2u);
 }
 
+/// The backward of exp reads exp's value, which the forward computes from
+/// v = m1 + m2 (bf16, two matmuls'): saving v is cheaper than saving both
+/// matmuls and recomputing v from them (what a choice one op at a time,
+/// each recomputed where its own operands look no larger, made), and than
+/// saving exp's f32 value. The minimum cut saves v alone.
+TEST(TrainingSplit, SavesTheMinimumCut) {
+  Graph f("cut");
+  Tensor x = f.input("x", DType::bf16, {16, 32});
+  Tensor w1 = f.input("w1", DType::bf16, {32, 64});
+  Tensor w2 = f.input("w2", DType::bf16, {32, 64});
+  Tensor m1 = cast(matmul(x, w1), DType::f32);
+  Tensor m2 = cast(matmul(x, w2), DType::f32);
+  Tensor v = cast(m1 + m2, DType::bf16);
+  f.output("loss", reduceMean(exp(cast(v, DType::f32))));
+  VJPOptions options{{"loss"}, {"x", "w1", "w2"}};
+  expectSplitMatchesJoint(f, options);
+  Expected<TrainingGraphs> split = splitVJP(f, options);
+  ASSERT_TRUE(split) << split.error().message();
+  std::vector<TensorInfo> out = split->forward.outputs();
+  ASSERT_EQ(out.size(), 2u) << "the loss and one saved value";
+  EXPECT_EQ(out[1].dtype, DType::bf16);
+  EXPECT_TRUE(mentions(split->decisions, "kf.cast",
+                       "recomputing it would need more bytes saved"));
+  EXPECT_FALSE(mentions(split->decisions, "kf.matmul", "saved"));
+}
+
 TEST(TrainingSplit, LayerNormAndCrossEntropyMatchTheJointGraph) {
   Graph f("ln_xent");
   Tensor x = f.input("x", DType::f32, {8, 48});
