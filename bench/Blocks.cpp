@@ -12,6 +12,9 @@
 // halved for causal, as FlashAttention counts them); bytes of every input
 // and output once. The kernels' own bytes (what each reads and writes)
 // over those bytes say how much traffic the fusion left between kernels.
+// A second table has the pieces of a model beside its blocks (token
+// embedding with positions, cross-entropy at two vocabularies) against
+// PyTorch eager and torch.compile (peers.py --workload-ms).
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,16 +94,46 @@ struct PeerTimes {
   double eagerMs = 0, sdpaMs = 0, compiledMs = 0;
 };
 
-/// PyTorch's medians from `peers.py --block`, zeros when it cannot run.
-PeerTimes peerTimes(const std::string &peers, const std::string &spec) {
-  std::string command = "python3 " + peers + " --block " + spec + " 2>/dev/null";
+/// `count` numbers printed by `python3 PEERS ARGS`, or zeros when it
+/// cannot run (no python3 or torch there).
+std::vector<double> peerNumbers(const std::string &peers,
+                                const std::string &args, size_t count) {
+  std::string command = "python3 " + peers + " " + args + " 2>/dev/null";
   std::unique_ptr<FILE, int (*)(FILE *)> pipe(popen(command.c_str(), "r"),
                                               pclose);
-  PeerTimes t;
-  if (!pipe || std::fscanf(pipe.get(), "%lf %lf %lf", &t.eagerMs, &t.sdpaMs,
-                           &t.compiledMs) != 3)
-    return {};
-  return t;
+  std::vector<double> values(count, 0.0);
+  for (size_t i = 0; pipe && i < count; ++i)
+    if (std::fscanf(pipe.get(), "%lf", &values[i]) != 1)
+      return std::vector<double>(count, 0.0);
+  return values;
+}
+
+/// PyTorch's medians from `peers.py --block`.
+PeerTimes peerTimes(const std::string &peers, const std::string &spec) {
+  std::vector<double> ms = peerNumbers(peers, "--block " + spec, 3);
+  return {ms[0], ms[1], ms[2]};
+}
+
+/// The graph's one output, allocated; its bytes added to `ioBytes`.
+Expected<std::pair<DeviceBuffer, DeviceTensor>>
+allocateOutput(const Graph &g, uint64_t &ioBytes) {
+  uint64_t bytes = 0;
+  std::vector<int64_t> shape = staticShape(g.outputs()[0], bytes);
+  ioBytes += bytes;
+  Expected<DeviceBuffer> out = DeviceBuffer::allocate(bytes);
+  if (!out)
+    return out.error();
+  DeviceTensor tensor = out->tensor(g.outputs()[0].dtype, Dims(shape));
+  return std::pair{out.take(), tensor};
+}
+
+/// `exe`'s kernels, and the bytes they read and write together.
+void countKernels(Executable &exe, size_t &kernels, uint64_t &bytes) {
+  if (Expected<std::vector<KernelReport>> k = exe.kernels()) {
+    kernels = k->size();
+    for (const KernelReport &r : *k)
+      bytes += r.bytes;
+  }
 }
 
 struct BlockRow {
@@ -122,21 +155,14 @@ Expected<BlockRow> measure(const BlockWorkload &w, double peakTflops,
   BlockRow row;
   if (Status st = uploadRandomInputs(g, buffers, inputs, row.ioBytes); !st)
     return st.error();
-  uint64_t outBytes = 0;
-  std::vector<int64_t> outShape = staticShape(g.outputs()[0], outBytes);
-  row.ioBytes += outBytes;
-  Expected<DeviceBuffer> out = DeviceBuffer::allocate(outBytes);
+  auto out = allocateOutput(g, row.ioBytes);
   if (!out)
     return out.error();
+  DeviceTensor outTensor = out->second;
   row.floorMs = std::max(w.flops / (peakTflops * 1e12),
                          row.ioBytes / (copyGBs * 1e9)) * 1e3;
-  DeviceTensor outTensor = out->tensor(g.outputs()[0].dtype, Dims(outShape));
   auto inspect = [&](Executable &exe) {
-    if (Expected<std::vector<KernelReport>> k = exe.kernels()) {
-      row.kernels = k->size();
-      for (const KernelReport &r : *k)
-        row.kernelBytes += r.bytes;
-    }
+    countKernels(exe, row.kernels, row.kernelBytes);
     if (w.layers == 1)
       row.profile = exe.profile(inputs.data(), inputs.size(),
                                 &outTensor, 1, 20);
@@ -151,16 +177,94 @@ Expected<BlockRow> measure(const BlockWorkload &w, double peakTflops,
 
 double ratio(double a, double b) { return a > 0 && b > 0 ? a / b : 0; }
 
+/// The pieces of a model beside its blocks, from kfuse-bench memory's
+/// workloads: the token embedding with positions added, cross-entropy
+/// over 32k and 128k vocabularies. Memory-bound: floor = bytes of the
+/// inputs and outputs / the copy bandwidth.
+std::vector<Workload> modelPieces() {
+  std::vector<Workload> all, pieces;
+  addIndexingWorkloads(all, /*small=*/false);
+  for (Workload &w : all)
+    if (w.name == "embedding_pos_bf16" || w.name.rfind("xent_", 0) == 0)
+      pieces.push_back(std::move(w));
+  return pieces;
+}
+
+struct PieceRow {
+  size_t kernels = 0;
+  uint64_t ioBytes = 0, kernelBytes = 0;
+  double floorMs = 0, fusedMs = 0, unfusedMs = 0, eagerMs = 0, compiledMs = 0;
+};
+
+Expected<PieceRow> measurePiece(const Workload &w, double copyGBs,
+                                const std::string &peers) {
+  Graph g(w.name);
+  w.build(g);
+  if (!g.status())
+    return g.status().error();
+  std::vector<HostTensor> host;
+  if (w.inputs)
+    host = w.inputs(g);
+  uint64_t seed = 1;
+  for (size_t i = host.size(); i < g.inputs().size(); ++i) {
+    uint64_t bytes = 0;
+    host.push_back(HostTensor::random(
+        g.inputs()[i].dtype, staticShape(g.inputs()[i], bytes), seed++));
+  }
+  PieceRow row;
+  std::vector<DeviceBuffer> buffers;
+  std::vector<DeviceTensor> inputs;
+  for (const HostTensor &t : host) {
+    Expected<DeviceBuffer> b = DeviceBuffer::fromHost(t);
+    if (!b)
+      return b.error();
+    inputs.push_back(b->tensor(t.dtype(), Dims(t.shape())));
+    buffers.push_back(b.take());
+    row.ioBytes += t.sizeInBytes();
+  }
+  auto out = allocateOutput(g, row.ioBytes);
+  if (!out)
+    return out.error();
+  row.floorMs = row.ioBytes / (copyGBs * 1e9) * 1e3;
+  auto inspect = [&](Executable &exe) {
+    countKernels(exe, row.kernels, row.kernelBytes);
+  };
+  if (Status st = timeFusedAndUnfused(g, inputs, out->second, row.fusedMs,
+                                      row.unfusedMs, inspect);
+      !st)
+    return st.error();
+  std::vector<double> ms = peerNumbers(peers, "--workload-ms " + w.name, 2);
+  row.eagerMs = ms[0];
+  row.compiledMs = ms[1];
+  return row;
+}
+
+int runPieces(const std::string &only, double copyGBs,
+              const std::string &peers) {
+  std::printf("\nmodel pieces: floor = bytes / %.0f GB/s\n", copyGBs);
+  std::printf("%-26s %7s %8s %8s %8s %8s %8s %8s %8s %8s\n", "workload",
+              "kernels", "bytes_x", "floor_ms", "kfuse_ms", "unfus_ms",
+              "eager_ms", "comp_ms", "kf/floor", "comp/kf");
+  return measureEach(
+      modelPieces(), only,
+      [&](const Workload &w) { return measurePiece(w, copyGBs, peers); },
+      [](const Workload &w, const PieceRow &r) {
+        std::printf("%-26s %7zu %8.2f %8.4f %8.4f %8.4f %8.4f %8.4f %8.3f "
+                    "%8.3f\n",
+                    w.name.c_str(), r.kernels, ratio(r.kernelBytes, r.ioBytes),
+                    r.floorMs, r.fusedMs, r.unfusedMs, r.eagerMs,
+                    r.compiledMs, ratio(r.fusedMs, r.floorMs),
+                    ratio(r.compiledMs, r.fusedMs));
+      });
+}
+
 } // namespace
 
-int runBlocks(const std::string &only, bool list, double copyGBs,
-              const std::string &peers) {
-  std::vector<BlockWorkload> all = blockWorkloads();
-  if (list) {
-    for (const BlockWorkload &w : all)
-      std::printf("%s\n", w.name.c_str());
-    return 0;
-  }
+namespace {
+
+int runBlockTable(const std::vector<BlockWorkload> &all,
+                  const std::string &only, double copyGBs,
+                  const std::string &peers) {
   const double peakTflops = 679; // cuBLAS's 8192^3 on the H200, gpu-machine.md
   std::printf("floor = max(FLOPs / %.0f TFLOP/s, bytes / %.0f GB/s); peers "
               "from %s (0: not run); compiled = torch.compile of the SDPA "
@@ -190,6 +294,27 @@ int runBlocks(const std::string &only, bool list, double copyGBs,
                         k.name.c_str(), k.ms, k.tflopPerSecond,
                         k.gbPerSecond, k.bound.c_str());
       });
+}
+
+} // namespace
+
+int runBlocks(const std::string &only, bool list, double copyGBs,
+              const std::string &peers) {
+  std::vector<BlockWorkload> blocks = blockWorkloads();
+  std::vector<Workload> pieces = modelPieces();
+  if (list) {
+    for (const BlockWorkload &w : blocks)
+      std::printf("%s\n", w.name.c_str());
+    for (const Workload &w : pieces)
+      std::printf("%s\n", w.name.c_str());
+    return 0;
+  }
+  bool piece = std::any_of(pieces.begin(), pieces.end(),
+                           [&](const Workload &w) { return w.name == only; });
+  if (!piece)
+    if (int rc = runBlockTable(blocks, only, copyGBs, peers))
+      return rc;
+  return only.empty() || piece ? runPieces(only, copyGBs, peers) : 0;
 }
 
 } // namespace kfuse::bench

@@ -249,10 +249,19 @@ def main():
     parser.add_argument("--sdpa", help="time SDPA for B,H,HKV,S,D,CAUSAL and print ms")
     parser.add_argument("--only", help="a comma-separated list of workloads")
     parser.add_argument("--block", help="time a block (see block_ms) and print eager, sdpa and compiled ms")
+    parser.add_argument("--workload-ms", help="time one workload and print eager and compiled ms")
     args = parser.parse_args()
     if args.block:
         print(" ".join(f"{ms:.5f}" for ms in block_ms(args.block)))
         return
+    if args.workload_ms:
+        for name, fn, inputs in workloads():
+            if name == args.workload_ms:
+                compiled = torch.compile(fn)
+                print(f"{timed_ms(lambda: fn(*inputs)):.5f} "
+                      f"{timed_ms(lambda: compiled(*inputs)):.5f}")
+                return
+        raise SystemExit(f"no workload {args.workload_ms}")
     if args.sdpa:
         print(f"{sdpa_ms(args.sdpa):.5f}")
         return
