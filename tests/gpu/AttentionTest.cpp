@@ -199,7 +199,7 @@ std::vector<AttentionCase> cases() {
        true, false, true, 0, true},
       // q's prologue computed into the Q tile: rows past the end (ragged
       // query tiles), head-dim padding (d96 and d40 in tiles of 64
-      // columns), head dims of 4-byte words (d20), grouped-query, causal,
+      // columns), head dims of 4-byte words (d20, d18), grouped-query, causal,
       // with a bias, the log-sum-exp; head dim 128, whose plain q the TMA
       // pipeline would copy.
       {"rope_q_causal_gqa_ragged", 1, 4, 2, 200, 136, 64, 64, true,
@@ -215,6 +215,15 @@ std::vector<AttentionCase> cases() {
        std::nullopt, true, false, true, 0, false,
        AttentionCase::QPrologue::affine},
       {"affine_q_d20_one_query", 1, 2, 2, 1, 77, 20, 20, false, DType::bf16,
+       std::nullopt, true, false, false, 0, false,
+       AttentionCase::QPrologue::affine},
+      // Head dims not a multiple of 8 compute groups of 4 or 2 columns,
+      // each at its place inside a swizzled 16-byte chunk; RoPE's halves
+      // (10 columns) split a group of 4.
+      {"rope_q_d20_causal", 1, 2, 1, 90, 90, 20, 20, true, DType::bf16,
+       std::nullopt, true, false, false, 0, false,
+       AttentionCase::QPrologue::rope},
+      {"affine_q_d18_f16", 1, 2, 2, 40, 33, 18, 18, false, f16,
        std::nullopt, true, false, false, 0, false,
        AttentionCase::QPrologue::affine},
   };

@@ -303,11 +303,12 @@ void FlashAttention::loadQ() {
 /// Q's tile from its prologue, each element once (rows past the end
 /// repeat the last, whose scores are not stored; head-dim padding is
 /// zero), placed as loadQ places it. Eight consecutive columns a thread at
-/// a time: the index maps of RoPE's halves keep them consecutive, so its
-/// reads are vector loads.
+/// a time (fewer where the head dim is not a multiple of 8): the index maps
+/// of RoPE's halves keep them consecutive, so its reads are vector loads.
 void FlashAttention::computeQ() {
   ArrayRef<int64_t> shape = shapeOf(op.getQ());
-  int64_t lanes = d % 8 == 0 ? 8 : 1, groupsPerRow = dp / lanes;
+  int64_t lanes = d % 8 == 0 ? 8 : d % 4 == 0 ? 4 : d % 2 == 0 ? 2 : 1;
+  int64_t groupsPerRow = dp / lanes;
   // dp is a multiple of 64 and threads = 2 blockQ: whole rounds.
   assert(blockQ * groupsPerRow % threads == 0);
   Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(dtype));
@@ -329,8 +330,11 @@ void FlashAttention::computeQ() {
       status = failure();
       return;
     }
+    // The swizzle places 16-byte chunks; narrower groups start inside one.
     Value at = add(mul(div(tileCol, 64), blockQ * 64),
                    wgmma::swizzledOffset(b, l, r, rem(tileCol, 64), true));
+    if (lanes < 8)
+      at = add(at, rem(tileCol, 8));
     for (int64_t i = 0; i < lanes; ++i) {
       Value x = arith::TruncFOp::create(b, l, dtype, (*values)[i]);
       if (inside)
