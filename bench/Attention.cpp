@@ -34,6 +34,14 @@ std::vector<AttentionWorkload> attentionWorkloads() {
       {"attn_gqa_h32kv8_s4096_d128", {2, 32, 8, 4096, 128, true}},
       // A full [B, H, S, S] bias: the fused kernel reads it at each score.
       {"attn_bias_b4h16_s2048_d64", {4, 16, 16, 2048, 64, false, true}},
+      // The Llama block's attention (bench blocks), plain and with q
+      // rotated by RoPE inside the kernel; SDPA's column times the plain
+      // attention on both rows.
+      {"attn_llama_h32kv4_s2048_d64", {4, 32, 4, 2048, 64, true}},
+      {"attn_llama_h32kv4_s2048_d64_rope",
+       {4, 32, 4, 2048, 64, true, false, true}},
+      {"attn_gqa_h32kv8_s4096_d128_rope",
+       {2, 32, 8, 4096, 128, true, false, true}},
   };
 }
 

@@ -79,15 +79,6 @@ Tensor rmsNorm(Tensor x, Tensor weight) {
   return cast(xf * scale * weight, DType::bf16);
 }
 
-/// x [B, heads, S, Dh] rotated by the positions' cos and sin ([S, Dh] or,
-/// for one token, [Dh]; f32), rotate-half written from slice and concat.
-Tensor rope(Tensor x, Tensor cos, Tensor sin, int64_t headDim) {
-  Tensor rotated = concat(
-      {-slice(x, -1, headDim / 2), slice(x, -1, 0, headDim / 2)}, -1);
-  return cast(cast(x, DType::f32) * cos + cast(rotated, DType::f32) * sin,
-              DType::bf16);
-}
-
 /// [1, 1, heads * Dh] as [1, heads, 1, Dh].
 Tensor oneTokenHeads(Tensor t, int64_t heads, int64_t headDim) {
   return transpose(reshape(t, {1, 1, heads, headDim}), {0, 2, 1, 3});
@@ -98,6 +89,13 @@ Tensor project(Tensor x, Tensor w) {
 }
 
 } // namespace
+
+Tensor rope(Tensor x, Tensor cos, Tensor sin, int64_t headDim) {
+  Tensor rotated = concat(
+      {-slice(x, -1, headDim / 2), slice(x, -1, 0, headDim / 2)}, -1);
+  return cast(cast(x, DType::f32) * cos + cast(rotated, DType::f32) * sin,
+              DType::bf16);
+}
 
 namespace {
 

@@ -131,6 +131,9 @@ Graph attentionFromPrimitives(const std::string &name,
                               const AttentionShape &s) {
   Graph g(name);
   Tensor q = g.input("q", DType::bf16, {s.batch, s.heads, s.seq, s.headDim});
+  if (s.ropeQ)
+    q = rope(q, g.input("cos", DType::f32, {s.seq, s.headDim}),
+             g.input("sin", DType::f32, {s.seq, s.headDim}), s.headDim);
   Tensor k = g.input("k", DType::bf16, {s.batch, s.kvHeads, s.seq, s.headDim});
   Tensor v = g.input("v", DType::bf16, {s.batch, s.kvHeads, s.seq, s.headDim});
   MatmulOptions qk;

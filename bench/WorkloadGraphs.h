@@ -42,8 +42,15 @@ struct AttentionShape {
   bool causal;
   /// A bf16 [B, H, S, S] input added to the scaled scores.
   bool bias = false;
+  /// q rotated by RoPE ([S, D] f32 cos and sin tables) before the scores.
+  bool ropeQ = false;
 };
 Graph attentionFromPrimitives(const std::string &name, const AttentionShape &s);
+
+/// x [B, heads, S, Dh] rotated by the positions' cos and sin ([S, Dh] or,
+/// for one token, [Dh]; f32), rotate-half written from slice and concat;
+/// back in bf16 (BlockGraphs.cpp).
+Tensor rope(Tensor x, Tensor cos, Tensor sin, int64_t headDim);
 
 /// A pre-norm transformer block's sizes (BlockGraphs.cpp).
 struct BlockShape {

@@ -110,24 +110,39 @@ bool TensorCoreMatmul::computesUpfront() {
 /// matmul with bias + GELU over the plain one, in turns (two runs each):
 /// 1.049, 1.049 with the loads in the epilogue; 1.043, 1.044 with the
 /// first staged chunk's prefetched; 1.038, 1.042 with all of them.
+/// What the columns leave of those registers takes the first n8 tiles'
+/// pairs of the inputs read at the output's own index (a residual, the
+/// gate of SwiGLU): 16 of a 256-column tile's 32 for one bf16 input.
 LogicalResult TensorCoreMatmul::prefetchEpilogueInputs() {
   prefetchedPairs.clear();
   if (!stageOutput || !computesUpfront())
     return success();
-  // The inputs broadcast down the columns, one element a column.
+  constexpr int64_t budget = 32 * 4;
+  int64_t tilesN = t.bn / t.warpsN / 8, tilesM = t.bm / t.warpsM / 16;
+  // The inputs broadcast down the columns, one element a column; a thread
+  // holds two columns of each n8 tile.
   SmallVector<Value> columns;
-  int64_t tilesN = t.bn / t.warpsN / 8, bytes = 0;
+  int64_t bytes = 0;
   for (Operation &op : e.kernel().getBody().front()) {
     auto broadcast = dyn_cast<BroadcastOp>(op);
     if (!broadcast || !isa<BlockArgument>(broadcast.getInput()) ||
         broadcast.getInput().getType().getNumElements() != p.n)
       continue;
     columns.push_back(broadcast.getResult());
-    // A thread holds two columns of each n8 tile.
     bytes += 2 * tilesN *
              broadcast.getInput().getType().getElementTypeBitWidth() / 8;
   }
-  if (columns.empty() || bytes > 32 * 4)
+  if (bytes > budget) {
+    columns.clear();
+    bytes = 0;
+  }
+  SmallVector<Value> full = inputsAtOutputIndex();
+  int64_t perN8 = 0;
+  for (Value input : full)
+    perN8 += tilesM * 4 * getElementTypeOrSelf(input.getType())
+                              .getIntOrFloatBitWidth() / 8;
+  int64_t fullN8 = perN8 ? std::min(tilesN, (budget - bytes) / perN8) : 0;
+  if (columns.empty() && !fullN8)
     return success();
   for (const PairSlot &slot : pairSlots(0, tilesN)) {
     OutputPair at = outputPair(slot.r, slot.c);
@@ -136,8 +151,36 @@ LogicalResult TensorCoreMatmul::prefetchEpilogueInputs() {
       for (bool second : {false, true})
         if (failed(e.elementAt(column, pairIndex(column, at, second))))
           return failure();
+    if (slot.at / 4 % tilesN >= fullN8)
+      continue;
+    for (Value input : full)
+      if (failed(e.vectorAt(input, pairIndex(input, at, false),
+                            {at.linear, at.linear1})))
+        return failure();
   }
   return success();
+}
+
+/// Kernel inputs of the matmul result's shape that only elementwise ops
+/// read: their elements at a pair's index are the ones its epilogue reads,
+/// as the 2-vectors resultPair asks for.
+SmallVector<Value> TensorCoreMatmul::inputsAtOutputIndex() {
+  SmallVector<Value> inputs;
+  if (p.n % 2 || rows.active())
+    return inputs;
+  Type shape = matmul.getResult().getType();
+  for (BlockArgument arg : e.kernel().getBody().getArguments()) {
+    if (arg == matmul.getA() || arg == matmul.getB() ||
+        mlir::cast<ShapedType>(arg.getType()).getShape() !=
+            mlir::cast<ShapedType>(shape).getShape() ||
+        arg.use_empty())
+      continue;
+    if (llvm::all_of(arg.getUsers(), [](Operation *user) {
+          return user->hasTrait<OpTrait::kf::Elementwise>();
+        }))
+      inputs.push_back(arg);
+  }
+  return inputs;
 }
 
 bool TensorCoreMatmul::epilogueReadsInputs() {
@@ -163,17 +206,38 @@ FailureOr<Value> TensorCoreMatmul::stagedPair(const PairSlot &slot,
       mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
   Value value = yield.getValues()[0];
   Type dtype = mlir::cast<RankedTensorType>(value.getType()).getElementType();
+  FailureOr<std::array<Value, 2>> values = resultPair(value, at);
+  if (failed(values))
+    return failure();
   SmallVector<Value> pair;
-  for (bool second : {false, true}) {
-    FailureOr<Value> x = e.elementAt(value, pairIndex(value, at, second));
-    if (failed(x))
-      return failure();
-    pair.push_back(x->getType() == dtype
-                       ? *x
-                       : arith::TruncFOp::create(b, l, dtype, *x).getResult());
-  }
+  for (Value x : *values)
+    pair.push_back(x.getType() == dtype
+                       ? x
+                       : arith::TruncFOp::create(b, l, dtype, x).getResult());
   return vector::FromElementsOp::create(b, l, VectorType::get({2}, dtype), pair)
       .getResult();
+}
+
+/// Where the pair's two elements are consecutive in every tensor the
+/// epilogue reads (even rows, columns not clamped), they are asked for as
+/// one 2-vector, so that a residual or a gate of the output's shape loads
+/// in 4-byte (bf16) or 8-byte words rather than element by element.
+FailureOr<std::array<Value, 2>> TensorCoreMatmul::resultPair(Value value,
+                                                             const OutputPair &at) {
+  if (p.n % 2 == 0 && !rows.active()) {
+    FailureOr<SmallVector<Value>> lanes =
+        e.vectorAt(value, pairIndex(value, at, false), {at.linear, at.linear1});
+    if (failed(lanes))
+      return failure();
+    return std::array<Value, 2>{(*lanes)[0], (*lanes)[1]};
+  }
+  FailureOr<Value> x0 = e.elementAt(value, pairIndex(value, at, false));
+  if (failed(x0))
+    return failure();
+  FailureOr<Value> x1 = e.elementAt(value, pairIndex(value, at, true));
+  if (failed(x1))
+    return failure();
+  return std::array<Value, 2>{*x0, *x1};
 }
 
 void TensorCoreMatmul::writeStaged(ArrayRef<PairSlot> slots,
@@ -370,10 +434,23 @@ LogicalResult TensorCoreMatmul::storeResultPair(unsigned result, Value value,
         ValueRange{add(mul(at.r, stagedCols + 8),
                        arith::SubIOp::create(b, l, cc, idx(stagedFirstCol)))});
   };
+  bool pairs = p.n % 2 == 0 && !dtype.isInteger(1);
+  if (pairs) {
+    FailureOr<std::array<Value, 2>> x = resultPair(value, at);
+    if (failed(x))
+      return failure();
+    if (tile) {
+      toShared((*x)[0], at.c);
+      toShared((*x)[1], add(at.c, idx(1)));
+    } else {
+      e.storeLanes(result, BufferIndex(at.linear, at.outRow, at.col),
+                   {(*x)[0], (*x)[1]});
+    }
+    return success();
+  }
   FailureOr<Value> x0 = e.elementAt(value, pairIndex(value, at, false));
   if (failed(x0))
     return failure();
-  bool pairs = p.n % 2 == 0 && !dtype.isInteger(1);
   auto second = [&]() -> LogicalResult {
     FailureOr<Value> x1 = e.elementAt(value, pairIndex(value, at, true));
     if (failed(x1))
@@ -381,16 +458,11 @@ LogicalResult TensorCoreMatmul::storeResultPair(unsigned result, Value value,
     if (tile) {
       toShared(*x0, at.c);
       toShared(*x1, add(at.c, idx(1)));
-    } else if (pairs) {
-      e.storeLanes(result, BufferIndex(at.linear, at.outRow, at.col),
-                   {*x0, *x1});
     } else {
       e.storeResult(result, BufferIndex(linear1, at.outRow, col1), *x1);
     }
     return success();
   };
-  if (pairs)
-    return second();
   if (tile)
     toShared(*x0, at.c);
   else

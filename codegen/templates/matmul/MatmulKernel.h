@@ -69,6 +69,7 @@ private:
   /// Loads the epilogue's inputs (a bias, a residual) for the tile while
   /// its last products are in flight.
   LogicalResult prefetchEpilogueInputs();
+  SmallVector<Value> inputsAtOutputIndex();
   /// The copying thread's K loop for the same tile.
   void produceSteps(Value first);
   /// The TMA copies of `op`'s tile at (row0, col0) into the stage at byte
@@ -161,6 +162,9 @@ private:
   /// The staged pair at `slot`, computed without a branch (for epilogues
   /// that cannot read out of bounds), as a 2-vector of the output's dtype.
   mlir::FailureOr<Value> stagedPair(const PairSlot &slot, ValueRange acc);
+  /// Result `value` at the pair's two elements.
+  mlir::FailureOr<std::array<Value, 2>> resultPair(Value value,
+                                                   const OutputPair &at);
   void writeStaged(ArrayRef<PairSlot> slots, ArrayRef<Value> pairs);
   Value outputTile();
   /// Copies the staged columns out.
