@@ -5,7 +5,8 @@
 # so that one device call does a session's GPU work without losing it all
 # to one step that runs long.
 #   bash scripts/gpu-steps.sh pytest,gpu-tests,capi,replay,fuzz,memory,hf
-# Environment: GTEST (a --gtest_filter), FUZZ_TIME / FUZZ_SEED, PYTEST_ARGS,
+# Environment: GTEST (a --gtest_filter), FUZZ_TIME / FUZZ_SEED (fuzz-many:
+# FUZZ_JOBS processes, FUZZ_ARGS such as --backward), PYTEST_ARGS,
 # BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT,
 # CMD / CMD_LIMIT (any command, with $bin and $dest exported).
 set -uo pipefail
@@ -31,6 +32,9 @@ for s in "${steps[@]}"; do
     capi) step capi 60 "$bin/kfuse-capi-test" ;;
     replay) step replay 120 bash -c "\"$bin/kfuse-fuzz\" --gpu --replay \"$dest\"/kfuse/fuzz-regressions/*.mlir" ;;
     fuzz) step fuzz 200 "$bin/kfuse-fuzz" --gpu --count 100000 --seed "${FUZZ_SEED:-500000}" --time-limit "${FUZZ_TIME:-90}" ;;
+    fuzz-many) step fuzz-many $(( ${FUZZ_TIME:-300} + 120 )) \
+        "$root/scripts/gpu-fuzz-many.sh" "${FUZZ_JOBS:-12}" "${FUZZ_TIME:-300}" \
+        "${FUZZ_SEED:-500000}" ${FUZZ_ARGS:-} ;;
     pytest) step pytest 300 python3 -m pytest -q -x python/tests ${PYTEST_ARGS:-} ;;
     memory) step memory 200 "$bin/kfuse-bench" memory ;;
     matmul) step matmul 200 "$bin/kfuse-bench" matmul ;;

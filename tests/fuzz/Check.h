@@ -29,6 +29,9 @@ struct CheckConfig {
   double toleranceFactor = 4;
   /// --gradients: check the backward (CheckGradients.cpp) instead.
   bool gradients = false;
+  /// --backward: check the graph's joint vjp() graph instead, as any
+  /// graph (fused and unfused against the evaluator).
+  bool backward = false;
   /// ||vjp - finite differences|| / ||finite differences|| allowed.
   double gradientTolerance = 1e-5;
 };
@@ -45,7 +48,11 @@ CheckResult checkGraph(const BuiltGraph &built, const CheckConfig &config);
 /// The graph's gradients against float64 finite differences, and
 /// splitVJP's two graphs against the joint one (CheckGradients.cpp).
 CheckResult checkBackward(const BuiltGraph &built, const CheckConfig &config);
-/// checkBackward with config.gradients, else checkGraph.
+/// The joint vjp() graph of `built` with its inputs' shapes (cotangents
+/// after the forward inputs), or why it has none.
+Expected<BuiltGraph> backwardGraph(const BuiltGraph &built);
+/// checkBackward with config.gradients, checkGraph of the backwardGraph
+/// with config.backward, else checkGraph.
 CheckResult check(const BuiltGraph &built, const CheckConfig &config);
 
 /// For an integer output computed by casting a computed float: whether

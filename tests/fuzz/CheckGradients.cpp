@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 namespace kfuse::fuzz {
 namespace {
@@ -122,9 +123,49 @@ CheckResult checkBackward(const BuiltGraph &built, const CheckConfig &config) {
   return checkSplit(built, config.inputSeed);
 }
 
+Expected<BuiltGraph> backwardGraph(const BuiltGraph &built) {
+  Expected<Graph> joint = vjp(built.graph);
+  if (!joint)
+    return joint.error();
+  // Symbols take the sizes the forward inputs bind them to.
+  std::map<std::string, int64_t> symbols;
+  std::vector<TensorInfo> forwardInputs = built.graph.inputs();
+  for (size_t i = 0; i < forwardInputs.size(); ++i)
+    for (size_t d = 0; d < forwardInputs[i].shape.size(); ++d)
+      if (forwardInputs[i].shape[d].isSymbolic())
+        symbols[forwardInputs[i].shape[d].symbol()] = built.inputShapes[i][d];
+  BuiltGraph backward{joint.take()};
+  backward.reductionLength = built.reductionLength;
+  backward.discrete = built.discrete;
+  backward.leastPrecise = built.leastPrecise;
+  backward.inputShapes = built.inputShapes;
+  std::vector<TensorInfo> inputs = backward.graph.inputs();
+  for (size_t i = forwardInputs.size(); i < inputs.size(); ++i) {
+    backward.inputShapes.emplace_back();
+    for (const Dim &d : inputs[i].shape)
+      backward.inputShapes.back().push_back(
+          d.isSymbolic() ? symbols.at(d.symbol()) : d.size());
+  }
+  // A gradient sums over what its operand was broadcast against, a
+  // matmul's over M or N: up to the largest value's elements.
+  for (const std::vector<int64_t> &shape : built.nodeShapes) {
+    int64_t elements = 1;
+    for (int64_t d : shape)
+      elements *= d;
+    backward.reductionLength = std::max(backward.reductionLength, elements);
+  }
+  return backward;
+}
+
 CheckResult check(const BuiltGraph &built, const CheckConfig &config) {
-  return config.gradients ? checkBackward(built, config)
-                          : checkGraph(built, config);
+  if (config.gradients)
+    return checkBackward(built, config);
+  if (!config.backward)
+    return checkGraph(built, config);
+  Expected<BuiltGraph> backward = backwardGraph(built);
+  if (!backward)
+    return degenerate("no backward: " + backward.error().message());
+  return checkGraph(*backward, config);
 }
 
 } // namespace kfuse::fuzz

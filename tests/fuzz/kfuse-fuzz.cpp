@@ -2,14 +2,16 @@
 //
 //   kfuse-fuzz [--count N] [--seed S] [--time-limit SECONDS] [--cpu|--gpu]
 //              [--regressions DIR] [--max-nodes N] [--max-elements N]
-//              [--gradients]
+//              [--gradients | --backward]
 //   kfuse-fuzz --replay FILE.mlir...
 //
 // Generates seeded random graphs and checks each (Check.h): on a GPU,
 // fused and unfused against the float64 evaluator; without one, both
 // compiled and assembled by ptxas. With --gradients, the backward instead:
 // gradients against float64 finite differences and the training split
-// against the joint graph (no GPU needed). A failing graph is shrunk and written to
+// against the joint graph (no GPU needed). With --backward, the joint
+// vjp() graph of each random graph is checked as above, fused and unfused
+// (16-bit and discrete graphs too). A failing graph is shrunk and written to
 // DIR as a .mlir regression test whose RUN line replays it. Exits 1 when
 // anything failed.
 //
@@ -38,7 +40,7 @@ struct Options {
   uint64_t count = 100, seed = 1;
   double timeLimit = 0; ///< seconds; 0: none
   int mode = -1;        ///< 0 cpu, 1 gpu, -1 gpu when there is one
-  bool gradients = false;
+  bool gradients = false, backward = false;
   std::string regressions;
   GenerateOptions generate;
   std::vector<std::string> replay;
@@ -97,6 +99,12 @@ bool parse(int argc, char **argv, Options &o) {
       // small tensors (a later --max-elements still sets the size).
       o.gradients = true;
       o.generate.maxElements = 256;
+    }
+    else if (arg == "--backward") {
+      // The joint graph's tolerance grows with the largest value's size
+      // (its gradients sum over it): smaller graphs keep it meaningful.
+      o.backward = true;
+      o.generate.maxElements = 4096;
     }
     else if (arg == "--replay") {
       while (i + 1 < argc && argv[i + 1][0] != '-')
@@ -226,9 +234,19 @@ void reportFailure(const Options &o, const CheckConfig &config,
     return b && check(*b, config).failure == result.failure;
   });
   std::cerr << "  shrunk to:\n" << small.str() << "\n";
-  if (!o.regressions.empty())
-    if (Expected<BuiltGraph> b = build(small))
-      writeRegression(o.regressions, small, *b, check(*b, config));
+  if (o.regressions.empty())
+    return;
+  Expected<BuiltGraph> b = build(small);
+  if (!b)
+    return;
+  // With --backward the regression is the joint graph that failed, replayed
+  // as any graph.
+  CheckResult found = check(*b, config);
+  if (!config.backward) {
+    writeRegression(o.regressions, small, *b, found);
+  } else if (Expected<BuiltGraph> joint = backwardGraph(*b)) {
+    writeRegression(o.regressions, small, *joint, found);
+  }
 }
 
 /// Generates and checks one graph.
@@ -276,6 +294,8 @@ int runFuzzing(const Options &o, CheckConfig &config) {
                     : config.ptxas.empty()
                         ? "CPU: fused and unfused compiled"
                         : "CPU: fused and unfused compiled, assembled by ptxas";
+  if (config.backward)
+    how = "joint backward graphs, " + how;
   std::cout << "kfuse-fuzz: " << sum.tried << " graphs from seed " << o.seed
             << " (" << how << ") in " << elapsed() << " s: " << sum.passed
             << " passed, " << sum.degenerate
@@ -300,6 +320,7 @@ int main(int argc, char **argv) {
   Expected<DeviceInfo> gpu = device();
   config.gpu = !o.gradients && (o.mode == 1 || (o.mode == -1 && gpu));
   config.gradients = o.gradients;
+  config.backward = o.backward && !o.gradients;
   if (config.gpu && !gpu) {
     std::cerr << "kfuse-fuzz: --gpu, but " << gpu.error().message() << "\n";
     return 2;
