@@ -52,15 +52,28 @@ struct MemoryTable {
   std::string json() const;
 };
 
-/// Measures each workload of `all` named `only` (every one when empty) and
-/// prints its row as soon as it is measured. Returns 1 when a measurement
-/// fails, 2 when no workload has that name.
+/// Whether `name` is one of the comma-separated `names` (any, when empty).
+inline bool namedIn(const std::string &name, const std::string &names) {
+  if (names.empty())
+    return true;
+  for (size_t at = 0; at <= names.size();) {
+    size_t end = std::min(names.find(',', at), names.size());
+    if (names.compare(at, end - at, name) == 0)
+      return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+/// Measures each workload of `all` named in `only` (comma-separated; every
+/// one when empty) and prints its row as soon as it is measured. Returns 1
+/// when a measurement fails, 2 when no workload has such a name.
 template <typename Workload, typename Measure, typename Print>
 int measureEach(const std::vector<Workload> &all, const std::string &only,
                 Measure measure, Print print) {
   bool found = false;
   for (const Workload &w : all) {
-    if (!only.empty() && w.name != only)
+    if (!namedIn(w.name, only))
       continue;
     found = true;
     auto row = measure(w);

@@ -309,12 +309,13 @@ int runBlocks(const std::string &only, bool list, double copyGBs,
       std::printf("%s\n", w.name.c_str());
     return 0;
   }
-  bool piece = std::any_of(pieces.begin(), pieces.end(),
-                           [&](const Workload &w) { return w.name == only; });
-  if (!piece)
+  auto named = [&](const auto &w) { return namedIn(w.name, only); };
+  bool anyBlock = std::any_of(blocks.begin(), blocks.end(), named);
+  bool anyPiece = std::any_of(pieces.begin(), pieces.end(), named);
+  if (anyBlock || !anyPiece)
     if (int rc = runBlockTable(blocks, only, copyGBs, peers))
       return rc;
-  return only.empty() || piece ? runPieces(only, copyGBs, peers) : 0;
+  return anyPiece ? runPieces(only, copyGBs, peers) : 0;
 }
 
 } // namespace kfuse::bench

@@ -3,11 +3,11 @@
 //   kfuse-bench costs [--json FILE]      compile, cache and launch costs
 //   kfuse-bench decode                   a one-token Llama block vs its floor
 //   kfuse-bench decode-loop              256 growing KV lengths, compiles
-//   kfuse-bench memory [--list] [--workload NAME] [--json FILE]
+//   kfuse-bench memory [--list] [--workload NAME[,NAME...]] [--json FILE]
 //                                        memory-bound workloads vs floor
 //   kfuse-bench matmul [--list] [--workload NAME|pairs]
 //                                        tensor-core matmuls vs cuBLAS
-//   kfuse-bench attention [--list] [--workload NAME] [--peers PEERS.PY]
+//   kfuse-bench attention [--list] [--workload NAME[,NAME...]] [--peers PEERS.PY]
 //                                        FlashAttention vs unfused and SDPA
 //   kfuse-bench compile-scaling [LAYERS...]
 //                                        compile time of block stacks to
@@ -108,13 +108,13 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
 static int usage() {
   std::fprintf(stderr,
                "usage: kfuse-bench costs [--json FILE]\n"
-               "       kfuse-bench memory [--list] [--workload NAME] "
+               "       kfuse-bench memory [--list] [--workload NAME[,NAME...]] "
                "[--json FILE]\n"
                "       kfuse-bench matmul [--list] [--workload NAME|pairs]\n"
-               "       kfuse-bench pad [--list] [--workload NAME]\n"
-               "       kfuse-bench attention [--list] [--workload NAME] "
+               "       kfuse-bench pad [--list] [--workload NAME[,NAME...]]\n"
+               "       kfuse-bench attention [--list] [--workload NAME[,NAME...]] "
                "[--peers PEERS.PY]\n"
-               "       kfuse-bench blocks [--list] [--workload NAME] "
+               "       kfuse-bench blocks [--list] [--workload NAME[,NAME...]] "
                "[--peers PEERS.PY]\n"
                "       kfuse-bench decode\n"
                "       kfuse-bench decode-loop\n"
