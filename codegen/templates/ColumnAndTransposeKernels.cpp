@@ -159,8 +159,9 @@ private:
   /// row < rows and col < cols.
   Value inside(Value row, Value col, int64_t rows, int64_t cols);
   /// Input element (c0 + i + ty, r0 + tx) of this batch into the tile, as
-  /// f32 bits.
+  /// tileElementType().
   void loadRow(int64_t i);
+  mlir::Type tileElementType();
   /// The kernel's root at output element (r0 + i + ty, c0 + tx), computed
   /// from the tile (at a clamped index outside the output).
   FailureOr<Value> computeRow(int64_t i);
@@ -193,8 +194,19 @@ TransposeKernel::TransposeKernel(KernelEmitter &e, TransposeOp transpose)
     batches *= out[d];
 }
 
+/// What the tile holds an element as: f32 for floats up to 32 bits (exact),
+/// i32 for integers up to 32 bits (zero-extended, truncated back), else
+/// the element's own type (i64).
+Type TransposeKernel::tileElementType() {
+  Type element = transpose.getType().getElementType();
+  if (element.getIntOrFloatBitWidth() > 32)
+    return element;
+  return isa<FloatType>(element) ? Type(b.getF32Type())
+                                 : Type(b.getI32Type());
+}
+
 LogicalResult TransposeKernel::emit() {
-  tileBuffer = workgroupBuffer(e, 32 * 33);
+  tileBuffer = workgroupBuffer(e, 32 * 33, tileElementType());
   Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   tx = arith::RemUIOp::create(b, l, tid, e.index(32));
   ty = arith::DivUIOp::create(b, l, tid, e.index(32));
@@ -256,10 +268,10 @@ void TransposeKernel::loadRow(int64_t i) {
           inCol));
   linear = arith::SelectOp::create(b, l, ok, linear, e.index(0));
   Value v = memref::LoadOp::create(b, l, inMemref, ValueRange{linear});
-  if (!v.getType().isF32())
-    v = isa<FloatType>(v.getType())
-            ? Value(arith::ExtFOp::create(b, l, b.getF32Type(), v))
-            : Value(arith::BitcastOp::create(b, l, b.getF32Type(), v));
+  Type tile = tileElementType();
+  if (v.getType() != tile)
+    v = isa<FloatType>(tile) ? Value(arith::ExtFOp::create(b, l, tile, v))
+                             : Value(arith::ExtUIOp::create(b, l, tile, v));
   Value slot = arith::AddIOp::create(
       b, l,
       arith::MulIOp::create(b, l, arith::AddIOp::create(b, l, ty, e.index(i)),
@@ -289,8 +301,9 @@ FailureOr<Value> TransposeKernel::computeRow(int64_t i) {
       b, l, arith::MulIOp::create(b, l, tx, e.index(33)),
       arith::AddIOp::create(b, l, ty, e.index(i)));
   Value v = memref::LoadOp::create(b, l, tileBuffer, ValueRange{slot});
-  if (!isa<FloatType>(dtype))
-    v = arith::BitcastOp::create(b, l, dtype, v);
+  // Narrow floats stay in f32, as the emitter computes them.
+  if (isa<IntegerType>(dtype) && v.getType() != dtype)
+    v = arith::TruncIOp::create(b, l, dtype, v);
   // Outside the output the element is computed at index 0 and not stored.
   Value ok = inside(outRow(i), outCol(), rowsOut, colsOut);
   Value linear = arith::SelectOp::create(b, l, ok, outLinear(i), e.index(0));

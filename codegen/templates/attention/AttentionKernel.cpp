@@ -225,9 +225,20 @@ std::pair<Value, Value> FlashAttention::keyTileRanges() {
 
 /// Blocks take the query tiles of a head in turn, the last (for causal,
 /// the longest) first: neighbouring blocks share the head's K and V in L2.
+/// Where the kernel computes q from position tables (RoPE) and is causal,
+/// blocks take the heads of a query tile in turn instead, longest tiles
+/// first: neighbouring blocks then read the same rows of the tables. H200,
+/// causal GQA 32/4, S2048, D64, RoPE on q: 0.308 -> 0.276 ms (plain q:
+/// 0.278 / 0.280, and D128 mixed, +-4%: not changed).
 void FlashAttention::locate(Value block) {
   Value qTile = arith::SubIOp::create(b, l, idx(qTiles - 1), rem(block, qTiles));
   qSlice = div(block, qTiles);
+  if (op.getCausal() && qComputed) {
+    ArrayRef<int64_t> shape = shapeOf(op.getQ());
+    int64_t slices = shape[0] * shape[1];
+    qTile = arith::SubIOp::create(b, l, idx(qTiles - 1), div(block, slices));
+    qSlice = rem(block, slices);
+  }
   batch = div(qSlice, heads);
   head = rem(qSlice, heads);
   Value kvHead = div(head, heads / kvHeads);
