@@ -190,6 +190,9 @@ LogicalResult Interpreter::run(Block &block, ArrayRef<Buffer> args,
     if (dtype.isInteger(32))
       for (double &v : out->data)
         v = wrapI32(v);
+    else if (roundEachOp && isa<FloatType>(dtype))
+      for (double &v : out->data)
+        v = roundTo(dtype, v);
     env[op.getResult(0)] = std::move(*out);
   }
   return success();
@@ -461,7 +464,7 @@ FailureOr<Buffer> Interpreter::evalKernel(KernelOp op) {
   SmallVector<Buffer> args, results;
   for (Value v : op.getInputs())
     args.push_back(in(v));
-  Interpreter inner;
+  Interpreter inner(roundEachOp);
   if (failed(inner.run(op.getBody().front(), args, results)))
     return failure();
   // The interpreter keeps one buffer per op; a kernel's extra results are
@@ -504,7 +507,8 @@ namespace {
 
 /// Binds the symbols from the inputs' shapes and interprets the graph.
 Expected<SmallVector<Buffer>> interpret(const GraphImpl &g,
-                                        SmallVector<Buffer> args) {
+                                        SmallVector<Buffer> args,
+                                        bool roundEachOp = false) {
   OwningOpRef<func::FuncOp> func(g.func.clone());
   std::string diagnostics;
   ScopedDiagnosticHandler handler(g.context.get(), [&](Diagnostic &d) {
@@ -517,7 +521,7 @@ Expected<SmallVector<Buffer>> interpret(const GraphImpl &g,
   if (failed(kf::specializeShapes(*func, shapes)))
     return Error(ErrorCode::InvalidArgument, "evaluate: " + diagnostics);
   SmallVector<Buffer> results;
-  Interpreter interpreter;
+  Interpreter interpreter(roundEachOp);
   if (failed(interpreter.run(func->getBody().front(), args, results)))
     return Error(ErrorCode::InvalidGraph, "evaluate: " + diagnostics);
   return results;
@@ -527,6 +531,12 @@ Expected<SmallVector<Buffer>> interpret(const GraphImpl &g,
 
 Expected<std::vector<HostTensor>>
 evaluate(const Graph &graph, const std::vector<HostTensor> &inputs) {
+  return evaluate(graph, inputs, EvaluateOptions());
+}
+
+Expected<std::vector<HostTensor>> evaluate(const Graph &graph,
+                                           const std::vector<HostTensor> &inputs,
+                                           const EvaluateOptions &options) {
   const detail::GraphImpl &g = graph.impl();
   if (!g.status)
     return g.status.error();
@@ -540,7 +550,8 @@ evaluate(const Graph &graph, const std::vector<HostTensor> &inputs) {
       b.data[i] = t.get(i);
     args.push_back(std::move(b));
   }
-  Expected<SmallVector<Buffer>> results = interpret(g, std::move(args));
+  Expected<SmallVector<Buffer>> results =
+      interpret(g, std::move(args), options.roundEachOp);
   if (!results)
     return results.error();
   std::vector<HostTensor> outputs;

@@ -58,6 +58,8 @@ template <typename Fn> void forEachIndex(ArrayRef<int64_t> shape, Fn fn) {
 
 class Interpreter {
 public:
+  /// `roundEachOp`: EvaluateOptions::roundEachOp.
+  explicit Interpreter(bool roundEachOp = false) : roundEachOp(roundEachOp) {}
   LogicalResult run(Block &block, ArrayRef<Buffer> args,
                     SmallVectorImpl<Buffer> &results);
 
@@ -97,6 +99,7 @@ private:
   FailureOr<Buffer> evalKernel(kf::KernelOp op);
 
   llvm::DenseMap<Value, Buffer> env;
+  bool roundEachOp;
 };
 
 } // namespace kfuse::detail

@@ -55,6 +55,18 @@ private:
 Expected<std::vector<HostTensor>> evaluate(const Graph &graph,
                                            const std::vector<HostTensor> &inputs);
 
+struct EvaluateOptions {
+  /// Round every op's float result to its dtype, as a graph run one op a
+  /// kernel stores it (kfuse's unfused mode), instead of only at casts and
+  /// outputs. Where a 16-bit graph takes a discrete decision on values that
+  /// rounding moves (sin(x) <= x of bf16 x near 0; a cast to an integer of
+  /// an f16 cos near 1), the two semantics differ by whole elements.
+  bool roundEachOp = false;
+};
+Expected<std::vector<HostTensor>> evaluate(const Graph &graph,
+                                           const std::vector<HostTensor> &inputs,
+                                           const EvaluateOptions &options);
+
 /// A tensor's values as float64, row-major.
 struct Float64Tensor {
   std::vector<int64_t> shape;

@@ -228,6 +228,41 @@ CheckResult checkOnGpu(const BuiltGraph &built, const CheckConfig &config) {
   if (!built.discrete)
     kappa = conditionNumbers(built, inputs, *reference, config.inputSeed);
   std::vector<TensorInfo> outputs = built.graph.outputs();
+  double leastPreciseTolerance =
+      testing::tolerance(built.leastPrecise, built.reductionLength);
+  auto toleranceOf = [&](size_t i) {
+    DType dtype = (*reference)[i].dtype();
+    return config.toleranceFactor *
+           (!isFloat(dtype)
+                ? testing::tolerance(dtype)
+                : leastPreciseTolerance * std::min(kappa[i], kMaxCondition));
+  };
+  auto agrees = [&](const HostTensor &actual, const HostTensor &expected,
+                    size_t i) {
+    double tolerance = toleranceOf(i);
+    bool integral = !isFloat(expected.dtype());
+    return relativeError(actual, expected) <= tolerance ||
+           (built.discrete &&
+            fewFlips(actual, expected, tolerance,
+                     std::max(1e-3, 2 * leastPreciseTolerance))) ||
+           (built.discrete && integral &&
+            plausibleRoundingFlips(actual, expected, built.leastPrecise));
+  };
+  // In a graph of 16-bit values, every op rounded to its dtype (as unfused
+  // kernels store them) is the graph's other reading: a result that agrees
+  // with it is right too (computed when needed). The two differ where a
+  // discrete decision falls on values rounding moves (sin(x) <= x of a bf16
+  // x near 0), or where a rounded intermediate is amplified (the cos of an
+  // f16 sum near 800, whose ulp is 0.5), which measuring the condition by
+  // nudging the inputs does not see.
+  std::optional<Expected<std::vector<HostTensor>>> rounded;
+  auto agreesRounded = [&](const HostTensor &actual, size_t i) {
+    if (built.leastPrecise == DType::f32)
+      return false;
+    if (!rounded)
+      rounded = evaluate(built.graph, inputs, EvaluateOptions{true});
+    return static_cast<bool>(*rounded) && agrees(actual, (**rounded)[i], i);
+  };
   for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
     std::string mode = modeName(fusion);
     Expected<Executable> exe = compileMode(built.graph, config, fusion);
@@ -238,28 +273,23 @@ CheckResult checkOnGpu(const BuiltGraph &built, const CheckConfig &config) {
       return failed("run " + mode, results.error().message());
     for (size_t i = 0; i < results->size(); ++i) {
       const HostTensor &expected = (*reference)[i];
-      double error = relativeError((*results)[i], expected);
-      bool integral = !isFloat(expected.dtype());
-      double leastPreciseTolerance =
-          testing::tolerance(built.leastPrecise, built.reductionLength);
-      double tolerance =
-          config.toleranceFactor *
-          (integral ? testing::tolerance(expected.dtype())
-                    : leastPreciseTolerance * std::min(kappa[i], kMaxCondition));
-      bool agree = error <= tolerance ||
-                   (built.discrete &&
-                    fewFlips((*results)[i], expected, tolerance,
-                             std::max(1e-3, 2 * leastPreciseTolerance))) ||
-                   (built.discrete && integral &&
-                    plausibleRoundingFlips((*results)[i], expected,
-                                           built.leastPrecise));
-      if (!agree)
-        return failed("mismatch " + mode,
-                      "output '" + outputs[i].name + "' (" +
-                          dtypeName(expected.dtype()) + ") relative error " +
-                          std::to_string(error) + " > tolerance " +
-                          std::to_string(tolerance) + " (condition " +
-                          std::to_string(kappa[i]) + ")");
+      if (agrees((*results)[i], expected, i) ||
+          agreesRounded((*results)[i], i))
+        continue;
+      // An output whose measured condition makes its expected error 100%
+      // or more is noise in any precision kfuse computes in (a backward
+      // graph's gradient through a near-cancelling difference).
+      if (isFloat(expected.dtype()) &&
+          kappa[i] * leastPreciseTolerance >= 1)
+        return {CheckResult::Degenerate, "",
+                "output '" + outputs[i].name + "' is noise: condition " +
+                    std::to_string(kappa[i])};
+      return failed("mismatch " + mode,
+                    "output '" + outputs[i].name + "' (" +
+                        dtypeName(expected.dtype()) + ") relative error " +
+                        std::to_string(relativeError((*results)[i], expected)) +
+                        " > tolerance " + std::to_string(toleranceOf(i)) +
+                        " (condition " + std::to_string(kappa[i]) + ")");
     }
   }
   return {};

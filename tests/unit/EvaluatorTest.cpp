@@ -318,6 +318,30 @@ TEST(Evaluator, StoresOutputsInTheirDtype) {
   EXPECT_EQ(y.get(1), 1.5);
 }
 
+TEST(Evaluator, RoundsEachOpOnlyWhenAsked) {
+  // 1024 + 0.25 is no f16 (its ulp there is 1): an f16 add rounds it to
+  // 1024 when each op's result is stored in its dtype; otherwise only the
+  // cast to f32 rounds, and the quarter stays. The compare then decides
+  // differently too.
+  Graph g;
+  Tensor a = g.input("a", DType::f16, {2});
+  Tensor b = g.input("b", DType::f16, {2});
+  Tensor sum = a + b;
+  g.output("sum", cast(sum, DType::f32));
+  g.output("exceeds", compare(Compare::gt, sum, a));
+  std::vector<HostTensor> inputs = {tensorOf(DType::f16, {2}, {1024, 2}),
+                                    tensorOf(DType::f16, {2}, {0.25, 0.25})};
+  Expected<std::vector<HostTensor>> ideal = evaluate(g, inputs);
+  Expected<std::vector<HostTensor>> rounded =
+      evaluate(g, inputs, EvaluateOptions{true});
+  ASSERT_TRUE(ideal) << ideal.error().message();
+  ASSERT_TRUE(rounded) << rounded.error().message();
+  EXPECT_EQ(valuesOf((*ideal)[0]), (std::vector<double>{1024.25, 2.25}));
+  EXPECT_EQ(valuesOf((*rounded)[0]), (std::vector<double>{1024, 2.25}));
+  EXPECT_EQ(valuesOf((*ideal)[1]), (std::vector<double>{1, 1}));
+  EXPECT_EQ(valuesOf((*rounded)[1]), (std::vector<double>{0, 1}));
+}
+
 TEST(EvaluatorErrors, BadInputs) {
   Graph g;
   Tensor x = g.input("x", DType::f32, {"M", 4});
