@@ -39,6 +39,12 @@ _get_pointer.restype = ctypes.c_void_p
 _get_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
+# kfuse runs on the CUDA driver's first visible device (runtime/
+# CudaDriver.cpp): a tensor on another one is refused by name, where its
+# pointer would otherwise be read as if it were that device's memory.
+DEVICE_INDEX = 0
+
+
 def _describe_dlpack(x, name, what, stream):
     """A tensor of any framework through its __dlpack__ capsule, borrowed
     for the call (the capsule keeps its name, so its producer frees it).
@@ -50,6 +56,10 @@ def _describe_dlpack(x, name, what, stream):
     if tensor.device.device_type != _DL_CUDA:
         raise err(f"kfuse: {what} '{name}' is not on a CUDA device "
                   f"(DLPack device type {tensor.device.device_type})")
+    if tensor.device.device_id != DEVICE_INDEX:
+        raise err(f"kfuse: {what} '{name}' is on CUDA device "
+                  f"{tensor.device.device_id}; kfuse runs on device "
+                  f"{DEVICE_INDEX}")
     dtype = _DL_DTYPES.get((tensor.dtype.code, tensor.dtype.bits))
     if dtype is None or tensor.dtype.lanes != 1:
         raise err(f"kfuse: {what} '{name}' has DLPack dtype code "
@@ -106,6 +116,9 @@ def describe(x, name, expected, what="input", stream=None):
             raise err(f"kfuse: {what} '{name}' is a torch tensor on "
                       f"{x.device}; a run takes CUDA tensors (or NumPy "
                       "arrays, copied)")
+        if x.get_device() != DEVICE_INDEX:
+            raise err(f"kfuse: {what} '{name}' is on {x.device}; kfuse runs "
+                      f"on cuda:{DEVICE_INDEX}")
         if not x.is_contiguous():
             raise err(f"kfuse: {what} '{name}' is not contiguous (strides "
                       f"{tuple(x.stride())}); pass x.contiguous()")

@@ -188,7 +188,8 @@ class Executable:
                                            (slots_out, out, results)):
                 for i, x in enumerate(tensors):
                     if (not x.is_cuda or not x.is_contiguous() or
-                            dtype_of.get(x.dtype) is not values[i][1]):
+                            dtype_of.get(x.dtype) is not values[i][1] or
+                            x.get_device() != device.DEVICE_INDEX):
                         return None
                     slots.fill_torch(i, x, values[i][1])
             stream = device.current_stream(inputs[0])

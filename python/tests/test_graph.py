@@ -340,3 +340,18 @@ def test_dynamic_dims_must_name_symbols_of_the_inputs():
         kfuse.compile(g, dynamic=["S"])
     with pytest.raises(kfuse.InvalidArgumentError, match="dynamic takes"):
         kfuse.compile(g, dynamic=["L,S"])
+
+
+def test_an_unknown_op_from_mlir_is_refused_by_name():
+    text = """
+    func.func @f(%x: tensor<4xf32> {kf.name = "x"}) ->
+        (tensor<4xf32> {kf.name = "y"}) {
+      %0 = kf.frobnicate %x : tensor<4xf32>
+      return %0 : tensor<4xf32>
+    }"""
+    with pytest.raises(kfuse.InvalidGraphError,
+                       match=r"<input>:4:\d+: .*'kf.frobnicate' is unknown"):
+        kfuse.Graph.from_mlir(text)
+    g = kfuse.Graph.from_mlir(text.replace("kf.frobnicate", "kf.exp"))
+    (y,) = kfuse.evaluate(g, np.zeros(4, np.float32))
+    assert (y == 1).all()
