@@ -33,7 +33,7 @@ for s in "${steps[@]}"; do
     replay) step replay 120 bash -c "\"$bin/kfuse-fuzz\" --gpu --replay \"$dest\"/kfuse/fuzz-regressions/*.mlir" ;;
     fuzz) step fuzz 200 "$bin/kfuse-fuzz" --gpu --count 100000 --seed "${FUZZ_SEED:-500000}" --time-limit "${FUZZ_TIME:-90}" ;;
     fuzz-many) step fuzz-many $(( ${FUZZ_TIME:-300} + 120 )) \
-        "$root/scripts/gpu-fuzz-many.sh" "${FUZZ_JOBS:-12}" "${FUZZ_TIME:-300}" \
+        "$root/scripts/gpu-fuzz.sh" "${FUZZ_JOBS:-12}" "${FUZZ_TIME:-300}" \
         "${FUZZ_SEED:-500000}" ${FUZZ_ARGS:-} ;;
     pytest) step pytest 300 python3 -m pytest -q -x python/tests ${PYTEST_ARGS:-} ;;
     memory) step memory 200 "$bin/kfuse-bench" memory ;;
