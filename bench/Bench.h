@@ -145,6 +145,10 @@ int runAttention(const std::string &only, bool list, double copyGBs,
                  const std::string &peers);
 int runBlocks(const std::string &only, bool list, double copyGBs,
               const std::string &peers);
+/// Shapes around the bench rows (families attention, rows, matmul, or
+/// shape names, in `only`) against their peers (Sweep.cpp).
+int runSweep(const std::string &only, bool list, double copyGBs,
+             const std::string &peers, const std::string &jsonPath);
 /// GB/s of a device-to-device copy, counting bytes read plus written.
 Expected<double> copyBandwidth();
 /// The child process of a disk-cache row: loads cost graph `name` (see

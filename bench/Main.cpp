@@ -7,8 +7,14 @@
 //                                        memory-bound workloads vs floor
 //   kfuse-bench matmul [--list] [--workload NAME|pairs]
 //                                        tensor-core matmuls vs cuBLAS
-//   kfuse-bench attention [--list] [--workload NAME[,NAME...]] [--peers PEERS.PY]
+//   kfuse-bench attention [--list] [--workload NAME[,NAME...]]
+//                         [--peers PEERS.PY]
 //                                        FlashAttention vs unfused and SDPA
+//   kfuse-bench blocks [--list] [--workload NAME[,NAME...]] [--peers P]
+//                                        transformer blocks vs torch.compile
+//   kfuse-bench sweep [--list] [--workload FAMILY|NAME[,...]] [--peers P]
+//                     [--json FILE]      shapes around the bench rows vs
+//                                        SDPA, torch and cuBLAS
 //   kfuse-bench compile-scaling [LAYERS...]
 //                                        compile time of block stacks to
 //                                        PTX (no GPU needed)
@@ -108,14 +114,16 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
 static int usage() {
   std::fprintf(stderr,
                "usage: kfuse-bench costs [--json FILE]\n"
-               "       kfuse-bench memory [--list] [--workload NAME[,NAME...]] "
+               "       kfuse-bench memory [--list] [--workload NAME[,...]] "
                "[--json FILE]\n"
                "       kfuse-bench matmul [--list] [--workload NAME|pairs]\n"
-               "       kfuse-bench pad [--list] [--workload NAME[,NAME...]]\n"
-               "       kfuse-bench attention [--list] [--workload NAME[,NAME...]] "
+               "       kfuse-bench pad [--list] [--workload NAME[,...]]\n"
+               "       kfuse-bench attention [--list] [--workload NAME[,...]] "
                "[--peers PEERS.PY]\n"
-               "       kfuse-bench blocks [--list] [--workload NAME[,NAME...]] "
+               "       kfuse-bench blocks [--list] [--workload NAME[,...]] "
                "[--peers PEERS.PY]\n"
+               "       kfuse-bench sweep [--list] [--workload "
+               "FAMILY|NAME[,...]] [--peers PEERS.PY] [--json FILE]\n"
                "       kfuse-bench decode\n"
                "       kfuse-bench decode-loop\n"
                "       kfuse-bench compile-scaling [LAYERS...]\n");
@@ -163,6 +171,8 @@ int main(int argc, char **argv) {
     return runAttention("", true, 0, peers);
   if (command == "blocks" && list)
     return runBlocks("", true, 0, peers);
+  if (command == "sweep" && list)
+    return runSweep(only, true, 0, peers, json);
   // Cold compiles are cold: not from the driver's own cache of JIT-compiled
   // PTX (set before the driver starts).
   if (command == "costs")
@@ -188,7 +198,7 @@ int main(int argc, char **argv) {
   if (command == "decode-loop")
     return runDecodeLoop();
   if (command == "matmul" || command == "attention" || command == "decode" ||
-      command == "blocks") {
+      command == "blocks" || command == "sweep") {
     kfuse::Expected<double> bandwidth = copyBandwidth();
     if (!bandwidth) {
       std::fprintf(stderr, "%s\n", bandwidth.error().message().c_str());
@@ -198,6 +208,8 @@ int main(int argc, char **argv) {
       return runDecode(*bandwidth);
     if (command == "blocks")
       return runBlocks(only, false, *bandwidth, peers);
+    if (command == "sweep")
+      return runSweep(only, false, *bandwidth, peers, json);
     return command == "matmul"
                ? runMatmuls(only, false, *bandwidth)
                : runAttention(only, false, *bandwidth, peers);

@@ -6,8 +6,6 @@
 
 namespace kfuse::bench {
 
-namespace {
-
 Tensor layernorm(Graph &g, Tensor x, DType dtype, int64_t n) {
   Tensor xf = cast(x, DType::f32);
   Tensor centered = xf - reduceMean(xf, {-1}, true);
@@ -22,8 +20,6 @@ Tensor rmsnorm(Graph &g, Tensor x, DType dtype, int64_t n) {
   Tensor w = cast(g.input("w", dtype, {n}), DType::f32);
   return cast(xf * rsqrt(reduceMean(xf * xf, {-1}, true) + 1e-6) * w, dtype);
 }
-
-} // namespace
 
 std::vector<Workload> memoryBoundWorkloads(bool small) {
   // Full size: larger than the L2 cache. Small: for tests.

@@ -27,6 +27,12 @@ struct Workload {
 };
 
 std::vector<Workload> memoryBoundWorkloads(bool small);
+
+/// LayerNorm and RMSNorm of x [..., n] in f32, with inputs "gamma" and
+/// "beta" (or "w") of `dtype`, cast back to `dtype`: as PyTorch's
+/// F.layer_norm (eps 1e-5) and Llama's RMSNorm (eps 1e-6) compute them.
+Tensor layernorm(Graph &g, Tensor x, DType dtype, int64_t n);
+Tensor rmsnorm(Graph &g, Tensor x, DType dtype, int64_t n);
 /// The indexing ops' workloads (IndexingWorkloads.cpp): slices, concat,
 /// pad, RoPE, an embedding lookup, dropout and cross-entropy; appended by
 /// memoryBoundWorkloads.

@@ -132,6 +132,37 @@ def sdpa_ms(spec):
                     reps=15, batch=5)
 
 
+def sweep_line(line):
+    """One line of kfuse-bench sweep's shapes, timed: "attn B,H,HKV,S,D,
+    CAUSAL" gives SDPA's ms; "rows KIND,ROWS,COLS,DTYPE" (softmax,
+    layernorm, rmsnorm, sum) eager's and torch.compile's; "mm M,N,K" a bf16
+    torch.matmul's (cuBLAS). Two numbers a line, 0 where none."""
+    kind, spec = line.split()
+    if kind == "attn":
+        return sdpa_ms(spec), 0.0
+    if kind == "mm":
+        m, n, k = (int(x) for x in spec.split(","))
+        a, b = rand(m, k, dtype=torch.bfloat16), rand(k, n, dtype=torch.bfloat16)
+        return timed_ms(lambda: a @ b, reps=15, batch=5), 0.0
+    op, rows, cols, dtype = spec.split(",")
+    dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(dtype, torch.float32)
+    x = rand(int(rows), int(cols), dtype=dtype)
+    weights = [rand(int(cols), dtype=dtype) for _ in range(2)]
+    fn, args = {
+        "softmax": (lambda x: torch.softmax(x, -1), [x]),
+        "layernorm": (lambda x, g, b: F.layer_norm(x, (x.shape[-1],), g, b, 1e-5),
+                      [x] + weights),
+        "rmsnorm": (rmsnorm, [x, weights[0]]),
+        "sum": (lambda x: x.sum(-1), [x]),
+    }[op]
+    eager = timed_ms(lambda: fn(*args), reps=15, batch=5)
+    # A fresh compile for each shape: Dynamo's caches would otherwise make
+    # later shapes dynamic, or fall back to eager past their limit.
+    torch._dynamo.reset()
+    compiled = torch.compile(fn, dynamic=False)
+    return eager, timed_ms(lambda: compiled(*args), reps=15, batch=5)
+
+
 def causal_attention(q, k, v, sdpa):
     """Causal attention over bf16 [B, H, S, D] (K/V heads repeated for
     grouped-query attention): SDPA, or written out as a model without it
@@ -250,7 +281,17 @@ def main():
     parser.add_argument("--only", help="a comma-separated list of workloads")
     parser.add_argument("--block", help="time a block (see block_ms) and print eager, sdpa and compiled ms")
     parser.add_argument("--workload-ms", help="time one workload and print eager and compiled ms")
+    parser.add_argument("--sweep", help="a file of kfuse-bench sweep's shape lines: print each one's times")
     args = parser.parse_args()
+    if args.sweep:
+        with open(args.sweep) as lines, torch.no_grad():
+            for line in lines:
+                try:
+                    times = sweep_line(line)
+                except Exception:  # the shape's peer cannot run: say 0
+                    times = (0.0, 0.0)
+                print(f"{times[0]:.5f} {times[1]:.5f}", flush=True)
+        return
     if args.block:
         print(" ".join(f"{ms:.5f}" for ms in block_ms(args.block)))
         return
