@@ -3,6 +3,7 @@
 #ifndef KFUSE_BENCH_BENCH_H
 #define KFUSE_BENCH_BENCH_H
 
+#include "WorkloadGraphs.h"
 #include "kfuse/kfuse.h"
 
 #include <algorithm>
@@ -51,6 +52,19 @@ struct MemoryTable {
   void print() const;
   std::string json() const;
 };
+
+/// "4,2048,1024": the values comma-separated, as peers.py takes them.
+inline std::string joinInts(std::initializer_list<int64_t> values) {
+  std::string out;
+  for (int64_t v : values)
+    out += (out.empty() ? "" : ",") + std::to_string(v);
+  return out;
+}
+
+/// `count` numbers printed by `python3 PEERS ARGS`, or zeros when it
+/// cannot run (no python3 or torch there) (Blocks.cpp).
+std::vector<double> peerNumbers(const std::string &peers,
+                                const std::string &args, size_t count);
 
 /// Whether `name` is one of the comma-separated `names` (any, when empty).
 inline bool namedIn(const std::string &name, const std::string &names) {
@@ -145,6 +159,12 @@ int runAttention(const std::string &only, bool list, double copyGBs,
                  const std::string &peers);
 int runBlocks(const std::string &only, bool list, double copyGBs,
               const std::string &peers);
+/// FLOPs of `layers` pre-norm blocks' forward: projections, and causal
+/// attention counted half (Blocks.cpp).
+double preNormFlops(const BlockShape &s, int layers);
+/// Backward passes against their floors and PyTorch's (Training.cpp).
+int runTraining(const std::string &only, bool list, double copyGBs,
+                const std::string &peers);
 /// Shapes around the bench rows (families attention, rows, matmul, or
 /// shape names, in `only`) against their peers (Sweep.cpp).
 int runSweep(const std::string &only, bool list, double copyGBs,

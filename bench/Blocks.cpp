@@ -36,26 +36,12 @@ struct BlockWorkload {
   std::string peerSpec; ///< bench/peers.py --block's argument
 };
 
-double preNormFlops(const BlockShape &s, int layers) {
-  double tokens = double(s.batch) * s.seq, d = s.dim;
-  double projections = 2 * tokens * d * (3 * d + d + 4 * d + 4 * d);
-  double attention = 2.0 * s.batch * s.seq * s.seq * d; // causal
-  return layers * (projections + attention);
-}
-
 double llamaFlops(const LlamaShape &s, int layers) {
   double tokens = double(s.batch) * s.seq, d = s.dim;
   double kv = double(s.kvHeads) * (s.dim / s.heads);
   double projections = 2 * tokens * d * (2 * d + 2 * kv + 3.0 * s.ffn);
   double attention = 2.0 * s.batch * s.seq * s.seq * d; // causal
   return layers * (projections + attention);
-}
-
-std::string join(std::initializer_list<int64_t> values) {
-  std::string out;
-  for (int64_t v : values)
-    out += (out.empty() ? "" : ",") + std::to_string(v);
-  return out;
 }
 
 /// "prenorm_b4_s2048_d1024", "llama_x4_b4_s2048_d2048".
@@ -70,14 +56,14 @@ BlockWorkload preNorm(const BlockShape &s, int layers) {
   std::string name = workloadName("prenorm", layers, s.batch, s.seq, s.dim);
   return {name, [s, layers, name] { return preNormStack(s, layers, name); },
           layers, preNormFlops(s, layers),
-          "prenorm," + join({s.batch, s.seq, s.dim, s.heads, layers})};
+          "prenorm," + joinInts({s.batch, s.seq, s.dim, s.heads, layers})};
 }
 
 BlockWorkload llama(const LlamaShape &s, int layers) {
   std::string name = workloadName("llama", layers, s.batch, s.seq, s.dim);
   return {name, [s, layers, name] { return llamaStack(s, layers, name); },
           layers, llamaFlops(s, layers),
-          "llama," + join({s.batch, s.seq, s.dim, s.heads, s.kvHeads, s.ffn,
+          "llama," + joinInts({s.batch, s.seq, s.dim, s.heads, s.kvHeads, s.ffn,
                            layers})};
 }
 
@@ -94,19 +80,6 @@ struct PeerTimes {
   double eagerMs = 0, sdpaMs = 0, compiledMs = 0;
 };
 
-/// `count` numbers printed by `python3 PEERS ARGS`, or zeros when it
-/// cannot run (no python3 or torch there).
-std::vector<double> peerNumbers(const std::string &peers,
-                                const std::string &args, size_t count) {
-  std::string command = "python3 " + peers + " " + args + " 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE *)> pipe(popen(command.c_str(), "r"),
-                                              pclose);
-  std::vector<double> values(count, 0.0);
-  for (size_t i = 0; pipe && i < count; ++i)
-    if (std::fscanf(pipe.get(), "%lf", &values[i]) != 1)
-      return std::vector<double>(count, 0.0);
-  return values;
-}
 
 /// PyTorch's medians from `peers.py --block`.
 PeerTimes peerTimes(const std::string &peers, const std::string &spec) {
@@ -316,6 +289,25 @@ int runBlocks(const std::string &only, bool list, double copyGBs,
     if (int rc = runBlockTable(blocks, only, copyGBs, peers))
       return rc;
   return anyPiece ? runPieces(only, copyGBs, peers) : 0;
+}
+
+double preNormFlops(const BlockShape &s, int layers) {
+  double tokens = double(s.batch) * s.seq, d = s.dim;
+  double projections = 2 * tokens * d * (3 * d + d + 4 * d + 4 * d);
+  double attention = 2.0 * s.batch * s.seq * s.seq * d; // causal
+  return layers * (projections + attention);
+}
+
+std::vector<double> peerNumbers(const std::string &peers,
+                                const std::string &args, size_t count) {
+  std::string command = "python3 " + peers + " " + args + " 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE *)> pipe(popen(command.c_str(), "r"),
+                                              pclose);
+  std::vector<double> values(count, 0.0);
+  for (size_t i = 0; pipe && i < count; ++i)
+    if (std::fscanf(pipe.get(), "%lf", &values[i]) != 1)
+      return std::vector<double>(count, 0.0);
+  return values;
 }
 
 } // namespace kfuse::bench

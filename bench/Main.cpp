@@ -12,6 +12,8 @@
 //                                        FlashAttention vs unfused and SDPA
 //   kfuse-bench blocks [--list] [--workload NAME[,NAME...]] [--peers P]
 //                                        transformer blocks vs torch.compile
+//   kfuse-bench training [--list] [--workload NAME[,...]] [--peers P]
+//                                        backward passes vs floor and torch
 //   kfuse-bench sweep [--list] [--workload FAMILY|NAME[,...]] [--peers P]
 //                     [--json FILE]      shapes around the bench rows vs
 //                                        SDPA, torch and cuBLAS
@@ -122,6 +124,8 @@ static int usage() {
                "[--peers PEERS.PY]\n"
                "       kfuse-bench blocks [--list] [--workload NAME[,...]] "
                "[--peers PEERS.PY]\n"
+               "       kfuse-bench training [--list] [--workload NAME[,...]] "
+               "[--peers PEERS.PY]\n"
                "       kfuse-bench sweep [--list] [--workload "
                "FAMILY|NAME[,...]] [--peers PEERS.PY] [--json FILE]\n"
                "       kfuse-bench decode\n"
@@ -171,6 +175,8 @@ int main(int argc, char **argv) {
     return runAttention("", true, 0, peers);
   if (command == "blocks" && list)
     return runBlocks("", true, 0, peers);
+  if (command == "training" && list)
+    return runTraining("", true, 0, peers);
   if (command == "sweep" && list)
     return runSweep(only, true, 0, peers, json);
   // Cold compiles are cold: not from the driver's own cache of JIT-compiled
@@ -198,7 +204,7 @@ int main(int argc, char **argv) {
   if (command == "decode-loop")
     return runDecodeLoop();
   if (command == "matmul" || command == "attention" || command == "decode" ||
-      command == "blocks" || command == "sweep") {
+      command == "blocks" || command == "sweep" || command == "training") {
     kfuse::Expected<double> bandwidth = copyBandwidth();
     if (!bandwidth) {
       std::fprintf(stderr, "%s\n", bandwidth.error().message().c_str());
@@ -210,6 +216,8 @@ int main(int argc, char **argv) {
       return runBlocks(only, false, *bandwidth, peers);
     if (command == "sweep")
       return runSweep(only, false, *bandwidth, peers, json);
+    if (command == "training")
+      return runTraining(only, false, *bandwidth, peers);
     return command == "matmul"
                ? runMatmuls(only, false, *bandwidth)
                : runAttention(only, false, *bandwidth, peers);

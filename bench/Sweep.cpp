@@ -49,13 +49,6 @@ struct SweepRow {
   PeerTimes peer;
 };
 
-std::string joined(std::initializer_list<int64_t> values) {
-  std::string out;
-  for (int64_t v : values)
-    out += (out.empty() ? "" : ",") + std::to_string(v);
-  return out;
-}
-
 void addAttention(std::vector<SweepShape> &all, AttentionShape s) {
   std::string name = "attn_b" + std::to_string(s.batch) + "h" +
                      std::to_string(s.heads) + "kv" +
@@ -65,7 +58,7 @@ void addAttention(std::vector<SweepShape> &all, AttentionShape s) {
   double flops = 4.0 * s.batch * s.heads * s.seq * s.seq * s.headDim /
                  (s.causal ? 2 : 1);
   all.push_back({"attention", name,
-                 "attn " + joined({s.batch, s.heads, s.kvHeads, s.seq,
+                 "attn " + joinInts({s.batch, s.heads, s.kvHeads, s.seq,
                                    s.headDim, s.causal ? 1 : 0}),
                  [=] { return attentionFromPrimitives(name, s); }, flops});
 }
@@ -93,7 +86,7 @@ void addRows(std::vector<SweepShape> &all, const std::string &kind,
 void addMatmul(std::vector<SweepShape> &all, int64_t m, int64_t n, int64_t k) {
   std::string name = "mm_bf16_" + std::to_string(m) + "x" + std::to_string(n) +
                      "x" + std::to_string(k);
-  all.push_back({"matmul", name, "mm " + joined({m, n, k}),
+  all.push_back({"matmul", name, "mm " + joinInts({m, n, k}),
                  [=] {
                    Graph g(name);
                    g.output("c", matmul(g.input("a", DType::bf16, {m, k}),

@@ -248,6 +248,52 @@ class Stack(torch.nn.Module):
         return x
 
 
+def saved_bytes(forward):
+    """Bytes of the distinct tensors autograd saves for the backward while
+    `forward` runs (eager)."""
+    seen = {}
+
+    def pack(t):
+        seen[(t.data_ptr(), tuple(t.shape), t.dtype)] = \
+            t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        forward()
+    return sum(seen.values())
+
+
+def training_ms(arg):
+    """Eager and torch.compile ms and eager's saved bytes: for a workload
+    name, its backward alone (torch.autograd.grad, the graph retained); for
+    "prenorm,B,S,D,H", the block's forward + backward in bf16 with SDPA."""
+    torch.manual_seed(0)
+    if arg.startswith("prenorm,"):
+        b, s, d, h = (int(v) for v in arg.split(",")[1:])
+        model = PreNormBlock(d, h, True).cuda().to(torch.bfloat16)
+        x = rand(b, s, d, dtype=torch.bfloat16).requires_grad_()
+        grad = rand(b, s, d, dtype=torch.bfloat16)
+        compiled = torch.compile(model)
+        step = lambda m: torch.autograd.backward(m(x), grad)
+        times = [timed_ms(lambda: step(m), reps=10, batch=3)
+                 for m in (model, compiled)]
+        return times + [saved_bytes(lambda: model(x))]
+    for name, fn, inputs in workloads():
+        if name != arg:
+            continue
+        inputs = [t.requires_grad_() if t.is_floating_point() else t
+                  for t in inputs]
+        floats = [t for t in inputs if t.requires_grad]
+        times = []
+        for f in (fn, torch.compile(fn)):
+            out = f(*inputs)
+            grad = torch.randn_like(out)
+            times.append(timed_ms(lambda: torch.autograd.grad(
+                out, floats, grad, retain_graph=True)))
+        return times + [saved_bytes(lambda: fn(*inputs))]
+    raise SystemExit(f"no workload {arg}")
+
+
 def block_ms(spec):
     """Eager (attention written out), eager with SDPA, and torch.compile of
     the SDPA form, for "prenorm,B,S,D,H,LAYERS" or
@@ -282,7 +328,12 @@ def main():
     parser.add_argument("--block", help="time a block (see block_ms) and print eager, sdpa and compiled ms")
     parser.add_argument("--workload-ms", help="time one workload and print eager and compiled ms")
     parser.add_argument("--sweep", help="a file of kfuse-bench sweep's shape lines: print each one's times")
+    parser.add_argument("--training", help="a workload's backward, or prenorm,B,S,D,H forward + backward: "
+                        "print eager ms, compiled ms and eager's saved bytes")
     args = parser.parse_args()
+    if args.training:
+        print(" ".join(f"{v:.5f}" for v in training_ms(args.training)))
+        return
     if args.sweep:
         with open(args.sweep) as lines, torch.no_grad():
             for line in lines:

@@ -7,7 +7,7 @@
 #   bash scripts/gpu-steps.sh pytest,gpu-tests,capi,replay,fuzz,memory,hf
 # Environment: GTEST (a --gtest_filter), FUZZ_TIME / FUZZ_SEED (fuzz-many:
 # FUZZ_JOBS processes, FUZZ_ARGS such as --backward), PYTEST_ARGS,
-# BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT,
+# BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT,
 # CMD / CMD_LIMIT (any command, with $bin and $dest exported).
 set -uo pipefail
 source "$(dirname "$0")/gpu-unpack.sh"
@@ -39,6 +39,7 @@ for s in "${steps[@]}"; do
     memory) step memory 200 "$bin/kfuse-bench" memory ;;
     matmul) step matmul 200 "$bin/kfuse-bench" matmul ;;
     attention) step attention 200 "$bin/kfuse-bench" attention --peers "$bin/peers.py" ;;
+    training) step training "${TRAINING_LIMIT:-400}" "$bin/kfuse-bench" training --peers "$bin/peers.py" ${TRAINING_ARGS:-} ;;
     sweep) step sweep "${SWEEP_LIMIT:-540}" "$bin/kfuse-bench" sweep --peers "$bin/peers.py" --json "$out/sweep.json" ${SWEEP_ARGS:-} ;;
     blocks) step blocks "${BLOCKS_LIMIT:-480}" "$bin/kfuse-bench" blocks --peers "$bin/peers.py" ${BLOCKS_ARGS:-} ;;
     costs) step costs 400 "$bin/kfuse-bench" costs ;;

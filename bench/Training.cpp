@@ -1,0 +1,162 @@
+//===- Training.cpp - kfuse-bench training: backward passes ---------------===//
+//
+// Issue 29's benchmark. Each row's forward graph is split by splitVJP into
+// a forward that saves what the backward reads and the backward itself;
+// both are compiled fused and timed on zeroed device buffers. The loss and
+// normalisation rows time the backward against its floor (the bytes of its
+// inputs and outputs / this run's copy bandwidth) and against PyTorch's
+// backward of the same function, eager and under torch.compile
+// (`bench/peers.py --training NAME`: torch.autograd.grad with the graph
+// retained, so only the backward is timed). The pre-norm block row times
+// forward + backward against FLOPs / 679 TFLOP/s (the backward's products
+// counted twice the forward's) and against eager and torch.compile's
+// forward + backward, and sets the bytes the forward saves for the
+// backward beside those eager PyTorch saves (saved_tensors_hooks).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Bench.h"
+#include "WorkloadGraphs.h"
+
+#include "kfuse/Autodiff.h"
+
+#include <cstdio>
+
+namespace kfuse::bench {
+
+namespace {
+
+struct TrainingWorkload {
+  std::string name;
+  std::function<Graph()> build;
+  /// FLOPs of forward + backward, for the block; 0 for memory-bound rows.
+  double flops = 0;
+  /// Forward + backward (the block) or the backward alone.
+  bool withForward = false;
+  std::string peerArg; ///< bench/peers.py --training's argument
+};
+
+std::vector<TrainingWorkload> trainingWorkloads() {
+  std::vector<TrainingWorkload> all;
+  // The memory-bound bench's normalisations and losses, by name (peers.py
+  // has the same functions under the same names).
+  for (const char *name : {"layernorm_bf16", "rmsnorm_bf16", "softmax_bf16",
+                           "xent_32k_bf16", "xent_128k_bf16"})
+    for (const Workload &w : memoryBoundWorkloads(false))
+      if (w.name == name)
+        all.push_back({w.name,
+                       [w] {
+                         Graph g(w.name);
+                         w.build(g);
+                         return g;
+                       },
+                       0, false, w.name});
+  const BlockShape block{4, 2048, 1024, 16};
+  all.push_back({"prenorm_b4_s2048_d1024",
+                 [block] { return preNormStack(block, 1, "prenorm_train"); },
+                 3 * preNormFlops(block, 1), true,
+                 "prenorm," + joinInts({block.batch, block.seq, block.dim,
+                                        block.heads})});
+  return all;
+}
+
+struct TrainingRow {
+  double forwardMs = 0, backwardMs = 0, floorMs = 0, savedBytes = 0;
+  int forwardKernels = 0, backwardKernels = 0;
+  /// eager and torch.compile ms; eager's saved bytes (the block).
+  std::vector<double> peer;
+};
+
+/// `g` compiled fused, timed on zeroed buffers; its kernels and the bytes
+/// of its inputs and outputs.
+Expected<double> timeGraph(const Graph &g, int &kernels, double &bytes) {
+  Expected<Buffers> buffers = buffersFor(g);
+  if (!buffers)
+    return buffers.error();
+  Expected<Executable> exe = Compiler().compile(g);
+  if (!exe)
+    return exe.error();
+  Expected<std::string> fused = exe->dump(Stage::Fused);
+  if (!fused)
+    return fused.error();
+  kernels = 0;
+  for (size_t at = fused->find("kf.kernel "); at != std::string::npos;
+       at = fused->find("kf.kernel ", at + 1))
+    ++kernels;
+  bytes = double(buffers->bytes);
+  return medianMs([&] {
+    return exe->run(buffers->in.data(), buffers->in.size(),
+                    buffers->out.data(), buffers->out.size());
+  });
+}
+
+Expected<TrainingRow> measure(const TrainingWorkload &w, double copyGBs,
+                              const std::string &peers) {
+  Graph forward = w.build();
+  if (!forward.status())
+    return forward.status().error();
+  Expected<TrainingGraphs> split = splitVJP(forward);
+  if (!split)
+    return split.error();
+  TrainingRow row;
+  double backwardBytes = 0, forwardBytes = 0;
+  Expected<double> backward =
+      timeGraph(split->backward, row.backwardKernels, backwardBytes);
+  if (!backward)
+    return backward.error();
+  row.backwardMs = *backward;
+  if (w.withForward) {
+    Expected<double> ms =
+        timeGraph(split->forward, row.forwardKernels, forwardBytes);
+    if (!ms)
+      return ms.error();
+    row.forwardMs = *ms;
+  }
+  for (const TensorInfo &out : split->forward.outputs())
+    if (out.name.rfind("saved_", 0) == 0) {
+      uint64_t bytes = 0;
+      staticShape(out, bytes);
+      row.savedBytes += double(bytes);
+    }
+  row.floorMs = (w.flops ? w.flops / 679e12
+                         : backwardBytes / (copyGBs * 1e9)) *
+                1e3;
+  row.peer = peerNumbers(peers, "--training " + w.peerArg, 3);
+  return row;
+}
+
+} // namespace
+
+int runTraining(const std::string &only, bool list, double copyGBs,
+                const std::string &peers) {
+  std::vector<TrainingWorkload> all = trainingWorkloads();
+  if (list) {
+    for (const TrainingWorkload &w : all)
+      std::printf("%s\n", w.name.c_str());
+    return 0;
+  }
+  std::printf("backward (the block: forward + backward) against floor = "
+              "bytes / %.0f GB/s (the block: FLOPs / 679 TFLOP/s) and "
+              "PyTorch's from %s (0: not run)\n",
+              copyGBs, peers.c_str());
+  std::printf("%-24s %7s %9s %9s %9s %9s %9s %8s %8s %9s %9s\n", "workload",
+              "kernels", "fwd_ms", "bwd_ms", "floor_ms", "eager_ms",
+              "comp_ms", "kf/floor", "comp/kf", "saved_MB", "eager_MB");
+  return measureEach(
+      all, only,
+      [&](const TrainingWorkload &w) { return measure(w, copyGBs, peers); },
+      [](const TrainingWorkload &w, const TrainingRow &r) {
+        double kfuse = r.forwardMs + r.backwardMs;
+        std::string kernels =
+            std::to_string(r.forwardKernels) + "+" +
+            std::to_string(r.backwardKernels);
+        std::printf("%-24s %7s %9.4f %9.4f %9.4f %9.4f %9.4f %8.3f %8.3f "
+                    "%9.1f %9.1f\n",
+                    w.name.c_str(), kernels.c_str(), r.forwardMs,
+                    r.backwardMs, r.floorMs, r.peer[0], r.peer[1],
+                    kfuse / r.floorMs, r.peer[1] ? r.peer[1] / kfuse : 0.0,
+                    r.savedBytes / 1e6, r.peer[2] / 1e6);
+      });
+}
+
+} // namespace kfuse::bench
