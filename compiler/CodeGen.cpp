@@ -232,7 +232,7 @@ void nameLocalsAfter(llvm::Module &module, llvm::StringRef kernel) {
 }
 
 llvm::Expected<BackendOutput> compilePart(const KernelPart &part,
-                                          const Target &target) {
+                                          const Target &target, bool printIR) {
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> machine =
       createMachine(target);
   if (!machine)
@@ -251,8 +251,10 @@ llvm::Expected<BackendOutput> compilePart(const KernelPart &part,
   nameLocalsAfter(**module, part.kernel);
 
   BackendOutput out;
-  llvm::raw_string_ostream irStream(out.llvmIR);
-  (*module)->print(irStream, nullptr);
+  if (printIR) {
+    llvm::raw_string_ostream irStream(out.llvmIR);
+    (*module)->print(irStream, nullptr);
+  }
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream ptxStream(ptx);
   llvm::legacy::PassManager codegen;
@@ -289,7 +291,8 @@ llvm::Expected<BackendOutput> join(std::vector<BackendOutput> &parts) {
 
 } // namespace
 
-llvm::Expected<BackendOutput> emitPTX(ModuleOp module, const Target &target) {
+llvm::Expected<BackendOutput> emitPTX(ModuleOp module, const Target &target,
+                                      bool printIR) {
   auto gpuModules = llvm::to_vector(module.getOps<gpu::GPUModuleOp>());
   if (gpuModules.size() != 1)
     return makeError("expected one gpu.module");
@@ -319,7 +322,8 @@ llvm::Expected<BackendOutput> emitPTX(ModuleOp module, const Target &target) {
     llvm::DefaultThreadPool pool(llvm::hardware_concurrency());
     for (size_t i = 0; i < parts.size(); ++i)
       pool.async([&, i] {
-        llvm::Expected<BackendOutput> out = compilePart(parts[i], target);
+        llvm::Expected<BackendOutput> out =
+            compilePart(parts[i], target, printIR);
         if (out)
           outputs[i] = std::move(*out);
         else

@@ -423,7 +423,8 @@ static kf::KernelPipelineOptions kernelOptionsFor(const CompileRequest &r) {
 static Status emitKernels(ModuleOp module, func::FuncOp func,
                           const std::string &diagnostics,
                           llvm::function_ref<LogicalResult(unsigned)> lower,
-                          StageTimer &timer, runtime::Plan &plan) {
+                          StageTimer &timer, bool printLateStages,
+                          runtime::Plan &plan) {
   if (failed(lower(indexBitsFor(func))))
     return compileError("lowering to the LLVM dialect", diagnostics);
   timer.mark("lower to llvm dialect");
@@ -434,11 +435,12 @@ static Status emitKernels(ModuleOp module, func::FuncOp func,
   if (target.arch == "sm_90" && usesWgmma(func))
     target.arch = "sm_90a";
   llvm::Expected<codegen::BackendOutput> backend =
-      codegen::emitPTX(module, target);
+      codegen::emitPTX(module, target, printLateStages);
   if (!backend)
     return compileError("PTX generation", llvm::toString(backend.takeError()));
   timer.mark("llvm and ptx");
-  plan.dumps["llvm"] = std::move(backend->llvmIR);
+  if (printLateStages)
+    plan.dumps["llvm"] = std::move(backend->llvmIR);
   plan.ptx = std::move(backend->ptx);
   return Status::ok();
 }
@@ -497,7 +499,8 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
   extracted.dumps = std::move(plan.dumps);
   plan = std::move(extracted);
   auto gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
-  plan.dumps["gpu"] = print(gpuModule);
+  if (request.printLateStages)
+    plan.dumps["gpu"] = print(gpuModule);
   timer.mark("lower to gpu");
   if (request.stopAfter == Stage::GPU)
     return plan;
@@ -506,7 +509,8 @@ Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
     return run(
         [&](PassManager &pm) { kf::buildLLVMLoweringPipeline(pm, indexBits); });
   };
-  Status emitted = emitKernels(*module, func, diagnostics, lower, timer, plan);
+  Status emitted = emitKernels(*module, func, diagnostics, lower, timer,
+                               request.printLateStages, plan);
   if (!emitted)
     return emitted.error();
   return plan;

@@ -40,6 +40,11 @@ struct CompileRequest {
   std::string *refusal = nullptr;
   /// The last stage to run.
   Stage stopAfter = Stage::PTX;
+  /// Keep the text of the gpu and LLVM stages in Plan::dumps (the graph
+  /// and fused stages, small, are always kept). Executables compile
+  /// without it unless dumping to a directory, and compile again for
+  /// those stages when asked (ExecutableImpl::fillDumps).
+  bool printLateStages = true;
   /// Applied to every pass manager (kfusec: MLIR's IR-printing flags).
   std::function<void(mlir::PassManager &)> configure;
 };

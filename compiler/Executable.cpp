@@ -150,11 +150,12 @@ compiler::CompileRequest ExecutableImpl::compileRequest(
   return request;
 }
 
-Status ExecutableImpl::fillDumps(Specialization &spec) {
+Expected<const std::string *>
+ExecutableImpl::stageText(Specialization &spec, const std::string &stage) {
   CacheEntry &entry = *spec.entry;
+  if (auto it = entry.plan.dumps.find(stage); it != entry.plan.dumps.end())
+    return &it->second;
   std::call_once(entry.dumped, [&] {
-    if (!entry.plan.dumps.empty())
-      return;
     std::vector<std::vector<int64_t>> shapes;
     for (const Dims &d : spec.inputShapes)
       shapes.emplace_back(d.begin(), d.end());
@@ -165,9 +166,22 @@ Status ExecutableImpl::fillDumps(Specialization &spec) {
       entry.dumpStatus = again.error();
       return;
     }
-    entry.plan.dumps = std::move(again->dumps);
+    entry.allDumps = std::move(again->dumps);
   });
-  return entry.dumpStatus;
+  if (!entry.dumpStatus)
+    return entry.dumpStatus.error();
+  auto it = entry.allDumps.find(stage);
+  if (it == entry.allDumps.end())
+    return Error(ErrorCode::CompileFailed, "no dump of the " + stage +
+                                               " stage");
+  return &it->second;
+}
+
+std::string ExecutableImpl::dumpRoot() const {
+  if (!options.dumpDir.empty())
+    return options.dumpDir;
+  const char *env = std::getenv("KFUSE_DUMP_DIR");
+  return env ? env : "";
 }
 
 Status ExecutableImpl::compileEntry(
@@ -193,6 +207,7 @@ Status ExecutableImpl::compileEntry(
   ++statCompiles;
   compiler::CompileRequest request = compileRequest(shapes, aligned, runtime);
   request.refusal = refusal;
+  request.printLateStages = !dumpRoot().empty();
   Expected<runtime::Plan> plan = compiler::compileGraph(request);
   if (!plan)
     return plan.error();
@@ -204,14 +219,9 @@ Status ExecutableImpl::compileEntry(
 }
 
 void ExecutableImpl::writeDumps(Specialization &spec) {
-  std::string root = options.dumpDir;
-  if (root.empty())
-    if (const char *env = std::getenv("KFUSE_DUMP_DIR"))
-      root = env;
+  std::string root = dumpRoot();
   if (root.empty())
     return;
-  if (Status s = fillDumps(spec); !s)
-    debugLog("no dumps of the stages: " + s.message());
   const runtime::Plan &plan = spec.entry->plan;
   const std::string &key = spec.key;
   // Named by the key without the compiler's build ID, so that the dumps
@@ -231,9 +241,14 @@ void ExecutableImpl::writeDumps(Specialization &spec) {
   };
   for (auto [stage, file] :
        {std::pair{"graph", "graph.mlir"}, {"fused", "fused.mlir"},
-        {"gpu", "gpu.mlir"}, {"llvm", "kernels.ll"}})
-    if (auto it = plan.dumps.find(stage); it != plan.dumps.end())
-      write(file, it->second);
+        {"gpu", "gpu.mlir"}, {"llvm", "kernels.ll"}}) {
+    Expected<const std::string *> text = stageText(spec, stage);
+    if (!text) {
+      debugLog("no dumps of the stages: " + text.error().message());
+      break;
+    }
+    write(file, **text);
+  }
   write("kernels.ptx", plan.ptx);
   write("ptxas.log", plan.ptxasLog);
 }
@@ -490,14 +505,13 @@ Executable::dump(Stage stage, const std::vector<std::vector<int64_t>> &shapes) {
   Expected<detail::Specialization *> spec = specializeFor(*impl_, shapes);
   if (!spec)
     return spec.error();
-  const runtime::Plan &plan = (*spec)->entry->plan;
   if (stage == Stage::PTX)
-    return plan.ptx;
-  KFUSE_RETURN_IF_ERROR(impl_->fillDumps(**spec));
-  auto it = plan.dumps.find(compiler::stageName(stage));
-  if (it == plan.dumps.end())
-    return Error(ErrorCode::CompileFailed, "no dump of that stage");
-  return it->second;
+    return (*spec)->entry->plan.ptx;
+  Expected<const std::string *> text =
+      impl_->stageText(**spec, compiler::stageName(stage));
+  if (!text)
+    return text.error();
+  return **text;
 }
 
 Expected<std::vector<KernelReport>>

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -37,9 +38,13 @@ struct CacheEntry {
   runtime::Plan plan;
   std::once_flag loaded;
   Status loadStatus;
-  /// The plan's dumps, compiled again for a plan from the disk cache.
+  /// Every stage's text, compiled again when a stage the plan does not
+  /// hold is asked for (a plan from the disk cache holds none; a compile
+  /// keeps only the small ones): plan.dumps stays as compiled, so readers
+  /// of its stages need no lock.
   std::once_flag dumped;
   Status dumpStatus;
+  std::map<std::string, std::string> allDumps;
   runtime::LoadedModule module;
   std::atomic<bool> isLoaded{false};
   /// Why the compile for runtime dims failed, where that is why.
@@ -125,9 +130,13 @@ struct ExecutableImpl {
   compiler::CompileRequest
   compileRequest(const std::vector<std::vector<int64_t>> &shapes,
                  bool aligned, bool runtime) const;
-  /// Fills the plan's dumps where it came from the disk cache without
-  /// them (by compiling again).
-  Status fillDumps(Specialization &spec);
+  /// The text of `stage` ("graph", "fused", "gpu", "llvm"): the plan's,
+  /// or from compiling again with every stage printed (once an entry).
+  Expected<const std::string *> stageText(Specialization &spec,
+                                          const std::string &stage);
+  /// Whether compiles write their stages to a directory (dumpDir or
+  /// $KFUSE_DUMP_DIR), and so keep every stage's text.
+  std::string dumpRoot() const;
   Status compileEntry(CacheEntry &entry, const std::string &key,
                       const std::vector<std::vector<int64_t>> &shapes,
                       bool aligned, bool runtime, std::string *refusal);

@@ -199,3 +199,39 @@ TEST(Compiler, DumpDirectoryGetsEveryStage) {
 }
 
 } // namespace
+
+namespace {
+
+/// The gpu and LLVM stages are printed only when a compile dumps to a
+/// directory; asked for later, they come from compiling again, and equal
+/// what the dumping compile wrote.
+TEST(Compiler, LateStagesAreCompiledAgainWhenAskedFor) {
+  Graph g("late_stages");
+  Tensor x = g.input("x", DType::f32, {64, 96});
+  g.output("y", softmax(x * 0.5) + x);
+  Expected<Executable> plain = Compiler(noDiskCache()).compile(g);
+  ASSERT_TRUE(plain) << plain.error().message();
+  std::string dir = ::testing::TempDir() + "kfuse-late-" +
+                    std::to_string(::getpid());
+  CompileOptions dumping = noDiskCache();
+  dumping.dumpDir = dir;
+  Expected<Executable> dumped = Compiler(dumping).compile(g);
+  ASSERT_TRUE(dumped) << dumped.error().message();
+  for (Stage stage : {Stage::Graph, Stage::Fused, Stage::GPU, Stage::LLVM,
+                      Stage::PTX}) {
+    Expected<std::string> a = plain->dump(stage), b = dumped->dump(stage);
+    ASSERT_TRUE(a) << a.error().message();
+    ASSERT_TRUE(b) << b.error().message();
+    EXPECT_FALSE(a->empty());
+    EXPECT_EQ(*a, *b) << "stage " << int(stage);
+  }
+  Expected<std::string> llvm = plain->dump(Stage::LLVM);
+  ASSERT_TRUE(llvm);
+  EXPECT_NE(llvm->find("define ptx_kernel"), std::string::npos) << *llvm;
+  Expected<std::string> gpu = plain->dump(Stage::GPU);
+  ASSERT_TRUE(gpu);
+  EXPECT_NE(gpu->find("gpu.module"), std::string::npos) << *gpu;
+  std::filesystem::remove_all(dir);
+}
+
+} // namespace
