@@ -10,13 +10,13 @@ import pathlib
 import random
 import subprocess
 import sys
-import threading
 import time
 
 import numpy as np
 import pytest
 
 import kfuse
+from threads import run_threads
 
 CHILD = r"""
 import json, sys
@@ -122,27 +122,19 @@ def test_threads_on_their_streams_share_one_executable():
     exe = kfuse.compile(g, disk_cache=False)
     w_value = torch.randn(384, device="cuda")
     sizes = [64, 200, 1000, 4096]
-    errors, results = [], []
+    results = []
 
     def work(i):
-        try:
-            stream = torch.cuda.Stream()
-            with torch.cuda.stream(stream):
-                for round_ in range(6):
-                    rows = sizes[(i + round_) % len(sizes)]
-                    x_value = torch.randn(rows, 384, device="cuda")
-                    out = torch.full((rows, 384), float("nan"),
-                                     device="cuda")
-                    exe(x_value, w_value, out=out)
-                    results.append((x_value, out, stream))
-        except Exception as e:  # collected: a thread's raise is lost
-            errors.append(e)
+        stream = torch.cuda.Stream()
+        with torch.cuda.stream(stream):
+            for round_ in range(6):
+                rows = sizes[(i + round_) % len(sizes)]
+                x_value = torch.randn(rows, 384, device="cuda")
+                out = torch.full((rows, 384), float("nan"), device="cuda")
+                exe(x_value, w_value, out=out)
+                results.append((x_value, out, stream))
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_threads(work, 8)
     torch.cuda.synchronize()
     assert not errors, errors
     assert len(results) == 8 * 6

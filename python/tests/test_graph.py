@@ -237,7 +237,7 @@ def test_threads_compiling_at_once_compile_each_graph_once():
     """Eight Python threads compile three graphs at once (ctypes lets go
     of the GIL in the C call): each graph is compiled once, every thread
     of a graph gets the same PTX."""
-    import threading
+    from threads import run_threads
 
     def graph(n):
         g = kfuse.Graph(f"threads_{n}")
@@ -247,21 +247,14 @@ def test_threads_compiling_at_once_compile_each_graph_once():
 
     sizes = [17, 29, 41]
     before = kfuse.cache_stats()
-    ptx, errors = {}, []
+    ptx = {}
 
     def work(i):
-        try:
-            n = sizes[i % len(sizes)]
-            text = kfuse.compile(graph(n), disk_cache=False).dump("ptx")
-            ptx.setdefault(n, set()).add(text)
-        except Exception as e:  # collected: a thread's raise is lost
-            errors.append(e)
+        n = sizes[i % len(sizes)]
+        text = kfuse.compile(graph(n), disk_cache=False).dump("ptx")
+        ptx.setdefault(n, set()).add(text)
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    errors = run_threads(work, 8)
     assert not errors, errors
     after = kfuse.cache_stats()
     assert after["compiles"] - before["compiles"] == len(sizes)
