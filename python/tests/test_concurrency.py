@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import kfuse
-from threads import run_threads
+from helpers import child_env, run_threads
 
 CHILD = r"""
 import json, sys
@@ -89,7 +89,8 @@ def test_processes_share_a_disk_cache_while_a_vandal_damages_it(tmp_path):
         while started < rounds and len(running) < lanes:
             running.append(subprocess.Popen(
                 [sys.executable, "-c", CHILD, str(cache), str(started)],
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                env=child_env()))
             started += 1
         vandalise(cache, rng)
         damaged += 1

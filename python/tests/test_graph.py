@@ -237,7 +237,7 @@ def test_threads_compiling_at_once_compile_each_graph_once():
     """Eight Python threads compile three graphs at once (ctypes lets go
     of the GIL in the C call): each graph is compiled once, every thread
     of a graph gets the same PTX."""
-    from threads import run_threads
+    from helpers import run_threads
 
     def graph(n):
         g = kfuse.Graph(f"threads_{n}")
@@ -281,13 +281,9 @@ print(stats["compiles"], stats["disk_hits"], len(llvm) > 100,
       "define" in llvm, hash(ptx) == hash(exe.dump("ptx")))
 print(ptx.count(".entry"))
 """
-    import os
-    env = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(kfuse.__file__))
-    env["PYTHONPATH"] = os.pathsep.join(
-        [package_root] + [p for p in [env.get("PYTHONPATH")] if p])
+    from helpers import child_env
     runs = [subprocess.run([sys.executable, "-c", script], check=True,
-                           env=env, capture_output=True,
+                           env=child_env(), capture_output=True,
                            text=True).stdout.split("\n")
             for _ in range(2)]
     assert runs[0][0] == "1 0 True True True", runs[0]
