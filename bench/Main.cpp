@@ -111,6 +111,29 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
   return Status::ok();
 }
 
+/// `g` compiled fused, timed on zeroed buffers; its kernels and the bytes
+/// of its inputs and outputs.
+Expected<double> timeOnZeros(const Graph &g, int &kernels, double &bytes) {
+  Expected<Buffers> buffers = buffersFor(g);
+  if (!buffers)
+    return buffers.error();
+  Expected<Executable> exe = Compiler().compile(g);
+  if (!exe)
+    return exe.error();
+  Expected<std::string> fused = exe->dump(Stage::Fused);
+  if (!fused)
+    return fused.error();
+  kernels = 0;
+  for (size_t at = fused->find("kf.kernel "); at != std::string::npos;
+       at = fused->find("kf.kernel ", at + 1))
+    ++kernels;
+  bytes = double(buffers->bytes);
+  return medianMs([&] {
+    return exe->run(buffers->in.data(), buffers->in.size(),
+                    buffers->out.data(), buffers->out.size());
+  });
+}
+
 } // namespace kfuse::bench
 
 static int usage() {

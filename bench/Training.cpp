@@ -67,29 +67,6 @@ struct TrainingRow {
   std::vector<double> peer;
 };
 
-/// `g` compiled fused, timed on zeroed buffers; its kernels and the bytes
-/// of its inputs and outputs.
-Expected<double> timeGraph(const Graph &g, int &kernels, double &bytes) {
-  Expected<Buffers> buffers = buffersFor(g);
-  if (!buffers)
-    return buffers.error();
-  Expected<Executable> exe = Compiler().compile(g);
-  if (!exe)
-    return exe.error();
-  Expected<std::string> fused = exe->dump(Stage::Fused);
-  if (!fused)
-    return fused.error();
-  kernels = 0;
-  for (size_t at = fused->find("kf.kernel "); at != std::string::npos;
-       at = fused->find("kf.kernel ", at + 1))
-    ++kernels;
-  bytes = double(buffers->bytes);
-  return medianMs([&] {
-    return exe->run(buffers->in.data(), buffers->in.size(),
-                    buffers->out.data(), buffers->out.size());
-  });
-}
-
 Expected<TrainingRow> measure(const TrainingWorkload &w, double copyGBs,
                               const std::string &peers) {
   Graph forward = w.build();
@@ -101,13 +78,13 @@ Expected<TrainingRow> measure(const TrainingWorkload &w, double copyGBs,
   TrainingRow row;
   double backwardBytes = 0, forwardBytes = 0;
   Expected<double> backward =
-      timeGraph(split->backward, row.backwardKernels, backwardBytes);
+      timeOnZeros(split->backward, row.backwardKernels, backwardBytes);
   if (!backward)
     return backward.error();
   row.backwardMs = *backward;
   if (w.withForward) {
     Expected<double> ms =
-        timeGraph(split->forward, row.forwardKernels, forwardBytes);
+        timeOnZeros(split->forward, row.forwardKernels, forwardBytes);
     if (!ms)
       return ms.error();
     row.forwardMs = *ms;
