@@ -127,6 +127,12 @@ def describe(x, name, expected, what="input", stream=None):
                           x.numel() * x.element_size())
     elif hasattr(x, "__dlpack__") and not hasattr(
             x, "__cuda_array_interface__"):
+        # A host array (NumPy's) refuses a stream argument: it is named here,
+        # before its capsule is asked for.
+        if (hasattr(x, "__dlpack_device__")
+                and x.__dlpack_device__()[0] != _DL_CUDA):
+            raise err(f"kfuse: {what} '{name}' is a {type(x).__name__} on "
+                      "the host; mix no host arrays with GPU tensors")
         found, _ = _describe_dlpack(x, name, what, stream)
     elif hasattr(x, "__cuda_array_interface__"):
         cai = x.__cuda_array_interface__

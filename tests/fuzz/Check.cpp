@@ -168,16 +168,25 @@ std::vector<double> conditionNumbers(const BuiltGraph &built,
                                      const std::vector<HostTensor> &inputs,
                                      const std::vector<HostTensor> &reference,
                                      uint64_t seed) {
-  std::vector<HostTensor> nudged = inputs;
+  // The evaluator rounds each output to its dtype, so a nudge smaller than
+  // an output's own ulp would not move it: an f16 gradient summed over
+  // terms that cancel measured a condition of 1. Inputs move by their
+  // ulp, or by twice the least precise output's, whichever is larger,
+  // which keeps that rounding within half a unit of the measure.
   double delta = 0;
+  for (const HostTensor &t : inputs)
+    delta = std::max(delta, unitRoundoff(t.dtype()));
+  for (const HostTensor &t : reference)
+    delta = std::max(delta, 2 * unitRoundoff(t.dtype()));
+  std::vector<HostTensor> nudged = inputs;
   uint64_t state = seed * 6364136223846793005ull + 1442695040888963407ull;
   for (HostTensor &t : nudged) {
-    double u = unitRoundoff(t.dtype());
-    delta = std::max(delta, u);
-    for (size_t i = 0; u > 0 && i < t.numElements(); ++i) {
+    if (unitRoundoff(t.dtype()) == 0)
+      continue;
+    for (size_t i = 0; i < t.numElements(); ++i) {
       state = state * 6364136223846793005ull + 1442695040888963407ull;
       double sign = (state >> 63) ? 1.0 : -1.0;
-      t.set(i, t.get(i) * (1 + sign * u));
+      t.set(i, t.get(i) * (1 + sign * delta));
     }
   }
   std::vector<double> kappa(reference.size(), 1.0);
@@ -210,6 +219,16 @@ bool plausibleRoundingFlips(const HostTensor &actual, const HostTensor &expected
 }
 
 namespace {
+
+/// Element by element, whichever of `a` and `b` lies nearer `actual`.
+HostTensor nearerReading(const HostTensor &actual, const HostTensor &a,
+                         const HostTensor &b) {
+  HostTensor nearer = a;
+  for (size_t i = 0; i < a.numElements(); ++i)
+    if (std::abs(actual.get(i) - b.get(i)) < std::abs(actual.get(i) - a.get(i)))
+      nearer.set(i, b.get(i));
+  return nearer;
+}
 
 CheckResult checkOnGpu(const BuiltGraph &built, const CheckConfig &config) {
   std::vector<HostTensor> inputs =
@@ -256,11 +275,20 @@ CheckResult checkOnGpu(const BuiltGraph &built, const CheckConfig &config) {
   // 0), or where a rounded intermediate is amplified (the cos of an f16 sum
   // near 800, whose ulp is 0.5), which measuring the condition by nudging
   // the inputs does not see.
+  // A fused kernel rounds some intermediates and not others, so an output
+  // may follow one reading in some elements and the other elsewhere (the
+  // cast to i32 of a bf16 gelu(x) of integers: x - 1 for x = 4, whose
+  // f32 gelu is 3.99987, and x for x = 6, whose f32 gelu is 6): compared
+  // also against the reading nearer to it in each element.
   std::optional<Expected<std::vector<HostTensor>>> rounded;
   auto agreesRounded = [&](const HostTensor &actual, size_t i) {
     if (!rounded)
       rounded = evaluate(built.graph, inputs, EvaluateOptions{true});
-    return static_cast<bool>(*rounded) && agrees(actual, (**rounded)[i], i);
+    if (!*rounded)
+      return false;
+    const HostTensor &other = (**rounded)[i];
+    return agrees(actual, other, i) ||
+           agrees(actual, nearerReading(actual, (*reference)[i], other), i);
   };
   for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
     std::string mode = modeName(fusion);
