@@ -97,6 +97,11 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
     std::optional<RowSpace> rows = rowSpaceOf(kernel);
     if (!rows)
       return refuseTiling(kernel, "works along no one row length");
+    bool lineKernel = rootValue(kernel).getDefiningOp<ArgReduceOp>() ||
+                      rootValue(kernel).getDefiningOp<CumsumOp>();
+    if (lineKernel &&
+        kernel.getTilingAs<RowTilingAttr>().getRowsPerBlock() != 1)
+      return refuseTiling(kernel, "argmax and cumsum take a block a row");
     if (auto arg = rootValue(kernel).getDefiningOp<ArgReduceOp>())
       return emitArgReduceRows(e, arg, *rows);
     if (auto cumsum = rootValue(kernel).getDefiningOp<CumsumOp>())

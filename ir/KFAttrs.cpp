@@ -111,8 +111,10 @@ LogicalResult PointwiseTilingAttr::verify(EmitError emitError, int64_t vector,
 }
 
 LogicalResult RowTilingAttr::verify(EmitError emitError, int64_t vector,
-                                    int64_t chunks, bool inRegisters) {
-  if (failed(checkPowerOfTwo(emitError, "vector", vector, 16)))
+                                    int64_t chunks, bool inRegisters,
+                                    int64_t rowsPerBlock) {
+  if (failed(checkPowerOfTwo(emitError, "vector", vector, 16)) ||
+      failed(checkPowerOfTwo(emitError, "rowsPerBlock", rowsPerBlock, 1024)))
     return failure();
   return checkRange(emitError, "chunks", chunks, 1, INT32_MAX);
 }

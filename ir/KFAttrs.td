@@ -99,14 +99,16 @@ def KF_PointwiseTilingAttr : KF_Attr<"PointwiseTiling", "pointwise_tiling"> {
 }
 
 def KF_RowTilingAttr : KF_Attr<"RowTiling", "row_tiling"> {
-  let summary = "a block per row: vectors and chunks a thread";
+  let summary = "rows a block: vectors and chunks a thread";
   let description = [{
-    Each block computes one row; a thread holds `chunks` vectors of
-    `vector` elements of it, in registers with `inRegisters`, else the
-    row is read again for each pass over it.
+    Each block computes `rowsPerBlock` consecutive rows, each by an equal
+    share of its threads (with more than one row, at most a warp's worth,
+    so that a row's reductions stay within a warp); a thread holds `chunks`
+    vectors of `vector` elements of its row, in registers with
+    `inRegisters`, else the row is read again for each pass over it.
   }];
   let parameters = (ins KF_Int<"1">:$vector, KF_Int<"1">:$chunks,
-                        KF_Flag:$inRegisters);
+                        KF_Flag:$inRegisters, KF_Int<"1">:$rowsPerBlock);
 }
 
 def KF_ColumnTilingAttr : KF_Attr<"ColumnTiling", "column_tiling"> {

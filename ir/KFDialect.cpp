@@ -451,6 +451,17 @@ static LogicalResult verifyDecisions(KernelOp kernel) {
     return kernel.emitOpError()
            << "of kind " << stringifyKernelKind(kernel.getKind())
            << " cannot take " << tiling;
+  if (auto rows = kernel.getTilingAs<RowTilingAttr>();
+      rows && rows.getRowsPerBlock() > 1) {
+    int64_t block = kernel.getLaunchAttr().getBlock();
+    if (block % rows.getRowsPerBlock() ||
+        block / rows.getRowsPerBlock() > 32)
+      return kernel.emitOpError()
+             << "shares a block of " << block << " threads among "
+             << rows.getRowsPerBlock()
+             << " rows: a row's threads must be an equal share of at most "
+                "a warp";
+  }
   auto mma = kernel.getTilingAs<MmaTilingAttr>();
   if (isa_and_nonnull<MmaPipelineAttr>(pipeline) != bool(pipeline && mma) ||
       isa_and_nonnull<FlashPipelineAttr>(pipeline) !=

@@ -127,15 +127,22 @@ SmallVector<int64_t> rowStrides(KernelOp kernel, RowSpace rows) {
   return strides;
 }
 
-/// A block per row, enough threads for about four vectors each; the row
-/// stays in registers when a thread holds at most 32 of its values. A row
-/// that would take more than 512 threads so takes 256 and loops over it
-/// online instead: blocks of 1024 threads holding the row in registers fit
-/// once on an SM, a row at a time in flight (cross-entropy over 32k bf16
-/// logits ran at 4.2x its HBM floor on the H200). Vectors must tile every
+/// Enough threads a row for about four vectors each; the row stays in
+/// registers when a thread holds at most 32 of its values. A row that
+/// would take more than 512 threads so takes 256 and loops over it online
+/// instead: blocks of 1024 threads holding the row in registers fit once
+/// on an SM, a row at a time in flight (cross-entropy over 32k bf16 logits
+/// ran at 4.2x its HBM floor on the H200). Vectors must tile every
 /// row-shaped buffer's rows; they span the longest (padded) row.
+///
+/// Rows of at most a warp's worth of threads share blocks of 256 threads
+/// (`groupRows`: the templates that reduce within a warp), fewer where the
+/// grid would have less than four blocks an SM: a block per 128-column row (16 threads,
+/// the rest idle) or a warp per 1000-column row left most of the SM's
+/// block slots and warps unused (H200, bf16 softmax 131072 x 128 at 5.2x
+/// its floor, LayerNorm 32768 x 1000 at 5.3x).
 Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
-                    int64_t vec) {
+                    int64_t vec, bool groupRows, int64_t sms) {
   auto divides = [&](int64_t v) {
     return llvm::all_of(strides, [&](int64_t s) { return s % v == 0; });
   };
@@ -145,16 +152,26 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
   for (int64_t s : strides)
     span = std::max(span, s);
   int64_t vectors = std::max<int64_t>(1, (span + vec - 1) / vec);
-  int64_t threads = 32;
+  int64_t threads = groupRows ? 1 : 32;
   while (threads < 1024 && threads * 4 < vectors)
     threads *= 2;
   if (threads > 512)
     threads = 256;
+  int64_t perBlock = 1;
+  if (threads <= 32) {
+    perBlock = 256 / threads;
+    while (perBlock > 1 &&
+           (rows.rows + perBlock - 1) / perBlock < 4 * sms)
+      perBlock /= 2;
+    // A block is at least a warp: fewer rows a block, more threads a row.
+    threads = std::max<int64_t>(threads, 32 / perBlock);
+  }
   int64_t chunks = (vectors + threads - 1) / threads;
-  // A block per row: the hardware balances rows across the SMs better than
-  // a grid-stride loop over waves of resident blocks.
-  return {std::min<int64_t>(rows.rows, INT32_MAX), threads, rows.rows,
-          RowTilingAttr::get(ctx, vec, chunks, chunks * vec <= 32)};
+  // A block per row group: the hardware balances rows across the SMs
+  // better than a grid-stride loop over waves of resident blocks.
+  int64_t groups = (rows.rows + perBlock - 1) / perBlock;
+  return {std::min<int64_t>(groups, INT32_MAX), threads * perBlock, groups,
+          RowTilingAttr::get(ctx, vec, chunks, chunks * vec <= 32, perBlock)};
 }
 
 /// A pointwise kernel that writes padded rows (kf-pad's copy of a matmul
@@ -268,8 +285,13 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       return decideColumns(ctx, *columns);
     if (TransposeOp transpose = tiledTransposeOf(kernel))
       return decideTiledTranspose(ctx, transpose);
-    if (rows)
-      return decideRows(ctx, *rows, rowStrides(kernel, *rows), vec);
+    if (rows) {
+      // argmax's and cumsum's templates reduce across the whole block.
+      bool lineKernel = !kernel.getBody().getOps<ArgReduceOp>().empty() ||
+                        !kernel.getBody().getOps<CumsumOp>().empty();
+      return decideRows(ctx, *rows, rowStrides(kernel, *rows), vec,
+                        !lineKernel, sms);
+    }
     if (int64_t stride = kernel.getKind() == KernelKind::pointwise
                              ? paddedRowStride(kernel.getResult(0))
                              : 0)

@@ -161,10 +161,11 @@ SmallVector<Value> KernelEmitter::loop(
   return SmallVector<Value>(loop.getResults());
 }
 
-Value KernelEmitter::warpReduce(
-    Value value, function_ref<Value(Value, Value)> combine) {
+Value KernelEmitter::warpReduce(Value value,
+                                function_ref<Value(Value, Value)> combine,
+                                int64_t lanes) {
   Value width = arith::ConstantOp::create(b, location, b.getI32IntegerAttr(32));
-  for (int offset = 16; offset >= 1; offset /= 2) {
+  for (int64_t offset = lanes / 2; offset >= 1; offset /= 2) {
     Value off = arith::ConstantOp::create(b, location,
                                           b.getI32IntegerAttr(offset));
     Value other = gpu::ShuffleOp::create(b, location, value, off, width,
@@ -178,7 +179,9 @@ Value KernelEmitter::warpReduce(
 Value KernelEmitter::blockReduce(Value value, Value identity, Value scratch,
                                  int64_t threads,
                                  function_ref<Value(Value, Value)> combine) {
-  value = warpReduce(value, combine);
+  // Fewer threads than a warp: aligned groups of `threads` lanes, each a
+  // reduction of its own (rows sharing a block).
+  value = warpReduce(value, combine, std::min<int64_t>(threads, 32));
   if (threads <= 32)
     return value;
   Value tid = gpu::ThreadIdOp::create(b, location, gpu::Dimension::x);

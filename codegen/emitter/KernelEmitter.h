@@ -138,7 +138,8 @@ public:
        llvm::function_ref<mlir::SmallVector<mlir::Value>(mlir::Value,
                                                          mlir::ValueRange)>
            body);
-  /// Combines `value` across the thread block with `combine`; every thread
+  /// Combines `value` across the thread block with `combine` (across each
+  /// aligned group of `threads` lanes when fewer than a warp); every thread
   /// gets the result. Uses warp shuffles and `scratch` (32 floats or ints
   /// of workgroup memory).
   mlir::Value blockReduce(
@@ -252,9 +253,11 @@ private:
   mlir::Value zeroOf(mlir::Type dtype);
   mlir::Value castScalar(mlir::Value v, mlir::Type from, mlir::Type to);
   mlir::FailureOr<mlir::Value> constantAt(ConstantOp op);
+  /// Combines `value` across aligned groups of `lanes` lanes of a warp.
   mlir::Value warpReduce(
       mlir::Value value,
-      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+      llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine,
+      int64_t lanes = 32);
 
   KernelOp kernelOp;
   mlir::gpu::GPUFuncOp func;

@@ -1,7 +1,8 @@
 //===- RowKernels.cpp - kf-lower-to-gpu's template for row kernels -------===//
 //
 // A kernel whose reductions and softmaxes run along the last axis: one
-// block per row. Each reduction is a pass over the row's lanes and a block
+// block per row, or per group of short rows, each row a warp's lanes or an
+// aligned part of them (`rows_per_block`). Each reduction is a pass over the row's lanes and a block
 // reduction; with `in_registers` the lanes are unrolled and every element
 // is loaded (and every prologue computed) once, kept in registers across
 // the passes. Otherwise each pass loops over the row again, and a softmax
@@ -28,8 +29,9 @@ namespace {
 
 /// The lanes of one row a thread owns: `chunks` vectors of `vec` elements,
 /// at columns (chunk * threads + tid) * vec + lane. Lanes past the row's
-/// end are not `valid`, and read column 0 instead; `first` is the vector's
-/// first column as it is (where padded rows are written).
+/// end are not `valid`, and read column 0 instead (a whole vector from
+/// column 0 where `vec` divides the row); `first` is the vector's first
+/// column as it is (where padded rows are written).
 struct RowLanes {
   SmallVector<Value> columns, linears, valid;
   Value first;
@@ -69,16 +71,22 @@ private:
   OpBuilder &b;
   Location l;
   RowSpace space;
-  int64_t threads, vec, chunks;
-  bool inRegisters, ragged;
+  /// A row's threads (`threads` of the block's `rowsPerBlock` rows).
+  int64_t threads, vec, chunks, rowsPerBlock;
+  /// `ragged`: the lanes reach past the row's end; `wholeVectors`: each
+  /// vector lies wholly inside the row or wholly past it.
+  bool inRegisters, ragged, wholeVectors;
+  /// `tid` is the thread's place among its row's threads.
   Value scratch, tid;
   Block &body;
   YieldOp yield;
   /// Row-shaped inputs read only lane by lane (elementwise ops, the row's
   /// reductions and softmaxes): loaded a vector at a time.
   SmallVector<BlockArgument> streamed;
-  // The row being emitted.
-  Value row, rowBase;
+  // The row being emitted, and whether it exists (the last block's group
+  // may reach past the last row: those threads compute the last row again,
+  // taking part in its shuffles, and store nothing).
+  Value row, rowBase, rowExists;
   SmallVector<RowLanes> unrolled;
   /// Sums computed with their max by emitOnlineLogSumExp.
   llvm::SmallPtrSet<Operation *, 2> computedSums;
@@ -87,15 +95,20 @@ private:
 
 RowKernel::RowKernel(KernelEmitter &e, RowSpace space, RowTilingAttr tiling)
     : e(e), b(e.builder()), l(e.loc()), space(space),
-      threads(e.kernel().getLaunchAttr().getBlock()), vec(tiling.getVector()),
-      chunks(tiling.getChunks()), inRegisters(tiling.getInRegisters()),
+      threads(e.kernel().getLaunchAttr().getBlock() / tiling.getRowsPerBlock()),
+      vec(tiling.getVector()), chunks(tiling.getChunks()),
+      rowsPerBlock(tiling.getRowsPerBlock()),
+      inRegisters(tiling.getInRegisters()),
       ragged(space.length != threads * vec * chunks),
+      wholeVectors(space.length % vec == 0),
       body(e.kernel().getBody().front()),
       yield(mlir::cast<YieldOp>(body.getTerminator())) {}
 
 LogicalResult RowKernel::emit() {
   scratch = workgroupBuffer(e, 32);
-  tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  Value thread = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  tid = arith::RemUIOp::create(b, l, thread, e.index(threads));
+  Value group = arith::DivUIOp::create(b, l, thread, e.index(threads));
   for (BlockArgument arg : body.getArguments()) {
     auto type = mlir::cast<RankedTensorType>(arg.getType());
     if (type.getRank() > 0 &&
@@ -108,8 +121,20 @@ LogicalResult RowKernel::emit() {
         }))
       streamed.push_back(arg);
   }
-  return e.forEachItem(space.rows, true,
-                       [&](Value r) -> LogicalResult { return emitRow(r); });
+  int64_t groups = (space.rows + rowsPerBlock - 1) / rowsPerBlock;
+  return e.forEachItem(groups, true, [&](Value item) -> LogicalResult {
+    if (rowsPerBlock == 1)
+      return emitRow(item);
+    Value r = arith::AddIOp::create(
+        b, l, arith::MulIOp::create(b, l, item, e.index(rowsPerBlock)), group);
+    if (space.rows % rowsPerBlock) {
+      rowExists = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, r,
+                                        e.index(space.rows));
+      r = arith::SelectOp::create(b, l, rowExists, r,
+                                  e.index(space.rows - 1));
+    }
+    return emitRow(r);
+  });
 }
 
 LogicalResult RowKernel::emitRow(Value r) {
@@ -150,12 +175,23 @@ RowLanes RowKernel::lanesOf(Value c) {
       b, l, arith::MulIOp::create(b, l, c, e.index(threads)), tid);
   Value first = arith::MulIOp::create(b, l, vecIndex, e.index(vec));
   lanes.first = first;
+  // Whole vectors: one test a vector, and a vector past the row reads the
+  // row's first, so that its lanes stay consecutive and inputs read at
+  // them (a LayerNorm's weights) load as vectors.
+  Value base = first, vectorValid;
+  if (ragged && wholeVectors) {
+    vectorValid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, first,
+                                        e.index(space.length));
+    base = arith::SelectOp::create(b, l, vectorValid, first, e.index(0));
+  }
   for (int64_t k = 0; k < vec; ++k) {
     Value column =
-        k ? Value(arith::AddIOp::create(b, l, first, e.index(k))) : first;
-    Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
-                                        column, e.index(space.length));
-    if (ragged) // keep loads inside the row; the value is masked
+        k ? Value(arith::AddIOp::create(b, l, base, e.index(k))) : base;
+    Value valid = vectorValid;
+    if (!valid)
+      valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, column,
+                                    e.index(space.length));
+    if (ragged && !wholeVectors) // keep loads inside the row; value masked
       column = arith::SelectOp::create(b, l, valid, column, e.index(0));
     lanes.columns.push_back(column);
     lanes.linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
@@ -187,7 +223,7 @@ Value RowKernel::element(Value tensor, const RowLanes &lanes, int64_t k) {
   ElementIndex idx = ElementIndex::rowElement(shapeOf(tensor), lanes.linears[k],
                                               row, lanes.columns[k]);
   FailureOr<Value> v = failure();
-  if (!ragged && k == 0 && vec > 1) {
+  if ((!ragged || wholeVectors) && k == 0 && vec > 1) {
     // Rows of whole vectors: a vector's lanes asked for together, so that
     // index maps (a gathered row, a slice) read their operand a vector at
     // a time. The other lanes are then found computed.
@@ -324,6 +360,12 @@ void RowKernel::emitSoftmaxInRegisters(SoftmaxOp softmax) {
 }
 
 LogicalResult RowKernel::storeOutputs() {
+  std::optional<OpBuilder::InsertionGuard> insideRows;
+  if (rowExists) {
+    insideRows.emplace(b);
+    auto guard = scf::IfOp::create(b, l, rowExists);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+  }
   for (auto [i, value] : llvm::enumerate(yield.getValues())) {
     auto type = mlir::cast<RankedTensorType>(value.getType());
     if (type.getNumElements() == space.rows) {
@@ -347,13 +389,19 @@ LogicalResult RowKernel::storeOutputs() {
     SmallVector<Value> vector;
     overRow(e.index(0), [&](Value acc, const RowLanes &lanes, int64_t k) {
       Value v = element(value, lanes, k);
-      if (!ragged) {
+      if (!ragged || wholeVectors) {
         vector.push_back(v);
-        if (k + 1 == vec) {
-          e.storeLanes(i, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
-                       vector);
-          vector.clear();
+        if (k + 1 < vec)
+          return acc;
+        std::optional<OpBuilder::InsertionGuard> insideRow;
+        if (ragged) {
+          insideRow.emplace(b);
+          auto guard = scf::IfOp::create(b, l, lanes.valid[0]);
+          b.setInsertionPoint(guard.thenBlock()->getTerminator());
         }
+        e.storeLanes(i, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
+                     vector);
+        vector.clear();
         return acc;
       }
       auto guard = scf::IfOp::create(b, l, lanes.valid[k]);

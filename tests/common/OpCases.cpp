@@ -150,6 +150,29 @@ std::vector<OpCase> allOpCases() {
                        g.output("cols", softmax(x, 0));
                      },
                      {{37, 1000}}});
+  // Short rows that share blocks (row_tiling's rowsPerBlock), enough of
+  // them for the grouping, a row count that leaves the last block's group
+  // short, and row lengths past the threads' vectors (whole vectors
+  // masked): f32 8 rows of 8 threads a block, bf16 LayerNorm with its
+  // weights 4 rows a warp each, f16 8 rows of 4 threads.
+  cases.push_back({"grouped_rows_f32", [](Graph &g) {
+                     Tensor x = g.input("x", DType::f32, {4229, 100});
+                     g.output("softmax", softmax(x * 4.0));
+                     g.output("sum", reduceSum(x, {1}));
+                   },
+                   {{4229, 100}}});
+  cases.push_back({"grouped_rows_layernorm_bf16", [](Graph &g) {
+                     Tensor x = g.input("x", DType::bf16, {2111, 1000});
+                     g.output("y", layerNormOf(x, g.input("w", DType::bf16, {1000}),
+                                               g.input("b", DType::bf16, {1000})));
+                   },
+                   {{2111, 1000}, {1000}, {1000}}});
+  cases.push_back({"grouped_rows_rms_f16", [](Graph &g) {
+                     Tensor x = cast(g.input("x", DType::f16, {4500, 6}), DType::f32);
+                     g.output("y", cast(x * rsqrt(reduceMean(x * x, {1}, true) + 1e-6),
+                                        DType::f16));
+                   },
+                   {{4500, 6}}});
   // Rows too long for registers: the looped row kernel, with the online
   // normaliser for softmax; 40003 is ragged against any thread count.
   for (int64_t n : {40000, 40003})

@@ -82,6 +82,30 @@ func.func @tiling_without_launch(%x: tensor<64xf32>) {
 
 // -----
 
+func.func @rows_sharing_more_than_a_warp(%x: tensor<64x128xf32>) {
+  // expected-error @+1 {{'kf.kernel' op shares a block of 256 threads among 4 rows: a row's threads must be an equal share of at most a warp}}
+  %0 = kf.kernel normalization(%x : tensor<64x128xf32>) attributes {launch = #kf.launch<grid = 16, block = 256, items = 16>, tiling = #kf.row_tiling<vector = 4, rowsPerBlock = 4>} {
+  ^bb0(%a: tensor<64x128xf32>):
+    %s = kf.softmax %a {axis = 1} : tensor<64x128xf32>
+    kf.yield %s : tensor<64x128xf32>
+  } -> (tensor<64x128xf32>)
+  return
+}
+
+// -----
+
+func.func @rows_per_block_not_a_power_of_two(%x: tensor<64x128xf32>) {
+  // expected-error @+1 {{rowsPerBlock = 3: needs a power of two up to 1024}}
+  %0 = kf.kernel normalization(%x : tensor<64x128xf32>) attributes {launch = #kf.launch<grid = 22, block = 96, items = 22>, tiling = #kf.row_tiling<vector = 4, rowsPerBlock = 3>} {
+  ^bb0(%a: tensor<64x128xf32>):
+    %s = kf.softmax %a {axis = 1} : tensor<64x128xf32>
+    kf.yield %s : tensor<64x128xf32>
+  } -> (tensor<64x128xf32>)
+  return
+}
+
+// -----
+
 func.func @tiling_of_another_kind(%x: tensor<64xf32>) {
   // expected-error @+1 {{'kf.kernel' op of kind pointwise cannot take #kf.row_tiling<vector = 4>}}
   %0 = kf.kernel pointwise(%x : tensor<64xf32>) attributes {launch = #kf.launch<grid = 1, block = 32, items = 1>, tiling = #kf.row_tiling<vector = 4>} {

@@ -43,6 +43,23 @@ func.func @rows(%x: tensor<300x4096xbf16>) -> tensor<300x4096xbf16> {
 
 // -----
 
+// Short rows share blocks: 128 bf16 columns are 16 vectors, 4 threads of 4
+// vectors each; 64 rows fill a block of 256 threads while the grid keeps
+// four blocks an SM (2048 of them). With 2111 rows of 1000 columns a warp
+// a row, 4 rows a block leave 528 blocks (8 would leave 264).
+// CHECK-LABEL: func.func @short_rows
+// CHECK: kf.kernel normalization
+// CHECK-SAME: launch = #kf.launch<grid = 2048, block = 256, items = 2048>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true, rowsPerBlock = 64>
+// CHECK: kf.kernel normalization
+// CHECK-SAME: launch = #kf.launch<grid = 528, block = 128, items = 528>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true, rowsPerBlock = 4>
+func.func @short_rows(%x: tensor<131072x128xbf16>, %z: tensor<2111x1000xbf16>) -> (tensor<131072x128xbf16>, tensor<2111x1000xbf16>) {
+  %y = kf.softmax %x {axis = 1} : tensor<131072x128xbf16>
+  %w = kf.softmax %z {axis = 1} : tensor<2111x1000xbf16>
+  return %y, %w : tensor<131072x128xbf16>, tensor<2111x1000xbf16>
+}
+
+// -----
+
 // i1 buffers are never vectorised (LLVM packs vectors of i1 into bits).
 // CHECK-LABEL: func.func @bools
 // CHECK: tiling = #kf.pointwise_tiling<>
