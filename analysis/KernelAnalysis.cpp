@@ -9,6 +9,8 @@
 
 #include "analysis/KernelAnalysis.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
+
 #include "mlir/IR/TypeUtilities.h"
 
 using namespace mlir;
@@ -261,6 +263,43 @@ BlockArgument kfuse::kf::stagedScoresInput(KernelOp kernel) {
     }
   }
   return found.size() == 1 ? found[0] : BlockArgument();
+}
+
+SmallVector<BlockArgument> kfuse::kf::streamedRowInputs(KernelOp kernel,
+                                                       RowSpace space) {
+  SmallVector<BlockArgument> streamed;
+  for (BlockArgument arg : kernel.getBody().getArguments()) {
+    auto type = mlir::cast<RankedTensorType>(arg.getType());
+    if (type.getRank() > 0 &&
+        type.getNumElements() == space.rows * space.length &&
+        type.getShape().back() == space.length &&
+        llvm::all_of(arg.getUsers(), [](Operation *user) {
+          return user->hasTrait<OpTrait::kf::Elementwise>() ||
+                 isa<ReduceOp, SoftmaxOp>(user);
+        }))
+      streamed.push_back(arg);
+  }
+  return streamed;
+}
+
+int64_t kfuse::kf::loopedRowPasses(KernelOp kernel, RowSpace space) {
+  Block &body = kernel.getBody().front();
+  int64_t passes = 0;
+  llvm::SmallPtrSet<Operation *, 2> sharedSums;
+  for (Operation &op : body.without_terminator()) {
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      if (ReduceOp sum = shiftedExpSumOf(reduce);
+          sum && reduce->isBeforeInBlock(sum))
+        sharedSums.insert(sum);
+      passes += !sharedSums.contains(reduce);
+    }
+    passes += isa<SoftmaxOp>(op);
+  }
+  for (Value v : body.getTerminator()->getOperands())
+    if (mlir::cast<RankedTensorType>(v.getType()).getNumElements() !=
+        space.rows)
+      return passes + 1;
+  return passes;
 }
 
 ReduceOp kfuse::kf::shiftedExpSumOf(ReduceOp max) {

@@ -49,6 +49,17 @@ std::optional<RowSpace> rowOpSpace(mlir::Operation *op);
 /// (a log-sum-exp, a cross-entropy). Null if there is none.
 ReduceOp shiftedExpSumOf(ReduceOp max);
 
+/// The row-shaped inputs of a row kernel that only elementwise ops and the
+/// row's reductions and softmaxes read: the row template reads them a
+/// vector at a time, at every pass over the row.
+llvm::SmallVector<mlir::BlockArgument> streamedRowInputs(KernelOp kernel,
+                                                         RowSpace space);
+
+/// How many times a row template that does not hold the row in registers
+/// passes over it: once a reduction (a max and the sum of exponentials it
+/// shifts together), once a softmax, once more for row-shaped outputs.
+int64_t loopedRowPasses(KernelOp kernel, RowSpace space);
+
 /// A reduction kernel that reduces the leading dims of its input
 /// ([rows..., columns...] to [columns...]): [rows, columns].
 std::optional<RowSpace> columnSpaceOf(KernelOp kernel);

@@ -112,10 +112,13 @@ LogicalResult PointwiseTilingAttr::verify(EmitError emitError, int64_t vector,
 
 LogicalResult RowTilingAttr::verify(EmitError emitError, int64_t vector,
                                     int64_t chunks, bool inRegisters,
-                                    int64_t rowsPerBlock) {
+                                    bool inShared, int64_t rowsPerBlock) {
   if (failed(checkPowerOfTwo(emitError, "vector", vector, 16)) ||
       failed(checkPowerOfTwo(emitError, "rowsPerBlock", rowsPerBlock, 1024)))
     return failure();
+  if (inRegisters && inShared)
+    return emitError() << "holds the row in registers and in shared memory: "
+                          "one of the two";
   return checkRange(emitError, "chunks", chunks, 1, INT32_MAX);
 }
 

@@ -105,10 +105,14 @@ def KF_RowTilingAttr : KF_Attr<"RowTiling", "row_tiling"> {
     share of its threads (with more than one row, at most a warp's worth,
     so that a row's reductions stay within a warp); a thread holds `chunks`
     vectors of `vector` elements of its row, in registers with
-    `inRegisters`, else the row is read again for each pass over it.
+    `inRegisters`; with `inShared` its first pass copies the row's streamed
+    inputs into the launch's shared memory, where each thread reads its own
+    lanes back at the later passes; else the row is read again for each
+    pass over it.
   }];
   let parameters = (ins KF_Int<"1">:$vector, KF_Int<"1">:$chunks,
-                        KF_Flag:$inRegisters, KF_Int<"1">:$rowsPerBlock);
+                        KF_Flag:$inRegisters, KF_Flag:$inShared,
+                        KF_Int<"1">:$rowsPerBlock);
 }
 
 def KF_ColumnTilingAttr : KF_Attr<"ColumnTiling", "column_tiling"> {

@@ -452,6 +452,10 @@ static LogicalResult verifyDecisions(KernelOp kernel) {
            << "of kind " << stringifyKernelKind(kernel.getKind())
            << " cannot take " << tiling;
   if (auto rows = kernel.getTilingAs<RowTilingAttr>();
+      rows && rows.getInShared() && kernel.getLaunchAttr().getSharedBytes() == 0)
+    return kernel.emitOpError(
+        "stages its rows in shared memory but its launch has none");
+  if (auto rows = kernel.getTilingAs<RowTilingAttr>();
       rows && rows.getRowsPerBlock() > 1) {
     int64_t block = kernel.getLaunchAttr().getBlock();
     if (block % rows.getRowsPerBlock() ||

@@ -171,7 +171,7 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
   // better than a grid-stride loop over waves of resident blocks.
   int64_t groups = (rows.rows + perBlock - 1) / perBlock;
   return {std::min<int64_t>(groups, INT32_MAX), threads * perBlock, groups,
-          RowTilingAttr::get(ctx, vec, chunks, chunks * vec <= 32, perBlock)};
+          RowTilingAttr::get(ctx, vec, chunks, chunks * vec <= 32, false, perBlock)};
 }
 
 /// A pointwise kernel that writes padded rows (kf-pad's copy of a matmul

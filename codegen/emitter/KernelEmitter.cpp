@@ -264,22 +264,33 @@ SmallVector<Value> KernelEmitter::loadVector(BlockArgument arg,
   // loads).
   int64_t chunk =
       std::min<int64_t>(lanes, 128 / dtype.getIntOrFloatBitWidth());
-  auto type = VectorType::get({chunk}, dtype);
   SmallVector<Value> values;
   for (int64_t from = 0; from < lanes; from += chunk) {
     Value at = from ? Value(arith::AddIOp::create(b, location, offset,
                                                   index(from)))
                     : offset;
-    Value vector =
-        vector::LoadOp::create(b, location, type, memref, ValueRange{at},
-                               /*nontemporal=*/false, vectorAlignment(type));
-    for (int64_t lane = 0; lane < chunk; ++lane) {
-      Value v = vector::ExtractOp::create(b, location, vector,
-                                          ArrayRef<int64_t>{lane});
-      if (isa<FloatType>(dtype) && !dtype.isF32())
-        v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
-      values.push_back(v);
-    }
+    llvm::append_range(values, computeLanes(loadRaw(memref, at, chunk)));
+  }
+  return values;
+}
+
+Value KernelEmitter::loadRaw(Value memref, Value offset, int64_t lanes) {
+  Type dtype = mlir::cast<MemRefType>(memref.getType()).getElementType();
+  auto type = VectorType::get({lanes}, dtype);
+  return vector::LoadOp::create(b, location, type, memref, ValueRange{offset},
+                                /*nontemporal=*/false, vectorAlignment(type));
+}
+
+SmallVector<Value> KernelEmitter::computeLanes(Value vector) {
+  auto type = mlir::cast<VectorType>(vector.getType());
+  Type dtype = type.getElementType();
+  SmallVector<Value> values;
+  for (int64_t lane = 0; lane < type.getNumElements(); ++lane) {
+    Value v =
+        vector::ExtractOp::create(b, location, vector, ArrayRef<int64_t>{lane});
+    if (isa<FloatType>(dtype) && !dtype.isF32())
+      v = arith::ExtFOp::create(b, location, b.getF32Type(), v);
+    values.push_back(v);
   }
   return values;
 }

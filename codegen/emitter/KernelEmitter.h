@@ -105,6 +105,12 @@ public:
   }
   /// Stores `value` (in compute type) into result `result` at `at`.
   void storeResult(unsigned result, BufferIndex at, mlir::Value value);
+  /// `lanes` consecutive elements (at most 16 bytes) of `memref` (a gpu.func
+  /// argument or a shared-memory view) from element `offset`, as one
+  /// vector of its dtype.
+  mlir::Value loadRaw(mlir::Value memref, mlir::Value offset, int64_t lanes);
+  /// The lanes of `vector`, each in its compute type.
+  llvm::SmallVector<mlir::Value> computeLanes(mlir::Value vector);
   /// Loads `linears.size()` consecutive elements of kernel input `arg`,
   /// starting at `first` (16-byte aligned), as one vector access, and
   /// records each lane as the element at its linear index.

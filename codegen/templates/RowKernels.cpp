@@ -5,7 +5,11 @@
 // aligned part of them (`rows_per_block`). Each reduction is a pass over the row's lanes and a block
 // reduction; with `in_registers` the lanes are unrolled and every element
 // is loaded (and every prologue computed) once, kept in registers across
-// the passes. Otherwise each pass loops over the row again, and a softmax
+// the passes. With `in_shared` the first pass copies the row's streamed
+// inputs into shared memory, all of a thread's vectors in flight at once,
+// and the later passes read each thread's own lanes back (no barrier: a
+// thread reads only what it wrote). Otherwise each pass loops over the row
+// again, from global memory, and a softmax
 // uses the online normaliser so that the row is read twice, not three
 // times; so does a max with the sum of exponentials it shifts (a
 // log-sum-exp, a cross-entropy), read once for both.
@@ -46,9 +50,14 @@ public:
 
 private:
   LogicalResult emitRow(Value row);
+  /// The shared-memory copy of each streamed input's row (`inShared`).
+  void allocateStage();
+  /// The first pass of an `inShared` row: the streamed inputs' vectors,
+  /// all chunks unrolled, from global into shared memory.
+  void stageRow();
   /// The lanes of chunk `c` (an index, constant when unrolled); loads the
-  /// streamed inputs there.
-  RowLanes lanesOf(Value c);
+  /// streamed inputs there unless `load` is false.
+  RowLanes lanesOf(Value c, bool load = true);
   /// Runs `fn` on every lane of the row, threading `acc` through.
   Value overRow(Value acc, LaneFn fn);
   Value element(Value tensor, const RowLanes &lanes, int64_t k);
@@ -75,7 +84,7 @@ private:
   int64_t threads, vec, chunks, rowsPerBlock;
   /// `ragged`: the lanes reach past the row's end; `wholeVectors`: each
   /// vector lies wholly inside the row or wholly past it.
-  bool inRegisters, ragged, wholeVectors;
+  bool inRegisters, inShared, ragged, wholeVectors;
   /// `tid` is the thread's place among its row's threads.
   Value scratch, tid;
   Block &body;
@@ -83,6 +92,10 @@ private:
   /// Row-shaped inputs read only lane by lane (elementwise ops, the row's
   /// reductions and softmaxes): loaded a vector at a time.
   SmallVector<BlockArgument> streamed;
+  /// With `inShared`: each streamed input's row in shared memory, and
+  /// whether the row being emitted is already there.
+  SmallVector<Value> stage;
+  bool rowStaged = false;
   // The row being emitted, and whether it exists (the last block's group
   // may reach past the last row: those threads compute the last row again,
   // taking part in its shuffles, and store nothing).
@@ -98,7 +111,7 @@ RowKernel::RowKernel(KernelEmitter &e, RowSpace space, RowTilingAttr tiling)
       threads(e.kernel().getLaunchAttr().getBlock() / tiling.getRowsPerBlock()),
       vec(tiling.getVector()), chunks(tiling.getChunks()),
       rowsPerBlock(tiling.getRowsPerBlock()),
-      inRegisters(tiling.getInRegisters()),
+      inRegisters(tiling.getInRegisters()), inShared(tiling.getInShared()),
       ragged(space.length != threads * vec * chunks),
       wholeVectors(space.length % vec == 0),
       body(e.kernel().getBody().front()),
@@ -109,18 +122,9 @@ LogicalResult RowKernel::emit() {
   Value thread = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   tid = arith::RemUIOp::create(b, l, thread, e.index(threads));
   Value group = arith::DivUIOp::create(b, l, thread, e.index(threads));
-  for (BlockArgument arg : body.getArguments()) {
-    auto type = mlir::cast<RankedTensorType>(arg.getType());
-    if (type.getRank() > 0 &&
-        type.getNumElements() == space.rows * space.length &&
-        type.getShape().back() == space.length &&
-        llvm::all_of(arg.getUsers(), [](Operation *user) {
-          // The row's reductions and softmaxes read it lane by lane too.
-          return user->hasTrait<OpTrait::kf::Elementwise>() ||
-                 isa<ReduceOp, SoftmaxOp>(user);
-        }))
-      streamed.push_back(arg);
-  }
+  streamed = streamedRowInputs(e.kernel(), space);
+  if (inShared)
+    allocateStage();
   int64_t groups = (space.rows + rowsPerBlock - 1) / rowsPerBlock;
   return e.forEachItem(groups, true, [&](Value item) -> LogicalResult {
     if (rowsPerBlock == 1)
@@ -141,6 +145,9 @@ LogicalResult RowKernel::emitRow(Value r) {
   row = r;
   rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
   unrolled.clear();
+  rowStaged = false;
+  if (inShared)
+    stageRow();
   if (inRegisters)
     for (int64_t c = 0; c < chunks; ++c)
       unrolled.push_back(lanesOf(e.index(c)));
@@ -169,7 +176,7 @@ LogicalResult RowKernel::emitRow(Value r) {
   return status;
 }
 
-RowLanes RowKernel::lanesOf(Value c) {
+RowLanes RowKernel::lanesOf(Value c, bool load) {
   RowLanes lanes;
   Value vecIndex = arith::AddIOp::create(
       b, l, arith::MulIOp::create(b, l, c, e.index(threads)), tid);
@@ -197,10 +204,60 @@ RowLanes RowKernel::lanesOf(Value c) {
     lanes.linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
     lanes.valid.push_back(valid);
   }
-  for (BlockArgument arg : streamed)
-    e.loadLanes(arg, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
-                lanes.linears);
+  for (auto [i, arg] : llvm::enumerate(streamed)) {
+    if (!load)
+      break;
+    if (!rowStaged) {
+      e.loadLanes(arg, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
+                  lanes.linears);
+      continue;
+    }
+    SmallVector<Value> values =
+        e.computeLanes(e.loadRaw(stage[i], lanes.columns[0], vec));
+    for (auto [linear, value] : llvm::zip_equal(lanes.linears, values))
+      e.setElement(arg, linear, value);
+  }
   return lanes;
+}
+
+void RowKernel::allocateStage() {
+  auto workgroup =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value bytes = gpu::DynamicSharedMemoryOp::create(
+      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                            workgroup));
+  int64_t span = threads * chunks * vec, offset = 0;
+  for (BlockArgument arg : streamed) {
+    Type dtype = mlir::cast<RankedTensorType>(arg.getType()).getElementType();
+    stage.push_back(memref::ViewOp::create(
+        b, l, MemRefType::get({span}, dtype, AffineMap(), workgroup), bytes,
+        e.index(offset), ValueRange{}));
+    offset += span * dtype.getIntOrFloatBitWidth() / 8;
+  }
+}
+
+void RowKernel::stageRow() {
+  SmallVector<std::pair<Value, Value>> copies;
+  for (int64_t c = 0; c < chunks; ++c) {
+    RowLanes lanes = lanesOf(e.index(c), false);
+    for (BlockArgument arg : streamed) {
+      Value memref = e.gpuFunc().getArgument(arg.getArgNumber());
+      Value from = e.offsetOf(
+          arg.getArgNumber(),
+          BufferIndex(lanes.linears[0], row, lanes.columns[0]));
+      copies.push_back({e.loadRaw(memref, from, vec), lanes.columns[0]});
+    }
+  }
+  // Every load before the first store: a thread's vectors all in flight.
+  for (auto [k, copy] : llvm::enumerate(copies)) {
+    auto type = mlir::cast<VectorType>(copy.first.getType());
+    vector::StoreOp::create(
+        b, l, copy.first, stage[k % streamed.size()], ValueRange{copy.second},
+        /*nontemporal=*/false,
+        llvm::MaybeAlign(type.getNumElements() *
+                         type.getElementTypeBitWidth() / 8));
+  }
+  rowStaged = true;
 }
 
 Value RowKernel::overRow(Value acc, LaneFn fn) {

@@ -173,6 +173,16 @@ std::vector<OpCase> allOpCases() {
                                         DType::f16));
                    },
                    {{4500, 6}}});
+  // Rows too long for registers whose kernel passes over them three times
+  // (mean, variance, output), two streamed inputs (x and a residual) staged
+  // in shared memory by the first pass (row_tiling's inShared).
+  cases.push_back({"staged_rows_bf16", [](Graph &g) {
+                     Tensor x = g.input("x", DType::bf16, {300, 24576});
+                     Tensor r = g.input("r", DType::bf16, {300, 24576});
+                     Tensor w = g.input("w", DType::bf16, {24576});
+                     g.output("y", layerNormOf(x + r, w, w));
+                   },
+                   {{300, 24576}, {300, 24576}, {24576}}});
   // Rows too long for registers: the looped row kernel, with the online
   // normaliser for softmax; 40003 is ragged against any thread count.
   for (int64_t n : {40000, 40003})

@@ -94,6 +94,30 @@ func.func @rows_sharing_more_than_a_warp(%x: tensor<64x128xf32>) {
 
 // -----
 
+func.func @rows_in_shared_memory_without_any(%x: tensor<4x65536xf32>) {
+  // expected-error @+1 {{'kf.kernel' op stages its rows in shared memory but its launch has none}}
+  %0 = kf.kernel normalization(%x : tensor<4x65536xf32>) attributes {launch = #kf.launch<grid = 4, block = 1024, items = 4>, tiling = #kf.row_tiling<vector = 4, chunks = 16, inShared = true>} {
+  ^bb0(%a: tensor<4x65536xf32>):
+    %s = kf.softmax %a {axis = 1} : tensor<4x65536xf32>
+    kf.yield %s : tensor<4x65536xf32>
+  } -> (tensor<4x65536xf32>)
+  return
+}
+
+// -----
+
+func.func @rows_in_registers_and_shared_memory(%x: tensor<4x64xf32>) {
+  // expected-error @+1 {{holds the row in registers and in shared memory: one of the two}}
+  %0 = kf.kernel normalization(%x : tensor<4x64xf32>) attributes {launch = #kf.launch<grid = 4, block = 32, items = 4, sharedBytes = 1024>, tiling = #kf.row_tiling<vector = 2, inRegisters = true, inShared = true>} {
+  ^bb0(%a: tensor<4x64xf32>):
+    %s = kf.softmax %a {axis = 1} : tensor<4x64xf32>
+    kf.yield %s : tensor<4x64xf32>
+  } -> (tensor<4x64xf32>)
+  return
+}
+
+// -----
+
 func.func @rows_per_block_not_a_power_of_two(%x: tensor<64x128xf32>) {
   // expected-error @+1 {{rowsPerBlock = 3: needs a power of two up to 1024}}
   %0 = kf.kernel normalization(%x : tensor<64x128xf32>) attributes {launch = #kf.launch<grid = 22, block = 96, items = 22>, tiling = #kf.row_tiling<vector = 4, rowsPerBlock = 3>} {

@@ -169,3 +169,21 @@ func.func @narrow(%a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>) -> ten
   %c = kf.matmul %a, %b : tensor<1024x1024xbf16>, tensor<1024x1024xbf16> -> tensor<1024x1024xbf16>
   return %c : tensor<1024x1024xbf16>
 }
+
+// -----
+
+// Rows too long for registers: a softmax of 65536 bf16 columns passes over
+// each row twice (its statistics online, then its output), so the first
+// pass copies the row into shared memory (128 KiB) for 1024 threads, 8
+// vectors each. A row sum passes once and stays as it was; so does a
+// softmax whose row would not fit (196608 f32 columns: 768 KiB).
+// CHECK-LABEL: func.func @long_rows
+// CHECK: launch = #kf.launch<grid = 64, block = 1024, items = 64, sharedBytes = 131072>, tiling = #kf.row_tiling<vector = 8, chunks = 8, inShared = true>
+// CHECK: launch = #kf.launch<grid = 64, block = 256, items = 64>, tiling = #kf.row_tiling<vector = 8, chunks = 32>
+// CHECK: launch = #kf.launch<grid = 4, block = 256, items = 4>, tiling = #kf.row_tiling<vector = 4, chunks = 192>
+func.func @long_rows(%x: tensor<64x65536xbf16>, %x2: tensor<64x65536xbf16>, %z: tensor<4x196608xf32>) -> (tensor<64x65536xbf16>, tensor<64xbf16>, tensor<4x196608xf32>) {
+  %y = kf.softmax %x {axis = 1} : tensor<64x65536xbf16>
+  %s = kf.reduce sum %x2 [1] : tensor<64x65536xbf16> -> tensor<64xbf16>
+  %w = kf.softmax %z {axis = 1} : tensor<4x196608xf32>
+  return %y, %s, %w : tensor<64x65536xbf16>, tensor<64xbf16>, tensor<4x196608xf32>
+}
