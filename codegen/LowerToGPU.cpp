@@ -88,6 +88,11 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
     return transpose ? emitTiledTranspose(e, transpose)
                      : refuseTiling(kernel, "no transpose to tile");
   }
+  if (isa_and_nonnull<ColumnScanTilingAttr>(tiling)) {
+    auto cumsum = rootValue(kernel).getDefiningOp<CumsumOp>();
+    return cumsum ? emitColumnScan(e, cumsum)
+                  : refuseTiling(kernel, "its root is no cumsum");
+  }
   if (isa_and_nonnull<ColumnTilingAttr>(tiling)) {
     std::optional<RowSpace> columns = columnSpaceOf(kernel);
     return columns ? emitColumns(e, *columns)

@@ -122,6 +122,11 @@ LogicalResult RowTilingAttr::verify(EmitError emitError, int64_t vector,
   return checkRange(emitError, "chunks", chunks, 1, INT32_MAX);
 }
 
+LogicalResult ColumnScanTilingAttr::verify(EmitError emitError,
+                                           int64_t rowsPerThread) {
+  return checkRange(emitError, "rowsPerThread", rowsPerThread, 1, 32);
+}
+
 LogicalResult MmaTilingAttr::verify(EmitError emitError, int64_t tileM,
                                     int64_t tileN, int64_t tileK,
                                     int64_t warpsM, int64_t warpsN,

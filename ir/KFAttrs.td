@@ -126,6 +126,19 @@ def KF_ColumnTilingAttr : KF_Attr<"ColumnTiling", "column_tiling"> {
   let genVerifyDecl = 0;
 }
 
+def KF_ColumnScanTilingAttr
+    : KF_Attr<"ColumnScanTiling", "column_scan_tiling"> {
+  let summary = "a cumsum down columns: 32 columns a block, chunks of rows";
+  let description = [{
+    A block of 32 x 32 threads scans 32 columns (the dims after the axis,
+    flattened) of one index before the axis. The rows go by in chunks of
+    32 segments of `rowsPerThread` rows, each segment a thread's running
+    sum in registers; the segments' totals meet in shared memory, and a
+    carry a column runs from chunk to chunk.
+  }];
+  let parameters = (ins KF_Int<"8">:$rowsPerThread);
+}
+
 def KF_TransposeTilingAttr : KF_Attr<"TransposeTiling", "transpose_tiling"> {
   let summary = "a transpose of the last two dims through 32x32 tiles";
   let description = [{
@@ -203,7 +216,8 @@ def KF_FlashPipelineAttr : KF_Attr<"FlashPipeline", "flash_pipeline"> {
 }
 
 def KF_TilingAttr : AnyAttrOf<[KF_PointwiseTilingAttr, KF_RowTilingAttr,
-                               KF_ColumnTilingAttr, KF_TransposeTilingAttr,
+                               KF_ColumnTilingAttr, KF_ColumnScanTilingAttr,
+                               KF_TransposeTilingAttr,
                                KF_MmaTilingAttr, KF_FlashTilingAttr]>;
 def KF_PipelineAttr : AnyAttrOf<[KF_MmaPipelineAttr, KF_FlashPipelineAttr]>;
 

@@ -410,7 +410,7 @@ static bool tilingFitsKind(Attribute tiling, KernelKind kind) {
         return kind == KernelKind::reduction ||
                kind == KernelKind::normalization;
       })
-      .Case<ColumnTilingAttr>(
+      .Case<ColumnTilingAttr, ColumnScanTilingAttr>(
           [&](auto) { return kind == KernelKind::reduction; })
       .Case<MmaTilingAttr>([&](auto) { return kind == KernelKind::matmul; })
       .Case<FlashTilingAttr>(

@@ -82,6 +82,8 @@ mlir::LogicalResult emitCumsum(KernelEmitter &e, CumsumOp op, int64_t items);
 /// An argmax/argmin along the last axis: a block a row (its row_tiling).
 mlir::LogicalResult emitArgReduceRows(KernelEmitter &e, ArgReduceOp op,
                                       RowSpace rows);
+/// A cumsum down columns: a block a 32-column tile (its column_scan_tiling).
+mlir::LogicalResult emitColumnScan(KernelEmitter &e, CumsumOp op);
 /// A cumsum along the last axis: a block a row, scanned chunk by chunk.
 mlir::LogicalResult emitCumsumRows(KernelEmitter &e, CumsumOp op,
                                    RowSpace rows);

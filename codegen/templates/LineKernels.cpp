@@ -4,8 +4,9 @@
 // element depends on a whole line of the input along one axis. One thread
 // walks a line, reading the input (and any fused producer) through
 // `elementAt`: an argmax keeps its best value and position, a cumsum
-// stores its running sum at every element. (A line per thread: a block
-// cooperating on long last-axis lines is not done yet.)
+// stores its running sum at every element. Faster templates take most
+// lines: last-axis lines a block a row (the row_tiling templates), a
+// cumsum down columns a block a 32-column tile (column_scan_tiling).
 //
 //===----------------------------------------------------------------------===//
 
@@ -427,4 +428,158 @@ LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
            });
     return status;
   });
+}
+
+namespace {
+
+/// A cumsum down columns (column_scan_tiling): thread (segment s, column c)
+/// of a 32 x 32 block holds `perThread` consecutive rows of a chunk of
+/// 32 * perThread rows, its running sum in registers. The 32 segment
+/// totals of each column meet in `totals`; a thread adds those of the
+/// segments before its own and the column's `carry` (the chunks before),
+/// which the last segment then advances. Every warp is one segment, so
+/// its loop over the segments before it is uniform.
+class ColumnScan {
+public:
+  ColumnScan(KernelEmitter &e, CumsumOp op)
+      : e(e), b(e.builder()), l(e.loc()), op(op), shape(shapeOf(op)),
+        perThread(e.kernel().getTilingAs<ColumnScanTilingAttr>()
+                      .getRowsPerThread()),
+        type(KernelEmitter::computeType(getElementTypeOrSelf(op.getType()))) {
+    int64_t axis = op.getAxis();
+    n = shape[axis];
+    for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d)
+      inner *= shape[d];
+  }
+
+  LogicalResult emit() {
+    totals = workgroupBuffer(e, 32 * 32, type);
+    carry = workgroupBuffer(e, 32, type);
+    Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+    column = arith::RemUIOp::create(b, l, tid, e.index(32));
+    segment = arith::DivUIOp::create(b, l, tid, e.index(32));
+    int64_t tilesAcross = (inner + 31) / 32;
+    int64_t leading = 1;
+    for (int64_t d = 0; d < op.getAxis(); ++d)
+      leading *= shape[d];
+    return e.forEachItem(leading * tilesAcross, true, [&](Value tile) {
+      Value outer = arith::DivUIOp::create(b, l, tile, e.index(tilesAcross));
+      Value col = add(mul(arith::RemUIOp::create(b, l, tile,
+                                                 e.index(tilesAcross)),
+                          32),
+                      column);
+      colInside = less(col, inner);
+      Value safe = arith::SelectOp::create(b, l, colInside, col, e.index(0));
+      base = add(mul(outer, n * inner), safe);
+      resetCarry();
+      LogicalResult status = success();
+      int64_t chunk = 32 * perThread;
+      e.loop((n + chunk - 1) / chunk, {}, [&](Value c, ValueRange) {
+        if (failed(scanChunk(mul(c, chunk))))
+          status = failure();
+        return SmallVector<Value>{};
+      });
+      return status;
+    });
+  }
+
+private:
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, l, x, y); }
+  Value mul(Value x, int64_t k) {
+    return arith::MulIOp::create(b, l, x, e.index(k));
+  }
+  Value less(Value x, int64_t bound) {
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, x,
+                                 e.index(bound));
+  }
+  Value sum(Value x, Value y) {
+    return isa<FloatType>(type) ? Value(arith::AddFOp::create(b, l, x, y))
+                                : Value(arith::AddIOp::create(b, l, x, y));
+  }
+  /// Runs `body` in the threads where `cond` holds.
+  void when(Value cond, function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(b, l, cond);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPoint(ifOp.thenBlock()->getTerminator());
+    body();
+  }
+  Value isSegment(int64_t s) {
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, segment,
+                                 e.index(s));
+  }
+
+  /// The column's carry starts at 0; the barrier before ends the reads of
+  /// the previous tile's last chunk.
+  void resetCarry() {
+    gpu::BarrierOp::create(b, l);
+    when(isSegment(0), [&] {
+      memref::StoreOp::create(b, l, e.constant(type, 0), carry,
+                              ValueRange{column});
+    });
+    gpu::BarrierOp::create(b, l);
+  }
+
+  /// The sum of the column's totals of the segments before this thread's.
+  Value totalBefore() {
+    auto loop = scf::ForOp::create(b, l, e.index(0), segment, e.index(1),
+                                   ValueRange{e.constant(type, 0)});
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value s = loop.getInductionVar();
+    Value t =
+        memref::LoadOp::create(b, l, totals, ValueRange{add(mul(s, 32), column)});
+    scf::YieldOp::create(b, l, sum(loop.getRegionIterArgs()[0], t));
+    return loop.getResult(0);
+  }
+
+  LogicalResult scanChunk(Value chunkRow) {
+    Value first = add(chunkRow, mul(segment, perThread));
+    Value running = e.constant(type, 0);
+    SmallVector<Value> prefixes, at, inside;
+    for (int64_t j = 0; j < perThread; ++j) {
+      Value r = add(first, e.index(j));
+      Value rowInside = less(r, n);
+      Value safeRow = arith::SelectOp::create(b, l, rowInside, r, e.index(0));
+      at.push_back(add(base, mul(safeRow, inner)));
+      inside.push_back(arith::AndIOp::create(b, l, rowInside, colInside));
+      FailureOr<Value> v =
+          e.elementAt(op.getInput(), ElementIndex::linear(shape, at.back()));
+      if (failed(v))
+        return failure();
+      running = sum(running, arith::SelectOp::create(b, l, inside.back(), *v,
+                                                     e.constant(type, 0)));
+      prefixes.push_back(running);
+    }
+    memref::StoreOp::create(b, l, running, totals,
+                            ValueRange{add(mul(segment, 32), column)});
+    gpu::BarrierOp::create(b, l);
+    Value before = totalBefore();
+    Value offset = sum(
+        memref::LoadOp::create(b, l, carry, ValueRange{column}), before);
+    // Every thread has read the totals and the carry before either moves.
+    gpu::BarrierOp::create(b, l);
+    when(isSegment(31), [&] {
+      memref::StoreOp::create(b, l, sum(offset, running), carry,
+                              ValueRange{column});
+    });
+    for (int64_t j = 0; j < perThread; ++j)
+      when(inside[j],
+           [&] { e.storeResult(0, at[j], sum(prefixes[j], offset)); });
+    return success();
+  }
+
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location l;
+  CumsumOp op;
+  ArrayRef<int64_t> shape;
+  int64_t perThread, n = 0, inner = 1;
+  Type type;
+  Value totals, carry, column, segment, colInside, base;
+};
+
+} // namespace
+
+LogicalResult kfuse::kf::emitColumnScan(KernelEmitter &e, CumsumOp op) {
+  return ColumnScan(e, op).emit();
 }

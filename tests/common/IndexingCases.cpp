@@ -159,6 +159,18 @@ void addAxisOps(std::vector<OpCase> &cases) {
                        g.output("cumsum", cumsum(x, -1));
                      },
                      {{3, length}}});
+  // Down columns in chunks (column_scan_tiling): 600 rows are two whole
+  // chunks of 256 and a partial one, 45 columns a whole tile of 32 and a
+  // partial one, of each of 3 leading indices; a prologue read through
+  // elementAt; integers too.
+  for (DType d : {DType::f32, DType::i32})
+    cases.push_back({std::string("cumsum_columns_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {3, 600, 45});
+                       g.output("middle", cumsum(x + x, 1));
+                       g.output("first", cumsum(x, 0));
+                     },
+                     {{3, 600, 45}}});
 }
 
 void addRandomAndScalars(std::vector<OpCase> &cases) {

@@ -60,6 +60,20 @@ func.func @short_rows(%x: tensor<131072x128xbf16>, %z: tensor<2111x1000xbf16>) -
 
 // -----
 
+// A cumsum down columns: a block of 32 x 32 threads a 32-column tile of
+// each index before the axis (3 x 2 tiles for 45 columns); along the last
+// axis, a block a row.
+// CHECK-LABEL: func.func @cumsum_columns
+// CHECK: launch = #kf.launch<grid = 6, block = 1024, items = 6>, tiling = #kf.column_scan_tiling<>
+// CHECK: tiling = #kf.row_tiling<
+func.func @cumsum_columns(%x: tensor<3x600x45xf32>, %z: tensor<64x300xf32>) -> (tensor<3x600x45xf32>, tensor<64x300xf32>) {
+  %y = kf.cumsum %x[1] : tensor<3x600x45xf32> -> tensor<3x600x45xf32>
+  %w = kf.cumsum %z[1] : tensor<64x300xf32> -> tensor<64x300xf32>
+  return %y, %w : tensor<3x600x45xf32>, tensor<64x300xf32>
+}
+
+// -----
+
 // i1 buffers are never vectorised (LLVM packs vectors of i1 into bits).
 // CHECK-LABEL: func.func @bools
 // CHECK: tiling = #kf.pointwise_tiling<>
