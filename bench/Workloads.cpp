@@ -122,7 +122,7 @@ int runMemoryBound(const std::string &only, bool list, MemoryTable &table) {
   table.copyGBs = *bandwidth;
   bool found = false;
   for (const Workload &w : all) {
-    if (!only.empty() && w.name != only)
+    if (!namedIn(w.name, only))
       continue;
     found = true;
     Graph g(w.name);
