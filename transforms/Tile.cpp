@@ -160,10 +160,10 @@ SmallVector<int64_t> rowStrides(KernelOp kernel, RowSpace rows) {
 ///
 /// Rows of at most a warp's worth of threads share blocks of 256 threads
 /// (`groupRows`: the templates that reduce within a warp), fewer where the
-/// grid would have less than four blocks an SM: a block per 128-column row (16 threads,
-/// the rest idle) or a warp per 1000-column row left most of the SM's
-/// block slots and warps unused (H200, bf16 softmax 131072 x 128 at 5.2x
-/// its floor, LayerNorm 32768 x 1000 at 5.3x).
+/// grid would have less than four blocks an SM: a block per 128-column
+/// row (16 threads, the rest idle) or a warp per 1000-column row left most
+/// of the SM's block slots and warps unused (H200, bf16 softmax 131072 x
+/// 128 at 5.2x its floor, LayerNorm 32768 x 1000 at 5.3x).
 Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
                     int64_t vec, bool groupRows, int64_t sms) {
   auto divides = [&](int64_t v) {
@@ -181,7 +181,7 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
   if (threads > 512)
     threads = 256;
   int64_t perBlock = 1;
-  if (threads <= 32) {
+  if (groupRows && threads <= 32) {
     perBlock = 256 / threads;
     while (perBlock > 1 &&
            (rows.rows + perBlock - 1) / perBlock < 4 * sms)

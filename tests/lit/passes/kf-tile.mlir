@@ -60,6 +60,17 @@ func.func @short_rows(%x: tensor<131072x128xbf16>, %z: tensor<2111x1000xbf16>) -
 
 // -----
 
+// argmax's and cumsum's row templates reduce across their whole block:
+// their rows never share one (found by kfuse-fuzz: a [5, 211, 1] argmin).
+// CHECK-LABEL: func.func @argmin_short_rows
+// CHECK: launch = #kf.launch<grid = 1055, block = 32, items = 1055>, tiling = #kf.row_tiling<inRegisters = true>
+func.func @argmin_short_rows(%x: tensor<5x211x1xf32>) -> tensor<5x211x1xi64> {
+  %y = kf.arg_reduce min %x[2] {keep_dims = true} : tensor<5x211x1xf32> -> tensor<5x211x1xi64>
+  return %y : tensor<5x211x1xi64>
+}
+
+// -----
+
 // A cumsum down columns: a block of 32 x 32 threads a 32-column tile of
 // each index before the axis (3 x 2 tiles for 45 columns); along the last
 // axis, a block a row.
