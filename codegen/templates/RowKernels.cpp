@@ -1,18 +1,18 @@
 //===- RowKernels.cpp - kf-lower-to-gpu's template for row kernels -------===//
 //
-// A kernel whose reductions and softmaxes run along the last axis: one
-// block per row, or per group of short rows, each row a warp's lanes or an
-// aligned part of them (`rows_per_block`). Each reduction is a pass over the row's lanes and a block
-// reduction; with `in_registers` the lanes are unrolled and every element
-// is loaded (and every prologue computed) once, kept in registers across
-// the passes. With `in_shared` the first pass copies the row's streamed
-// inputs into shared memory, all of a thread's vectors in flight at once,
-// and the later passes read each thread's own lanes back (no barrier: a
-// thread reads only what it wrote). Otherwise each pass loops over the row
-// again, from global memory, and a softmax
-// uses the online normaliser so that the row is read twice, not three
-// times; so does a max with the sum of exponentials it shifts (a
-// log-sum-exp, a cross-entropy), read once for both.
+// A kernel whose reductions and softmaxes run along the last axis: one block
+// per row, or per group of short rows, each row a warp's lanes or an aligned
+// part of them (`rowsPerBlock`). Each reduction is a pass over the row's
+// lanes and a block (or lane group) reduction; with `inRegisters` the lanes
+// are unrolled and every element is loaded (and every prologue computed)
+// once, kept in registers across the passes. With `inShared` the first pass
+// copies the row's streamed inputs into shared memory, all of a thread's
+// vectors in flight at once, and the later passes read each thread's own
+// lanes back (no barrier: a thread reads only what it wrote). Otherwise each
+// pass loops over the row again, from global memory, and a softmax uses the
+// online normaliser so that the row is read twice, not three times; so does
+// a max with the sum of exponentials it shifts (a log-sum-exp, a cross-
+// entropy), read once for both.
 //
 // Rows that kf-pad padded are read a whole vector at a time: the lanes
 // span the longest padded row, and lanes past the row's end are masked.
@@ -204,9 +204,9 @@ RowLanes RowKernel::lanesOf(Value c, bool load) {
     lanes.linears.push_back(arith::AddIOp::create(b, l, rowBase, column));
     lanes.valid.push_back(valid);
   }
+  if (!load)
+    return lanes;
   for (auto [i, arg] : llvm::enumerate(streamed)) {
-    if (!load)
-      break;
     if (!rowStaged) {
       e.loadLanes(arg, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
                   lanes.linears);
