@@ -24,7 +24,7 @@ constexpr int64_t kSizes[] = {1,   2,   3,   5,    7,    8,    13,   16,
                               255, 256, 257, 509,  512,  1000, 1024, 1031,
                               2048, 4099};
 constexpr int64_t kLargeSizes[] = {65537, 131072, 262147, 1048579};
-constexpr int kUnaryOps = 15, kBinaryOps = 7, kReduceOps = 4, kCompares = 6;
+constexpr int kUnaryOps = 17, kBinaryOps = 8, kReduceOps = 4, kCompares = 6;
 constexpr DType kFloatTypes[] = {DType::f32, DType::f16, DType::bf16};
 
 class Generator {
@@ -100,6 +100,9 @@ private:
   void addConcat();
   void addGather();
   void addLine();
+  void addRandom();
+  void addLoss();
+  void addHeads();
 
   std::mt19937_64 rng;
   GenerateOptions options;
@@ -219,6 +222,13 @@ void Generator::addSelect() {
     onTrue = partnerFor(a);
   int onFalse = partnerFor(a);
   n.operands = {a, b, onTrue, onFalse};
+  if (chance(0.3)) { // masks joined as attention's padding and causal ones
+    n.op |= (1 + int(pick(3))) << kLogicShift;
+    n.op |= int(pick(kCompares)) << kSecondCompareShift;
+    n.operands.push_back(partnerFor(a));
+  }
+  if (chance(0.15))
+    n.op |= kNegateMask;
   add(n, shape);
 }
 
@@ -535,6 +545,75 @@ void Generator::addLine() {
   add(n, shape);
 }
 
+void Generator::addRandom() {
+  Node n;
+  n.kind = NodeKind::Random;
+  n.op = int(pick(2)); // rand, or dropout of a value
+  int a = pickValue();
+  if (n.op == 1 && !isFloatNode(a))
+    return;
+  PoolShape shape = n.op == 0 ? randomShape(3) : shapes[a];
+  Node seed;
+  seed.kind = NodeKind::Input;
+  seed.dtype = DType::i32;
+  add(seed, {});
+  int seedNode = int(recipe.nodes.size()) - 1;
+  if (n.op == 0) {
+    n.dims = shape;
+    n.dtype = kFloatTypes[pick(3)];
+    n.operands = {seedNode};
+  } else {
+    n.value = chance(0.5) ? 0.1 : 0.5;
+    n.operands = {a, seedNode};
+  }
+  add(n, shape);
+}
+
+void Generator::addLoss() {
+  int a = pickValue();
+  PoolShape shape = shapes[a];
+  if (shape.empty() || !isFloatNode(a))
+    return;
+  PoolShape rows(shape.begin(), shape.end() - 1);
+  rows.push_back(one);
+  int labels = newInput(rows, chance(0.5) ? DType::i32 : DType::i64);
+  Node n;
+  n.kind = NodeKind::Loss;
+  n.flag = chance(0.5);
+  n.operands = {a, labels};
+  add(n, n.flag ? PoolShape{} : rows);
+}
+
+void Generator::addHeads() {
+  // Prefer a matmul's result: the split is its epilogue's store layout.
+  int a = pickValue();
+  for (int i = int(shapes.size()) - 1; i >= 0; --i)
+    if (recipe.nodes[i].kind == NodeKind::Matmul && chance(0.7)) {
+      a = i;
+      break;
+    }
+  PoolShape shape = shapes[a];
+  if (shape.size() < 2 || shape.size() > 4)
+    return;
+  int64_t n = recipe.dimSize(shape.back());
+  std::vector<int64_t> divisors;
+  for (int64_t h : {2, 3, 4, 8, 16})
+    if (n % h == 0 && n > h)
+      divisors.push_back(h);
+  if (divisors.empty())
+    return;
+  int64_t heads = divisors[pick(divisors.size())];
+  PoolShape split(shape.begin(), shape.end() - 2);
+  split.push_back(addDim(heads));
+  split.push_back(shape[shape.size() - 2]);
+  split.push_back(addDim(n / heads));
+  Node node;
+  node.kind = NodeKind::Heads;
+  node.axes = {heads};
+  node.operands = {a};
+  add(node, split);
+}
+
 Recipe Generator::run() {
   DType first = chance(0.85) ? kFloatTypes[pick(3)] : DType::i32;
   if (chance(0.1))
@@ -550,7 +629,9 @@ Recipe Generator::run() {
       {5, &Generator::addMatmul},     {5, &Generator::addSoftmax},
       {2, &Generator::addAttention},  {3, &Generator::addSlice},
       {2, &Generator::addPad},        {2, &Generator::addConcat},
-      {3, &Generator::addGather},     {2, &Generator::addLine}};
+      {3, &Generator::addGather},     {2, &Generator::addLine},
+      {2, &Generator::addRandom},     {2, &Generator::addLoss},
+      {2, &Generator::addHeads}};
   int total = 0;
   for (auto &[weight, adder] : kAdders)
     total += weight;

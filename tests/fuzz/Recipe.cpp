@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 #include <sstream>
 
@@ -39,6 +40,9 @@ static const char *kindName(NodeKind kind) {
   case NodeKind::Concat: return "concat";
   case NodeKind::Gather: return "gather";
   case NodeKind::Line: return "line";
+  case NodeKind::Random: return "random";
+  case NodeKind::Loss: return "loss";
+  case NodeKind::Heads: return "heads";
   }
   return "?";
 }
@@ -107,7 +111,9 @@ Tensor applyUnary(int op, Tensor x) {
   // 1 + erf(x / sqrt 2) of KernelEmitter.cpp loses digits as PyTorch's does).
   case 12: return gelu(maximum(x, scalarLike(x, -2.5)));
   case 13: return silu(x);
-  default: return reciprocal(abs(x) + 1.0);
+  case 14: return reciprocal(abs(x) + 1.0);
+  case 15: return floor(x);
+  default: return round(x);
   }
 }
 
@@ -121,7 +127,9 @@ Tensor applyBinary(int op, Tensor a, Tensor b) {
   case 3: return floating ? a / (abs(b) + 1.0) : a / b;
   case 4: return maximum(a, b);
   case 5: return minimum(a, b);
-  default: return pow(abs(a) + 0.5, tanh(b) * 2.0);
+  case 6: return pow(abs(a) + 0.5, tanh(b) * 2.0);
+  // As division: integers take any divisor (mod 0 is 0 by definition).
+  default: return floating ? mod(a, abs(b) + 1.0) : mod(a, b);
   }
 }
 
@@ -182,7 +190,7 @@ Tensor repeatedHeads(Tensor x, const Dim &heads) {
 /// The indexing nodes: slice, pad, concat, gather; and cumsum, argmax,
 /// argmin.
 Tensor applyIndexing(const Recipe &r, const Node &n, Tensor x, Tensor y) {
-  int64_t axis = n.axes[0];
+  int64_t axis = n.axes.empty() ? 0 : n.axes[0];
   switch (n.kind) {
   case NodeKind::Slice: {
     int64_t size = r.dimSize(n.dims[axis]), start = n.axes[1],
@@ -206,9 +214,43 @@ Tensor applyIndexing(const Recipe &r, const Node &n, Tensor x, Tensor y) {
       return cumsum(x, axis);
     return cast(n.op == 1 ? argmax(x, axis, n.flag) : argmin(x, axis, n.flag),
                 DType::i32);
+  case NodeKind::Random:
+    return n.op == 0 ? rand(x, shapeOf(r, n.dims), n.dtype)
+                     : dropout(x, y, n.value);
+  case NodeKind::Loss: {
+    Tensor labels = mod(y, scalarLike(y, double(x.shape().back().size())));
+    Tensor m = reduceMax(x, {-1}, true);
+    Tensor lse = log(reduceSum(exp(x - m), {-1}, true)) + m;
+    Tensor loss = lse - takeAlongAxis(x, labels, -1);
+    return n.flag ? reduceMean(loss) : loss;
+  }
+  case NodeKind::Heads: {
+    Shape s = x.shape(), split(s.begin(), s.end() - 1);
+    int64_t heads = axis, rank = int64_t(s.size());
+    split.push_back(Dim(heads));
+    split.push_back(Dim(s.back().size() / heads));
+    std::vector<int64_t> perm(rank + 1);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::swap(perm[rank - 1], perm[rank]); // [.., S, H, D] -> [.., H, S, D]
+    return transpose(reshape(x, split), perm);
+  }
   default:
     return {};
   }
+}
+
+/// A Select's condition: a compare, perhaps joined with a second compare of
+/// `a` with `c` and negated.
+Tensor selectMask(const Node &n, Tensor a, Tensor b, Tensor c) {
+  Tensor mask = compare(Compare(n.op & kCompareBits), a, b);
+  if (int logic = (n.op >> kLogicShift) & 3) {
+    Tensor second =
+        compare(Compare((n.op >> kSecondCompareShift) & kCompareBits), a, c);
+    mask = logic == 1   ? logicalAnd(mask, second)
+           : logic == 2 ? logicalOr(mask, second)
+                        : logicalXor(mask, second);
+  }
+  return (n.op & kNegateMask) ? logicalNot(mask) : mask;
 }
 
 /// The tensor node `n` computes from `values` (the earlier nodes').
@@ -232,8 +274,9 @@ Tensor apply(Graph &g, const Recipe &r, const Node &n,
   case NodeKind::Binary:
     return applyBinary(n.op, operand(0), operand(1));
   case NodeKind::Select:
-    return where(compare(Compare(n.op), operand(0), operand(1)), operand(2),
-                 operand(3));
+    return where(selectMask(n, operand(0), operand(1),
+                            n.operands.size() > 4 ? operand(4) : Tensor()),
+                 operand(2), operand(3));
   case NodeKind::Cast:
     return cast(operand(0), n.dtype);
   case NodeKind::Broadcast:
@@ -317,6 +360,10 @@ int64_t reductionLengthOf(const Node &n, const std::vector<Tensor> &values) {
     Shape s = shape(0);
     return n.op == 0 ? s[n.axes[0]].size() : 1;
   }
+  case NodeKind::Loss: {
+    Shape s = shape(0);
+    return s.back().size() * (n.flag ? product(s) / s.back().size() : 1);
+  }
   case NodeKind::Matmul:
     return shape(0).back().size();
   case NodeKind::Attention:
@@ -354,8 +401,14 @@ Expected<BuiltGraph> build(const Recipe &recipe) {
     // A position picked among computed values flips with their rounding.
     if (n.kind == NodeKind::Line && n.op != 0 && computedFloat(n.operands[0]))
       built.discrete = true;
-    if (n.kind == NodeKind::Select &&
-        (computedFloat(n.operands[0]) || computedFloat(n.operands[1])))
+    // A Select's compared operands: 0, 1 and the second compare's 4.
+    for (size_t i = 0; n.kind == NodeKind::Select && i < n.operands.size(); ++i)
+      if ((i < 2 || i == 4) && computedFloat(n.operands[i]))
+        built.discrete = true;
+    // floor, round and mod step where rounding moves a value.
+    bool steps = (n.kind == NodeKind::Unary && n.op >= 15) ||
+                 (n.kind == NodeKind::Binary && n.op == 7);
+    if (steps && std::any_of(n.operands.begin(), n.operands.end(), computedFloat))
       built.discrete = true;
     built.reductionLength =
         std::max(built.reductionLength, reductionLengthOf(n, values));

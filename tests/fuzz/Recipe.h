@@ -32,7 +32,7 @@ enum class NodeKind {
   Iota,      ///< dtype, dims, axes[0] = the counting dim
   Unary,     ///< op indexes kUnaryOps
   Binary,    ///< op indexes kBinaryOps
-  Select,    ///< where(operand0 <op> operand1, operand2, operand3)
+  Select,    ///< where(operand0 <op> operand1, operand2, operand3); op: kCompareBits..
   Cast,      ///< dtype
   Broadcast, ///< dims: the new shape (a suffix of it is the operand's)
   Transpose, ///< axes: the permutation
@@ -54,6 +54,26 @@ enum class NodeKind {
   /// Along axes[0]: op 0 cumsum, 1 argmax, 2 argmin (keepDims = flag; the
   /// position cast to i32, a dtype every node takes).
   Line,
+  /// op 0: rand(operands[0], dims, dtype) with operands[0] a rank-0 i32
+  /// seed; op 1: dropout(operands[0], operands[1], p = value).
+  Random,
+  /// Cross-entropy from primitives, as a language model's loss is written:
+  /// logsumexp of operands[0] along its last dim minus the logit at
+  /// operands[1] (labels mod the dim); the mean over rows if flag.
+  Loss,
+  /// [..., S, N] reshaped to [..., S, H, N / H] and moved to
+  /// [..., H, S, N / H], H = axes[0]: a projection split into heads.
+  Heads,
+};
+
+/// Node::op of a Select: the compare in the low bits, then an optional
+/// second compare of operands[0] with operands[4] joined by and, or or
+/// xor, then not.
+enum : int {
+  kCompareBits = 7,
+  kLogicShift = 3,     ///< 0 none, 1 and, 2 or, 3 xor
+  kSecondCompareShift = 5,
+  kNegateMask = 1 << 8
 };
 
 /// Bits of Node::op for matmul and attention.

@@ -61,7 +61,11 @@ struct Coverage {
       switch (n.kind) {
       case NodeKind::Unary: ops["unary"].insert(n.op); break;
       case NodeKind::Binary: ops["binary"].insert(n.op); break;
-      case NodeKind::Select: ops["compare"].insert(n.op); break;
+      case NodeKind::Select:
+        ops["compare"].insert(n.op & kCompareBits);
+        ops["logic"].insert((n.op >> kLogicShift & 3) |
+                            ((n.op & kNegateMask) ? 4 : 0));
+        break;
       case NodeKind::Reduce: ops["reduce"].insert(n.op); break;
       case NodeKind::Input: dtypes.insert(dtypeName(n.dtype)); break;
       case NodeKind::Cast:
