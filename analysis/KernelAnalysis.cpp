@@ -93,8 +93,7 @@ std::optional<RowSpace> kfuse::kf::columnSpaceOf(KernelOp kernel) {
     return std::nullopt;
   auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
   auto reduce = yield.getValues()[0].getDefiningOp<ReduceOp>();
-  if (!reduce || !isa<FloatType>(reduce.getType().getElementType()) ||
-      &kernel.getBody().front().front() != reduce.getOperation())
+  if (!reduce || !isa<FloatType>(reduce.getType().getElementType()))
     return std::nullopt;
   ArrayRef<int64_t> axes = reduce.getAxes(), in = shapeOf(reduce.getInput());
   int64_t rows = 1;

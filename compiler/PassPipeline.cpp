@@ -59,7 +59,7 @@ void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {
   // in each, never written as B x H x Sq x Sk elements, and what their q
   // prologues share (RoPE's tables broadcast to the heads) once a block.
   KFRematerializePassOptions rematerialize;
-  rematerialize.attentionOnly = true;
+  rematerialize.attentionOnly = false;
   pm.addPass(createKFRematerializePass(rematerialize));
 }
 

@@ -7,6 +7,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -307,6 +308,29 @@ LogicalResult ReduceOp::verify() {
   if (failed(shape))
     return emitOpError() << diag.message();
   return verifyResultShape(*this, *shape, out);
+}
+
+namespace {
+/// kf.reduce over dims that all have size 1: each result element is the
+/// one input element it reduces (a mean divides by 1), in the same dtype.
+struct ReduceOfUnitDimsAsReshape : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp op,
+                                PatternRewriter &rewriter) const override {
+    ArrayRef<int64_t> in = tensorOf(op.getInput()).getShape();
+    if (!tensorOf(op.getResult()).hasStaticShape())
+      return failure(); // a reshape to symbolic dims names them
+    if (llvm::any_of(op.getAxes(), [&](int64_t a) { return in[a] != 1; }))
+      return failure();
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), op.getInput());
+    return success();
+  }
+};
+} // namespace
+
+void ReduceOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                           MLIRContext *context) {
+  patterns.add<ReduceOfUnitDimsAsReshape>(context);
 }
 
 /// Matmul-like ops: float operands of one dtype; the result in that dtype

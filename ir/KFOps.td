@@ -368,6 +368,10 @@ def KF_ReduceOp : KF_Op<"reduce", [Pure]> {
     $kind $input $axes attr-dict `:` type($input) `->` type($result)
   }];
   let hasVerifier = 1;
+  // Over dims of size 1 only, a reduction is a reshape (the gradient of
+  // take_along_axis sums a one-hot over its one-element axis): as a
+  // reshape it is a view its consumers read in place, not a kernel root.
+  let hasCanonicalizer = 1;
 }
 
 def KF_ArgReduceOp : KF_Op<"arg_reduce", [Pure]> {

@@ -225,20 +225,24 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
     if (c.kind == KernelKind::matmul &&
         llvm::any_of(op->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); }))
       return {false, "matmul kernels take no prologue yet"};
-    if (c.kind == KernelKind::reduction && !c.rows)
-      return {false, "reductions over other axes take no prologue yet"};
     if (c.rows && readsOtherRows(op, *c.rows))
       return {false, "it reads the results of a row kernel over other rows, "
                      "whose kernel it joins"};
+    // A reduction over other axes computes its prologue at each element it
+    // reads: its input's.
+    bool prologueOfReduction = c.kind == KernelKind::reduction && !c.rows;
     int64_t elements = numElements(op->getResult(0));
-    int64_t space = c.rows ? c.rows->rows * c.rows->length : c.elements;
+    int64_t space = c.rows                ? c.rows->rows * c.rows->length
+                    : prologueOfReduction ? numElements(c.root->getOperand(0))
+                                          : c.elements;
     if (isTranscendental(op) && elements * 64 <= space)
       return {false, "it would recompute '" +
                          op->getName().getStringRef().str() + "' " +
                          std::to_string(space / std::max<int64_t>(elements, 1)) +
                          " times"};
-    return {true, c.rows ? "pointwise prologue of a row kernel"
-                         : "pointwise into pointwise"};
+    return {true, c.rows                ? "pointwise prologue of a row kernel"
+                  : prologueOfReduction ? "pointwise prologue of a reduction"
+                                        : "pointwise into pointwise"};
   }
   if (kind == KernelKind::matmul) {
     if (c.kind != KernelKind::pointwise || c.rows ||

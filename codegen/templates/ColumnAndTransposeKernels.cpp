@@ -43,7 +43,9 @@ private:
   ReduceOp reduce;
   ReduceKind kind;
   int64_t rows, columns, steps;
-  SmallVector<int64_t, 1> inShape;
+  /// The reduced input's shape: its prologue computes through broadcasts
+  /// that index it by dims. (Row-major, [rows, columns] flattened.)
+  ArrayRef<int64_t> inShape;
   Value identity, partials, lane, group;
   // The tile being emitted.
   Value column, valid, safeColumn;
@@ -55,7 +57,7 @@ ColumnKernel::ColumnKernel(KernelEmitter &e, RowSpace space)
       reduce(rootValue(e.kernel()).getDefiningOp<ReduceOp>()),
       kind(reduce.getKind()), rows(space.rows), columns(space.length),
       steps(space.rows / (32 * kAccumulators)),
-      inShape({space.rows * space.length}) {}
+      inShape(shapeOf(reduce.getInput())) {}
 
 LogicalResult ColumnKernel::emit() {
   identity = reductionInit(e, kind, b.getF32Type());

@@ -78,7 +78,7 @@ bool hasSine(const Recipe &recipe) {
 
 TEST(FuzzTest, ShrinkingReachesAMinimalFailingGraph) {
   int shrunk = 0;
-  for (uint64_t seed = 1; seed <= 300 && shrunk < 5; ++seed) {
+  for (uint64_t seed = 1; seed <= 1000 && shrunk < 5; ++seed) {
     // With no attempts, shrinking only drops the nodes outputs do not use.
     Recipe recipe = shrink(generate(seed), hasSine, 0);
     if (!hasSine(recipe) || recipe.nodes.size() < 6)

@@ -66,3 +66,25 @@ func.func @slices(%x: tensor<?x20xf32>) -> (tensor<?x3xf32>, tensor<?x20xf32>) {
   // CHECK: return %[[S]], %arg0
   return %1, %4 : tensor<?x3xf32>, tensor<?x20xf32>
 }
+
+// -----
+
+// A reduction over dims of size 1 is a reshape (the gradient of
+// take_along_axis sums a one-hot over its one-element axis); over a dim of
+// more it stays.
+// CHECK-LABEL: func.func @reduce_unit_dims
+// CHECK-SAME: (%[[X:.*]]: tensor<8x1x32xf32>, %[[Y:.*]]: tensor<1x1xbf16>, %[[Z:.*]]: tensor<8x2xf32>)
+// CHECK-NEXT: %[[A:.*]] = kf.reshape %[[X]] : tensor<8x1x32xf32> -> tensor<8x32xf32>
+// CHECK-NEXT: %[[B:.*]] = kf.reshape %[[Y]] : tensor<1x1xbf16> -> tensor<bf16>
+// CHECK-NEXT: %[[C:.*]] = kf.reduce max %[[Z]] [1]
+// CHECK-NEXT: %[[D:.*]] = kf.reduce sum %[[Z]] [0, 1]
+// CHECK-NEXT: return %[[X]], %[[A]], %[[B]], %[[C]], %[[D]]
+func.func @reduce_unit_dims(%x: tensor<8x1x32xf32>, %y: tensor<1x1xbf16>, %z: tensor<8x2xf32>)
+    -> (tensor<8x1x32xf32>, tensor<8x32xf32>, tensor<bf16>, tensor<8xf32>, tensor<f32>) {
+  %0 = kf.reduce mean %x [1] {keep_dims = true} : tensor<8x1x32xf32> -> tensor<8x1x32xf32>
+  %1 = kf.reduce sum %x [1] : tensor<8x1x32xf32> -> tensor<8x32xf32>
+  %2 = kf.reduce max %y [0, 1] : tensor<1x1xbf16> -> tensor<bf16>
+  %3 = kf.reduce max %z [1] : tensor<8x2xf32> -> tensor<8xf32>
+  %4 = kf.reduce sum %z [0, 1] : tensor<8x2xf32> -> tensor<f32>
+  return %0, %1, %2, %3, %4 : tensor<8x1x32xf32>, tensor<8x32xf32>, tensor<bf16>, tensor<8xf32>, tensor<f32>
+}

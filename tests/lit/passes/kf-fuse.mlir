@@ -45,14 +45,16 @@ func.func @softmax(%x: tensor<8x128xf32>) -> tensor<8x128xf32> {
 
 // -----
 
-// A row sum with its prologue is one reduction kernel; a reduction over
-// another axis, and a matmul, stay on their own.
+// A row sum with its prologue is one reduction kernel, and so is a
+// reduction over another axis with its prologue (computed at each element
+// it reads); a matmul stays on its own.
 // CHECK-LABEL: func.func @reductions
 // CHECK: kf.kernel reduction
 // CHECK:   kf.exp
 // CHECK:   kf.reduce sum %{{.*}} [1]
-// CHECK: kf.kernel pointwise
+// CHECK-NOT: kf.kernel pointwise
 // CHECK: kf.kernel reduction
+// CHECK:   kf.neg
 // CHECK:   kf.reduce sum %{{.*}} [0]
 // CHECK: kf.kernel matmul
 func.func @reductions(%x: tensor<16x32xf32>, %w: tensor<32x8xf32>) -> (tensor<16xf32>, tensor<32xf32>, tensor<16x8xf32>) {

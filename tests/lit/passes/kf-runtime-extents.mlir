@@ -20,7 +20,7 @@ func.func @cache(%q: tensor<1x8x1x128xbf16>,
 
 // The cache is also summed, by kernels that cannot take its length:
 // nothing is recorded, and the module says why.
-// CHECK: kf.runtime_refusal = "dim 2 of argument 1: a pointwise kernel reads it, and only the FlashAttention template takes a size at run time"
+// CHECK: kf.runtime_refusal = "dim 2 of argument 1: a reduction kernel reads it, and only the FlashAttention template takes a size at run time"
 // CHECK-NOT: runtime_extents
 func.func @summed(%q: tensor<1x8x1x128xbf16>,
                   %k: tensor<1x2x256x128xbf16> {kf.runtime_dims = array<i64: 2>},
