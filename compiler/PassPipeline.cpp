@@ -40,6 +40,9 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   KFFusePassOptions fuse;
   fuse.mode = options.fused ? "fused" : "unfused";
   pm.addPass(createKFFusePass(fuse));
+  // kf-rematerialize's copies of a value whose users all joined one kernel
+  // are one value again there.
+  pm.addPass(createCSEPass());
   if (options.pad)
     pm.addPass(createKFPadPass());
   if (options.splitK)
