@@ -83,11 +83,36 @@ std::optional<llvm::SetVector<Value>> coneInputs(Operation *op) {
   return inputs;
 }
 
+/// Ops a copy computes bit for bit as the original's kernel stored them:
+/// views, constants, casts, sign changes. (A kernel keeps the 16-bit
+/// results of other ops in f32, unrounded, where the original was stored
+/// rounded.)
+bool reproducedExactly(Operation *op) {
+  return isa<BroadcastOp, ConstantOp, IotaOp, CastOp, NegOp, AbsOp,
+             ReshapeOp, TransposeOp>(op);
+}
+
+/// Whether a comparison reads `v`, directly or through ops that reproduce
+/// it exactly.
+bool compared(Value v, int depth = 0) {
+  return depth <= kMaxCone &&
+         llvm::any_of(v.getUsers(), [&](Operation *user) {
+           return isa<CompareOp>(user) ||
+                  (reproducedExactly(user) && user->getNumResults() == 1 &&
+                   compared(user->getResult(0), depth + 1));
+         });
+}
+
 /// Whether copies of `op` for each of its users read fewer bytes than
-/// writing its result once and reading it back.
+/// writing its result once and reading it back. Not for a value a
+/// comparison reads unless the copies are exact: a backward compares a
+/// max with the values it was taken over (the max kernel's, stored
+/// rounded), and a copy computed unrounded would equal none of them.
 bool worthRecomputing(Operation *op) {
   if (!computedInPlace(op) || op->getNumResults() != 1 ||
       op->getResult(0).hasOneUse() || op->getResult(0).use_empty())
+    return false;
+  if (compared(op->getResult(0)) && !reproducedExactly(op))
     return false;
   std::optional<llvm::SetVector<Value>> inputs = coneInputs(op);
   if (!inputs)

@@ -61,3 +61,25 @@ func.func @beside_a_matmul(%x: tensor<64x64xbf16>, %w: tensor<64x64xf32>) -> (te
   %e = kf.exp %g : tensor<64x64xf32>
   return %m, %e : tensor<64x64xf32>, tensor<64x64xf32>
 }
+
+// -----
+
+// A max's backward compares the values with their max. A copy of the sine
+// would compute it unrounded in the comparing kernel, equal to none of the
+// rounded values the max was taken over: the sine is not copied. Its
+// widening cast is (a cast reproduces the value bit for bit).
+// CHECK-LABEL: func.func @compared
+// CHECK-COUNT-1: kf.sin
+// CHECK-NOT: kf.sin
+// CHECK: kf.cast
+// CHECK: kf.reduce max
+// CHECK: kf.cast
+// CHECK: kf.compare eq
+func.func @compared(%x: tensor<64x128xbf16>) -> (tensor<64x1xf32>, tensor<64x128xi1>) {
+  %s = kf.sin %x : tensor<64x128xbf16>
+  %w = kf.cast %s : tensor<64x128xbf16> -> tensor<64x128xf32>
+  %m = kf.reduce max %w [1] {keep_dims = true} : tensor<64x128xf32> -> tensor<64x1xf32>
+  %b = kf.broadcast %m : tensor<64x1xf32> -> tensor<64x128xf32>
+  %e = kf.compare eq, %w, %b : tensor<64x128xf32>, tensor<64x128xf32> -> tensor<64x128xi1>
+  return %m, %e : tensor<64x1xf32>, tensor<64x128xi1>
+}
