@@ -60,10 +60,9 @@ void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {
   pm.addPass(createKFOnlineSoftmaxPass());
   // After the attentions exist: their shared masks are computed per score
   // in each, never written as B x H x Sq x Sk elements, and what their q
-  // prologues share (RoPE's tables broadcast to the heads) once a block.
-  KFRematerializePassOptions rematerialize;
-  rematerialize.attentionOnly = false;
-  pm.addPass(createKFRematerializePass(rematerialize));
+  // prologues share (RoPE's tables broadcast to the heads) once a block;
+  // a backward's statistics and casts in each kernel that reads them.
+  pm.addPass(createKFRematerializePass());
 }
 
 void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {

@@ -91,15 +91,16 @@ def KFRematerializePass : Pass<"kf-rematerialize", "mlir::ModuleOp"> {
     back in each. A broadcast row statistic, a weight vector stretched to
     the rows, a widening cast of a 16-bit tensor: all cheaper to compute
     again than to read. For fused compiles only (the unfused baseline
-    materialises every op). The default pipeline runs it with
-    `attention-only`: values that only what attention kernels compute in
-    place reads: masks and biases (a mask of positions shared by every
-    layer's attention), computed per score, which materialised are B x H x
-    Sq x Sk elements; and q's prologue (RoPE's tables broadcast to the
-    heads, shared by every layer of a stack), computed once a block.
-    Everywhere else it is not on by default yet:
-    it changes the kernels of 56 of the 1140 compiles of
-    scripts/ptx-snapshot.sh, which the GPU benchmark must judge first.
+    materialises every op). A value a comparison reads (through views and
+    casts) is copied only where the copy is exact (views, casts, sign
+    changes): a kernel keeps 16-bit intermediates in f32, so a copy of
+    sin(x) would equal none of the rounded values a max was taken over,
+    and the max's gradient compares them. The default pipeline runs it on
+    every value: a backward's statistics and widening casts feed row
+    kernels and column sums (LayerNorm's backward: 10 kernels without it,
+    5 with). `attention-only` limits it to the values that only what
+    attention kernels compute in place reads: masks and biases, computed
+    per score, and q's prologue, computed once a block.
 
     Before:
     ```mlir

@@ -18,9 +18,10 @@
 // whose cone reads no more bytes than its result has. Rewrite: a clone
 // before each user that can compute it in its kernel (not a matmul, say,
 // whose template reads operands from memory), but the first when no user
-// needs the value in memory anyway. In the default pipeline only for
-// what attention kernels compute in place (`attention-only`): Passes.td
-// says why.
+// needs the value in memory anyway; and never for a value a comparison
+// reads, unless the copy is exact (`compared`). The default pipeline runs
+// it on every value; `attention-only` limits it to what attention
+// kernels compute in place.
 //
 //===----------------------------------------------------------------------===//
 
@@ -148,15 +149,13 @@ bool feedsOnlyAttentionPrologues(Operation *op, int depth = 0) {
 
 /// Whether the user of `use` reads the value from memory whatever
 /// computes it, as kf-fuse's rules have it: the matmul template and
-/// attention's k and v stage operands through shared memory,
-/// reductions over other axes than the last and the line kernels take no
-/// prologue yet, and the caller gets outputs in memory.
+/// attention's k and v stage operands through shared memory, the line
+/// kernels take no prologue yet, and the caller gets outputs in memory.
+/// (Reductions over any axes compute their prologues.)
 bool readsFromMemory(OpOperand &use) {
   Operation *user = use.getOwner();
   if (isa<AttentionOp>(user))
     return copiedAttentionOperand(use);
-  if (isa<ReduceOp>(user))
-    return !rowOpSpace(user).has_value();
   return isa<MatmulOp, ArgReduceOp, CumsumOp, func::ReturnOp>(user);
 }
 
