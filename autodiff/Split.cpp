@@ -44,18 +44,6 @@ bool recomputable(Operation *op) {
              kf::GatherOp, kf::TakeAlongAxisOp, kf::RandomOp>(op);
 }
 
-/// Ops whose result a recomputation reproduces bit for bit from the same
-/// operands: views and copies of elements, and casts (one correctly
-/// rounded conversion, which no kernel contracts with a neighbour as it
-/// may a multiply into an add). A comparison may read such a value
-/// recomputed: the widening cast of bf16 logits need not be saved in f32.
-bool reproducedExactly(Operation *op) {
-  return isa<kf::ConstantOp, kf::IotaOp, kf::BroadcastOp, kf::ReshapeOp,
-             kf::TransposeOp, kf::SliceOp, kf::ConcatOp, kf::PadOp,
-             kf::GatherOp, kf::TakeAlongAxisOp, kf::CastOp, kf::NegOp,
-             kf::AbsOp>(op);
-}
-
 /// The ops `roots` are computed from, in the block, stopping at `stop`.
 llvm::DenseSet<Operation *> sliceOf(ArrayRef<Value> roots,
                                     const llvm::DenseSet<Operation *> &stop) {
@@ -125,13 +113,14 @@ private:
         index.insert({v, index.size()});
   }
 
-  /// The operands of exact values that are reproduced exactly must be
-  /// exact in turn, if recomputed.
+  /// An exact value (one a comparison reads) whose op is reproduced
+  /// exactly may be recomputed (the f32 cast of bf16 logits need not be
+  /// saved), from operands that are then exact in turn.
   void propagateExactness() {
     SmallVector<Value> work(exactValues.begin(), exactValues.end());
     while (!work.empty()) {
       Operation *op = work.pop_back_val().getDefiningOp();
-      if (!op || !forwardOps.contains(op) || !reproducedExactly(op))
+      if (!op || !forwardOps.contains(op) || !kf::isReproducedExactly(op))
         continue;
       for (Value operand : op->getOperands())
         if (isForwardValue(operand) && exactValues.insert(operand).second)
@@ -150,7 +139,7 @@ private:
       cut.addEdge(computed(v), computed(v) + 1,
                   forwardOutputs.contains(v) ? 0 : bytesOf(v));
       if (!recomputable(op) ||
-          (exactValues.contains(v) && !reproducedExactly(op))) {
+          (exactValues.contains(v) && !kf::isReproducedExactly(op))) {
         cut.addEdge(0, computed(v), inf);
         continue;
       }
@@ -187,7 +176,7 @@ private:
     }
     saved.insert(v);
     note(v, !recomputable(op) ? "saved: never recomputed"
-            : exactValues.contains(v) && !reproducedExactly(op)
+            : exactValues.contains(v) && !kf::isReproducedExactly(op)
                 ? "saved: a comparison reads it (a recomputed value may "
                   "round differently from the one it is compared with)"
             : forwardOutputs.contains(v)

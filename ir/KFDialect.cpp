@@ -310,6 +310,12 @@ LogicalResult ReduceOp::verify() {
   return verifyResultShape(*this, *shape, out);
 }
 
+bool kfuse::kf::isReproducedExactly(Operation *op) {
+  return isa<ConstantOp, IotaOp, BroadcastOp, ReshapeOp, TransposeOp, SliceOp,
+             ConcatOp, PadOp, GatherOp, TakeAlongAxisOp, CastOp, NegOp,
+             AbsOp>(op);
+}
+
 namespace {
 /// kf.reduce over dims that all have size 1: each result element is the
 /// one input element it reduces (a mean divides by 1), in the same dtype.

@@ -29,6 +29,14 @@ inline constexpr llvm::StringLiteral kDimSymbolsAttr = "kf.dim_symbols";
 inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
   return mlir::cast<mlir::RankedTensorType>(v.getType()).getShape();
 }
+
+/// Whether computing `op` again from the same operands gives its result
+/// bit for bit wherever it is computed: views and copies of elements,
+/// constants, casts (one correctly rounded conversion), sign changes. Other
+/// ops are not: a kernel keeps 16-bit intermediates in f32, unrounded, and
+/// may contract a multiply into an add. What a comparison reads may be
+/// recomputed only through such ops.
+bool isReproducedExactly(mlir::Operation *op);
 } // namespace kfuse::kf
 
 #endif // KFUSE_IR_KFDIALECT_H

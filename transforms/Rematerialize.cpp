@@ -84,22 +84,13 @@ std::optional<llvm::SetVector<Value>> coneInputs(Operation *op) {
   return inputs;
 }
 
-/// Ops a copy computes bit for bit as the original's kernel stored them:
-/// views, constants, casts, sign changes. (A kernel keeps the 16-bit
-/// results of other ops in f32, unrounded, where the original was stored
-/// rounded.)
-bool reproducedExactly(Operation *op) {
-  return isa<BroadcastOp, ConstantOp, IotaOp, CastOp, NegOp, AbsOp,
-             ReshapeOp, TransposeOp>(op);
-}
-
 /// Whether a comparison reads `v`, directly or through ops that reproduce
 /// it exactly.
 bool compared(Value v, int depth = 0) {
   return depth <= kMaxCone &&
          llvm::any_of(v.getUsers(), [&](Operation *user) {
            return isa<CompareOp>(user) ||
-                  (reproducedExactly(user) && user->getNumResults() == 1 &&
+                  (isReproducedExactly(user) && user->getNumResults() == 1 &&
                    compared(user->getResult(0), depth + 1));
          });
 }
@@ -113,7 +104,7 @@ bool worthRecomputing(Operation *op) {
   if (!computedInPlace(op) || op->getNumResults() != 1 ||
       op->getResult(0).hasOneUse() || op->getResult(0).use_empty())
     return false;
-  if (compared(op->getResult(0)) && !reproducedExactly(op))
+  if (compared(op->getResult(0)) && !isReproducedExactly(op))
     return false;
   std::optional<llvm::SetVector<Value>> inputs = coneInputs(op);
   if (!inputs)
