@@ -209,3 +209,28 @@ func.func @attention_refused(%q: tensor<1x2x64x64xbf16>, %k: tensor<1x2x64x64xbf
   %3 = kf.attention %q32, %q32, %q32 {scale = 0.125 : f64} : tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32> -> tensor<1x2x64x64xf32>
   return %0, %1, %2, %3 : tensor<1x2x64x64xbf16>, tensor<1x2x64x21xbf16>, tensor<1x2x64x64xbf16>, tensor<1x2x64x64xf32>
 }
+
+// -----
+
+// LayerNorm's weight gradient: a sum down the columns of dy * xhat, whose
+// prologue (casts, the row statistics broadcast) the column template
+// computes at each element it reads: one kernel of 32-column tiles, 32 row
+// groups a block.
+// CHECK-LABEL: func.func @column_sum_prologue
+// CHECK: kf.kernel reduction(%arg0, %arg2, %arg3, %arg1 :
+// CHECK-SAME: launch = #kf.launch<grid = 32, block = 1024, items = 1000>
+// CHECK-SAME: tiling = #kf.column_tiling
+// CHECK: kf.cast
+// CHECK: kf.reduce sum %{{.*}} [0]
+// CHECK-NOT: kf.kernel
+func.func @column_sum_prologue(%x: tensor<512x1000xbf16>, %dy: tensor<512x1000xbf16>, %mean: tensor<512x1xf32>, %rstd: tensor<512x1xf32>) -> tensor<1000xf32> {
+  %xf = kf.cast %x : tensor<512x1000xbf16> -> tensor<512x1000xf32>
+  %m = kf.broadcast %mean : tensor<512x1xf32> -> tensor<512x1000xf32>
+  %r = kf.broadcast %rstd : tensor<512x1xf32> -> tensor<512x1000xf32>
+  %c = kf.sub %xf, %m : tensor<512x1000xf32>
+  %h = kf.mul %c, %r : tensor<512x1000xf32>
+  %g = kf.cast %dy : tensor<512x1000xbf16> -> tensor<512x1000xf32>
+  %p = kf.mul %g, %h : tensor<512x1000xf32>
+  %s = kf.reduce sum %p [0] : tensor<512x1000xf32> -> tensor<1000xf32>
+  return %s : tensor<1000xf32>
+}
