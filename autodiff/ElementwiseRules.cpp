@@ -98,9 +98,10 @@ std::optional<Cotangents> elementwiseVJP(Operation *op, Tensor g,
                                          const RuleContext &ctx) {
   if (!op->hasTrait<OpTrait::kf::Elementwise>())
     return std::nullopt;
-  // Constant almost everywhere, or not differentiable: nothing flows.
+  // Constant almost everywhere, not differentiable, or told to pass
+  // nothing back: nothing flows.
   if (isa<kf::FloorOp, kf::RoundOp, kf::CompareOp, kf::NotOp, kf::AndOp,
-          kf::OrOp, kf::XorOp>(op))
+          kf::OrOp, kf::XorOp, kf::StopGradientOp>(op))
     return Cotangents(op->getNumOperands());
   // Derivatives computed in f32 from 16-bit values (exact widening).
   auto primal = [&](Value v) { return toF32(ctx.primal(v)); };

@@ -201,7 +201,8 @@ const std::map<std::string, UnaryFn> &unaryOps() {
       {"reciprocal", kfuse::reciprocal},
       {"floor", kfuse::floor},
       {"round", kfuse::round},
-      {"logical_not", kfuse::logicalNot}};
+      {"logical_not", kfuse::logicalNot},
+      {"stop_gradient", kfuse::stopGradient}};
   return ops;
 }
 
@@ -539,7 +540,8 @@ kfuse_tensor kfuse_reduce(kfuse_graph graph, const char *op, kfuse_tensor x,
       {"sum", kfuse::reduceSum},
       {"max", kfuse::reduceMax},
       {"min", kfuse::reduceMin},
-      {"mean", kfuse::reduceMean}};
+      {"mean", kfuse::reduceMean},
+      {"logsumexp", kfuse::logsumexp}};
   auto it = op ? reductions.find(op) : reductions.end();
   if (it == reductions.end()) {
     fail("kfuse_reduce: no reduction '" + std::string(op ? op : "") + "'");

@@ -1,7 +1,8 @@
-//===- AxisBuilder.cpp - argmax, argmin and cumsum ------------------------===//
+//===- AxisBuilder.cpp - argmax, argmin, cumsum and logsumexp -------------===//
 //
-// The frontend's ops along one axis (kfuse/Graph.h): kf.arg_reduce and
-// kf.cumsum. Errors name the op, the dtype and the shape.
+// The frontend's ops along axes (kfuse/Graph.h): kf.arg_reduce, kf.cumsum
+// and logsumexp, written from kf ops. Errors name the op, the dtype and the
+// shape.
 //
 //===----------------------------------------------------------------------===//
 
@@ -79,6 +80,21 @@ Tensor cumsum(Tensor x, int64_t axis) {
                                  g->tensorType(in, g->dtypeOf(x)), g->value(x),
                                  b.getI64IntegerAttr(a));
   return g->wrap(v, in);
+}
+
+Tensor logsumexp(Tensor x, std::vector<int64_t> axes, bool keepDims) {
+  GraphImpl *g = GraphImpl::graphOf("logsumexp", {x});
+  if (!g)
+    return {};
+  if (!isFloat(g->dtypeOf(x)))
+    x = g->castTo(x, DType::f32);
+  // exp(x - max) over the max's own row is what the row kernels compute
+  // online (kf::shiftedExpSumOf): the shift stays a plain subtraction.
+  Tensor max = stopGradient(reduceMax(x, axes, true));
+  Tensor sum = reduceSum(exp(x - max), axes, keepDims);
+  if (!sum.isValid())
+    return {};
+  return log(sum) + (keepDims ? max : reshape(max, sum.shape()));
 }
 
 } // namespace kfuse

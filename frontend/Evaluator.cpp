@@ -87,6 +87,7 @@ double unaryFn(Operation *op, double x) {
       // Ties to even: the default rounding mode.
       .Case([&](RoundOp) { return std::nearbyint(x); })
       .Case([&](NotOp) { return double(x == 0); })
+      .Case([&](StopGradientOp) { return x; })
       .Default([](Operation *) { return kNaN; });
 }
 

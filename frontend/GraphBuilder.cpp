@@ -257,6 +257,9 @@ Tensor round(Tensor x) {
 Tensor logicalNot(Tensor x) {
   return unary<kf::NotOp>("logicalNot", x, Operands::Bool);
 }
+Tensor stopGradient(Tensor x) {
+  return unary<kf::StopGradientOp>("stopGradient", x, Operands::Any);
+}
 
 Tensor add(Tensor a, Tensor b) {
   return binary<kf::AddOp>("add", a, b, Operands::Numeric);

@@ -204,6 +204,8 @@ OpFoldResult CastOp::fold(FoldAdaptor) {
 
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
+OpFoldResult StopGradientOp::fold(FoldAdaptor) { return getInput(); }
+
 LogicalResult IotaOp::verify() {
   RankedTensorType type = tensorOf(getResult());
   shapes::ShapeDiag diag;
@@ -313,7 +315,7 @@ LogicalResult ReduceOp::verify() {
 bool kfuse::kf::isReproducedExactly(Operation *op) {
   return isa<ConstantOp, IotaOp, BroadcastOp, ReshapeOp, TransposeOp, SliceOp,
              ConcatOp, PadOp, GatherOp, TakeAlongAxisOp, CastOp, NegOp,
-             AbsOp>(op);
+             AbsOp, StopGradientOp>(op);
 }
 
 namespace {

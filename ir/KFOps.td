@@ -105,6 +105,21 @@ def KF_NotOp : KF_UnaryOp<"not", [KF_BoolOperands]> {
   let summary = "elementwise logical not of i1";
 }
 
+def KF_StopGradientOp : KF_UnaryOp<"stop_gradient"> {
+  let summary = "its input, through which no gradient flows";
+  let description = [{
+    The identity wherever it is evaluated; reverse-mode differentiation
+    (`kfuse::grad`, `kfuse::splitVJP`) sends no cotangent through it, as
+    JAX's `stop_gradient` and PyTorch's `detach` do. Canonicalisation folds
+    it away, so no kernel holds one. Its use is a value whose exact
+    gradient is zero but whose computed one is not: the max a logsumexp
+    subtracts for range. Differentiated through, that max costs the
+    backward a row sum of the softmax and a comparison against the saved
+    max, only to add their rounding error.
+  }];
+  let hasFolder = 1;
+}
+
 class KF_BinaryOp<string mnemonic, string formula, list<Trait> traits = []>
     : KF_Op<mnemonic, !listconcat(traits,
           [Pure, KF_Elementwise, KF_SameOperandsAndResult])> {

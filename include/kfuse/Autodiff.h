@@ -18,7 +18,8 @@
 //   dtype so tensor cores run it, accumulating in f32. Each grad_<x> output
 //   has x's dtype.
 // - Integer and i1 values carry no gradient; floor, round, compares and the
-//   random numbers are constant (gradient 0).
+//   random numbers are constant (gradient 0); stopGradient passes none
+//   back (logsumexp takes its max through it).
 // - Where a function has no derivative, the rule picks PyTorch's: relu'(0)
 //   = 0, abs'(0) = 0, max/min of equal operands split the gradient in
 //   halves (a reduction's max among equal elements in equal parts).

@@ -168,6 +168,9 @@ Tensor logicalAnd(Tensor a, Tensor b);
 Tensor logicalOr(Tensor a, Tensor b);
 Tensor logicalXor(Tensor a, Tensor b);
 Tensor logicalNot(Tensor x);
+/// x itself, through which no gradient flows (JAX's stop_gradient,
+/// PyTorch's detach): kfuse::grad and splitVJP send it no cotangent.
+Tensor stopGradient(Tensor x);
 
 enum class Compare { eq, ne, lt, le, gt, ge };
 /// An i1 tensor; operands broadcast and promote as for binary ops.
@@ -254,6 +257,12 @@ Tensor reduceMin(Tensor x, std::vector<int64_t> axes = {},
                  bool keepDims = false);
 Tensor reduceMean(Tensor x, std::vector<int64_t> axes = {},
                   bool keepDims = false);
+/// log(sum(exp(x))) over `axes` (all dims if empty), computed as
+/// m + log(sum(exp(x - m))) with m the max, taken through stopGradient
+/// (its exact gradient is zero), so the gradient is softmax(x) times the
+/// cotangent and nothing else. A float dtype; others are cast to f32.
+Tensor logsumexp(Tensor x, std::vector<int64_t> axes = {},
+                 bool keepDims = false);
 
 struct MatmulOptions {
   bool transposeA = false;

@@ -116,7 +116,8 @@ kfuse_status kfuse_tensor_info(kfuse_graph graph, kfuse_tensor x,
                                int64_t *sizes, int64_t capacity);
 
 /* Elementwise ops by name. Unary: neg abs relu exp log sqrt rsqrt sin cos
- * tanh sigmoid erf gelu silu reciprocal floor round logical_not. Binary
+ * tanh sigmoid erf gelu silu reciprocal floor round logical_not
+ * stop_gradient (x, through which no gradient flows). Binary
  * (broadcasting, promoting): add sub mul div maximum minimum pow mod
  * logical_and logical_or logical_xor, and the comparisons eq ne lt le gt
  * ge (i1 results). */
@@ -161,7 +162,8 @@ kfuse_tensor kfuse_rand(kfuse_graph graph, kfuse_tensor seed, int64_t rank,
 kfuse_tensor kfuse_dropout(kfuse_graph graph, kfuse_tensor x,
                            kfuse_tensor seed, double p);
 
-/* Reductions by name (sum max min mean) over `axes` (all if num_axes 0). */
+/* Reductions by name (sum max min mean logsumexp) over `axes` (all if
+ * num_axes 0). */
 kfuse_tensor kfuse_reduce(kfuse_graph graph, const char *op, kfuse_tensor x,
                           int64_t num_axes, const int64_t *axes, int keep_dims);
 /* The i64 position of the max (op "argmax") or min ("argmin") along `axis`,

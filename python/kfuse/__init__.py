@@ -25,8 +25,9 @@ from .graph import (Graph, Tensor, abs, attention, cos, erf, exp, gelu, log,
                     softmax, sqrt, tanh, where)
 from .indexing import (argmax, argmin, cat, cumsum, dropout, embedding, floor,
                        gather, index_select, logical_and, logical_not,
-                       logical_or, logical_xor, pad, rand, remainder, round,
-                       slice_, take_along_dim)
+                       logical_or, logical_xor, logsumexp, pad, rand,
+                       remainder, round, slice_, stop_gradient,
+                       take_along_dim)
 
 bool = bool_
 __version__ = _capi.fn["kfuse_version"]().decode()
@@ -43,5 +44,6 @@ __all__ = [
     "sqrt", "tanh", "where", "cat", "dropout", "embedding", "floor",
     "gather", "index_select", "logical_and", "logical_not", "logical_or",
     "logical_xor", "pad", "rand", "remainder", "round", "slice_",
-    "take_along_dim", "argmax", "argmin", "cumsum",
+    "take_along_dim", "argmax", "argmin", "cumsum", "logsumexp",
+    "stop_gradient",
 ]

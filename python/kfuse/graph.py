@@ -222,6 +222,16 @@ class Tensor:
     def amin(self, dim=None, keepdim=False):
         return self._reduce("min", dim, keepdim)
 
+    def logsumexp(self, dim=None, keepdim=False):
+        """torch.logsumexp: max + log(sum(exp(x - max))), the max taken
+        without a gradient (its exact gradient is zero)."""
+        return self._reduce("logsumexp", dim, keepdim)
+
+    def detach(self):
+        """x itself, through which kfuse.grad sends no gradient (as
+        torch's detach and JAX's stop_gradient)."""
+        return self._unary("stop_gradient")
+
     def softmax(self, dim=-1):
         tid = fn["kfuse_softmax"](self.graph._handle, self._id, dim)
         return Tensor(self.graph, _capi.check_tensor(tid, self.graph._handle))

@@ -209,6 +209,13 @@ def cumsum(x, dim):
 floor = _unary_op("floor", "the largest integer <= x")
 round = _unary_op("round", "to the nearest integer, ties to even")
 logical_not = _unary_op("logical_not", "not x (x != 0 for non-bool)")
+stop_gradient = _unary_op("stop_gradient",
+                          "x, through which no gradient flows (Tensor.detach)")
+
+
+def logsumexp(x, dim=None, keepdim=False):
+    """torch.logsumexp (Tensor.logsumexp)."""
+    return x.logsumexp(dim, keepdim)
 
 
 def remainder(a, b):

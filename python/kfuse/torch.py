@@ -260,8 +260,7 @@ def _cross_entropy(x, target, weight=None, size_average=None,
         raise Unsupported("cross_entropy other than [N, C] logits with [N] "
                           "class indices and no class weights")
     x = x.to(dtypes.float32)
-    m = x.amax(1, keepdim=True)
-    lse = kgraph.log(kgraph.exp(x - m).sum(1, keepdim=True)) + m
+    lse = x.logsumexp(1, keepdim=True)
     nll = lse - kindex.gather(x, 1, target.reshape(target.shape[0], 1))
     if label_smoothing:
         nll = nll * (1.0 - label_smoothing) + (lse - x.mean(
@@ -339,6 +338,8 @@ _FUNCTIONS = {
     F.cross_entropy: _cross_entropy,
     torch.argmax: kindex.argmax, torch.argmin: kindex.argmin,
     torch.cumsum: _cumsum,
+    torch.logsumexp: lambda x, dim, keepdim=False: x.logsumexp(dim, keepdim),
+    torch.detach: lambda x: x.detach(),
     torch.addmm: _addmm, torch.baddbmm: _addmm, torch.t: _t,
     torch.cos: kgraph.cos, torch.sin: kgraph.sin,
     torch.masked_fill: _masked_fill, torch.diff: _diff,
@@ -374,6 +375,8 @@ _METHODS = {
     "logical_and": kindex.logical_and, "logical_or": kindex.logical_or,
     "dim": lambda x: x.ndim, "argmax": kindex.argmax,
     "argmin": kindex.argmin, "cumsum": _cumsum,
+    "logsumexp": lambda x, dim, keepdim=False: x.logsumexp(dim, keepdim),
+    "detach": lambda x: x.detach(),
     "t": _t, "expand": _expand, "cos": kgraph.cos, "sin": kgraph.sin,
     "log": kgraph.log, "sqrt": kgraph.sqrt, "abs": kgraph.abs,
     "neg": lambda x: -x, "sub": lambda a, b: a - b,

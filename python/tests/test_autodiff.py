@@ -107,6 +107,27 @@ def test_transformer_pieces_match_torch_autograd():
         assert rel(ours, theirs.grad.numpy()) < 1e-5
 
 
+def test_logsumexp_and_detach_match_torch_autograd():
+    torch = pytest.importorskip("torch", reason="no torch here")
+    g = kfuse.Graph("lse")
+    x = g.input("x", kfuse.float32, (5, 7))
+    y = g.input("y", kfuse.float32, (5, 7))
+    g.output("loss", (kfuse.logsumexp(x * 2.0, 1) * 3.0).sum()
+             + (x * y.detach() * y).sum())
+    joint = kfuse.grad(g, "loss", wrt=["x", "y"])
+    assert "kf.compare" not in joint.to_mlir()  # no max in the backward
+    xv, yv = randn(5, 7), randn(5, 7)
+    loss, dx, dy = kfuse.evaluate(joint, xv, yv)
+    tx, ty = (torch.tensor(a, dtype=torch.float64, requires_grad=True)
+              for a in (xv, yv))
+    tloss = (torch.logsumexp(tx * 2.0, 1) * 3.0).sum() + (
+        tx * ty.detach() * ty).sum()
+    tloss.backward()
+    assert rel(loss, tloss.detach().numpy()) < 1e-6
+    assert rel(dx, tx.grad.numpy()) < 1e-6
+    assert rel(dy, ty.grad.numpy()) < 1e-6  # x * y: one y passes nothing
+
+
 def test_split_vjp_saves_the_matmul_and_matches_the_joint_graph():
     g = kfuse.Graph("mlp")
     x = g.input("x", kfuse.float32, ("B", 8))

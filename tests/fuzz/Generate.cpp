@@ -580,6 +580,7 @@ void Generator::addLoss() {
   Node n;
   n.kind = NodeKind::Loss;
   n.flag = chance(0.5);
+  n.op = chance(0.5); // through logsumexp, or its primitives
   n.operands = {a, labels};
   add(n, n.flag ? PoolShape{} : rows);
 }

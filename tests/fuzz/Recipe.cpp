@@ -227,8 +227,14 @@ Tensor applyIndexing(const Recipe &r, const Node &n, Tensor x, Tensor y) {
                      : dropout(x, y, n.value);
   case NodeKind::Loss: {
     Tensor labels = mod(y, scalarLike(y, double(x.shape().back().size())));
-    Tensor m = reduceMax(x, {-1}, true);
-    Tensor lse = log(reduceSum(exp(x - m), {-1}, true)) + m;
+    // Through logsumexp (a max without gradient) or its primitives.
+    Tensor lse;
+    if (n.op) {
+      lse = logsumexp(x, {-1}, true);
+    } else {
+      Tensor m = reduceMax(x, {-1}, true);
+      lse = log(reduceSum(exp(x - m), {-1}, true)) + m;
+    }
     Tensor loss = lse - takeAlongAxis(x, labels, -1);
     return n.flag ? reduceMean(loss) : loss;
   }

@@ -205,6 +205,22 @@ std::vector<GradCase> contractionCases() {
                                           lse - takeAlongAxis(logits, labels, 1)));
                    }});
   cases.back().options.values["labels"] = indices({4, 1}, {0, 8, 3, 3});
+  cases.push_back({"cross_entropy_logsumexp", [](Graph &g) {
+                     Tensor logits = g.input("logits", DType::bf16, {4, 9});
+                     Tensor labels = g.input("labels", DType::i64, {4, 1});
+                     Tensor z = cast(logits, DType::f32);
+                     g.output("loss", reduceMean(logsumexp(z, {-1}, true) -
+                                                 takeAlongAxis(z, labels, 1)));
+                   }});
+  cases.back().options.values["labels"] = indices({4, 1}, {0, 8, 3, 3});
+  cases.push_back({"logsumexp_all_dims", [](Graph &g) {
+                     Tensor x = g.input("x", DType::f32, {3, 4, 5});
+                     g.output("y", logsumexp(x * 3.0));
+                   }});
+  cases.push_back({"logsumexp_middle_axis", [](Graph &g) {
+                     Tensor x = g.input("x", DType::f32, {3, 6, 2});
+                     g.output("y", logsumexp(x, {1}) * 2.0);
+                   }});
   struct Variant {
     const char *name;
     int64_t heads, kvHeads;
@@ -285,6 +301,43 @@ TEST(Autodiff, GradOfAScalarLossHasTheInputsDtypesAndKnownValues) {
     EXPECT_DOUBLE_EQ((*out)[1].get(i), 2 * (i + 1.0) * 0.5 * i);   // 2xw
     EXPECT_DOUBLE_EQ((*out)[2].get(i), (i + 1.0) * (i + 1.0));     // x^2
   }
+}
+
+TEST(Autodiff, StopGradientPassesNothingBack) {
+  Graph g("stopped");
+  Tensor x = g.input("x", DType::f32, {3});
+  g.output("loss", reduceSum(x * stopGradient(x)));
+  Expected<Graph> joint = grad(g, "loss");
+  ASSERT_TRUE(joint) << joint.error().message();
+  HostTensor xv(DType::f32, {3});
+  for (int i = 0; i < 3; ++i)
+    xv.set(i, i - 1.5);
+  Expected<std::vector<HostTensor>> out = evaluate(*joint, {xv});
+  ASSERT_TRUE(out) << out.error().message();
+  ASSERT_EQ(out->size(), 2u);
+  EXPECT_DOUBLE_EQ((*out)[0].get(0), 2 * 1.5 * 1.5 + 0.25);
+  for (int i = 0; i < 3; ++i) // x, not the 2x through both operands
+    EXPECT_DOUBLE_EQ((*out)[1].get(i), i - 1.5);
+}
+
+TEST(Autodiff, LogsumexpsBackwardNeitherComparesNorReducesARow) {
+  // Through its max, the backward would sum the softmax over each row and
+  // compare every element with the max: the work of two more passes, for a
+  // gradient that is zero.
+  Graph g("lse");
+  Tensor x = g.input("x", DType::f32, {4, 9});
+  g.output("y", logsumexp(x, {-1}));
+  Expected<Graph> joint = vjp(g);
+  ASSERT_TRUE(joint) << joint.error().message();
+  Expected<std::string> text = joint->toMLIR();
+  ASSERT_TRUE(text) << text.error().message();
+  EXPECT_EQ(text->find("kf.compare"), std::string::npos) << *text;
+  // The forward's max and sum; none in the backward.
+  size_t reductions = 0;
+  for (size_t at = text->find("kf.reduce"); at != std::string::npos;
+       at = text->find("kf.reduce", at + 1))
+    ++reductions;
+  EXPECT_EQ(reductions, 2u) << *text;
 }
 
 TEST(Autodiff, SymbolicDimsFlowThroughTheBackward) {

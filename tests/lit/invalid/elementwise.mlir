@@ -53,3 +53,11 @@ func.func @unsupported_dtype(%a: tensor<4xf64>) {
   %0 = kf.neg %a : tensor<4xf64>
   return
 }
+
+// -----
+
+func.func @stop_gradient_changes_dtype(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'kf.stop_gradient' op operands and result must have one shape and dtype: input is 'tensor<4xf32>', result is 'tensor<4xbf16>'}}
+  %0 = kf.stop_gradient %a : (tensor<4xf32>) -> tensor<4xbf16>
+  return
+}
