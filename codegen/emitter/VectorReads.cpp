@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
 
@@ -222,7 +223,9 @@ KernelEmitter::broadcastVector(BroadcastOp op, ElementIndex &first,
 
 /// A slice with step s along the last dim reads count * s consecutive
 /// elements and keeps every s-th (when that is at most two 16-byte
-/// accesses: the sectors are read anyway).
+/// accesses: the sectors are read anyway). The wide read's length must be
+/// a power of two, as every vector's: 6 f16 lanes from a multiple of 6 on
+/// are a 4-lane load at 12-byte steps, misaligned in every other row.
 FailureOr<SmallVector<Value>>
 KernelEmitter::sliceVector(SliceOp op, ElementIndex &first,
                            ArrayRef<Value> lanes) {
@@ -231,7 +234,7 @@ KernelEmitter::sliceVector(SliceOp op, ElementIndex &first,
   int64_t start = op.getStarts().back(), step = op.getSteps().back();
   int64_t wide = count * step;
   if (!inOneRow(first.shape(), count) || wide > kMaxLanes ||
-      in.back() % wide || start % wide)
+      !llvm::isPowerOf2_64(wide) || in.back() % wide || start % wide)
     return lanesOneByOne(op.getResult(), first, lanes);
   FailureOr<SmallVector<Value>> read = vectorFrom(
       op.getInput(), sliceSource(op, first.getMulti(*this)), wide);

@@ -206,9 +206,8 @@ std::vector<GradCase> contractionCases() {
                    }});
   cases.back().options.values["labels"] = indices({4, 1}, {0, 8, 3, 3});
   cases.push_back({"cross_entropy_logsumexp", [](Graph &g) {
-                     Tensor logits = g.input("logits", DType::bf16, {4, 9});
+                     Tensor z = g.input("logits", DType::f32, {4, 9});
                      Tensor labels = g.input("labels", DType::i64, {4, 1});
-                     Tensor z = cast(logits, DType::f32);
                      g.output("loss", reduceMean(logsumexp(z, {-1}, true) -
                                                  takeAlongAxis(z, labels, 1)));
                    }});
@@ -315,7 +314,7 @@ TEST(Autodiff, StopGradientPassesNothingBack) {
   Expected<std::vector<HostTensor>> out = evaluate(*joint, {xv});
   ASSERT_TRUE(out) << out.error().message();
   ASSERT_EQ(out->size(), 2u);
-  EXPECT_DOUBLE_EQ((*out)[0].get(0), 2 * 1.5 * 1.5 + 0.25);
+  EXPECT_DOUBLE_EQ((*out)[0].get(0), 1.5 * 1.5 + 0.25 + 0.25);
   for (int i = 0; i < 3; ++i) // x, not the 2x through both operands
     EXPECT_DOUBLE_EQ((*out)[1].get(i), i - 1.5);
 }
@@ -323,21 +322,16 @@ TEST(Autodiff, StopGradientPassesNothingBack) {
 TEST(Autodiff, LogsumexpsBackwardNeitherComparesNorReducesARow) {
   // Through its max, the backward would sum the softmax over each row and
   // compare every element with the max: the work of two more passes, for a
-  // gradient that is zero.
+  // gradient that is zero. The split backward reads the saved max and sum.
   Graph g("lse");
   Tensor x = g.input("x", DType::f32, {4, 9});
   g.output("y", logsumexp(x, {-1}));
-  Expected<Graph> joint = vjp(g);
-  ASSERT_TRUE(joint) << joint.error().message();
-  Expected<std::string> text = joint->toMLIR();
+  Expected<TrainingGraphs> split = splitVJP(g);
+  ASSERT_TRUE(split) << split.error().message();
+  Expected<std::string> text = split->backward.toMLIR();
   ASSERT_TRUE(text) << text.error().message();
   EXPECT_EQ(text->find("kf.compare"), std::string::npos) << *text;
-  // The forward's max and sum; none in the backward.
-  size_t reductions = 0;
-  for (size_t at = text->find("kf.reduce"); at != std::string::npos;
-       at = text->find("kf.reduce", at + 1))
-    ++reductions;
-  EXPECT_EQ(reductions, 2u) << *text;
+  EXPECT_EQ(text->find("kf.reduce"), std::string::npos) << *text;
 }
 
 TEST(Autodiff, SymbolicDimsFlowThroughTheBackward) {

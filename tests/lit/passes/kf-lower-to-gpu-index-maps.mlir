@@ -56,6 +56,20 @@ func.func @unaligned(%x: tensor<64x20xf32>) -> tensor<64x16xf32> {
 
 // -----
 
+// A stride-3 slice of 2-lane vectors would read 6 lanes from every sixth
+// element on: a 4-lane load at 12-byte steps, misaligned in odd rows
+// (fuzz seed 8701016: CUDA_ERROR_MISALIGNED_ADDRESS). Element by element.
+// CHECK-LABEL: gpu.func @k0_pointwise
+// CHECK-NOT: vector.load
+// CHECK-COUNT-2: memref.load %arg0
+// CHECK: vector.store %{{.*}} : memref<2062xf16>, vector<2xf16>
+func.func @stride_not_a_power_of_two(%x: tensor<1031x6xf16>) -> tensor<1031x2xf16> {
+  %s = kf.slice %x starts [0, 0] limits [1031, 4] steps [1, 3] : tensor<1031x6xf16> -> tensor<1031x2xf16>
+  return %s : tensor<1031x2xf16>
+}
+
+// -----
+
 // pow by 2 and 3 are products (GELU's tanh form, RMSNorm's x.pow(2)).
 // CHECK-LABEL: gpu.func @k0_pointwise
 // CHECK-NOT: math.powf
