@@ -38,6 +38,8 @@ namespace {
 /// column as it is (where padded rows are written).
 struct RowLanes {
   SmallVector<Value> columns, linears, valid;
+  /// The first lane's column before a vector past the row is moved back
+  /// into it: distinct for every thread and chunk.
   Value first;
 };
 
@@ -213,7 +215,7 @@ RowLanes RowKernel::lanesOf(Value c, bool load) {
       continue;
     }
     SmallVector<Value> values =
-        e.computeLanes(e.loadRaw(stage[i], lanes.columns[0], vec));
+        e.computeLanes(e.loadRaw(stage[i], lanes.first, vec));
     for (auto [linear, value] : llvm::zip_equal(lanes.linears, values))
       e.setElement(arg, linear, value);
   }
@@ -245,7 +247,10 @@ void RowKernel::stageRow() {
       Value from = e.offsetOf(
           arg.getArgNumber(),
           BufferIndex(lanes.linears[0], row, lanes.columns[0]));
-      copies.push_back({e.loadRaw(memref, from, vec), lanes.columns[0]});
+      // Staged at the thread's own slot, `first` (the stage spans every
+      // thread's chunks): a vector past the row reads the row's first but
+      // must not be stored over it, which another thread reads back.
+      copies.push_back({e.loadRaw(memref, from, vec), lanes.first});
     }
   }
   // Every load before the first store: a thread's vectors all in flight.
