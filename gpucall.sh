@@ -1,15 +1,14 @@
 #!/usr/bin/env bash
-# This session's second device call (not committed).
+# This session's third device call (not committed).
 O=$OUT; export OUT=/tmp/logs; mkdir -p /tmp/logs
-TAILN=6 bash scripts/gpu-steps.sh gpu-tests,replay
 source scripts/gpu-unpack.sh > /dev/null 2>&1
-for t in memcheck racecheck synccheck; do
-  KFUSE_SANITIZE_SECONDS=200 bash scripts/gpu-sanitize.sh $t > /tmp/logs/san-$t.txt 2>&1 &
-done
-( "$bin/kfuse-cache-stress" --processes 16 --rounds 20 > /tmp/logs/cache-stress.log 2>&1; echo "cache stress: exit $?" >> /tmp/logs/cache-stress.log ) &
-FUZZ_JOBS=13 FUZZ_TIME=150 FUZZ_SEED=1800000 TAILN=4 bash scripts/gpu-steps.sh fuzz-many
-mv /tmp/logs/fuzz-many.log /tmp/logs/fuzz-fwd.log
-FUZZ_JOBS=13 FUZZ_TIME=140 FUZZ_SEED=1900000 FUZZ_ARGS=--backward TAILN=4 bash scripts/gpu-steps.sh fuzz-many
+( timeout 200 /usr/local/cuda/bin/compute-sanitizer --tool racecheck --print-limit 20 "$bin/kfuse-gpu-tests" --gtest_filter='AllOps/GpuOps.*long_rows*:AllOps/GpuOps.*norm_flattened*:AllOps/GpuOps.*staged*:AllOps/GpuOps.*grouped*' > /tmp/logs/race.log 2>&1; echo "racecheck exit $?" >> /tmp/logs/race.log ) &
+TAILN=3 bash scripts/gpu-steps.sh gpu-tests
 wait
-cat /tmp/logs/san-*.txt; tail -3 /tmp/logs/cache-stress.log
+grep -E "PASSED|FAILED|RACECHECK SUMMARY|racecheck exit" /tmp/logs/race.log
+for s in 3800106 7800327; do timeout 60 "$bin/kfuse-fuzz" --gpu --seed $s --count 1 2>&1 | tail -2; done
+timeout 60 "$bin/kfuse-fuzz" --gpu --backward --seed 4900113 --count 1 2>&1 | tail -2
+timeout 60 "$bin/kfuse-fuzz" --gpu --replay scratch-regress/*.mlir 2>&1 | tail -4
+TRAINING_LIMIT=200 TAILN=12 bash scripts/gpu-steps.sh training
+timeout 130 "$bin/kfuse-bench" memory > /tmp/logs/memory.log 2>&1; tail -20 /tmp/logs/memory.log
 tar czf $O/logs.tgz -C /tmp logs
