@@ -8,7 +8,7 @@
 # Environment: GTEST (a --gtest_filter), FUZZ_TIME / FUZZ_SEED (fuzz-many:
 # FUZZ_JOBS processes, FUZZ_ARGS such as --backward), PYTEST_ARGS,
 # BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT,
-# CMD / CMD_LIMIT (any command, with $bin and $dest exported).
+# CMD / CMD_LIMIT (any command, with $bin and $dest exported), NPROC (distributed).
 set -uo pipefail
 source "$(dirname "$0")/gpu-unpack.sh"
 export KFUSE_LIBRARY=$dest/kfuse/lib/libkfuse.so
@@ -52,6 +52,11 @@ for s in "${steps[@]}"; do
                   --count "${TORCH_FUZZ_COUNT:-300}" ;;
     torch-fuzz-dynamo) step torch-fuzz-dynamo 300 python3 -m kfuse.torch_fuzz \
                   --mode dynamo --count "${TORCH_FUZZ_COUNT:-100}" ;;
+    # Issue 33, on a machine of 2+ GPUs: twice, so that the second run's
+    # ranks load every kernel from the cache the first run filled.
+    distributed) step distributed 400 bash -c "for run in 1 2; do \
+        torchrun --nproc_per_node=\${NPROC:-2} bench/distributed.py \
+        --cache-dir /tmp/kfuse-distributed-cache || exit 1; done" ;;
     cmd) step cmd "${CMD_LIMIT:-300}" bash -c "$CMD" ;;
     *) echo "unknown step $s" ;;
   esac
