@@ -322,6 +322,31 @@ def test_gradients_cross_the_parts_left_to_pytorch():
         assert relative_error(g.double().numpy(), w) < 1e-5
 
 
+class LogsumexpAndDetach(nn.Module):
+    """torch.logsumexp and detach, as functions and as methods."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(7))
+
+    def forward(self, x):
+        y = x * self.w
+        return (torch.logsumexp(y, 1) + y.logsumexp(-1) * y.detach().sum(1)
+                + torch.detach(y).mean(1))
+
+
+def test_logsumexp_and_detach_convert_with_pytorchs_gradients():
+    torch.manual_seed(5)
+    module = LogsumexpAndDetach()
+    x = torch.randn(4, 7)
+    compiled = ktorch.compile(module, (x,), reference=True)
+    assert relative_error(compiled(x).detach().double().numpy(),
+                          module(x).detach()) < 1e-6
+    got = gradients(module, compiled, x)
+    for g, w in zip(got, gradients(module, module, x)):
+        assert relative_error(g.double().numpy(), w) < 1e-5
+
+
 class MaskConstruction(nn.Module):
     """How HuggingFace builds its attention mask: aranges, comparisons,
     new_ones, torch.diff of the positions (packed-sequence detection) and
