@@ -43,6 +43,8 @@ KernelKind kfuse::kf::kernelKindOf(Operation *op) {
     return KernelKind::matmul;
   if (isa<AttentionOp>(op))
     return KernelKind::attention;
+  if (isa<AttentionGradOp>(op))
+    return KernelKind::attention_grad;
   return KernelKind::pointwise;
 }
 
@@ -159,6 +161,11 @@ int64_t kfuse::kf::kernelWorkItems(KernelOp kernel) {
 AttentionOp kfuse::kf::attentionOf(KernelOp kernel) {
   auto ops = kernel.getBody().getOps<AttentionOp>();
   return ops.empty() ? AttentionOp() : *ops.begin();
+}
+
+AttentionGradOp kfuse::kf::attentionGradOf(KernelOp kernel) {
+  auto ops = kernel.getBody().getOps<AttentionGradOp>();
+  return ops.empty() ? AttentionGradOp() : *ops.begin();
 }
 
 std::optional<SmallVector<int64_t, 4>>

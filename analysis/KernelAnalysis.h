@@ -75,6 +75,9 @@ int64_t kernelWorkItems(KernelOp kernel);
 /// The attention op of an attention kernel.
 AttentionOp attentionOf(KernelOp kernel);
 
+/// The kf.attention_grad of an attention_grad kernel.
+AttentionGradOp attentionGradOf(KernelOp kernel);
+
 /// How an attention kernel reads its q, k or v `operand`: the kernel
 /// argument it is, or a view of (reshapes, transposes and slices in the
 /// kernel), with the argument's row stride.

@@ -3,8 +3,10 @@
 //
 // A matmul's cotangents are two matmuls; 16-bit operands get 16-bit
 // cotangents (tensor cores, f32 accumulation), as PyTorch's backward does.
-// Attention's backward recomputes the probabilities from q and k: FlashAttention's
-// recurrences, written here as whole matmuls over the S x S scores.
+// Attention's backward is FlashAttention's kernel (kf.attention_grad) where
+// it applies; elsewhere (a mask, a bias, the log-sum-exp's cotangent, f32)
+// it recomputes the probabilities from q and k as whole matmuls over the
+// S x S scores.
 //
 //===----------------------------------------------------------------------===//
 
@@ -147,8 +149,79 @@ AttentionPrimals recompute(kf::AttentionOp op, const RuleContext &ctx) {
   return p;
 }
 
+/// Whether kf.attention_grad (FlashAttention's backward kernel) computes
+/// `op`'s cotangents from that of its result alone: 16-bit operands of
+/// static shapes, head dims that are whole 16-byte rows of at most 128
+/// (the kernel keeps dq, dk and dv's accumulators in registers), no mask
+/// or bias, and no cotangent of the log-sum-exp.
+bool flashBackwardApplies(kf::AttentionOp op, ArrayRef<Tensor> results) {
+  if (op.getMask() || op.getBias() || !results[0].isValid() ||
+      (results.size() > 1 && results[1].isValid()))
+    return false;
+  Type dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  if (!dtype.isF16() && !dtype.isBF16())
+    return false;
+  for (Value v : {op.getQ(), op.getK(), op.getV()}) {
+    auto type = mlir::cast<RankedTensorType>(v.getType());
+    int64_t head = type.getShape().back();
+    if (!type.hasStaticShape() || head % 8 || head > 128 || head == 0)
+      return false;
+  }
+  return true;
+}
+
+/// The forward's output and log-sum-exp: `op`'s, or, where it has no
+/// log-sum-exp, those of an attention that computes both, which takes its
+/// place in the forward (the old one is left without users).
+AttentionWithLse forwardWithLse(kf::AttentionOp op, const RuleContext &ctx) {
+  if (op.getLse())
+    return {ctx.primal(op.getResult()), ctx.primal(op.getLse())};
+  AttentionOptions options;
+  options.scale = op.getScale().convertToDouble();
+  options.causal = op.getCausal();
+  AttentionWithLse both =
+      attentionWithLse(ctx.primal(op.getQ()), ctx.primal(op.getK()),
+                       ctx.primal(op.getV()), options);
+  if (!both.out.isValid())
+    return both;
+  Operation *twin = ctx.graph.value(both.out).getDefiningOp();
+  twin->moveBefore(op);
+  op.getResult().replaceAllUsesWith(ctx.graph.value(both.out));
+  return both;
+}
+
+/// The backward as one kf.attention_grad, which reads q, k, v, the
+/// forward's log-sum-exp and each row's dout . out, and writes the
+/// gradients in q's dtype.
+Cotangents flashAttentionVJP(kf::AttentionOp op, Tensor dOut,
+                             const RuleContext &ctx) {
+  Tensor q = ctx.primal(op.getQ()), k = ctx.primal(op.getK()),
+         v = ctx.primal(op.getV());
+  AttentionWithLse forward = forwardWithLse(op, ctx);
+  dOut = cast(dOut, q.dtype());
+  detail::GraphImpl &g = ctx.graph;
+  if (!g.status || !forward.lse.isValid())
+    return {};
+  Tensor delta = reduceSum(toF32(dOut) * toF32(forward.out), {-1});
+  kf::shapes::Shape qShape = g.shapeOf(q), kShape = g.shapeOf(k),
+                    vShape = g.shapeOf(v);
+  // In the operands' dtype, as PyTorch's: the kernel accumulates in f32 and
+  // rounds once, and a consumer (a projection's matmul) casts to it anyway.
+  DType dtype = q.dtype();
+  OpBuilder b = g.builder();
+  auto grad = kf::AttentionGradOp::create(
+      b, g.loc("attention_grad"), g.tensorType(qShape, dtype),
+      g.tensorType(kShape, dtype), g.tensorType(vShape, dtype),
+      g.value(q), g.value(k), g.value(v), g.value(dOut), g.value(forward.lse),
+      g.value(delta), op.getScaleAttr(), op.getCausalAttr());
+  return {g.wrap(grad.getDq(), qShape), g.wrap(grad.getDk(), kShape),
+          g.wrap(grad.getDv(), vShape)};
+}
+
 Cotangents attentionVJP(kf::AttentionOp op, ArrayRef<Tensor> results,
                         const RuleContext &ctx) {
+  if (flashBackwardApplies(op, results))
+    return flashAttentionVJP(op, results[0], ctx);
   AttentionPrimals p = recompute(op, ctx);
   if (!ctx.graph.status)
     return {};

@@ -7,7 +7,8 @@
 // inputs and outputs / this run's copy bandwidth) and against PyTorch's
 // backward of the same function, eager and under torch.compile
 // (`bench/peers.py --training NAME`: torch.autograd.grad with the graph
-// retained, so only the backward is timed). The pre-norm block row times
+// retained, so only the backward is timed). The attention rows time
+// FlashAttention's backward against its FLOPs / 679 TFLOP/s and SDPA's. The pre-norm block row times
 // forward + backward against FLOPs / 679 TFLOP/s (the backward's products
 // counted twice the forward's) and against eager and torch.compile's
 // forward + backward, and sets the bytes the forward saves for the
@@ -51,6 +52,36 @@ std::vector<TrainingWorkload> trainingWorkloads() {
                          return g;
                        },
                        0, false, w.name});
+  // FlashAttention's backward alone (kf.attention_grad) against SDPA's,
+  // bf16, against the backward's FLOPs (five products of the forward's
+  // size, half of them for causal) / 679 TFLOP/s.
+  struct AttentionShape {
+    int64_t batch, heads, seq, dim;
+    bool causal;
+  };
+  for (AttentionShape a : {AttentionShape{4, 16, 2048, 64, true},
+                           AttentionShape{4, 16, 2048, 128, true},
+                           AttentionShape{4, 16, 2048, 128, false}}) {
+    std::string name = "attn_bwd_s" + std::to_string(a.seq) + "_d" +
+                       std::to_string(a.dim) + (a.causal ? "_causal" : "");
+    double flops = 10.0 * a.batch * a.heads * a.seq * a.seq * a.dim /
+                   (a.causal ? 2 : 1);
+    all.push_back({name,
+                   [a, name] {
+                     Graph g(name);
+                     Shape shape = {a.batch, a.heads, a.seq, a.dim};
+                     Tensor q = g.input("q", DType::bf16, shape);
+                     Tensor k = g.input("k", DType::bf16, shape);
+                     Tensor v = g.input("v", DType::bf16, shape);
+                     AttentionOptions o;
+                     o.causal = a.causal;
+                     g.output("o", attention(q, k, v, o));
+                     return g;
+                   },
+                   flops, false,
+                   "attention," + joinInts({a.batch, a.heads, a.seq, a.dim,
+                                            int64_t(a.causal)})});
+  }
   const BlockShape block{4, 2048, 1024, 16};
   all.push_back({"prenorm_b4_s2048_d1024",
                  [block] { return preNormStack(block, 1, "prenorm_train"); },

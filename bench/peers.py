@@ -266,8 +266,22 @@ def saved_bytes(forward):
 def training_ms(arg):
     """Eager and torch.compile ms and eager's saved bytes: for a workload
     name, its backward alone (torch.autograd.grad, the graph retained); for
-    "prenorm,B,S,D,H", the block's forward + backward in bf16 with SDPA."""
+    "prenorm,B,S,D,H", the block's forward + backward in bf16 with SDPA;
+    for "attention,B,H,S,D,CAUSAL", SDPA's backward alone in bf16."""
     torch.manual_seed(0)
+    if arg.startswith("attention,"):
+        b, h, s, d, causal = (int(v) for v in arg.split(",")[1:])
+        q, k, v = (rand(b, h, s, d, dtype=torch.bfloat16).requires_grad_()
+                   for _ in range(3))
+        fn = lambda q, k, v: F.scaled_dot_product_attention(
+            q, k, v, is_causal=bool(causal))
+        times = []
+        for f in (fn, torch.compile(fn)):
+            out = f(q, k, v)
+            grad = torch.randn_like(out)
+            times.append(timed_ms(lambda: torch.autograd.grad(
+                out, (q, k, v), grad, retain_graph=True)))
+        return times + [saved_bytes(lambda: fn(q, k, v))]
     if arg.startswith("prenorm,"):
         b, s, d, h = (int(v) for v in arg.split(",")[1:])
         model = PreNormBlock(d, h, True).cuda().to(torch.bfloat16)

@@ -135,6 +135,10 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
     return isa_and_nonnull<FlashTilingAttr>(tiling)
                ? emitFlashAttention(e, attentionOf(kernel))
                : emitAttention(e, items);
+  case KernelKind::attention_grad:
+    if (!isa_and_nonnull<FlashGradTilingAttr>(tiling))
+      return kernel.emitOpError("has no flash_grad_tiling: run kf-tile first");
+    return emitFlashAttentionGrad(e, attentionGradOf(kernel));
   }
   llvm_unreachable("unknown kernel kind");
 }

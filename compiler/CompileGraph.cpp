@@ -184,6 +184,12 @@ uint64_t countFlops(kf::KernelOp kernel) {
       auto q = mlir::cast<RankedTensorType>(att.getQ().getType()).getShape();
       auto k = mlir::cast<RankedTensorType>(att.getK().getType()).getShape();
       flops += 4 * uint64_t(q[0] * q[1] * q[2]) * k[2] * q[3];
+    } else if (auto grad = dyn_cast<kf::AttentionGradOp>(op)) {
+      // Five products of the forward's size (S, dP, dV, dK, dQ), as
+      // FlashAttention counts its backward; the kernel recomputes two.
+      auto q = mlir::cast<RankedTensorType>(grad.getQ().getType()).getShape();
+      auto k = mlir::cast<RankedTensorType>(grad.getK().getType()).getShape();
+      flops += 10 * uint64_t(q[0] * q[1] * q[2]) * k[2] * q[3];
     }
   });
   return flops;

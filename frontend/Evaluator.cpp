@@ -245,6 +245,7 @@ FailureOr<Buffer> Interpreter::eval(Operation *op) {
       .Case([&](ReduceOp r) { return evalReduce(r); })
       .Case([&](MatmulOp m) { return evalMatmul(m); })
       .Case([&](AttentionOp a) { return evalAttention(a); })
+      .Case([&](AttentionGradOp a) { return evalAttentionGrad(a); })
       .Case([&](SliceOp s) { return evalSlice(s); })
       .Case([&](ConcatOp c) { return evalConcat(c); })
       .Case([&](PadOp p) { return evalPad(p); })
@@ -459,6 +460,58 @@ Buffer Interpreter::evalAttention(AttentionOp op) {
   if (lse)
     env[op.getLse()] = std::move(*lse);
   return out;
+}
+
+/// The op's definition, row by row: each query row's probabilities from
+/// its scores and lse, then its contributions to dq, dk and dv.
+Buffer Interpreter::evalAttentionGrad(AttentionGradOp op) {
+  Buffer dq = like(op.getDq()), dk = like(op.getDk()), dv = like(op.getDv());
+  const Buffer &q = in(op.getQ()), &k = in(op.getK()), &v = in(op.getV()),
+               &dout = in(op.getDout()), &lse = in(op.getLse()),
+               &delta = in(op.getDelta());
+  int64_t batches = q.shape[0], heads = q.shape[1], sq = q.shape[2],
+          d = q.shape[3], kvHeads = k.shape[1], sk = k.shape[2],
+          dvDim = v.shape[3];
+  int64_t group = kvHeads ? heads / kvHeads : 1;
+  double scale = op.getScale().convertToDouble();
+  std::fill(dk.data.begin(), dk.data.end(), 0.0);
+  std::fill(dv.data.begin(), dv.data.end(), 0.0);
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      int64_t slice = b * kvHeads + h / group;
+      const double *pk = k.data.data() + slice * sk * d;
+      const double *pv = v.data.data() + slice * sk * dvDim;
+      double *pdk = dk.data.data() + slice * sk * d;
+      double *pdv = dv.data.data() + slice * sk * dvDim;
+      for (int64_t i = 0; i < sq; ++i) {
+        int64_t row = (b * heads + h) * sq + i;
+        const double *pq = q.data.data() + row * d;
+        const double *pdo = dout.data.data() + row * dvDim;
+        double *pdq = dq.data.data() + row * d;
+        std::fill(pdq, pdq + d, 0.0);
+        for (int64_t j = 0; j < sk; ++j) {
+          if ((op.getCausal() && j > i) || lse.data[row] == -kInf)
+            continue;
+          double s = 0, dp = 0;
+          for (int64_t c = 0; c < d; ++c)
+            s += pq[c] * pk[j * d + c];
+          for (int64_t c = 0; c < dvDim; ++c)
+            dp += pdo[c] * pv[j * dvDim + c];
+          double p = std::exp(s * scale - lse.data[row]);
+          double ds = p * (dp - delta.data[row]) * scale;
+          for (int64_t c = 0; c < d; ++c) {
+            pdq[c] += ds * pk[j * d + c];
+            pdk[j * d + c] += ds * pq[c];
+          }
+          for (int64_t c = 0; c < dvDim; ++c)
+            pdv[j * dvDim + c] += p * pdo[c];
+        }
+      }
+    }
+  // The interpreter binds an op's first result; the others are bound here.
+  env[op.getDk()] = std::move(dk);
+  env[op.getDv()] = std::move(dv);
+  return dq;
 }
 
 FailureOr<Buffer> Interpreter::evalKernel(KernelOp op) {

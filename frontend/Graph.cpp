@@ -452,6 +452,13 @@ static LogicalResult adoptOps(detail::GraphImpl &g, Block &entry) {
     }
     if (!g.wrap(op.getResult(0), *shape).isValid())
       return failure();
+    // kf.attention_grad's dk and dv: the shapes of k and v.
+    if (auto grad = dyn_cast<kf::AttentionGradOp>(op))
+      for (unsigned i : {1u, 2u})
+        if (!g.wrap(op.getResult(i),
+                    shapes::Shape(shapeOf(grad->getOperand(i))))
+                 .isValid())
+          return failure();
     // kf.attention's log-sum-exp: one per query row.
     if (op.getNumResults() == 2 &&
         !g.wrap(op.getResult(1), shapes::Shape(ArrayRef(*shape).drop_back()))

@@ -86,6 +86,7 @@ private:
   Buffer evalReduce(kf::ReduceOp op);
   Buffer evalMatmul(kf::MatmulOp op);
   Buffer evalAttention(kf::AttentionOp op);
+  Buffer evalAttentionGrad(kf::AttentionGradOp op);
   // The indexing ops (EvaluatorIndexing.cpp).
   Buffer evalSlice(kf::SliceOp op);
   Buffer evalConcat(kf::ConcatOp op);

@@ -14,6 +14,9 @@
 //    reshape to [B, Hkv * G, S, D]). Grouped-query attention reads the
 //    Hkv heads themselves.
 //
+// And an attention asked for again with its log-sum-exp (by a backward
+// pass) is one attention.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/AffineValues.h"
@@ -169,9 +172,45 @@ struct RepeatedKVAsGrouped : OpRewritePattern<AttentionOp> {
   }
 };
 
+/// An attention without its log-sum-exp and one with it over the same
+/// operands (a backward pass asks for the forward's rows' statistics) are
+/// one attention: a kernel that computes both, where the earlier of the
+/// two stood.
+struct OneAttentionWithItsLse : OpRewritePattern<AttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(AttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (op.getLse())
+      return failure();
+    AttentionOp twin;
+    for (Operation *user : op.getQ().getUsers()) {
+      auto other = dyn_cast<AttentionOp>(user);
+      if (other && other != op && other.getLse() &&
+          other->getBlock() == op->getBlock() &&
+          llvm::equal(other->getOperands(), op->getOperands()) &&
+          other.getScaleAttr() == op.getScaleAttr() &&
+          other.getCausal() == op.getCausal() &&
+          other.getResult().getType() == op.getResult().getType()) {
+        twin = other;
+        break;
+      }
+    }
+    if (!twin)
+      return failure();
+    AttentionOp first = op->isBeforeInBlock(twin) ? op : twin;
+    rewriter.setInsertionPoint(first);
+    auto merged = cast<AttentionOp>(rewriter.clone(*twin));
+    rewriter.replaceOp(twin, merged->getResults());
+    rewriter.replaceOp(op, merged.getResult());
+    return success();
+  }
+};
+
 } // namespace
 
 void AttentionOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                               MLIRContext *context) {
-  patterns.add<MaskTermsAsCausal, RepeatedKVAsGrouped>(context);
+  patterns.add<MaskTermsAsCausal, RepeatedKVAsGrouped, OneAttentionWithItsLse>(
+      context);
 }

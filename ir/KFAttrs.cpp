@@ -149,6 +149,26 @@ LogicalResult MmaTilingAttr::verify(EmitError emitError, int64_t tileM,
   return success();
 }
 
+LogicalResult FlashGradTilingAttr::verify(EmitError emitError,
+                                          int64_t blockRows, int64_t blockCols,
+                                          int64_t headDim, int64_t valueDim,
+                                          int64_t kvBlocks) {
+  if (failed(checkMultiple(emitError, "headDim", headDim, 64)) ||
+      failed(checkMultiple(emitError, "valueDim", valueDim, 64)) ||
+      failed(checkRange(emitError, "headDim", headDim, 64, 128)) ||
+      failed(checkRange(emitError, "valueDim", valueDim, 64, 128)) ||
+      failed(checkRange(emitError, "kvBlocks", kvBlocks, 0, INT32_MAX)))
+    return failure();
+  // The swizzled 64-row tiles of the streamed operands are read both
+  // K-major and M/N-major, which holds for 64 rows exactly.
+  if (blockRows != 128 || blockCols != 64)
+    return emitError() << "blockRows = " << blockRows << ", blockCols = "
+                       << blockCols
+                       << ": the template runs two warpgroups of 64 rows "
+                          "over tiles of 64";
+  return success();
+}
+
 LogicalResult FlashTilingAttr::verify(EmitError emitError, int64_t blockQ,
                                       int64_t blockK, int64_t headDim,
                                       int64_t valueDim, bool qInRegisters) {

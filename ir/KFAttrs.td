@@ -181,6 +181,22 @@ def KF_FlashTilingAttr : KF_Attr<"FlashTiling", "flash_tiling"> {
                         KF_Flag:$qInRegisters);
 }
 
+def KF_FlashGradTilingAttr : KF_Attr<"FlashGradTiling", "flash_grad_tiling"> {
+  let summary = "FlashAttention backward's blocks and tiles";
+  let description = [{
+    A block of two warpgroups owns `blockRows` rows, 64 a warpgroup: the
+    first `kvBlocks` blocks own keys (of one kv head) and step over the
+    queries of the heads that share it `blockCols` at a time, accumulating
+    dk and dv; the others own query rows of one head and step over its
+    keys, accumulating dq. Head dims padded to `headDim` and `valueDim`
+    (whole swizzled tiles of 64 columns; the three accumulators in
+    registers allow 128 at most). The streamed tiles are copied two ahead.
+  }];
+  let parameters = (ins "int64_t":$blockRows, "int64_t":$blockCols,
+                        "int64_t":$headDim, "int64_t":$valueDim,
+                        "int64_t":$kvBlocks);
+}
+
 //===----------------------------------------------------------------------===//
 // Pipelines: what is staged in shared memory (kf-promote-shared)
 //===----------------------------------------------------------------------===//
@@ -218,7 +234,8 @@ def KF_FlashPipelineAttr : KF_Attr<"FlashPipeline", "flash_pipeline"> {
 def KF_TilingAttr : AnyAttrOf<[KF_PointwiseTilingAttr, KF_RowTilingAttr,
                                KF_ColumnTilingAttr, KF_ColumnScanTilingAttr,
                                KF_TransposeTilingAttr,
-                               KF_MmaTilingAttr, KF_FlashTilingAttr]>;
+                               KF_MmaTilingAttr, KF_FlashTilingAttr,
+                               KF_FlashGradTilingAttr]>;
 def KF_PipelineAttr : AnyAttrOf<[KF_MmaPipelineAttr, KF_FlashPipelineAttr]>;
 
 #endif // KF_ATTRS

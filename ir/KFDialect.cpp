@@ -429,6 +429,53 @@ LogicalResult AttentionOp::verify() {
   return success();
 }
 
+/// `value` is `shape` (symbolic dims match any), else an error naming it.
+static LogicalResult verifyShapeOf(Operation *op, StringRef name, Value value,
+                                   ArrayRef<int64_t> shape) {
+  ArrayRef<int64_t> actual = tensorOf(value).getShape();
+  if (actual.size() == shape.size() &&
+      llvm::all_of(llvm::zip(actual, shape), [](auto p) {
+        return shapes::dimsMatch(std::get<0>(p), std::get<1>(p));
+      }))
+    return success();
+  shapes::ShapeDiag diag;
+  return op->emitOpError() << name << " is " << value.getType() << " but must be "
+                           << diag.str(shape);
+}
+
+LogicalResult AttentionGradOp::verify() {
+  if (failed(verifyContractionDtypes(*this, {getQ(), getK(), getV(), getDout()},
+                                     tensorOf(getDq()))))
+    return failure();
+  shapes::AttentionShapes in{tensorOf(getQ()).getShape(),
+                             tensorOf(getK()).getShape(),
+                             tensorOf(getV()).getShape(), std::nullopt,
+                             std::nullopt};
+  shapes::ShapeDiag diag;
+  FailureOr<shapes::Shape> out = shapes::inferAttention(in, diag);
+  if (failed(out))
+    return emitOpError() << diag.message();
+  if (failed(verifyShapeOf(*this, "dout", getDout(), *out)))
+    return failure();
+  auto rows = ArrayRef<int64_t>(*out).drop_back();
+  for (auto [name, value] : {std::pair{"lse", getLse()}, {"delta", getDelta()}}) {
+    if (!tensorOf(value).getElementType().isF32())
+      return emitOpError() << name << " must be f32, got " << value.getType();
+    if (failed(verifyShapeOf(*this, name, value, rows)))
+      return failure();
+  }
+  for (auto [name, grad, primal] :
+       {std::tuple{"dq", getDq(), getQ()}, {"dk", getDk(), getK()},
+        {"dv", getDv(), getV()}}) {
+    if (!isFloatDtype(tensorOf(grad).getElementType()))
+      return emitOpError() << name << " must be a float tensor, got "
+                           << grad.getType();
+    if (failed(verifyShapeOf(*this, name, grad, tensorOf(primal).getShape())))
+      return failure();
+  }
+  return success();
+}
+
 //===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
@@ -447,6 +494,8 @@ static bool tilingFitsKind(Attribute tiling, KernelKind kind) {
       .Case<MmaTilingAttr>([&](auto) { return kind == KernelKind::matmul; })
       .Case<FlashTilingAttr>(
           [&](auto) { return kind == KernelKind::attention; })
+      .Case<FlashGradTilingAttr>(
+          [&](auto) { return kind == KernelKind::attention_grad; })
       .Default([](Attribute) { return false; });
 }
 
@@ -568,7 +617,7 @@ bool KernelOp::copiesWithTma() {
 bool KernelOp::usesWgmma() {
   if (auto mma = getTilingAs<MmaTilingAttr>())
     return mma.getWgmma();
-  return bool(getTilingAs<FlashTilingAttr>());
+  return getTilingAs<FlashTilingAttr>() || getTilingAs<FlashGradTilingAttr>();
 }
 
 LogicalResult KernelOp::verify() {

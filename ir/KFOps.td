@@ -45,7 +45,7 @@ def KF_ComparePredicateAttr : I32EnumAttr<"ComparePredicate", "comparison", [
 def KF_KernelKindAttr : I32EnumAttr<"KernelKind", "fused kernel template", [
     I32EnumAttrCase<"pointwise", 0>, I32EnumAttrCase<"reduction", 1>,
     I32EnumAttrCase<"normalization", 2>, I32EnumAttrCase<"matmul", 3>,
-    I32EnumAttrCase<"attention", 4>]> {
+    I32EnumAttrCase<"attention", 4>, I32EnumAttrCase<"attention_grad", 5>]> {
   let cppNamespace = "::kfuse::kf";
 }
 
@@ -487,6 +487,34 @@ def KF_AttentionOp : KF_Op<"attention", [Pure, AttrSizedOperandSegments]> {
   // repeated per query head are read as their kv heads
   // (ir/AttentionPatterns.cpp).
   let hasCanonicalizer = 1;
+}
+
+def KF_AttentionGradOp : KF_Op<"attention_grad", [Pure]> {
+  let summary = "attention's gradients of q, k and v (FlashAttention's backward)";
+  let description = [{
+    The vector-Jacobian product of a `kf.attention` without mask or bias at
+    the cotangent `dout` of its result: q [B, H, Sq, D], k [B, Hkv, Sk, D]
+    and v [B, Hkv, Sk, Dv] are the attention's operands, `lse` (f32
+    [B, H, Sq]) its rows' log-sum-exp and `delta` (f32 [B, H, Sq]) each
+    row's sum of dout * result. With P = exp(scale q k^T - lse) (0 where
+    `causal` masks) and dS = P (dout v^T - delta):
+      dq = scale dS k,   dk = scale dS^T q,   dv = P^T dout,
+    dk and dv summed over the query heads that share a kv head. The
+    results (float) have the shapes of q, k and v. The probabilities are
+    recomputed a tile at a time and never stored: lse and delta are the
+    O(S) state the backward needs.
+  }];
+  let arguments = (ins KF_Tensor:$q, KF_Tensor:$k, KF_Tensor:$v,
+                       KF_Tensor:$dout, KF_Tensor:$lse, KF_Tensor:$delta,
+                       F64Attr:$scale,
+                       DefaultValuedAttr<BoolAttr, "false">:$causal);
+  let results = (outs KF_Tensor:$dq, KF_Tensor:$dk, KF_Tensor:$dv);
+  let assemblyFormat = [{
+    $q `,` $k `,` $v `,` $dout `,` $lse `,` $delta attr-dict `:` type($q) `,`
+      type($k) `,` type($v) `,` type($dout) `,` type($lse) `,` type($delta)
+      `->` type($dq) `,` type($dk) `,` type($dv)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

@@ -133,6 +133,15 @@ LogicalResult retypeOp(Operation *op, const SymbolBindings &bindings) {
       result.setType(yielded.getType());
     return success();
   }
+  // Attention's gradients have the shapes of q, k and v.
+  if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+    Value primals[] = {grad.getQ(), grad.getK(), grad.getV()};
+    for (auto [result, primal] : llvm::zip(grad->getResults(), primals))
+      result.setType(cast<RankedTensorType>(result.getType())
+                         .clone(cast<RankedTensorType>(primal.getType())
+                                    .getShape()));
+    return success();
+  }
   auto attention = dyn_cast<AttentionOp>(op);
   bool withLse = attention && attention.getLse();
   if ((op->getNumResults() != 1 && !withLse) ||
@@ -239,6 +248,9 @@ FailureOr<shapes::Shape> kfuse::kf::inferResultShape(
         if (a.getBias())
           in.bias = shapeOf(a.getBias());
         return shapes::inferAttention(in, diag);
+      })
+      .Case([&](AttentionGradOp a) {
+        return FailureOr<shapes::Shape>(shapes::Shape(shapeOf(a.getQ())));
       })
       .Case([&](SelectOp s) {
         return FailureOr<shapes::Shape>(shapes::Shape(shapeOf(s.getOnTrue())));

@@ -4,6 +4,7 @@
 
 #include "runtime/Debug.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fcntl.h>
@@ -216,18 +217,21 @@ Expected<LoadedModule> loadPlan(Driver &d, Plan &plan, bool &jitted) {
     KFUSE_RETURN_IF_ERROR(
         d.check(d.cuModuleGetFunction(&f, loaded.module, launch.kernel.c_str()),
                 "cuModuleGetFunction"));
-    // Above 48 KiB a kernel must opt in to its dynamic shared memory.
-    if (launch.sharedBytes > 48 * 1024)
-      KFUSE_RETURN_IF_ERROR(d.check(
-          d.cuFuncSetAttribute(f,
-                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                               static_cast<int>(launch.sharedBytes)),
-          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"));
     KernelResources r;
     d.cuFuncGetAttribute(&r.registers, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
     d.cuFuncGetAttribute(&r.localBytes, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
     d.cuFuncGetAttribute(&r.sharedBytes, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
                          f);
+    // Above 48 KiB of shared memory, static and dynamic together, a kernel
+    // must opt in to its dynamic part (a row kernel staging 48 KiB of rows
+    // beside its reduction's static scratch: CUDA_ERROR_INVALID_VALUE at
+    // launch, fuzz seed 3000167).
+    if (launch.sharedBytes + uint64_t(std::max(r.sharedBytes, 0)) > 48 * 1024)
+      KFUSE_RETURN_IF_ERROR(d.check(
+          d.cuFuncSetAttribute(f,
+                               CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                               static_cast<int>(launch.sharedBytes)),
+          "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"));
     loaded.functions.push_back(f);
     loaded.resources.push_back(r);
   }

@@ -210,6 +210,9 @@ std::pair<bool, std::string> canJoinAsAttention(AttentionOp op, Cluster &c) {
 
 std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   KernelKind kind = kernelKindOf(op);
+  if (c.kind == KernelKind::attention_grad)
+    return {false, "FlashAttention's backward kernel takes no prologue: it "
+                   "copies its operands from memory"};
   if (auto attention = dyn_cast<AttentionOp>(op))
     return canJoinAsAttention(attention, c);
   if (kind == KernelKind::pointwise) {
@@ -516,6 +519,8 @@ KernelKind kernelKindFor(ArrayRef<Operation *> ops) {
     return KernelKind::matmul;
   if (llvm::any_of(ops, [](Operation *op) { return isa<AttentionOp>(op); }))
     return KernelKind::attention;
+  if (llvm::any_of(ops, [](Operation *op) { return isa<AttentionGradOp>(op); }))
+    return KernelKind::attention_grad;
   bool rowOps = false, pointwise = true;
   for (Operation *op : ops) {
     KernelKind kind = kernelKindOf(op);

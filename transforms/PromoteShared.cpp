@@ -74,6 +74,18 @@ void promoteAttention(KernelOp kernel, FlashTilingAttr tiling, bool tma) {
       LaunchAttr::get(ctx, launch.getGrid(), block, launch.getItems(), bytes));
 }
 
+/// FlashAttention's backward: a block's own 128 rows of two operands (K and
+/// V, or Q and dO) and two stages of the 64-row tiles of the other two.
+void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling) {
+  int64_t width = tiling.getHeadDim() + tiling.getValueDim(), stages = 2;
+  int64_t bytes =
+      2 * width * (tiling.getBlockRows() + stages * tiling.getBlockCols());
+  LaunchAttr launch = kernel.getLaunchAttr();
+  kernel.setLaunchAttr(LaunchAttr::get(kernel.getContext(), launch.getGrid(),
+                                       launch.getBlock(), launch.getItems(),
+                                       bytes));
+}
+
 /// The most shared memory a row kernel stages its rows in: an H200 block
 /// may have 227 KiB; a 64k-column bf16 row takes 128.
 constexpr int64_t kMaxStagedRowBytes = 192 * 1024;
@@ -220,6 +232,8 @@ struct KFPromoteSharedPass
     getOperation().walk([&](KernelOp kernel) {
       if (auto flash = kernel.getTilingAs<FlashTilingAttr>())
         return promoteAttention(kernel, flash, tma);
+      if (auto grad = kernel.getTilingAs<FlashGradTilingAttr>())
+        return promoteAttentionGrad(kernel, grad);
       if (auto rows = kernel.getTilingAs<RowTilingAttr>())
         return promoteRows(kernel, rows);
       if (!kernel.getTilingAs<MmaTilingAttr>())

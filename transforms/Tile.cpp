@@ -264,6 +264,21 @@ Decision decideFlashAttention(AttentionOp op) {
                                headDim <= 128)};
 }
 
+/// FlashAttention's backward: blocks of 128 keys (dk, dv) then blocks of
+/// 128 query rows (dq), two warpgroups each, over tiles of 64.
+Decision decideFlashAttentionGrad(AttentionGradOp op) {
+  ArrayRef<int64_t> q = shapeOf(op.getQ()), k = shapeOf(op.getK());
+  constexpr int64_t rows = 128;
+  int64_t kvBlocks = k[0] * k[1] * ((k[2] + rows - 1) / rows);
+  int64_t qBlocks = q[0] * q[1] * ((q[2] + rows - 1) / rows);
+  int64_t headDim = (q[3] + 63) / 64 * 64;
+  int64_t valueDim = (shapeOf(op.getV())[3] + 63) / 64 * 64;
+  int64_t blocks = kvBlocks + qBlocks;
+  return {blocks, 2 * rows, blocks,
+          FlashGradTilingAttr::get(op.getContext(), rows, 64, headDim,
+                                   valueDim, kvBlocks)};
+}
+
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
   using KFTilePassBase::KFTilePassBase;
 
@@ -329,6 +344,8 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
     if (kernel.getKind() == KernelKind::attention &&
         !flashAttentionRefusal(kernel, aligned, target.getWgmma()))
       return decideFlashAttention(attentionOf(kernel));
+    if (kernel.getKind() == KernelKind::attention_grad)
+      return decideFlashAttentionGrad(attentionGradOf(kernel));
     return {std::min((items + blockSize - 1) / blockSize, sms * 32), blockSize,
             items};
   }

@@ -162,6 +162,18 @@ Value kfuse::kf::emitExp2Approx(OpBuilder &b, Location l, Value x) {
   return unaryPtx(b, l, "ex2.approx.ftz.f32", x);
 }
 
+Value kfuse::kf::emitNegateI32(OpBuilder &b, Location l, Value x) {
+  return LLVM::InlineAsmOp::create(
+             b, l, b.getI32Type(), ValueRange{x},
+             "not.b32 $0, $1;\n\tadd.s32 $0, $0, 1;", "=r,r",
+             /*has_side_effects=*/false, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(b.getContext(),
+                                       LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
+}
+
 /// log2 e as a float and the float nearest what it misses.
 constexpr float kLog2EHi = 0x1.715476p+0f;
 constexpr float kLog2ELo = 0x1.4ae0cp-26f;

@@ -619,8 +619,11 @@ FailureOr<Value> KernelEmitter::unaryScalarOp(Operation *op, Type dtype,
   bool isFloat = isa<FloatType>(dtype);
   return TypeSwitch<Operation *, FailureOr<Value>>(op)
       .Case([&](NegOp) -> Value {
-        return isFloat ? Value(arith::NegFOp::create(b, l, x))
-                       : Value(arith::SubIOp::create(b, l, zeroOf(dtype), x));
+        if (isFloat)
+          return arith::NegFOp::create(b, l, x);
+        if (x.getType().isInteger(32))
+          return emitNegateI32(b, l, x);
+        return arith::SubIOp::create(b, l, zeroOf(dtype), x);
       })
       .Case([&](AbsOp) -> Value {
         // math.absi of i64 has no NVVM lowering: max(x, -x) there.

@@ -307,6 +307,15 @@ mlir::Value emitSinCos(mlir::OpBuilder &b, mlir::Location l, mlir::Value x,
 /// flushed to 0). For sums of exponentials shifted by their max, where
 /// such terms add nothing.
 mlir::Value emitExp2Approx(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
+/// -x of i32 `x` as ~x + 1 in inline PTX. ptxas 13.0 (and the JIT of
+/// driver 580) fold a negation (neg.s32, sub.s32 0 - x, mul.lo.s32 by -1)
+/// into the three-input VIMNMX3 of a chain of min.s32 / max.s32 and drop
+/// it for one operand: the min of 24 negated elements came out as if
+/// some were not negated (fuzz seeds 3800106, 4900113; on the H200, 80
+/// to 90 of 100 random columns wrong at -O3 and through the JIT, none at
+/// -O0). ~x + 1 is not taken for a negation there (0 of 100 wrong), and
+/// as inline asm LLVM cannot canonicalise it back into one.
+mlir::Value emitNegateI32(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
 /// f32 1 / (1 + e^-x) from one MUFU.EX2 and one MUFU.RCP, about 5 ulp.
 mlir::Value emitSigmoid(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
 /// x Phi(x), Phi(-|x|) to 4.2e-6 relative for |x| <= 4 (plus the f32

@@ -17,6 +17,10 @@ namespace kfuse::kf {
 
 /// The kernel's first result, as its body yields it.
 mlir::Value rootValue(KernelOp kernel);
+/// The kernel result that `value` is (the yield's operand number), if the
+/// kernel yields it.
+std::optional<unsigned> resultIndexOf(KernelOp kernel, mlir::Value value);
+
 /// The kernel result that holds attention `op`'s log-sum-exp, if any.
 std::optional<unsigned> lseResultOf(KernelOp kernel, AttentionOp op);
 /// Combines an accumulator with a value, for sum, mean, max and min.
@@ -110,6 +114,12 @@ mlir::LogicalResult emitTensorCoreMatmul(KernelEmitter &e, MatmulOp matmul);
 /// bf16/f16 attention on sm_90a: FlashAttention with wgmma, the scores in
 /// registers (AttentionKernel.cpp).
 mlir::LogicalResult emitFlashAttention(KernelEmitter &e, AttentionOp op);
+
+/// FlashAttention's backward on sm_90a: dk and dv a block of keys, dq a
+/// block of query rows, the probabilities recomputed in registers
+/// (attention/AttentionGradKernel.cpp).
+mlir::LogicalResult emitFlashAttentionGrad(KernelEmitter &e,
+                                           AttentionGradOp op);
 
 } // namespace kfuse::kf
 

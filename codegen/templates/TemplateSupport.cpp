@@ -17,15 +17,19 @@ Value kfuse::kf::rootValue(KernelOp kernel) {
       .getValues()[0];
 }
 
+std::optional<unsigned> kfuse::kf::resultIndexOf(KernelOp kernel, Value value) {
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  for (auto [i, v] : llvm::enumerate(yield.getValues()))
+    if (v == value)
+      return unsigned(i);
+  return std::nullopt;
+}
+
 std::optional<unsigned> kfuse::kf::lseResultOf(KernelOp kernel,
                                                AttentionOp op) {
   if (!op.getLse())
     return std::nullopt;
-  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
-  for (auto [i, v] : llvm::enumerate(yield.getValues()))
-    if (v == op.getLse())
-      return unsigned(i);
-  return std::nullopt;
+  return resultIndexOf(kernel, op.getLse());
 }
 
 Value kfuse::kf::combine(KernelEmitter &e, ReduceKind kind, Value acc, Value v) {

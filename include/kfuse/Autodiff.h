@@ -15,8 +15,9 @@
 // - Cotangents flow in f32 whatever the forward dtype (PyTorch keeps 16-bit
 //   gradients in 16 bits between kernels; inside a fused kernel f32 costs
 //   nothing); a matmul's or attention's backward casts them to its operands'
-//   dtype so tensor cores run it, accumulating in f32. Each grad_<x> output
-//   has x's dtype.
+//   dtype so tensor cores run it, accumulating in f32; 16-bit attention's
+//   backward gives its gradients in its dtype (as PyTorch's SDPA). Each
+//   grad_<x> output has x's dtype.
 // - Integer and i1 values carry no gradient; floor, round, compares and the
 //   random numbers are constant (gradient 0); stopGradient passes none
 //   back (logsumexp takes its max through it).
@@ -29,8 +30,12 @@
 //   matmul whose cost grows with the indexed dim (an embedding table's
 //   rows): correct, and slow for large tables until a scatter-add kernel
 //   replaces it.
-// - attention's backward recomputes the probabilities from q and k and is
-//   built from matmuls and a softmax (the S x S scores are materialised).
+// - attention's backward recomputes the probabilities from q and k: for
+//   f16/bf16 operands of static shapes, head dims multiples of 8 up to 128,
+//   no mask or bias and no cotangent of the log-sum-exp, FlashAttention's
+//   backward (kf.attention_grad: one kernel, tile by tile, from the
+//   forward's log-sum-exp, which the forward then computes too); otherwise
+//   from matmuls and a softmax (the S x S scores are materialised).
 //
 //===----------------------------------------------------------------------===//
 

@@ -89,6 +89,34 @@ void addGradientCases(std::vector<OpCase> &cases) {
                       {1, 2, 64, 32},
                       {1, 2, 64, 32},
                       {1, 4, 64, 32}}});
+  // FlashAttention's backward kernel (kf.attention_grad): several blocks of
+  // 128 rows, a partial last tile, grouped heads, different query and key
+  // lengths, a value head dim that is not the key's, padded head dims.
+  struct FlashCase {
+    const char *name;
+    int64_t batch, heads, kvHeads, sq, sk, d, dv;
+    bool causal;
+  };
+  for (FlashCase c : {FlashCase{"s200_d64_causal", 2, 4, 2, 200, 200, 64, 64, true},
+                      FlashCase{"cross_d128_dv96", 1, 2, 1, 77, 150, 128, 96, false},
+                      FlashCase{"causal_s300_d40", 1, 3, 3, 300, 300, 40, 40, true}})
+    for (DType d : {DType::f16, DType::bf16})
+      cases.push_back(
+          {std::string("grad_attention_flash_") + c.name + "_" + dtypeName(d),
+           [c, d](Graph &g) {
+             Graph f("attention");
+             Tensor q = f.input("q", d, {c.batch, c.heads, c.sq, c.d});
+             Tensor k = f.input("k", d, {c.batch, c.kvHeads, c.sk, c.d});
+             Tensor v = f.input("v", d, {c.batch, c.kvHeads, c.sk, c.dv});
+             AttentionOptions o;
+             o.causal = c.causal;
+             f.output("o", attention(q, k, v, o));
+             differentiate(g, f, nullptr);
+           },
+           {{c.batch, c.heads, c.sq, c.d},
+            {c.batch, c.kvHeads, c.sk, c.d},
+            {c.batch, c.kvHeads, c.sk, c.dv},
+            {c.batch, c.heads, c.sq, c.dv}}});
   cases.push_back({"grad_indexing_f32",
                    [](Graph &g) {
                      Graph f("indexing");

@@ -319,6 +319,122 @@ TEST(Autodiff, StopGradientPassesNothingBack) {
     EXPECT_DOUBLE_EQ((*out)[1].get(i), i - 1.5);
 }
 
+TEST(Autodiff, SixteenBitAttentionsBackwardIsOneAttentionGradOp) {
+  // FlashAttention's backward: no S x S scores (no matmul, no softmax) in
+  // the backward, which reads the forward's output and log-sum-exp.
+  Graph g("attention");
+  Tensor q = g.input("q", DType::bf16, {2, 4, 40, 16});
+  Tensor k = g.input("k", DType::bf16, {2, 2, 48, 16});
+  Tensor v = g.input("v", DType::bf16, {2, 2, 48, 8});
+  AttentionOptions o;
+  o.causal = true;
+  g.output("o", attention(q, k, v, o));
+  Expected<TrainingGraphs> split = splitVJP(g);
+  ASSERT_TRUE(split) << split.error().message();
+  Expected<std::string> backward = split->backward.toMLIR();
+  ASSERT_TRUE(backward) << backward.error().message();
+  EXPECT_NE(backward->find("kf.attention_grad"), std::string::npos)
+      << *backward;
+  EXPECT_EQ(backward->find("kf.matmul"), std::string::npos) << *backward;
+  EXPECT_EQ(backward->find("kf.softmax"), std::string::npos) << *backward;
+  EXPECT_EQ(backward->find("kf.attention "), std::string::npos) << *backward;
+}
+
+/// The joint graph of attention over q [B, H, Sq, D], k and v [B, Hkv, Sk,
+/// D or Dv] in `dtype`.
+Graph attentionJoint(DType dtype, const std::vector<int64_t> &q,
+                     const std::vector<int64_t> &kv,
+                     int64_t dv, bool causal) {
+  Graph f("attention");
+  Tensor tq = f.input("q", dtype, Shape(q.begin(), q.end()));
+  Tensor tk = f.input("k", dtype, Shape(kv.begin(), kv.end()));
+  Tensor tv = f.input("v", dtype, {kv[0], kv[1], kv[2], dv});
+  AttentionOptions o;
+  o.causal = causal;
+  f.output("o", attention(tq, tk, tv, o));
+  Expected<Graph> joint = vjp(f);
+  EXPECT_TRUE(joint) << joint.error().message();
+  return joint ? joint.take() : Graph("failed");
+}
+
+TEST(Autodiff, BlocksWithFlashBackwardSplit) {
+  // Heads split by a projection, attention, heads merged back: the forward
+  // takes the attention that also gives the log-sum-exp; the split graphs
+  // parse and the backward has no attention of its own.
+  Graph g("block");
+  Tensor x = g.input("x", DType::bf16, {2, 64, 128});
+  Tensor w = g.input("w", DType::bf16, {128, 128});
+  auto heads = [&](Tensor t) {
+    return transpose(reshape(t, {2, 64, 4, 32}), {0, 2, 1, 3});
+  };
+  Tensor h = heads(matmul(x, w));
+  AttentionOptions o;
+  o.causal = true;
+  Tensor a = attention(h, heads(x), heads(x), o);
+  g.output("y", reshape(transpose(a, {0, 2, 1, 3}), {2, 64, 128}) + x);
+  Expected<TrainingGraphs> split = splitVJP(g);
+  ASSERT_TRUE(split) << split.error().message();
+  Expected<std::string> backward = split->backward.toMLIR();
+  ASSERT_TRUE(backward) << backward.error().message();
+  EXPECT_NE(backward->find("kf.attention_grad"), std::string::npos);
+  EXPECT_EQ(backward->find("kf.attention "), std::string::npos) << *backward;
+}
+
+TEST(Autodiff, AttentionGradOpGivesThePrimitivesGradients) {
+  // 16-bit attention's backward is kf.attention_grad, f32's is built from
+  // matmuls and a softmax (checked against finite differences above): on
+  // the same values (16-bit ones, so that the 16-bit graph's casts of the
+  // cotangent are exact) the two give the same gradients, but for the
+  // 16-bit graph's rounding of each gradient to bf16 (and, near zero, of
+  // f32 casts on the way).
+  struct Case {
+    int64_t heads, kvHeads, sq, sk, d, dv;
+    bool causal;
+  };
+  for (Case c : {Case{4, 2, 9, 9, 8, 16, true}, Case{2, 1, 5, 12, 16, 8, false},
+                 Case{3, 3, 7, 4, 8, 8, true}}) {
+    std::vector<int64_t> q = {2, c.heads, c.sq, c.d},
+                         kv = {2, c.kvHeads, c.sk, c.d};
+    Graph flash = attentionJoint(DType::bf16, q, kv, c.dv, c.causal);
+    Graph primitives = attentionJoint(DType::f32, q, kv, c.dv, c.causal);
+    Expected<std::string> text = flash.toMLIR();
+    ASSERT_TRUE(text) << text.error().message();
+    ASSERT_NE(text->find("kf.attention_grad"), std::string::npos) << *text;
+    std::vector<HostTensor> bf16Inputs, f32Inputs;
+    uint64_t seed = 7;
+    for (const TensorInfo &in : flash.inputs()) {
+      std::vector<int64_t> sizes;
+      for (const Dim &dim : in.shape)
+        sizes.push_back(dim.size());
+      HostTensor x(DType::bf16, sizes);
+      for (size_t i = 0; i < x.numElements(); ++i) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        x.set(i, double(int64_t(seed >> 40) % 2001 - 1000) / 700.0);
+      }
+      HostTensor wide(DType::f32, sizes);
+      for (size_t i = 0; i < x.numElements(); ++i)
+        wide.set(i, x.get(i)); // bf16's value, exactly
+      bf16Inputs.push_back(x);
+      f32Inputs.push_back(wide);
+    }
+    Expected<std::vector<HostTensor>> got = evaluate(flash, bf16Inputs);
+    Expected<std::vector<HostTensor>> want = evaluate(primitives, f32Inputs);
+    ASSERT_TRUE(got) << got.error().message();
+    ASSERT_TRUE(want) << want.error().message();
+    ASSERT_EQ(got->size(), 4u); // o, grad_q, grad_k, grad_v
+    for (size_t r = 1; r < got->size(); ++r) {
+      double largest = 0;
+      for (size_t i = 0; i < (*want)[r].numElements(); ++i)
+        largest = std::max(largest, std::abs((*want)[r].get(i)));
+      ASSERT_GT(largest, 0.0);
+      for (size_t i = 0; i < (*want)[r].numElements(); ++i)
+        ASSERT_NEAR((*got)[r].get(i), (*want)[r].get(i),
+                    std::abs((*want)[r].get(i)) / 128 + largest * 1e-6)
+            << flash.outputs()[r].name << " element " << i;
+    }
+  }
+}
+
 TEST(Autodiff, LogsumexpsBackwardNeitherComparesNorReducesARow) {
   // Through its max, the backward would sum the softmax over each row and
   // compare every element with the max: the work of two more passes, for a

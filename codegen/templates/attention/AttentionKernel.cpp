@@ -177,16 +177,9 @@ SmallVector<Value> FlashAttention::finishValues(Value last,
 
 /// The dynamic shared memory and the thread's place in the block.
 void FlashAttention::setUp() {
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
-  Value bytes = gpu::DynamicSharedMemoryOp::create(
-      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
-                            workgroup));
   int64_t elements = blockQ * dp + stages * blockK * (dp + dvp) +
                      (stagedInput ? stages * blockQ * (blockK + 8) : 0);
-  shared = memref::ViewOp::create(
-      b, l, MemRefType::get({elements}, dtype, AffineMap(), workgroup), bytes,
-      idx(0), ValueRange{});
+  shared = dynamicSharedView(b, l, elements, dtype);
   sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
   tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   lane = rem(tid, 32);
@@ -268,11 +261,10 @@ Value FlashAttention::headBase(int which, Value batch, Value head, Value slice,
              add(mul(batch, view.batchStride), mul(head, view.headStride)));
 }
 
-void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
-                              int64_t rows, Value validRows, int64_t cols,
-                              int64_t validCols, Value sharedAt,
-                              function_ref<Value(Value, Value)> place,
-                              Value colLimit) {
+void TileCopier::copy(Value memref, Value base, int64_t stride, int64_t rows,
+                      Value validRows, int64_t cols, int64_t validCols,
+                      Value sharedAt, function_ref<Value(Value, Value)> place,
+                      Value colLimit) {
   // 16-byte copies where rows are whole 16-byte chunks, else 8 or 4 bytes
   // (cp.async.ca) into their part of a swizzled chunk.
   int64_t chunk = validCols % 8 == 0 ? 8 : validCols % 4 == 0 ? 4 : 2;
@@ -299,6 +291,16 @@ void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
         b, l, shared, ValueRange{dst}, memref, ValueRange{src},
         b.getIndexAttr(chunk), count, chunk == 8 ? b.getUnitAttr() : UnitAttr());
   }
+}
+
+void FlashAttention::copyTile(Value memref, Value base, int64_t stride,
+                              int64_t rows, Value validRows, int64_t cols,
+                              int64_t validCols, Value sharedAt,
+                              function_ref<Value(Value, Value)> place,
+                              Value colLimit) {
+  TileCopier(e, shared, tid, threads)
+      .copy(memref, base, stride, rows, validRows, cols, validCols, sharedAt,
+            place, colLimit);
 }
 
 /// Q as K-major chunks of 64 head-dim columns: [dp / 64][128 rows][64].
@@ -727,6 +729,24 @@ Value FlashAttention::treeReduce(SmallVector<Value> values,
 
 /// P as A fragments: registers (2i, 2i + 1) of S are one 16-bit pair.
 SmallVector<Value> FlashAttention::packPairs(ArrayRef<Value> p) {
+  return packHalfPairs(b, l, p, dtype);
+}
+
+Value kfuse::kf::detail::dynamicSharedView(OpBuilder &b, Location l,
+                                           int64_t elements, Type dtype) {
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  Value bytes = gpu::DynamicSharedMemoryOp::create(
+      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                            workgroup));
+  return memref::ViewOp::create(
+      b, l, MemRefType::get({elements}, dtype, AffineMap(), workgroup), bytes,
+      arith::ConstantIndexOp::create(b, l, 0), ValueRange{});
+}
+
+SmallVector<Value> kfuse::kf::detail::packHalfPairs(OpBuilder &b, Location l,
+                                                   ArrayRef<Value> p,
+                                                   Type dtype) {
   SmallVector<Value> packed;
   auto pairType = VectorType::get({2}, b.getF32Type());
   for (size_t i = 0; i + 1 < p.size(); i += 2) {

@@ -47,6 +47,37 @@ struct RowState {
   }
 };
 
+/// cp.async copies of operand tiles into the block's shared memory, every
+/// thread of the block a share (both attention templates).
+class TileCopier : IndexArithmetic {
+public:
+  TileCopier(KernelEmitter &e, Value shared, Value tid, int64_t threads)
+      : IndexArithmetic(e), shared(shared), tid(tid), threads(threads) {}
+  /// Copies `rows` rows of `cols` (padded) elements from global element
+  /// `base` on (rows `stride` apart, `validRows` and `validCols` real, the
+  /// rest zero-filled) into shared memory at element `sharedAt`, placed by
+  /// `place(r, c)`. `colLimit`, when set, bounds the real columns at run
+  /// time.
+  void copy(Value memref, Value base, int64_t stride, int64_t rows,
+            Value validRows, int64_t cols, int64_t validCols, Value sharedAt,
+            llvm::function_ref<Value(Value, Value)> place,
+            Value colLimit = {});
+
+private:
+  Value shared, tid;
+  int64_t threads;
+};
+
+/// The block's dynamic shared memory as `elements` elements of `dtype`.
+Value dynamicSharedView(mlir::OpBuilder &b, mlir::Location l, int64_t elements,
+                        Type dtype);
+
+/// f32 values as wgmma A fragments: each pair (2i, 2i + 1) rounded to
+/// `dtype` and packed in one 32-bit register (the accumulator layout of a
+/// product is the A-fragment layout of the next).
+SmallVector<Value> packHalfPairs(mlir::OpBuilder &b, mlir::Location l,
+                                 ArrayRef<Value> p, Type dtype);
+
 class FlashAttention : IndexArithmetic {
 public:
   FlashAttention(KernelEmitter &e, AttentionOp op);
@@ -60,10 +91,7 @@ private:
   void setUp();
   std::pair<Value, Value> keyTileRanges();
   void locate(Value block);
-  /// Copies `rows` rows of `cols` (padded) elements from global element
-  /// `base` on (rows `stride` apart, `validRows` and `validCols` real) into
-  /// shared memory at element `sharedAt`, placed by `place(r, c)`.
-  /// `colLimit`, when set, bounds the real columns at run time.
+  /// TileCopier::copy with the block's threads.
   void copyTile(Value memref, Value base, int64_t stride, int64_t rows,
                 Value validRows, int64_t cols, int64_t validCols,
                 Value sharedAt, llvm::function_ref<Value(Value, Value)> place,

@@ -1,8 +1,8 @@
-// OPEN (session 31): fails on the H200 (fused: one column's min off by 1;
-// also at the fuzz seed's inputs, in a process of its own). The PTX kfuse
-// emits reads as right (24 loads a column, neg.s32, min.s32); the SASS was
-// not looked at (no disassembler on the build machine). Kept so that the
-// GPU replay shows it until it is understood.
+// A ptxas bug (CUDA 13.0, and the JIT of driver 580): a min.s32 chain over
+// neg.s32 values became VIMNMX3 instructions that drop one operand's
+// negation (one column's min off; 80-90 of 100 random columns wrong on
+// the H200 at -O3, none at -O0). i32 negation is now ~x + 1 in inline PTX
+// (emitNegateI32), which ptxas does not fold.
 // Found by kfuse-fuzz --seed 3800106 (mismatch fused), shrunk to 3 nodes.
 // kfuse-fuzz: reduction-length 24 least-precise f32
 // kfuse-fuzz: shapes 1x24x2

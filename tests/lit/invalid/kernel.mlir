@@ -23,7 +23,7 @@ func.func @yield_types(%x: tensor<4xf32>) {
 // -----
 
 func.func @bad_kind(%x: tensor<4xf32>) {
-  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [pointwise, reduction, normalization, matmul, attention]}}
+  // expected-error @+1 {{expected string or keyword containing one of the following enum values for attribute 'kind' [pointwise, reduction, normalization, matmul, attention, attention_grad]}}
   %0 = kf.kernel tiling(%x : tensor<4xf32>) {
   ^bb0(%a: tensor<4xf32>):
     kf.yield %a : tensor<4xf32>

@@ -104,3 +104,28 @@ func.func @repeated_kv(%q: tensor<1x4x8x4xf16>, %k: tensor<1x2x8x4xf16>, %v: ten
   %o2 = kf.attention %q, %kr, %q {scale = 0.5 : f64} : tensor<1x4x8x4xf16>, tensor<1x4x8x4xf16>, tensor<1x4x8x4xf16> -> tensor<1x4x8x4xf16>
   return %o1, %o2 : tensor<1x4x8x4xf16>, tensor<1x4x8x4xf16>
 }
+
+// -----
+
+// An attention asked for again with its log-sum-exp (as a backward pass
+// does) is one attention, where the first stood; one of other operands or
+// another scale stays apart.
+// CHECK-LABEL: func.func @asked_again_with_lse
+// CHECK-SAME: (%[[Q:.*]]: tensor<1x2x8x16xbf16>, %[[K:.*]]: tensor<1x2x8x16xbf16>)
+// CHECK: %[[O:.*]], %[[LSE:.*]] = kf.attention %[[Q]], %[[K]], %[[K]] {causal = true, scale = 2.500000e-01 : f64}
+// CHECK-NEXT: kf.neg %[[O]]
+// CHECK-NEXT: kf.attention %[[Q]], %[[K]], %[[K]] {scale = 2.500000e-01 : f64}
+// CHECK-NEXT: kf.attention %[[Q]], %[[K]], %[[K]] {causal = true, scale = 5.000000e-01 : f64}
+// CHECK-NOT: kf.attention
+// CHECK: return %{{.*}}, %[[LSE]]
+func.func @asked_again_with_lse(%q: tensor<1x2x8x16xbf16>, %k: tensor<1x2x8x16xbf16>)
+    -> (tensor<1x2x8x16xbf16>, tensor<1x2x8xf32>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>) {
+  %o = kf.attention %q, %k, %k {causal = true, scale = 0.25 : f64} : tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16> -> tensor<1x2x8x16xbf16>
+  %n = kf.neg %o : tensor<1x2x8x16xbf16>
+  %other = kf.attention %q, %k, %k {scale = 0.25 : f64} : tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16> -> tensor<1x2x8x16xbf16>
+  %scaled = kf.attention %q, %k, %k {causal = true, scale = 0.5 : f64} : tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16> -> tensor<1x2x8x16xbf16>
+  %o2, %lse = kf.attention %q, %k, %k {causal = true, scale = 0.25 : f64} : tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16> -> tensor<1x2x8x16xbf16>, tensor<1x2x8xf32>
+  %sum = kf.add %other, %scaled : tensor<1x2x8x16xbf16>
+  %sum2 = kf.add %sum, %o2 : tensor<1x2x8x16xbf16>
+  return %n, %lse, %sum2, %o : tensor<1x2x8x16xbf16>, tensor<1x2x8xf32>, tensor<1x2x8x16xbf16>, tensor<1x2x8x16xbf16>
+}

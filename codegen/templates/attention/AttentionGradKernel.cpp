@@ -1,0 +1,556 @@
+//===- AttentionGradKernel.cpp - kf-lower-to-gpu's FlashAttention backward ===//
+//
+// kf.attention_grad on sm_90a, FlashAttention 2's backward without atomics:
+// a block of two warpgroups owns 128 rows (64 a warpgroup) of two operands,
+// copied into shared memory once, and streams 64-row tiles of the other two
+// through two stages (cp.async, a block barrier a tile):
+//
+//   key blocks own K and V rows of one kv head and stream Q_i and dO_i over
+//   the query tiles of every head that shares it:
+//     S^T = K Q_i^T    dP^T = V dO_i^T     wgmma, both operands shared
+//     P^T = exp(scale S^T - lse)   dS^T = P^T (dP^T - delta)
+//     dV += P^T dO_i   dK += dS^T Q_i      wgmma, P^T and dS^T in registers
+//   query blocks own Q and dO rows of one head and stream K_j and V_j:
+//     S = Q K_j^T      dP = dO V_j^T       P, dS as above    dQ += dS K_j
+//
+// Both are one loop: X = ownA tileA^T and Y = ownB tileB^T give P and dS;
+// query blocks accumulate dS tileA, key blocks dS^T tileA and P^T tileB. A
+// 64-row tile in the 128-byte swizzled K-major layout is the M/N-major
+// layout of the same tile with its rows along K, so each streamed tile
+// serves both of its products as copied (as in FlashAttention 3). The
+// accumulator layout of X and Y is the A-fragment layout of the next
+// product, so P and dS never leave registers. Every block writes only its
+// own rows of dq, or of dk and dv: no atomics, and the result is the same
+// from run to run. dk and dv are summed over the heads of a group in the
+// loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "codegen/emitter/Wgmma.h"
+#include "codegen/templates/attention/AttentionKernel.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace kfuse::kf;
+using namespace kfuse::kf::detail;
+
+namespace {
+
+/// What a block owns and streams. Rows are of the operands' [slice, row]
+/// view: q, dout, lse and delta by query head, k and v by kv head.
+struct Roles {
+  bool keys; ///< a key block (dk, dv), else a query block (dq)
+  /// The owned operands (k, v or q, dout), their slice and first row.
+  Value ownA, ownB, ownSlice, ownRow0;
+  int64_t ownRows, colsA, colsB;
+  /// The streamed operands (q, dout or k, v) and their rows a slice.
+  Value tileA, tileB;
+  int64_t tileRows;
+};
+
+class FlashAttentionGrad : IndexArithmetic {
+public:
+  FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op);
+  LogicalResult emit();
+
+private:
+  static constexpr int64_t kRows = 128, kTile = 64, kThreads = 256;
+
+  void setUp();
+  LogicalResult emitKeyBlock(Value block);
+  LogicalResult emitQueryBlock(Value block);
+  /// The streamed loop of `roles` over `count` tiles, tile t's rows of
+  /// slice `sliceOf(t)` from row `rowOf(t)`; returns the accumulators
+  /// (dq, or dk then dv).
+  SmallVector<Value> runTiles(const Roles &roles, Value count,
+                              function_ref<Value(Value)> sliceOf,
+                              function_ref<Value(Value)> rowOf,
+                              SmallVector<Value> acc);
+  void copyOwn(const Roles &roles);
+  void copyTile(const Roles &roles, Value slice, Value row0, Value stage);
+  Value stageA(Value stage);
+  Value stageB(Value stage);
+  /// Issues X = ownA tileA^T and Y = ownB tileB^T for the warpgroup's 64
+  /// rows, a wgmma group each; returns their accumulator structs (read
+  /// only after waiting for their group).
+  std::pair<Value, Value> issueProducts(Value stage);
+  SmallVector<Value> unpack(Value all);
+  /// The query rows' statistics in the order of a thread's accumulators:
+  /// exp2's shift (-lse log2 e) and delta, two rows (query blocks) or the
+  /// 16 columns of the tile (key blocks: the queries are the columns).
+  struct RowStats {
+    SmallVector<Value> shift, delta;
+    Value shiftOf(const Roles &roles, int64_t i) const {
+      return shift[roles.keys ? i / 4 * 2 + i % 2 : i % 4 / 2];
+    }
+    Value deltaOf(const Roles &roles, int64_t i) const {
+      return delta[roles.keys ? i / 4 * 2 + i % 2 : i % 4 / 2];
+    }
+  };
+  /// Loads the shifts (before P) or the deltas (after: fewer registers
+  /// live while P is computed).
+  void loadStats(const Roles &roles, Value slice, Value row0, bool shifts,
+                 RowStats &stats);
+  /// Whether the tile from row `row0` holds positions to mask: rows past
+  /// the end of the streamed operand, or (causal) a key after a query.
+  Value tileNeedsMask(const Roles &roles, Value row0);
+  /// P = exp(scale X - lse), 0 where masked (when `masked`).
+  SmallVector<Value> probabilities(const Roles &roles, ArrayRef<Value> x,
+                                   const RowStats &stats, Value row0,
+                                   bool masked);
+  /// One streamed tile (in `stage`, from row `row0`): the accumulators
+  /// `state` (dq, or dk then dv) updated.
+  /// `ownStats`: a query block's, read once; key blocks read each tile's.
+  SmallVector<Value> step(const Roles &roles, SmallVector<Value> state,
+                          Value stage, const std::optional<RowStats> &ownStats,
+                          Value slice, Value row0);
+  /// acc += a (16-bit pairs in registers) times the 64-row tile at element
+  /// `tileAt`, read M/N-major (its rows along K), `width` columns.
+  SmallVector<Value> accumulate(SmallVector<Value> acc, ArrayRef<Value> a,
+                                Value tileAt, int64_t width);
+  /// Row (of the warpgroup's 64) and column (of the tile's 64) of
+  /// accumulator i of a 64-column product.
+  std::pair<Value, Value> position(int64_t i);
+  /// exp2's shift for a row's log-sum-exp (-inf for a row with nothing to
+  /// attend, so that its probabilities are 0).
+  Value negShift(Value lse);
+  /// Stores accumulators `acc` (times `scale`) as rows from `row0` of
+  /// result `value`, `cols` columns a row of `rows` of the slice.
+  void store(Value value, ArrayRef<Value> acc, Value slice, Value row0,
+             int64_t rows, int64_t cols, double scale);
+  Value load(Value memref, Value offset) {
+    return memref::LoadOp::create(b, l, memref, ValueRange{offset});
+  }
+  Value select(Value keep, Value x) {
+    return arith::SelectOp::create(b, l, keep, x, e.f32(0));
+  }
+
+  AttentionGradOp op;
+  int64_t heads, kvHeads, group, sq, sk, d, dv, dp, dvp, kvBlocks;
+  double scale;
+  Type dtype;
+  LogicalResult status = success();
+  Value q, k, v, dout, lse, delta, shared, sharedBase, tid, lane, warpgroup,
+      warpRow;
+};
+
+FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
+    : IndexArithmetic(e), op(op) {
+  ArrayRef<int64_t> qs = shapeOf(op.getQ()), ks = shapeOf(op.getK());
+  heads = qs[1];
+  kvHeads = ks[1];
+  group = heads / kvHeads;
+  sq = qs[2];
+  sk = ks[2];
+  d = qs[3];
+  dv = shapeOf(op.getV())[3];
+  auto tiling = e.kernel().getTilingAs<FlashGradTilingAttr>();
+  dp = tiling.getHeadDim();
+  dvp = tiling.getValueDim();
+  kvBlocks = tiling.getKvBlocks();
+  scale = op.getScale().convertToDouble();
+  dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  Value operands[] = {op.getQ(), op.getK(),   op.getV(),
+                      op.getDout(), op.getLse(), op.getDelta()};
+  Value *args[] = {&q, &k, &v, &dout, &lse, &delta};
+  for (auto [operand, arg] : llvm::zip(operands, args)) {
+    auto block = dyn_cast<BlockArgument>(operand);
+    if (!block) {
+      status = e.kernel().emitOpError(
+          "computes an operand of its attention_grad, which the template "
+          "copies from memory");
+      return;
+    }
+    *arg = e.gpuFunc().getArgument(block.getArgNumber());
+  }
+  if (d % 8 || dv % 8 || !(dtype.isF16() || dtype.isBF16()))
+    status = e.kernel().emitOpError("attention_grad's template takes f16 or "
+                                    "bf16 rows of whole 16-byte chunks");
+}
+
+LogicalResult FlashAttentionGrad::emit() {
+  if (failed(status))
+    return failure();
+  setUp();
+  Value block = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
+  auto which = scf::IfOp::create(b, l, less(block, idx(kvBlocks)), true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(which.thenBlock());
+    if (failed(emitKeyBlock(block)))
+      return failure();
+    b.setInsertionPointToStart(which.elseBlock());
+    if (failed(emitQueryBlock(arith::SubIOp::create(b, l, block,
+                                                    idx(kvBlocks)))))
+      return failure();
+  }
+  return status;
+}
+
+void FlashAttentionGrad::setUp() {
+  shared = dynamicSharedView(b, l, (kRows + 2 * kTile) * (dp + dvp), dtype);
+  sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
+  tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  lane = rem(tid, 32);
+  warpgroup = div(tid, 128);
+  warpRow = add(mul(warpgroup, 64), mul(div(rem(tid, 128), 32), 16));
+}
+
+/// Shared memory: ownA [dp / 64][128][64], ownB [dvp / 64][128][64], then
+/// two stages of tileA [dp / 64][64][64] and tileB [dvp / 64][64][64] (the
+/// head dims of k and v: q and dout have the same).
+Value FlashAttentionGrad::stageA(Value stage) {
+  return add(idx(kRows * (dp + dvp)), mul(stage, kTile * (dp + dvp)));
+}
+
+Value FlashAttentionGrad::stageB(Value stage) {
+  return add(stageA(stage), idx(kTile * dp));
+}
+
+void FlashAttentionGrad::copyOwn(const Roles &roles) {
+  TileCopier copier(e, shared, tid, kThreads);
+  Value valid = arith::SubIOp::create(b, l, idx(roles.ownRows), roles.ownRow0);
+  auto place = [&](Value r, Value col) {
+    return add(mul(div(col, 64), kRows * 64),
+               wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
+  };
+  Value row0 = add(mul(roles.ownSlice, roles.ownRows), roles.ownRow0);
+  copier.copy(roles.ownA, mul(row0, roles.colsA), roles.colsA, kRows, valid, dp,
+              roles.colsA, idx(0), place);
+  copier.copy(roles.ownB, mul(row0, roles.colsB), roles.colsB, kRows, valid,
+              dvp, roles.colsB, idx(kRows * dp), place);
+}
+
+void FlashAttentionGrad::copyTile(const Roles &roles, Value slice, Value row0,
+                                  Value stage) {
+  TileCopier copier(e, shared, tid, kThreads);
+  Value valid = arith::SubIOp::create(b, l, idx(roles.tileRows), row0);
+  auto place = [&](Value r, Value col) {
+    return add(mul(div(col, 64), kTile * 64),
+               wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
+  };
+  Value row = add(mul(slice, roles.tileRows), row0);
+  copier.copy(roles.tileA, mul(row, roles.colsA), roles.colsA, kTile, valid,
+              dp, roles.colsA, stageA(stage), place);
+  copier.copy(roles.tileB, mul(row, roles.colsB), roles.colsB, kTile, valid,
+              dvp, roles.colsB, stageB(stage), place);
+}
+
+std::pair<Value, Value> FlashAttentionGrad::position(int64_t i) {
+  Value row = add(add(warpRow, div(lane, 4)), idx(i % 4 >= 2 ? 8 : 0));
+  Value col = add(mul(rem(lane, 4), 2), idx(8 * (i / 4) + i % 2));
+  return {row, col};
+}
+
+Value FlashAttentionGrad::negShift(Value rowLse) {
+  Value empty = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, rowLse,
+                                      e.f32(-INFINITY));
+  Value shift = arith::MulFOp::create(b, l, rowLse, e.f32(-M_LOG2E));
+  return arith::SelectOp::create(b, l, empty, e.f32(-INFINITY), shift);
+}
+
+std::pair<Value, Value> FlashAttentionGrad::issueProducts(Value stage) {
+  MLIRContext *ctx = b.getContext();
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(kTile / 2, b.getF32Type()));
+  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, kTile, 16);
+  NVVM::WGMMATypes type =
+      dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  // Every descriptor before the first product: ptxas serialises wgmma
+  // when other instructions define their inputs between it and the wait.
+  auto descriptors = [&](int64_t ownAt, Value tileAt, int64_t width) {
+    Value own = wgmma::descriptor(
+        b, l, add(sharedBase, add(idx(2 * ownAt), mul(warpgroup, 64 * 128))),
+        true);
+    Value tile = wgmma::descriptor(b, l, add(sharedBase, mul(tileAt, 2)), true);
+    SmallVector<std::pair<Value, Value>> steps;
+    for (int64_t c = 0; c < width / 64; ++c)
+      for (int64_t s = 0; s < 4; ++s)
+        steps.push_back(
+            {wgmma::offsetDescriptor(b, l, own, c * kRows * 128 + 32 * s),
+             wgmma::offsetDescriptor(b, l, tile, c * kTile * 128 + 32 * s)});
+    return steps;
+  };
+  auto x = descriptors(0, stageA(stage), dp);
+  auto y = descriptors(kRows * dp, stageB(stage), dvp);
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  auto issue = [&](ArrayRef<std::pair<Value, Value>> steps) {
+    Value all = LLVM::UndefOp::create(b, l, accType);
+    for (auto [i, step] : llvm::enumerate(steps))
+      all = NVVM::WgmmaMmaAsyncOp::create(
+          b, l, accType, all, step.first, step.second, shape, type, type,
+          NVVM::WGMMATypes::f32,
+          i == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+          NVVM::MMALayout::row, NVVM::MMALayout::col, /*satfinite=*/nullptr);
+    NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+    return all;
+  };
+  Value xAll = issue(x);
+  return {xAll, issue(y)};
+}
+
+SmallVector<Value> FlashAttentionGrad::unpack(Value all) {
+  SmallVector<Value> values;
+  for (int64_t i = 0; i < kTile / 2; ++i)
+    values.push_back(LLVM::ExtractValueOp::create(b, l, all, i));
+  return values;
+}
+
+void FlashAttentionGrad::loadStats(const Roles &roles, Value slice,
+                                   Value row0, bool shifts, RowStats &stats) {
+  // Query blocks: the thread's two rows; key blocks: its 16 columns.
+  int64_t count = roles.keys ? 16 : 2;
+  for (int64_t j = 0; j < count; ++j) {
+    int64_t i = roles.keys ? j / 2 * 4 + j % 2 : 2 * j;
+    auto [r, c] = position(i);
+    Value query = roles.keys ? add(row0, c) : add(roles.ownRow0, r);
+    Value at = add(mul(slice, sq), minIndex(query, idx(sq - 1)));
+    if (shifts)
+      stats.shift.push_back(negShift(load(lse, at)));
+    else
+      stats.delta.push_back(load(delta, at));
+  }
+}
+
+Value FlashAttentionGrad::tileNeedsMask(const Roles &roles, Value row0) {
+  Value past = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt,
+                                     add(row0, idx(kTile)), idx(roles.tileRows));
+  if (!op.getCausal())
+    return past;
+  // Key blocks: a query of the tile before the block's last key; query
+  // blocks: a key of the tile after the block's first query.
+  Value crosses =
+      roles.keys ? less(row0, add(roles.ownRow0, idx(kRows - 1)))
+                 : arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt,
+                                         add(row0, idx(kTile - 1)),
+                                         roles.ownRow0);
+  return arith::OrIOp::create(b, l, past, crosses);
+}
+
+SmallVector<Value> FlashAttentionGrad::probabilities(const Roles &roles,
+                                                     ArrayRef<Value> x,
+                                                     const RowStats &stats,
+                                                     Value row0, bool masked) {
+  Value c = e.f32(M_LOG2E * scale);
+  SmallVector<Value> p;
+  for (int64_t i = 0; i < kTile / 2; ++i) {
+    Value pi = emitExp2Approx(
+        b, l, math::FmaOp::create(b, l, x[i], c, stats.shiftOf(roles, i)));
+    if (masked) {
+      auto [r, col] = position(i);
+      Value ownRow = add(roles.ownRow0, r), tileRow = add(row0, col);
+      Value query = roles.keys ? tileRow : ownRow;
+      Value key = roles.keys ? ownRow : tileRow;
+      Value keep = roles.keys ? less(query, idx(sq)) : less(key, idx(sk));
+      if (op.getCausal())
+        keep = arith::AndIOp::create(
+            b, l, keep,
+            arith::CmpIOp::create(b, l, arith::CmpIPredicate::ule, key, query));
+      pi = select(keep, pi);
+    }
+    p.push_back(pi);
+  }
+  return p;
+}
+
+SmallVector<Value> FlashAttentionGrad::accumulate(SmallVector<Value> acc,
+                                                  ArrayRef<Value> a,
+                                                  Value tileAt, int64_t width) {
+  assert(int64_t(acc.size()) == width / 2 && a.size() == kTile / 4);
+  Value base = wgmma::descriptor(b, l, add(sharedBase, mul(tileAt, 2)), false);
+  SmallVector<Value> steps;
+  for (int64_t j = 0; j < kTile / 16; ++j)
+    steps.push_back(wgmma::offsetDescriptor(b, l, base, 2048 * j));
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  for (auto [j, desc] : llvm::enumerate(steps))
+    acc = wgmma::multiplyRegisterA(b, l, acc, a.slice(4 * j, 4), desc,
+                                   dtype.isBF16(), /*transposeB=*/true);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  return acc;
+}
+
+SmallVector<Value> FlashAttentionGrad::runTiles(
+    const Roles &roles, Value count, function_ref<Value(Value)> sliceOf,
+    function_ref<Value(Value)> rowOf, SmallVector<Value> acc) {
+  copyOwn(roles);
+  auto any = scf::IfOp::create(b, l, less(idx(0), count), false);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(any.thenBlock());
+    copyTile(roles, sliceOf(idx(0)), rowOf(idx(0)), idx(0));
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, l);
+  // Query blocks read the statistics of their own rows, once.
+  std::optional<RowStats> ownStats;
+  if (!roles.keys) {
+    ownStats.emplace();
+    for (bool shifts : {true, false})
+      loadStats(roles, roles.ownSlice, idx(0), shifts, *ownStats);
+  }
+  auto loop = scf::ForOp::create(b, l, idx(0), count, idx(1), acc);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(loop.getBody());
+  Value t = loop.getInductionVar();
+  // Tile t has landed for every thread, and every warpgroup is done with
+  // tile t - 1, whose stage the copies of tile t + 1 then refill.
+  NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
+  wgmma::fenceSharedForAsyncProxy(b, l);
+  gpu::BarrierOp::create(b, l);
+  Value next = add(t, idx(1));
+  auto more = scf::IfOp::create(b, l, less(next, count), false);
+  {
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPointToStart(more.thenBlock());
+    copyTile(roles, sliceOf(next), rowOf(next), rem(next, 2));
+  }
+  NVVM::CpAsyncCommitGroupOp::create(b, l);
+  Value stage = rem(t, 2), slice = sliceOf(t), row0 = rowOf(t);
+  SmallVector<Value> state =
+      step(roles, SmallVector<Value>(loop.getRegionIterArgs()), stage,
+           ownStats, slice, row0);
+  scf::YieldOp::create(b, l, state);
+  b.setInsertionPointAfter(loop);
+  return SmallVector<Value>(loop.getResults());
+}
+
+/// One tile: X and Y issued together; P from X while Y computes (and, in
+/// key blocks, dV += P^T dO_i while dS is computed); then the product of
+/// dS. Only tiles that hold positions to mask pay for masking.
+SmallVector<Value> FlashAttentionGrad::step(const Roles &roles,
+                                            SmallVector<Value> state,
+                                            Value stage,
+                                            const std::optional<RowStats> &ownStats,
+                                            Value slice, Value row0) {
+  auto [xAll, yAll] = issueProducts(stage);
+  RowStats stats = ownStats ? *ownStats : RowStats();
+  if (!ownStats)
+    loadStats(roles, slice, row0, /*shifts=*/true, stats);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 1);
+  SmallVector<Value> x = unpack(xAll);
+  auto masked = scf::IfOp::create(
+      b, l, SmallVector<Type>(kTile / 2, b.getF32Type()),
+      tileNeedsMask(roles, row0), true);
+  for (bool withMask : {true, false}) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(withMask ? masked.thenBlock()
+                                        : masked.elseBlock());
+    scf::YieldOp::create(b, l,
+                         probabilities(roles, x, stats, row0, withMask));
+  }
+  SmallVector<Value> p(masked.getResults());
+  // The products read their A registers until the wait: the packed P and
+  // dS stay live (in their registers) until then.
+  SmallVector<Value> packed;
+  if (roles.keys) {
+    packed = packHalfPairs(b, l, p, dtype);
+    SmallVector<Value> dvAcc(state.begin() + dp / 2, state.end());
+    dvAcc = accumulate(dvAcc, packed, stageB(stage), dvp);
+    state.truncate(dp / 2);
+    state.append(dvAcc);
+  }
+  // Y (and not the dV product issued after it) is done.
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, roles.keys ? 1 : 0);
+  if (!ownStats)
+    loadStats(roles, slice, row0, /*shifts=*/false, stats);
+  SmallVector<Value> y = unpack(yAll), ds;
+  for (int64_t i = 0; i < kTile / 2; ++i)
+    ds.push_back(arith::MulFOp::create(
+        b, l, p[i], arith::SubFOp::create(b, l, y[i], stats.deltaOf(roles, i))));
+  SmallVector<Value> dsPacked = packHalfPairs(b, l, ds, dtype);
+  SmallVector<Value> first(state.begin(), state.begin() + dp / 2);
+  first = accumulate(first, dsPacked, stageA(stage), dp);
+  std::copy(first.begin(), first.end(), state.begin());
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+  packed.append(dsPacked);
+  wgmma::keepRegistersUntilHere(b, l, packed);
+  return state;
+}
+
+/// A block of 128 keys of one kv head: the query tiles of each head of its
+/// group in turn (causal: from the tile of its first key on).
+LogicalResult FlashAttentionGrad::emitKeyBlock(Value block) {
+  int64_t keyBlocks = (sk + kRows - 1) / kRows;
+  Roles roles{true, k, v, div(block, keyBlocks), mul(rem(block, keyBlocks), kRows),
+              sk, d, dv, q, dout, sq};
+  int64_t queryTiles = (sq + kTile - 1) / kTile;
+  Value first = op.getCausal() ? minIndex(div(roles.ownRow0, kTile), idx(queryTiles))
+                               : idx(0);
+  Value perHead = arith::SubIOp::create(b, l, idx(queryTiles), first);
+  Value divisor = arith::MaxUIOp::create(b, l, perHead, idx(1));
+  Value count = mul(perHead, group);
+  Value batch = div(roles.ownSlice, kvHeads);
+  Value kvHead = rem(roles.ownSlice, kvHeads);
+  auto sliceOf = [&](Value t) {
+    Value head = add(mul(kvHead, group), arith::DivUIOp::create(b, l, t, divisor));
+    return add(mul(batch, heads), head);
+  };
+  auto rowOf = [&](Value t) {
+    return mul(add(first, arith::RemUIOp::create(b, l, t, divisor)), kTile);
+  };
+  SmallVector<Value> acc((dp + dvp) / 2, e.f32(0));
+  acc = runTiles(roles, count, sliceOf, rowOf, acc);
+  store(op.getDk(), ArrayRef<Value>(acc).take_front(dp / 2), roles.ownSlice,
+        roles.ownRow0, sk, d, scale);
+  store(op.getDv(), ArrayRef<Value>(acc).drop_front(dp / 2), roles.ownSlice,
+        roles.ownRow0, sk, dv, 1.0);
+  return success();
+}
+
+/// A block of 128 query rows of one head: the key tiles of its kv head
+/// (causal: up to the diagonal).
+LogicalResult FlashAttentionGrad::emitQueryBlock(Value block) {
+  int64_t queryBlocks = (sq + kRows - 1) / kRows;
+  Roles roles{false, q, dout, div(block, queryBlocks),
+              mul(rem(block, queryBlocks), kRows), sq, d, dv, k, v, sk};
+  int64_t keyTiles = (sk + kTile - 1) / kTile;
+  Value count = idx(keyTiles);
+  if (op.getCausal()) {
+    Value rowsEnd = minIndex(add(roles.ownRow0, idx(kRows)), idx(sq));
+    count = minIndex(count, div(add(rowsEnd, idx(kTile - 1)), kTile));
+  }
+  Value batch = div(roles.ownSlice, heads);
+  Value kvSlice = add(mul(batch, kvHeads), div(rem(roles.ownSlice, heads), group));
+  auto sliceOf = [&](Value) { return kvSlice; };
+  auto rowOf = [&](Value t) { return mul(t, kTile); };
+  SmallVector<Value> acc(dp / 2, e.f32(0));
+  acc = runTiles(roles, count, sliceOf, rowOf, acc);
+  store(op.getDq(), acc, roles.ownSlice, roles.ownRow0, sq, d, scale);
+  return success();
+}
+
+void FlashAttentionGrad::store(Value value, ArrayRef<Value> acc, Value slice,
+                               Value row0, int64_t rows, int64_t cols,
+                               double factor) {
+  std::optional<unsigned> result = resultIndexOf(e.kernel(), value);
+  if (!result)
+    return;
+  Value scaleBy = e.f32(factor);
+  for (int64_t i = 0; i < int64_t(acc.size()); i += 2) {
+    auto [r, c] = position(i);
+    if (8 * (i / 4) >= cols) // padding columns
+      break;
+    Value row = add(row0, r);
+    auto inside = scf::IfOp::create(b, l, less(row, idx(rows)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inside.thenBlock());
+    Value at = add(mul(add(mul(slice, rows), row), cols), c);
+    SmallVector<Value> pair;
+    for (int64_t j = 0; j < 2; ++j)
+      pair.push_back(factor == 1.0 ? acc[i + j]
+                                   : arith::MulFOp::create(b, l, acc[i + j],
+                                                           scaleBy));
+    e.storeLanes(*result, at, pair);
+  }
+}
+
+} // namespace
+
+LogicalResult kfuse::kf::emitFlashAttentionGrad(KernelEmitter &e,
+                                                AttentionGradOp op) {
+  return FlashAttentionGrad(e, op).emit();
+}
