@@ -334,11 +334,51 @@ struct ReduceOfUnitDimsAsReshape : OpRewritePattern<ReduceOp> {
     return success();
   }
 };
+
+/// kf.reduce over several trailing dims (all of them: a loss's mean) as a
+/// reduction of the last dim of the input viewed as [leading..., product]
+/// ([1, product] when every dim is reduced): row kernels reduce a last dim
+/// across a block in a tree, where several dims would be summed one
+/// element after another by one thread per result, slow and, for a quarter
+/// of a million f32 values, 1e-4 off.
+struct ReduceOfTrailingDimsAsLastDim : OpRewritePattern<ReduceOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ReduceOp op,
+                                PatternRewriter &rewriter) const override {
+    RankedTensorType in = tensorOf(op.getInput());
+    ArrayRef<int64_t> axes = op.getAxes();
+    int64_t rank = in.getRank();
+    if (axes.size() < 2 || !in.hasStaticShape() ||
+        !tensorOf(op.getResult()).hasStaticShape() || in.getNumElements() == 0)
+      return failure();
+    int64_t first = rank - int64_t(axes.size());
+    for (auto [i, axis] : llvm::enumerate(axes))
+      if (axis != first + int64_t(i))
+        return failure(); // not the trailing dims
+    SmallVector<int64_t> rows(in.getShape().take_front(first));
+    if (rows.empty())
+      rows.push_back(1);
+    SmallVector<int64_t> viewShape = rows, reducedShape = rows;
+    viewShape.push_back(in.getNumElements() /
+                        tensorOf(op.getResult()).getNumElements());
+    reducedShape.push_back(1);
+    Location loc = op.getLoc();
+    Value view = ReshapeOp::create(
+        rewriter, loc, in.clone(viewShape), op.getInput(), ArrayAttr());
+    Value reduced = ReduceOp::create(
+        rewriter, loc, tensorOf(op.getResult()).clone(reducedShape), op.getKind(), view,
+        ArrayRef<int64_t>{int64_t(viewShape.size()) - 1}, /*keep_dims=*/true);
+    rewriter.replaceOpWithNewOp<ReshapeOp>(op, op.getType(), reduced,
+                                           ArrayAttr());
+    return success();
+  }
+};
 } // namespace
 
 void ReduceOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
                                            MLIRContext *context) {
-  patterns.add<ReduceOfUnitDimsAsReshape>(context);
+  patterns.add<ReduceOfUnitDimsAsReshape, ReduceOfTrailingDimsAsLastDim>(
+      context);
 }
 
 /// Matmul-like ops: float operands of one dtype; the result in that dtype

@@ -77,7 +77,9 @@ func.func @slices(%x: tensor<?x20xf32>) -> (tensor<?x3xf32>, tensor<?x20xf32>) {
 // CHECK-NEXT: %[[A:.*]] = kf.reshape %[[X]] : tensor<8x1x32xf32> -> tensor<8x32xf32>
 // CHECK-NEXT: %[[B:.*]] = kf.reshape %[[Y]] : tensor<1x1xbf16> -> tensor<bf16>
 // CHECK-NEXT: %[[C:.*]] = kf.reduce max %[[Z]] [1]
-// CHECK-NEXT: %[[D:.*]] = kf.reduce sum %[[Z]] [0, 1]
+// CHECK-NEXT: %[[V:.*]] = kf.reshape %[[Z]] : tensor<8x2xf32> -> tensor<1x16xf32>
+// CHECK-NEXT: %[[R:.*]] = kf.reduce sum %[[V]] [1] {keep_dims = true} : tensor<1x16xf32> -> tensor<1x1xf32>
+// CHECK-NEXT: %[[D:.*]] = kf.reshape %[[R]] : tensor<1x1xf32> -> tensor<f32>
 // CHECK-NEXT: return %[[X]], %[[A]], %[[B]], %[[C]], %[[D]]
 func.func @reduce_unit_dims(%x: tensor<8x1x32xf32>, %y: tensor<1x1xbf16>, %z: tensor<8x2xf32>)
     -> (tensor<8x1x32xf32>, tensor<8x32xf32>, tensor<bf16>, tensor<8xf32>, tensor<f32>) {
@@ -87,4 +89,26 @@ func.func @reduce_unit_dims(%x: tensor<8x1x32xf32>, %y: tensor<1x1xbf16>, %z: te
   %3 = kf.reduce max %z [1] : tensor<8x2xf32> -> tensor<8xf32>
   %4 = kf.reduce sum %z [0, 1] : tensor<8x2xf32> -> tensor<f32>
   return %0, %1, %2, %3, %4 : tensor<8x1x32xf32>, tensor<8x32xf32>, tensor<bf16>, tensor<8xf32>, tensor<f32>
+}
+
+// -----
+
+// A reduction over several trailing dims reduces the last dim of the input
+// viewed as [leading..., product] (row kernels reduce one last dim across a
+// block); dims that are not trailing stay as they are.
+// CHECK-LABEL: func.func @reduce_trailing_dims
+// CHECK-SAME: (%[[X:.*]]: tensor<4x6x5xf32>)
+// CHECK-NEXT: %[[V:.*]] = kf.reshape %[[X]] : tensor<4x6x5xf32> -> tensor<4x30xf32>
+// CHECK-NEXT: %[[M:.*]] = kf.reduce mean %[[V]] [1] {keep_dims = true} : tensor<4x30xf32> -> tensor<4x1xf32>
+// CHECK-NEXT: %[[K:.*]] = kf.reshape %[[M]] : tensor<4x1xf32> -> tensor<4x1x1xf32>
+// CHECK-NEXT: %[[N:.*]] = kf.reduce max %[[V]] [1] {keep_dims = true} : tensor<4x30xf32> -> tensor<4x1xf32>
+// CHECK-NEXT: %[[L:.*]] = kf.reshape %[[N]] : tensor<4x1xf32> -> tensor<4xf32>
+// CHECK-NEXT: %[[S:.*]] = kf.reduce sum %[[X]] [0, 2] : tensor<4x6x5xf32> -> tensor<6xf32>
+// CHECK-NEXT: return %[[K]], %[[L]], %[[S]]
+func.func @reduce_trailing_dims(%x: tensor<4x6x5xf32>)
+    -> (tensor<4x1x1xf32>, tensor<4xf32>, tensor<6xf32>) {
+  %0 = kf.reduce mean %x [1, 2] {keep_dims = true} : tensor<4x6x5xf32> -> tensor<4x1x1xf32>
+  %1 = kf.reduce max %x [1, 2] : tensor<4x6x5xf32> -> tensor<4xf32>
+  %2 = kf.reduce sum %x [0, 2] : tensor<4x6x5xf32> -> tensor<6xf32>
+  return %0, %1, %2 : tensor<4x1x1xf32>, tensor<4xf32>, tensor<6xf32>
 }
