@@ -115,6 +115,7 @@ std::vector<SweepShape> sweepShapes() {
       addRows(all, kind, DType::bf16, rows, cols);
   addRows(all, "sum", DType::f32, 8192, 3000);
   addRows(all, "sum", DType::f32, 64, 1 << 20);
+  addRows(all, "sum", DType::f32, 1, 1 << 26); // a whole tensor's sum
   // bf16 matmuls: aligned, N or K one off, decode-sized M, the Llama MLP.
   for (auto [m, n, k] : std::initializer_list<std::array<int64_t, 3>>{
            {4096, 4096, 4096}, {4096, 4097, 4096}, {4096, 4100, 4096},

@@ -63,6 +63,9 @@ void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {
   // prologues share (RoPE's tables broadcast to the heads) once a block;
   // a backward's statistics and casts in each kernel that reads them.
   pm.addPass(createKFRematerializePass());
+  // Before fusion, so that each of the two reductions gathers its own
+  // producers and consumers.
+  pm.addPass(createKFSplitReductionPass());
 }
 
 void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {

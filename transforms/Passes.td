@@ -159,6 +159,37 @@ def KFOnlineSoftmaxPass : Pass<"kf-online-softmax", "mlir::ModuleOp"> {
   }];
 }
 
+def KFSplitReductionPass : Pass<"kf-split-reduction", "mlir::ModuleOp"> {
+  let summary = "Reduce few long rows in two steps, so that they fill the GPU";
+  let description = [{
+    A row kernel gives each row one block: a reduction of fewer rows than
+    the GPU holds blocks (the sum of a whole tensor, 64 rows of 2^20)
+    leaves most SMs idle and each block streams a long row alone. A
+    reduction along the last axis of R rows of length L, with R below four
+    blocks an SM (read from `kf.target`) and L at least twice a chunk of
+    8192 elements, becomes a reduction of the rows viewed as [R, k, L / k]
+    (k the smallest divisor of L that makes at least four blocks an SM
+    with chunks of 8192 or more, else the largest with such chunks)
+    followed by a reduction of the k partial results. 16-bit sums and means
+    take their partial results in f32 (a cast the first kernel computes in
+    registers). Mean of equal chunks' means is the mean. Reductions whose
+    result is broadcast back over their rows (normalisations) and lengths
+    with no such divisor stay as they are. For fused compiles only.
+
+    Before:
+    ```mlir
+    %s = kf.reduce sum %x [1] : tensor<4x1048576xf32> -> tensor<4xf32>
+    ```
+    After (132 SMs):
+    ```mlir
+    %v = kf.reshape %x : tensor<4x1048576xf32> -> tensor<4x128x8192xf32>
+    %p = kf.reduce sum %v [2] : tensor<4x128x8192xf32> -> tensor<4x128xf32>
+    %s = kf.reduce sum %p [1] : tensor<4x128xf32> -> tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["kfuse::kf::KFDialect"];
+}
+
 def KFFusePass : Pass<"kf-fuse", "mlir::ModuleOp"> {
   let summary = "Partition the graph into kf.kernel regions";
   let description = [{

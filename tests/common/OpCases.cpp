@@ -136,6 +136,26 @@ std::vector<OpCase> allOpCases() {
                        g.output("mean", reduceMean(x, {0, 1}));
                      },
                      {{3, 7, 129}}});
+  // Few long rows (kf-split-reduction): 6 rows of 3 x 2^16 in 24 chunks
+  // of 8192 each; a whole tensor's reductions as one row of 509 x 2048
+  // in 64 chunks (16-bit partial sums in f32).
+  for (DType d : {DType::f32, DType::bf16})
+    cases.push_back({std::string("split_rows_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {6, 3 * 65536});
+                       g.output("sum", reduceSum(x * x, {1}));
+                       g.output("max", reduceMax(x, {1}, true));
+                       g.output("mean", reduceMean(x, {1}));
+                     },
+                     {{6, 3 * 65536}}});
+  for (DType d : {DType::f32, DType::bf16})
+    cases.push_back({std::string("whole_tensor_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {509, 2048});
+                       g.output("mean", reduceMean(abs(x) + 0.5, {0, 1}));
+                       g.output("min", reduceMin(x, {0, 1}, true));
+                     },
+                     {{509, 2048}}});
   cases.push_back({"reduce_i32", [](Graph &g) {
                      Tensor x = g.input("x", DType::i32, {9, 31});
                      g.output("sum", reduceSum(x, {1}));
