@@ -152,10 +152,15 @@ int64_t kfuse::kf::kernelWorkItems(KernelOp kernel) {
   }
   if (kernel.getKind() != KernelKind::normalization)
     return elements;
-  // A softmax along another axis: one thread per row.
-  auto softmax = yield.getValues()[0].getDefiningOp<SoftmaxOp>();
-  int64_t rowLength = resultType.getDimSize(softmax.getAxis());
-  return rowLength ? elements / rowLength : 0;
+  // A softmax along another axis: one thread per row (of the softmax, which
+  // an elementwise epilogue may follow).
+  auto softmaxes = kernel.getBody().getOps<SoftmaxOp>();
+  if (softmaxes.empty())
+    return elements;
+  SoftmaxOp softmax = *softmaxes.begin();
+  auto softmaxType = mlir::cast<RankedTensorType>(softmax.getType());
+  int64_t rowLength = softmaxType.getDimSize(softmax.getAxis());
+  return rowLength ? softmaxType.getNumElements() / rowLength : 0;
 }
 
 AttentionOp kfuse::kf::attentionOf(KernelOp kernel) {

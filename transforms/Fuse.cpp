@@ -287,11 +287,13 @@ void mergeSiblings(Block &body, Partition &p, std::vector<Cluster> &clusters) {
   for (Operation &op : body.without_terminator())
     if (p.kernelOf.count(&op))
       members[p.kernelOf[&op]].push_back(&op);
+  // A cluster that a row op joined keeps kind pointwise: two such must
+  // agree on their rows too, or one kernel would hold two row spaces.
   auto sameSpace = [&](const Cluster &a, const Cluster &b) {
-    if (a.kind == KernelKind::pointwise && b.kind == KernelKind::pointwise)
-      return a.elements == b.elements;
-    return a.rows && b.rows && a.rows->rows == b.rows->rows &&
-           a.rows->length == b.rows->length;
+    if (a.rows && b.rows)
+      return a.rows->rows == b.rows->rows && a.rows->length == b.rows->length;
+    return a.kind == KernelKind::pointwise &&
+           b.kind == KernelKind::pointwise && a.elements == b.elements;
   };
   auto inputsOf = [&](int id) {
     llvm::DenseSet<Value> inputs;

@@ -461,12 +461,15 @@ FailureOr<Value> KernelEmitter::softmaxAt(SoftmaxOp op, ElementIndex &idx) {
   auto stats = softmaxStats.find(op);
   if (stats == softmaxStats.end())
     return op.emitOpError("needs its row statistics here");
-  auto [max, sum] = stats->second;
+  auto [max, sum, shift] = stats->second;
   FailureOr<Value> x = elementAt(op.getInput(), idx);
   if (failed(x))
     return failure();
-  Value p = math::ExpOp::create(b, location,
-                                arith::SubFOp::create(b, location, *x, max));
+  Value p = shift ? emitExp2Approx(b, location,
+                                   math::FmaOp::create(b, location, *x,
+                                                       f32(M_LOG2E), shift))
+                  : math::ExpOp::create(
+                        b, location, arith::SubFOp::create(b, location, *x, max));
   // A fully masked row (max = -inf) gives 0, as the evaluator says.
   Value masked = arith::CmpFOp::create(b, location, arith::CmpFPredicate::OEQ,
                                        max, f32(-INFINITY));

@@ -99,9 +99,13 @@ public:
   /// (templates do this for reductions they computed).
   void setElement(mlir::Value tensor, mlir::Value linear, mlir::Value value);
   /// The row max and sum of exponentials of a softmax, computed by a row
-  /// template: elementAt then gives softmax elements from them.
-  void setSoftmaxStats(SoftmaxOp op, mlir::Value max, mlir::Value sum) {
-    softmaxStats[op] = {max, sum};
+  /// template: elementAt then gives softmax elements from them. A sum of
+  /// 2^(x log2 e + shift) (`shift` given) carries the rounding of
+  /// shift = -max log2 e as a common factor, which cancels only if the
+  /// elements are computed the same way, so they are.
+  void setSoftmaxStats(SoftmaxOp op, mlir::Value max, mlir::Value sum,
+                       mlir::Value shift = {}) {
+    softmaxStats[op] = {max, sum, shift};
   }
   /// Stores `value` (in compute type) into result `result` at `at`.
   void storeResult(unsigned result, BufferIndex at, mlir::Value value);
@@ -279,8 +283,10 @@ private:
   /// an element it has (fused DAGs with shared operands; rows kept in
   /// registers across the passes of a normalization).
   llvm::DenseMap<std::pair<mlir::Value, mlir::Value>, mlir::Value> computed;
-  llvm::DenseMap<mlir::Operation *, std::pair<mlir::Value, mlir::Value>>
-      softmaxStats;
+  struct SoftmaxStats {
+    mlir::Value max, sum, shift;
+  };
+  llvm::DenseMap<mlir::Operation *, SoftmaxStats> softmaxStats;
   /// Philox blocks computed, by (kf.random, a vector's first index, block
   /// within the vector).
   llvm::DenseMap<std::tuple<mlir::Operation *, mlir::Value, int64_t>,

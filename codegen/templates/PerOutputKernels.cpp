@@ -78,9 +78,14 @@ LogicalResult kfuse::kf::emitReduction(KernelEmitter &e, int64_t items) {
     return success();
   });
 }
+
 /// A softmax along another axis: one thread per row, three passes.
 LogicalResult kfuse::kf::emitSoftmax(KernelEmitter &e, int64_t items) {
   auto softmax = rootValue(e.kernel()).getDefiningOp<SoftmaxOp>();
+  if (!softmax || e.kernel()->getNumResults() != 1)
+    return e.kernel().emitOpError(
+        "a softmax along an axis other than the last is computed only as a "
+        "kernel's one result");
   ArrayRef<int64_t> shape = shapeOf(softmax);
   int64_t axis = softmax.getAxis(), n = shape[axis];
   SmallVector<int64_t> rowsShape(shape);

@@ -408,7 +408,7 @@ void RowKernel::emitSoftmaxInRegisters(SoftmaxOp softmax) {
         exps.push_back(p);
         return p;
       });
-  e.setSoftmaxStats(softmax, max, sum);
+  e.setSoftmaxStats(softmax, max, sum, shift);
   Value masked = arith::CmpFOp::create(b, l, arith::CmpFPredicate::OEQ, max,
                                        e.f32(-INFINITY));
   Value inverse = arith::DivFOp::create(b, l, e.f32(1), sum);

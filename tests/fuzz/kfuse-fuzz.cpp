@@ -23,7 +23,9 @@
 #include "kfuse/Compiler.h"
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
+#include <execinfo.h>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -254,8 +256,48 @@ void reportFailure(const Options &o, const CheckConfig &config,
 }
 
 /// Generates and checks one graph.
+/// The seed being checked, for the crash report: on a GPU a check runs in
+/// this process (a CUDA context does not survive fork), so a crash there
+/// would otherwise end the run without saying which graph did it.
+volatile sig_atomic_t crashSeedHigh, crashSeedLow;
+
+void writeDecimal(int fd, uint64_t v) {
+  char digits[24];
+  int n = 0;
+  do
+    digits[n++] = char('0' + v % 10);
+  while (v /= 10);
+  for (char *a = digits, *z = digits + n - 1; a < z; ++a, --z)
+    std::swap(*a, *z);
+  (void)!write(fd, digits, size_t(n));
+}
+
+/// Names the seed and prints the raw backtrace (symbolise it with
+/// llvm-symbolizer against the same binary), then dies of the signal.
+extern "C" void reportCrash(int sig) {
+  static const char head[] = "kfuse-fuzz: crashed checking seed ";
+  (void)!write(2, head, sizeof head - 1);
+  writeDecimal(2, (uint64_t(uint32_t(crashSeedHigh)) << 32) |
+                      uint32_t(crashSeedLow));
+  static const char tail[] = "; backtrace:\n";
+  (void)!write(2, tail, sizeof tail - 1);
+  void *frames[64];
+  backtrace_symbols_fd(frames, backtrace(frames, 64), 2);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+void installCrashReport() {
+  void *warm[1];
+  backtrace(warm, 1); // loads libgcc before any crash, not inside a handler
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+    signal(sig, reportCrash);
+}
+
 void fuzzOne(const Options &o, CheckConfig &config, uint64_t seed,
              Summary &sum) {
+  crashSeedHigh = sig_atomic_t(seed >> 32);
+  crashSeedLow = sig_atomic_t(uint32_t(seed));
   Recipe recipe = generate(seed, o.generate);
   sum.coverage.add(recipe);
   Expected<BuiltGraph> built = build(recipe);
@@ -286,6 +328,7 @@ int runFuzzing(const Options &o, CheckConfig &config) {
         .count();
   };
   Summary sum;
+  installCrashReport();
   for (uint64_t seed = o.seed; seed < o.seed + o.count; ++seed) {
     if (o.timeLimit > 0 && elapsed() > o.timeLimit)
       break;
