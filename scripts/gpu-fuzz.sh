@@ -25,7 +25,7 @@ for ((j = 0; j < jobs; ++j)); do
 done
 wait
 cat "$logs"/*.out | grep '^kfuse-fuzz:'
-grep -h 'FAILED' "$logs"/*.err | head -20
+grep -h 'FAILED\|crashed checking' "$logs"/*.err | head -20
 cat "$logs"/*.out | awk '/^kfuse-fuzz:/ {
     for (i = 1; i <= NF; ++i) {
       if ($(i + 1) == "graphs") tried += $i
