@@ -19,7 +19,6 @@
 #include "transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kfuse::kf {
 #define GEN_PASS_DEF_KFONLINESOFTMAXPASS
@@ -483,15 +482,8 @@ struct KFOnlineSoftmaxPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<AttentionFromPrimitives>(&getContext());
-    // Only the rewrite and the removal of the score ops it leaves dead:
-    // no folding, no constant CSE, no region simplification, so that the
-    // graph is otherwise the one the user wrote.
-    GreedyRewriteConfig config;
-    config.enableFolding(false)
-        .enableConstantCSE(false)
-        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    // Only the rewrite and the removal of the score ops it leaves dead.
+    if (failed(applyOnlyPatterns(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
 };

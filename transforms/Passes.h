@@ -49,6 +49,12 @@ struct Partition {
 };
 Partition partitionForFusion(mlir::Block &body, bool fused);
 
+/// Applies `patterns` to `op` greedily and nothing else (no folding, no
+/// constant CSE, no region simplification): for the passes that rewrite
+/// one thing and leave the graph otherwise as it was.
+mlir::LogicalResult applyOnlyPatterns(mlir::Operation *op,
+                                      mlir::RewritePatternSet &&patterns);
+
 } // namespace kfuse::kf
 
 #endif // KFUSE_TRANSFORMS_PASSES_H

@@ -18,7 +18,6 @@
 #include "transforms/Passes.h"
 
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace kfuse::kf {
 #define GEN_PASS_DEF_KFSPLITREDUCTIONPASS
@@ -126,13 +125,7 @@ struct KFSplitReductionPass
     int64_t sms = TargetAttr::of(getOperation()).getMultiprocessors();
     RewritePatternSet patterns(&getContext());
     patterns.add<SplitLongRows>(&getContext(), sms);
-    // Only the split: the graph is otherwise the one the user wrote.
-    GreedyRewriteConfig config;
-    config.enableFolding(false)
-        .enableConstantCSE(false)
-        .setRegionSimplificationLevel(GreedySimplifyRegionLevel::Disabled);
-    if (failed(
-            applyPatternsGreedily(getOperation(), std::move(patterns), config)))
+    if (failed(applyOnlyPatterns(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
 };
