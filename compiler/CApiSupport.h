@@ -47,6 +47,19 @@ kfuse_tensor idOf(kfuse_graph g, Tensor t);
 /// `rank` sizes from C, or nullopt (and the error) for a bad rank.
 std::optional<std::vector<int64_t>> sizesOf(int64_t rank, const int64_t *sizes,
                                             const char *what);
+/// The message kfuse_last_error() returns on this thread.
+extern thread_local std::string lastError;
+/// Writes a shape to C (symbolic dims as -1); an error if it does not fit
+/// `capacity` sizes.
+kfuse_status writeShape(const Shape &shape, int64_t *rank, int64_t *sizes,
+                        int64_t capacity);
+/// Host tensors from C, copied.
+Expected<std::vector<HostTensor>> hostTensorsOf(const kfuse_host_tensor *in,
+                                                int64_t count);
+/// `tensors` to C, each in malloc'd memory the caller frees with
+/// kfuse_host_tensor_free.
+kfuse_status writeHostTensors(const std::vector<HostTensor> &tensors,
+                              kfuse_host_tensor *out, int64_t count);
 
 } // namespace kfuse::capi
 
