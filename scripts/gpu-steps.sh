@@ -7,7 +7,7 @@
 #   bash scripts/gpu-steps.sh pytest,gpu-tests,capi,replay,fuzz,memory,hf
 # Environment: GTEST (a --gtest_filter), FUZZ_TIME / FUZZ_SEED (fuzz-many:
 # FUZZ_JOBS processes, FUZZ_ARGS such as --backward), PYTEST_ARGS,
-# BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT,
+# BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT / TORCH_FUZZ_DTYPE,
 # CMD / CMD_LIMIT (any command, with $bin and $dest exported), NPROC (distributed).
 set -uo pipefail
 source "$(dirname "$0")/gpu-unpack.sh"
@@ -49,7 +49,12 @@ for s in "${steps[@]}"; do
     pycall) step pycall 120 python3 bench/python_call.py ;;
     hf) step hf "${HF_LIMIT:-400}" python3 bench/hf_models.py ${HF_ARGS:-} ;;
     torch-fuzz) step torch-fuzz 300 python3 -m kfuse.torch_fuzz --mode kfuse \
-                  --count "${TORCH_FUZZ_COUNT:-300}" ;;
+                  --count "${TORCH_FUZZ_COUNT:-300}" \
+                  --dtype "${TORCH_FUZZ_DTYPE:-float32}" ;;
+    # Dynamo with dynamic=True: the backend gets symbolic dims.
+    torch-fuzz-dynamic) step torch-fuzz-dynamic 300 python3 -m \
+                  kfuse.torch_fuzz --mode dynamic \
+                  --count "${TORCH_FUZZ_COUNT:-100}" ;;
     torch-fuzz-dynamo) step torch-fuzz-dynamo 300 python3 -m kfuse.torch_fuzz \
                   --mode dynamo --count "${TORCH_FUZZ_COUNT:-100}" ;;
     # Issue 33, on a machine of 2+ GPUs: twice, so that the second run's

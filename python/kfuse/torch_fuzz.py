@@ -6,8 +6,9 @@ from ops kfuse.torch converts, run through kfuse and against PyTorch.
 
 Modes: `reference` (CPU, no GPU: kfuse.torch.compile(reference=True), the
 float64 evaluator on the converted graph; what CI runs), `kfuse`
-(kfuse.torch.compile on CUDA tensors) and `dynamo` (torch.compile(backend=
-"kfuse") on CUDA tensors, PyTorch 2). Each program's output is compared with
+(kfuse.torch.compile on CUDA tensors), `dynamo` (torch.compile(backend=
+"kfuse") on CUDA tensors, PyTorch 2) and `dynamic` (the same with
+dynamic=True: the backend gets symbolic dims). Each program's output is compared with
 PyTorch run in float64 on the same inputs, by relative error (largest
 difference over the largest magnitude, at least 0.1), allowed 8x
 PyTorch's own error in the program's dtype plus 1e-4 (2e-2 for bf16): a
@@ -307,8 +308,11 @@ def relative_error(got, want):
 
 
 def run_kfuse(fn, inputs, mode):
-    if mode == "dynamo":
-        return torch.compile(fn, backend="kfuse")(*inputs)
+    if mode in ("dynamo", "dynamic"):
+        # `dynamic`: Dynamo traces every size it can as a symbol, so the
+        # backend sees symbolic dims (sizes a program names stay fixed).
+        return torch.compile(fn, backend="kfuse",
+                             dynamic=mode == "dynamic")(*inputs)
     compiled = ktorch.compile(fn, inputs, reference=(mode == "reference"))
     return compiled(*inputs)
 
@@ -424,7 +428,7 @@ def main(argv=None):
     parser.add_argument("--count", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--mode", default="reference",
-                        choices=["reference", "kfuse", "dynamo"])
+                        choices=["reference", "kfuse", "dynamo", "dynamic"])
     parser.add_argument("--dtype", default="float32",
                         choices=["float32", "bfloat16"])
     parser.add_argument("--max-steps", type=int, default=8)

@@ -42,9 +42,12 @@ def test_a_wrong_conversion_is_found_and_shrunk(monkeypatch, tmp_path,
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no GPU here")
-@pytest.mark.parametrize("mode", ["kfuse", "dynamo"])
-def test_random_programs_on_the_gpu_match_pytorch(mode, capsys):
-    if mode == "dynamo" and not hasattr(torch, "compile"):
+@pytest.mark.parametrize("mode, dtype", [
+    ("kfuse", "float32"), ("dynamo", "float32"), ("kfuse", "bfloat16"),
+    ("dynamic", "float32")])
+def test_random_programs_on_the_gpu_match_pytorch(mode, dtype, capsys):
+    if mode in ("dynamo", "dynamic") and not hasattr(torch, "compile"):
         pytest.skip("this PyTorch has no torch.compile")
-    status = torch_fuzz.main(["--count", "60", "--seed", "7", "--mode", mode])
+    status = torch_fuzz.main(["--count", "60", "--seed", "7", "--mode", mode,
+                              "--dtype", dtype])
     assert status == 0, capsys.readouterr().out
