@@ -742,8 +742,11 @@ def explain(module, *example_inputs):
 
 
 # What torch.compile(backend="kfuse") did with the graphs Dynamo gave it:
-# how many parts kfuse runs, and each node left to PyTorch with the reason.
-backend_report = {"compiled": 0, "fallbacks": []}
+# how many graphs it was given (how many of them with symbolic sizes), how
+# many parts kfuse runs, and each node
+# left to PyTorch with the reason.
+backend_report = {"graphs": 0, "symbolic": 0, "compiled": 0,
+                  "fallbacks": []}
 
 
 def _static_shapes(example_inputs):
@@ -758,8 +761,10 @@ def _dynamo_backend(gm, example_inputs):
     """torch.compile's backend: the parts of the graph kfuse converts run
     by kfuse, the rest by PyTorch (recorded in backend_report with the
     reason)."""
-    fused, parts, why = _partitioned(gm, example_inputs, {},
-                                     static=_static_shapes(example_inputs))
+    static = _static_shapes(example_inputs)
+    fused, parts, why = _partitioned(gm, example_inputs, {}, static=static)
+    backend_report["graphs"] += 1
+    backend_report["symbolic"] += not static
     backend_report["compiled"] += parts
     backend_report["fallbacks"] += why
     return fused.forward

@@ -309,10 +309,23 @@ def relative_error(got, want):
 
 def run_kfuse(fn, inputs, mode):
     if mode in ("dynamo", "dynamic"):
+        # Each program is a new code object under one Dynamo frame: past
+        # its recompile limit (8) Dynamo would run the rest eagerly and
+        # they would pass unchecked. A fresh Dynamo per program, and the
+        # backend must have been called.
+        torch._dynamo.reset()
+        graphs = ktorch.backend_report["graphs"]
+        parts = ktorch.backend_report["compiled"]
         # `dynamic`: Dynamo traces every size it can as a symbol, so the
         # backend sees symbolic dims (sizes a program names stay fixed).
-        return torch.compile(fn, backend="kfuse",
-                             dynamic=mode == "dynamic")(*inputs)
+        got = torch.compile(fn, backend="kfuse",
+                            dynamic=mode == "dynamic")(*inputs)
+        if ktorch.backend_report["graphs"] == graphs:
+            raise RuntimeError("Dynamo ran the program without calling the "
+                               "kfuse backend")
+        if ktorch.backend_report["compiled"] == parts:
+            raise ktorch.Unsupported("the backend left every op to PyTorch")
+        return got
     compiled = ktorch.compile(fn, inputs, reference=(mode == "reference"))
     return compiled(*inputs)
 
@@ -463,6 +476,10 @@ def main(argv=None):
     print(f"torch-fuzz ({args.mode}, {args.dtype}): {args.count} programs "
           f"from seed {args.seed}: " +
           ", ".join(f"{v} {k}" for k, v in counts.items()))
+    if args.mode in ("dynamo", "dynamic"):
+        print(f"kfuse backend: {ktorch.backend_report['graphs']} graphs, "
+              f"{ktorch.backend_report['symbolic']} with symbolic sizes, "
+              f"{ktorch.backend_report['compiled']} parts run by kfuse")
     print("calls: " + " ".join(f"{name}:{n}" for name, n in
                                 sorted(calls.items())))
     return 1 if counts["failed"] else 0

@@ -48,6 +48,9 @@ def test_a_wrong_conversion_is_found_and_shrunk(monkeypatch, tmp_path,
 def test_random_programs_on_the_gpu_match_pytorch(mode, dtype, capsys):
     if mode in ("dynamo", "dynamic") and not hasattr(torch, "compile"):
         pytest.skip("this PyTorch has no torch.compile")
+    symbolic = ktorch.backend_report["symbolic"]
     status = torch_fuzz.main(["--count", "60", "--seed", "7", "--mode", mode,
                               "--dtype", dtype])
     assert status == 0, capsys.readouterr().out
+    if mode == "dynamic":  # the backend did see symbolic sizes
+        assert ktorch.backend_report["symbolic"] > symbolic
