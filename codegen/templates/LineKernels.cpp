@@ -383,6 +383,12 @@ void storeChunk(KernelEmitter &e, bool ragged, Value row,
 /// thread sums its vector's lanes, the block scans those sums, and the
 /// lanes are stored with their offset plus the carry of the chunks before.
 /// The row is read once and written once.
+/// Values a thread of a row cumsum reads before its first scan: a row
+/// whose chunks fit is loaded whole, so that its loads are all in flight at
+/// once rather than each behind the scan (barriers) and store of the chunk
+/// before it (cumsum_rows_f32 at 1.21x its floor).
+constexpr int64_t kCumsumRowValuesInRegisters = 32;
+
 LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
                                         RowSpace space) {
   OpBuilder &b = e.builder();
@@ -396,7 +402,46 @@ LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
                    : Value(arith::AddIOp::create(b, l, x, y));
   };
   Value scratch = workgroupBuffer(e, 32, type);
+  // One chunk's scan and store, after the chunks whose total is `carry`;
+  // returns the total with this chunk's.
+  auto scanChunk = [&](Value row, const ChunkLanes &lanes,
+                       ArrayRef<Value> values, Value carry) -> Value {
+    // The lanes' running sums within the vector (lanes past a ragged
+    // row's end add nothing).
+    SmallVector<Value> running;
+    Value sum = e.constant(type, 0);
+    for (auto [k, v] : llvm::enumerate(values)) {
+      sum = add(sum, rows.ragged ? Value(arith::SelectOp::create(
+                                       b, l, lanes.valid[k], v,
+                                       e.constant(type, 0)))
+                                 : v);
+      running.push_back(sum);
+    }
+    auto [before, total] = blockExclusiveScan(e, sum, scratch, rows.threads);
+    Value offset = add(carry, before);
+    for (Value &r : running)
+      r = add(offset, r);
+    storeChunk(e, rows.ragged, row, lanes, running);
+    return add(carry, total);
+  };
+  bool wholeRow = rows.chunks * rows.vec <= kCumsumRowValuesInRegisters;
   return e.forEachItem(space.rows, true, [&](Value row) -> LogicalResult {
+    if (wholeRow) {
+      SmallVector<ChunkLanes> lanes;
+      SmallVector<SmallVector<Value>> values;
+      for (int64_t c = 0; c < rows.chunks; ++c) {
+        lanes.push_back(rows.lanes(row, e.index(c)));
+        FailureOr<SmallVector<Value>> chunk =
+            rows.read(op.getInput(), row, lanes.back());
+        if (failed(chunk))
+          return failure();
+        values.push_back(std::move(*chunk));
+      }
+      Value carry = e.constant(type, 0);
+      for (int64_t c = 0; c < rows.chunks; ++c)
+        carry = scanChunk(row, lanes[c], values[c], carry);
+      return success();
+    }
     LogicalResult status = success();
     e.loop(rows.chunks, {e.constant(type, 0)},
            [&](Value c, ValueRange carry) -> SmallVector<Value> {
@@ -407,24 +452,7 @@ LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
                status = failure();
                return SmallVector<Value>(carry);
              }
-             // The lanes' running sums within the vector (lanes past a
-             // ragged row's end add nothing).
-             SmallVector<Value> running;
-             Value sum = e.constant(type, 0);
-             for (auto [k, v] : llvm::enumerate(*values)) {
-               sum = add(sum, rows.ragged ? Value(arith::SelectOp::create(
-                                                b, l, lanes.valid[k], v,
-                                                e.constant(type, 0)))
-                                          : v);
-               running.push_back(sum);
-             }
-             auto [before, total] =
-                 blockExclusiveScan(e, sum, scratch, rows.threads);
-             Value offset = add(carry[0], before);
-             for (Value &r : running)
-               r = add(offset, r);
-             storeChunk(e, rows.ragged, row, lanes, running);
-             return {add(carry[0], total)};
+             return {scanChunk(row, lanes, *values, carry[0])};
            });
     return status;
   });
