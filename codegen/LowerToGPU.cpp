@@ -177,6 +177,9 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   if (int64_t align = TargetAttr::of(kernel).bufferAlignment())
     for (unsigned i = 0; i < buffers; ++i)
       func.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(align));
+  if (int64_t blocks = launch.getMinBlocksPerSM())
+    func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
+                  b.getI32IntegerAttr(blocks));
   // The TMA tensor maps come by value (kf-grid-constants).
   if (args.size() > scalars)
     func->setAttr(kTensorMapArgs, b.getI64IntegerAttr(args.size() - scalars));

@@ -83,16 +83,20 @@ LogicalResult TargetAttr::verify(EmitError emitError, StringRef chip,
 
 /// Dynamic shared memory a Hopper block may opt into.
 static constexpr int64_t kMaxSharedBytes = 227 * 1024;
+/// An sm_90 SM holds at most 2048 threads.
+static constexpr int64_t kMaxThreadsPerSM = 2048;
 
 LogicalResult LaunchAttr::verify(EmitError emitError, int64_t grid,
                                  int64_t block, int64_t items,
-                                 int64_t sharedBytes) {
+                                 int64_t sharedBytes, int64_t minBlocksPerSM) {
   if (failed(checkRange(emitError, "grid", grid, 0, INT32_MAX)) ||
       failed(checkRange(emitError, "block", block, 1, 1024)) ||
-      failed(checkRange(emitError, "items", items, 0, INT64_MAX)))
+      failed(checkRange(emitError, "items", items, 0, INT64_MAX)) ||
+      failed(checkRange(emitError, "sharedBytes", sharedBytes, 0,
+                        kMaxSharedBytes)))
     return failure();
-  return checkRange(emitError, "sharedBytes", sharedBytes, 0,
-                    kMaxSharedBytes);
+  return checkRange(emitError, "minBlocksPerSM", minBlocksPerSM, 0,
+                    kMaxThreadsPerSM / block);
 }
 
 //===----------------------------------------------------------------------===//

@@ -75,10 +75,13 @@ def KF_LaunchAttr : KF_Attr<"Launch", "launch"> {
     `grid` blocks of `block` threads over `items` work items (elements,
     rows, tiles or blocks, by template), with `sharedBytes` of dynamic
     shared memory. kf-lower-to-gpu sizes its loops by `items` and declares
-    `block` threads; the runtime launches `grid` x `block`.
+    `block` threads; the runtime launches `grid` x `block`. With
+    `minBlocksPerSM` the kernel asks the PTX assembler for registers few
+    enough that that many blocks fit on an SM at once (PTX's
+    `.minnctapersm`); 0 leaves the count to the assembler.
   }];
   let parameters = (ins "int64_t":$grid, "int64_t":$block, "int64_t":$items,
-                        KF_Int<"0">:$sharedBytes);
+                        KF_Int<"0">:$sharedBytes, KF_Int<"0">:$minBlocksPerSM);
 }
 
 //===----------------------------------------------------------------------===//

@@ -71,7 +71,8 @@ void promoteAttention(KernelOp kernel, FlashTilingAttr tiling, bool tma) {
   kernel.setPipelineAttr(
       FlashPipelineAttr::get(ctx, stages, warpSpecialized, stageScoresInput));
   kernel.setLaunchAttr(
-      LaunchAttr::get(ctx, launch.getGrid(), block, launch.getItems(), bytes));
+      LaunchAttr::get(ctx, launch.getGrid(), block, launch.getItems(), bytes,
+                      /*minBlocksPerSM=*/0));
 }
 
 /// FlashAttention's backward: a block's own 128 rows of two operands (K and
@@ -83,7 +84,7 @@ void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling) {
   LaunchAttr launch = kernel.getLaunchAttr();
   kernel.setLaunchAttr(LaunchAttr::get(kernel.getContext(), launch.getGrid(),
                                        launch.getBlock(), launch.getItems(),
-                                       bytes));
+                                       bytes, /*minBlocksPerSM=*/0));
 }
 
 /// The most shared memory a row kernel stages its rows in: an H200 block
@@ -119,7 +120,8 @@ void promoteRows(KernelOp kernel, RowTilingAttr tiling) {
   MLIRContext *ctx = kernel.getContext();
   kernel.setTilingAttr(RowTilingAttr::get(ctx, vec, chunks, false, true, 1));
   kernel.setLaunchAttr(LaunchAttr::get(ctx, launch.getGrid(), threads,
-                                       launch.getItems(), bytes));
+                                       launch.getItems(), bytes,
+                                       /*minBlocksPerSM=*/0));
 }
 
 /// What kf-promote-shared decides for a tensor-core matmul: its launch
@@ -241,7 +243,8 @@ struct KFPromoteSharedPass
       MatmulShared d = decideMatmul(kernel, tma, sms);
       MLIRContext *ctx = kernel.getContext();
       kernel.setLaunchAttr(
-          LaunchAttr::get(ctx, d.grid, d.block, d.items, d.sharedBytes));
+          LaunchAttr::get(ctx, d.grid, d.block, d.items, d.sharedBytes,
+                          /*minBlocksPerSM=*/0));
       kernel.setPipelineAttr(MmaPipelineAttr::get(
           ctx, d.stages, d.stageOutput, d.persistent, d.tma, d.mmaGroups,
           d.rows.groups, d.rows.align));

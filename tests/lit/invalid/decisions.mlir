@@ -36,6 +36,12 @@ func.func private @f() attributes {l = #kf.launch<grid = 1, block = 32, items = 
 
 // -----
 
+// An SM holds 2048 threads: at most 4 blocks of 512.
+// expected-error @+1 {{minBlocksPerSM = 8: needs 0 to 4}}
+func.func private @f() attributes {l = #kf.launch<grid = 1, block = 512, items = 1, minBlocksPerSM = 8>}
+
+// -----
+
 // expected-error @+1 {{vector = 3: needs a power of two up to 16}}
 func.func private @f() attributes {t = #kf.pointwise_tiling<vector = 3>}
 

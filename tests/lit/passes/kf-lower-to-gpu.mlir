@@ -34,9 +34,11 @@ func.func @tanh_f16(%x: tensor<64x64xf16>) -> tensor<64x64xf16> {
 // -----
 
 // A row kernel: a block reduction through warp shuffles and workgroup
-// memory, then the normalised row.
+// memory, then the normalised row. Its rows are in registers: 1024
+// threads an SM (8 blocks of 128), PTX's .minnctapersm.
 // CHECK-LABEL: gpu.func @k0_normalization
 // CHECK-SAME: workgroup(%{{.*}} : memref<32xf32, #gpu.address_space<workgroup>>)
+// CHECK-SAME: known_block_size = array<i32: 128, 1, 1>, nvvm.minctasm = 8 : i32
 // CHECK: gpu.shuffle xor
 // CHECK: gpu.barrier
 // CHECK: llvm.inline_asm {{.*}}"ex2.approx.ftz.f32

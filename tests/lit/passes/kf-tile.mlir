@@ -35,7 +35,7 @@ func.func @pointwise_bf16(%x: tensor<2048x1024xbf16>, %z: tensor<1027x1024xf32>)
 // chunks of 8 is 16).
 // CHECK-LABEL: func.func @rows
 // CHECK: kf.kernel normalization
-// CHECK-SAME: launch = #kf.launch<grid = 300, block = 128, items = 300>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true>
+// CHECK-SAME: launch = #kf.launch<grid = 300, block = 128, items = 300, minBlocksPerSM = 8>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true>
 func.func @rows(%x: tensor<300x4096xbf16>) -> tensor<300x4096xbf16> {
   %y = kf.softmax %x {axis = 1} : tensor<300x4096xbf16>
   return %y : tensor<300x4096xbf16>
@@ -49,9 +49,9 @@ func.func @rows(%x: tensor<300x4096xbf16>) -> tensor<300x4096xbf16> {
 // a row, 4 rows a block leave 528 blocks (8 would leave 264).
 // CHECK-LABEL: func.func @short_rows
 // CHECK: kf.kernel normalization
-// CHECK-SAME: launch = #kf.launch<grid = 2048, block = 256, items = 2048>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true, rowsPerBlock = 64>
+// CHECK-SAME: launch = #kf.launch<grid = 2048, block = 256, items = 2048, minBlocksPerSM = 4>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true, rowsPerBlock = 64>
 // CHECK: kf.kernel normalization
-// CHECK-SAME: launch = #kf.launch<grid = 528, block = 128, items = 528>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true, rowsPerBlock = 4>
+// CHECK-SAME: launch = #kf.launch<grid = 528, block = 128, items = 528, minBlocksPerSM = 8>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true, rowsPerBlock = 4>
 func.func @short_rows(%x: tensor<131072x128xbf16>, %z: tensor<2111x1000xbf16>) -> (tensor<131072x128xbf16>, tensor<2111x1000xbf16>) {
   %y = kf.softmax %x {axis = 1} : tensor<131072x128xbf16>
   %w = kf.softmax %z {axis = 1} : tensor<2111x1000xbf16>
@@ -63,7 +63,7 @@ func.func @short_rows(%x: tensor<131072x128xbf16>, %z: tensor<2111x1000xbf16>) -
 // argmax's and cumsum's row templates reduce across their whole block:
 // their rows never share one (found by kfuse-fuzz: a [5, 211, 1] argmin).
 // CHECK-LABEL: func.func @argmin_short_rows
-// CHECK: launch = #kf.launch<grid = 1055, block = 32, items = 1055>, tiling = #kf.row_tiling<inRegisters = true>
+// CHECK: launch = #kf.launch<grid = 1055, block = 32, items = 1055, minBlocksPerSM = 32>, tiling = #kf.row_tiling<inRegisters = true>
 func.func @argmin_short_rows(%x: tensor<5x211x1xf32>) -> tensor<5x211x1xi64> {
   %y = kf.arg_reduce min %x[2] {keep_dims = true} : tensor<5x211x1xf32> -> tensor<5x211x1xi64>
   return %y : tensor<5x211x1xi64>
