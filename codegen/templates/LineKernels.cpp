@@ -379,16 +379,16 @@ void storeChunk(KernelEmitter &e, bool ragged, Value row,
 
 } // namespace
 
-/// A block a row: the row in chunks of `threads` vectors, in order; each
-/// thread sums its vector's lanes, the block scans those sums, and the
-/// lanes are stored with their offset plus the carry of the chunks before.
-/// The row is read once and written once.
 /// Values a thread of a row cumsum reads before its first scan: a row
 /// whose chunks fit is loaded whole, so that its loads are all in flight at
 /// once rather than each behind the scan (barriers) and store of the chunk
 /// before it (cumsum_rows_f32 at 1.21x its floor).
 constexpr int64_t kCumsumRowValuesInRegisters = 32;
 
+/// A block a row: the row in chunks of `threads` vectors, in order; each
+/// thread sums its vector's lanes, the block scans those sums, and the
+/// lanes are stored with their offset plus the carry of the chunks before.
+/// The row is read once and written once.
 LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
                                         RowSpace space) {
   OpBuilder &b = e.builder();
