@@ -451,75 +451,111 @@ static Status emitKernels(ModuleOp module, func::FuncOp func,
   return Status::ok();
 }
 
-Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
-  StageTimer timer;
-  ParsedGraph parsed(request.graphText);
-  MLIRContext *context = parsed.context.get();
-  std::string &diagnostics = parsed.diagnostics;
-  OwningOpRef<ModuleOp> &module = parsed.module;
-  timer.mark("context and parse");
-  if (!module)
-    return compileError("parsing the graph", diagnostics);
-  auto run = [&](llvm::function_ref<void(PassManager &)> build) {
-    PassManager pm(context);
+namespace {
+/// One compile's state as it goes through the stages: the parsed module
+/// and its diagnostics, the stage timer and the plan filled so far.
+class Compilation {
+public:
+  explicit Compilation(const CompileRequest &request)
+      : request(request), parsed(request.graphText) {}
+
+  Expected<runtime::Plan> compile() {
+    timer.mark("context and parse");
+    if (!parsed.module)
+      return compileError("parsing the graph", parsed.diagnostics);
+    if (Status s = specialise(); !s)
+      return s.error();
+    if (request.stopAfter == Stage::Graph)
+      return std::move(plan);
+    if (Status s = partition(); !s)
+      return s.error();
+    if (request.stopAfter == Stage::Fused)
+      return std::move(plan);
+    if (Status s = lowerToGPU(); !s)
+      return s.error();
+    if (request.stopAfter == Stage::GPU)
+      return std::move(plan);
+    auto lower = [&](unsigned indexBits) {
+      return run([&](PassManager &pm) {
+        kf::buildLLVMLoweringPipeline(pm, indexBits);
+      });
+    };
+    Status emitted = emitKernels(*parsed.module, func(), parsed.diagnostics,
+                                 lower, timer, request.printLateStages, plan);
+    if (!emitted)
+      return emitted.error();
+    return std::move(plan);
+  }
+
+private:
+  LogicalResult run(llvm::function_ref<void(PassManager &)> build) {
+    PassManager pm(parsed.context.get());
     if (request.configure)
       request.configure(pm);
     build(pm);
-    return pm.run(*module);
-  };
+    return pm.run(*parsed.module);
+  }
+
+  func::FuncOp func() { return *parsed.module->getOps<func::FuncOp>().begin(); }
+
+  /// The graph specialised to the request's shapes (kf graph IR).
+  Status specialise() {
+    if (!request.runtimeSymbols.empty())
+      if (std::optional<std::string> why =
+              markRuntimeDims(func(), request.runtimeSymbols))
+        return refuseRuntimeDims(request, *why);
+    kf::GraphPipelineOptions graphOptions;
+    graphOptions.shapes = shapeStrings(request.shapes);
+    if (failed(run([&](PassManager &pm) {
+          kf::buildGraphPipeline(pm, graphOptions);
+        })))
+      return compileError("specialising the graph", parsed.diagnostics);
+    if (failed(checkSizes(func())))
+      return Error(ErrorCode::InvalidArgument, "kfuse: " + parsed.diagnostics);
+    plan.dumps["graph"] = print(*parsed.module);
+    timer.mark("graph");
+    return Status::ok();
+  }
+
+  /// The graph partitioned into kernels with their launches and tilings.
+  Status partition() {
+    kf::KernelPipelineOptions kernelOptions = kernelOptionsFor(request);
+    if (failed(run([&](PassManager &pm) {
+          kf::buildKernelPipeline(pm, kernelOptions);
+        })))
+      return compileError("partitioning into kernels", parsed.diagnostics);
+    if (auto why = (*parsed.module)
+                       ->getAttrOfType<StringAttr>(kf::kRuntimeRefusal))
+      return refuseRuntimeDims(request, why.getValue().str());
+    plan.dumps["fused"] = print(*parsed.module);
+    timer.mark("fuse and tile");
+    return Status::ok();
+  }
+
+  /// The kernels as a gpu.module, and the host's plan extracted.
+  Status lowerToGPU() {
+    if (failed(run([](PassManager &pm) { kf::buildGPUPipeline(pm); })))
+      return compileError("kf-lower-to-gpu", parsed.diagnostics);
+    runtime::Plan extracted = extractPlan(func());
+    extracted.inPlace = inPlacePairs(func(), extracted);
+    extracted.dumps = std::move(plan.dumps);
+    plan = std::move(extracted);
+    auto gpuModule = *parsed.module->getOps<gpu::GPUModuleOp>().begin();
+    if (request.printLateStages)
+      plan.dumps["gpu"] = print(gpuModule);
+    timer.mark("lower to gpu");
+    return Status::ok();
+  }
+
+  const CompileRequest &request;
+  StageTimer timer;
+  ParsedGraph parsed;
   runtime::Plan plan;
-  if (!request.runtimeSymbols.empty())
-    if (std::optional<std::string> why = markRuntimeDims(
-            *module->getOps<func::FuncOp>().begin(), request.runtimeSymbols))
-      return refuseRuntimeDims(request, *why);
-  kf::GraphPipelineOptions graphOptions;
-  graphOptions.shapes = shapeStrings(request.shapes);
-  if (failed(run([&](PassManager &pm) {
-        kf::buildGraphPipeline(pm, graphOptions);
-      })))
-    return compileError("specialising the graph", diagnostics);
-  auto func = *module->getOps<func::FuncOp>().begin();
-  if (failed(checkSizes(func)))
-    return Error(ErrorCode::InvalidArgument, "kfuse: " + diagnostics);
-  plan.dumps["graph"] = print(*module);
-  timer.mark("graph");
-  if (request.stopAfter == Stage::Graph)
-    return plan;
+};
+} // namespace
 
-  kf::KernelPipelineOptions kernelOptions = kernelOptionsFor(request);
-  if (failed(run([&](PassManager &pm) {
-        kf::buildKernelPipeline(pm, kernelOptions);
-      })))
-    return compileError("partitioning into kernels", diagnostics);
-  if (auto why = (*module)->getAttrOfType<StringAttr>(kf::kRuntimeRefusal))
-    return refuseRuntimeDims(request, why.getValue().str());
-  plan.dumps["fused"] = print(*module);
-  timer.mark("fuse and tile");
-  if (request.stopAfter == Stage::Fused)
-    return plan;
-
-  if (failed(run([](PassManager &pm) { kf::buildGPUPipeline(pm); })))
-    return compileError("kf-lower-to-gpu", diagnostics);
-  runtime::Plan extracted = extractPlan(func);
-  extracted.inPlace = inPlacePairs(func, extracted);
-  extracted.dumps = std::move(plan.dumps);
-  plan = std::move(extracted);
-  auto gpuModule = *module->getOps<gpu::GPUModuleOp>().begin();
-  if (request.printLateStages)
-    plan.dumps["gpu"] = print(gpuModule);
-  timer.mark("lower to gpu");
-  if (request.stopAfter == Stage::GPU)
-    return plan;
-
-  auto lower = [&](unsigned indexBits) {
-    return run(
-        [&](PassManager &pm) { kf::buildLLVMLoweringPipeline(pm, indexBits); });
-  };
-  Status emitted = emitKernels(*module, func, diagnostics, lower, timer,
-                               request.printLateStages, plan);
-  if (!emitted)
-    return emitted.error();
-  return plan;
+Expected<runtime::Plan> compileGraph(const CompileRequest &request) {
+  return Compilation(request).compile();
 }
 
 Expected<std::string> explainFusion(const CompileRequest &request, bool json) {

@@ -208,53 +208,45 @@ std::pair<bool, std::string> canJoinAsAttention(AttentionOp op, Cluster &c) {
   return {true, "the merge of heads after it, stored in place"};
 }
 
-std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
-  KernelKind kind = kernelKindOf(op);
-  if (c.kind == KernelKind::attention_grad)
-    return {false, "FlashAttention's backward kernel takes no prologue: it "
-                   "copies its operands from memory"};
-  if (auto attention = dyn_cast<AttentionOp>(op))
-    return canJoinAsAttention(attention, c);
-  if (kind == KernelKind::pointwise) {
-    if ((c.kind == KernelKind::matmul || c.kind == KernelKind::attention) &&
-        isNarrowingCastOfMatmul(op))
-      return {false, "a narrowing cast of a matmul's result stays in that "
-                     "matmul's epilogue, which then writes the narrower "
-                     "type"};
-    if (c.kind == KernelKind::attention)
-      return canJoinAttention(op, c);
-    // The template copies a matmul's operands straight into shared memory;
-    // ops of its epilogue are computed on the accumulators.
-    if (c.kind == KernelKind::matmul &&
-        llvm::any_of(op->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); }))
-      return {false, "matmul kernels take no prologue yet"};
-    if (c.rows && readsOtherRows(op, *c.rows))
-      return {false, "it reads the results of a row kernel over other rows, "
-                     "whose kernel it joins"};
-    // A reduction over other axes computes its prologue at each element it
-    // reads: its input's.
-    bool prologueOfReduction = c.kind == KernelKind::reduction && !c.rows;
-    int64_t elements = numElements(op->getResult(0));
-    int64_t space = c.rows                ? c.rows->rows * c.rows->length
-                    : prologueOfReduction ? numElements(c.root->getOperand(0))
-                                          : c.elements;
-    if (isTranscendental(op) && elements * 64 <= space)
-      return {false, "it would recompute '" +
-                         op->getName().getStringRef().str() + "' " +
-                         std::to_string(space / std::max<int64_t>(elements, 1)) +
-                         " times"};
-    return {true, c.rows                ? "pointwise prologue of a row kernel"
-                  : prologueOfReduction ? "pointwise prologue of a reduction"
-                                        : "pointwise into pointwise"};
-  }
-  if (kind == KernelKind::matmul) {
-    if (c.kind != KernelKind::pointwise || c.rows ||
-        c.elements != numElements(op->getResult(0)))
-      return {false, "a matmul joins only an elementwise epilogue over its "
-                     "output"};
-    c.kind = KernelKind::matmul;
-    return {true, "epilogue of a matmul, computed on its accumulators"};
-  }
+/// A pointwise op into cluster `c`: an epilogue, a prologue or more of a
+/// pointwise kernel.
+std::pair<bool, std::string> canJoinAsPointwise(Operation *op, Cluster &c) {
+  if ((c.kind == KernelKind::matmul || c.kind == KernelKind::attention) &&
+      isNarrowingCastOfMatmul(op))
+    return {false, "a narrowing cast of a matmul's result stays in that "
+                   "matmul's epilogue, which then writes the narrower "
+                   "type"};
+  if (c.kind == KernelKind::attention)
+    return canJoinAttention(op, c);
+  // The template copies a matmul's operands straight into shared memory;
+  // ops of its epilogue are computed on the accumulators.
+  if (c.kind == KernelKind::matmul &&
+      llvm::any_of(op->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); }))
+    return {false, "matmul kernels take no prologue yet"};
+  if (c.rows && readsOtherRows(op, *c.rows))
+    return {false, "it reads the results of a row kernel over other rows, "
+                   "whose kernel it joins"};
+  // A reduction over other axes computes its prologue at each element it
+  // reads: its input's.
+  bool prologueOfReduction = c.kind == KernelKind::reduction && !c.rows;
+  int64_t elements = numElements(op->getResult(0));
+  int64_t space = c.rows                ? c.rows->rows * c.rows->length
+                  : prologueOfReduction ? numElements(c.root->getOperand(0))
+                                        : c.elements;
+  if (isTranscendental(op) && elements * 64 <= space)
+    return {false, "it would recompute '" +
+                       op->getName().getStringRef().str() + "' " +
+                       std::to_string(space / std::max<int64_t>(elements, 1)) +
+                       " times"};
+  return {true, c.rows                ? "pointwise prologue of a row kernel"
+                : prologueOfReduction ? "pointwise prologue of a reduction"
+                                      : "pointwise into pointwise"};
+}
+
+/// A reduction or normalization into cluster `c`: more of a row kernel
+/// over the same rows, or the row kept on chip for a pointwise consumer.
+std::pair<bool, std::string> canJoinAsRowOp(Operation *op, KernelKind kind,
+                                            Cluster &c) {
   std::optional<RowSpace> rows = rowOpSpace(op);
   if (!rows)
     return {false, std::string(stringifyKernelKind(kind)) +
@@ -275,6 +267,26 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
     return {false, "the consumer is neither over the rows nor per row"};
   c.rows = rows;
   return {true, "the row is kept on chip for the consumer"};
+}
+
+std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
+  KernelKind kind = kernelKindOf(op);
+  if (c.kind == KernelKind::attention_grad)
+    return {false, "FlashAttention's backward kernel takes no prologue: it "
+                   "copies its operands from memory"};
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return canJoinAsAttention(attention, c);
+  if (kind == KernelKind::pointwise)
+    return canJoinAsPointwise(op, c);
+  if (kind == KernelKind::matmul) {
+    if (c.kind != KernelKind::pointwise || c.rows ||
+        c.elements != numElements(op->getResult(0)))
+      return {false, "a matmul joins only an elementwise epilogue over its "
+                     "output"};
+    c.kind = KernelKind::matmul;
+    return {true, "epilogue of a matmul, computed on its accumulators"};
+  }
+  return canJoinAsRowOp(op, kind, c);
 }
 
 /// Siblings: two kernels over one space (pointwise of one shape, or rows of

@@ -377,35 +377,76 @@ void storeChunk(KernelEmitter &e, bool ragged, Value row,
   }
 }
 
-} // namespace
-
 /// Values a thread of a row cumsum reads before its first scan: a row
 /// whose chunks fit is loaded whole, so that its loads are all in flight at
 /// once rather than each behind the scan (barriers) and store of the chunk
 /// before it (cumsum_rows_f32 at 1.21x its floor).
 constexpr int64_t kCumsumRowValuesInRegisters = 32;
 
-/// A block a row: the row in chunks of `threads` vectors, in order; each
-/// thread sums its vector's lanes, the block scans those sums, and the
-/// lanes are stored with their offset plus the carry of the chunks before.
-/// The row is read once and written once.
-LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
-                                        RowSpace space) {
-  OpBuilder &b = e.builder();
-  Location l = e.loc();
-  RowChunks rows(e, space);
-  Type type = KernelEmitter::computeType(
-      getElementTypeOrSelf(op.getInput().getType()));
-  bool isFloat = isa<FloatType>(type);
-  auto add = [&](Value x, Value y) -> Value {
-    return isFloat ? Value(arith::AddFOp::create(b, l, x, y))
-                   : Value(arith::AddIOp::create(b, l, x, y));
-  };
-  Value scratch = workgroupBuffer(e, 32, type);
-  // One chunk's scan and store, after the chunks whose total is `carry`;
-  // returns the total with this chunk's.
-  auto scanChunk = [&](Value row, const ChunkLanes &lanes,
-                       ArrayRef<Value> values, Value carry) -> Value {
+/// A cumsum along rows (row_tiling), a block a row: the row in chunks of
+/// `threads` vectors, in order; each thread sums its vector's lanes, the
+/// block scans those sums, and the lanes are stored with their offset plus
+/// the carry of the chunks before. The row is read once and written once.
+class RowScan {
+public:
+  RowScan(KernelEmitter &e, CumsumOp op, RowSpace space)
+      : e(e), b(e.builder()), l(e.loc()), op(op), rows(e, space),
+        type(KernelEmitter::computeType(
+            getElementTypeOrSelf(op.getInput().getType()))) {}
+
+  LogicalResult emit() {
+    scratch = workgroupBuffer(e, 32, type);
+    bool wholeRow = rows.chunks * rows.vec <= kCumsumRowValuesInRegisters;
+    return e.forEachItem(rows.space.rows, true, [&](Value row) {
+      return wholeRow ? scanWholeRow(row) : scanRowByChunk(row);
+    });
+  }
+
+private:
+  Value add(Value x, Value y) {
+    return isa<FloatType>(type) ? Value(arith::AddFOp::create(b, l, x, y))
+                                : Value(arith::AddIOp::create(b, l, x, y));
+  }
+
+  /// Every chunk of the row loaded, then each scanned and stored.
+  LogicalResult scanWholeRow(Value row) {
+    SmallVector<ChunkLanes> lanes;
+    SmallVector<SmallVector<Value>> values;
+    for (int64_t c = 0; c < rows.chunks; ++c) {
+      lanes.push_back(rows.lanes(row, e.index(c)));
+      FailureOr<SmallVector<Value>> chunk =
+          rows.read(op.getInput(), row, lanes.back());
+      if (failed(chunk))
+        return failure();
+      values.push_back(std::move(*chunk));
+    }
+    Value carry = e.constant(type, 0);
+    for (int64_t c = 0; c < rows.chunks; ++c)
+      carry = scanChunk(row, lanes[c], values[c], carry);
+    return success();
+  }
+
+  /// A loop over the row's chunks, each loaded, scanned and stored.
+  LogicalResult scanRowByChunk(Value row) {
+    LogicalResult status = success();
+    e.loop(rows.chunks, {e.constant(type, 0)},
+           [&](Value c, ValueRange carry) -> SmallVector<Value> {
+             ChunkLanes lanes = rows.lanes(row, c);
+             FailureOr<SmallVector<Value>> values =
+                 rows.read(op.getInput(), row, lanes);
+             if (failed(values)) {
+               status = failure();
+               return SmallVector<Value>(carry);
+             }
+             return {scanChunk(row, lanes, *values, carry[0])};
+           });
+    return status;
+  }
+
+  /// One chunk's scan and store, after the chunks whose total is `carry`;
+  /// returns the total with this chunk's.
+  Value scanChunk(Value row, const ChunkLanes &lanes, ArrayRef<Value> values,
+                  Value carry) {
     // The lanes' running sums within the vector (lanes past a ragged
     // row's end add nothing).
     SmallVector<Value> running;
@@ -423,39 +464,22 @@ LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
       r = add(offset, r);
     storeChunk(e, rows.ragged, row, lanes, running);
     return add(carry, total);
-  };
-  bool wholeRow = rows.chunks * rows.vec <= kCumsumRowValuesInRegisters;
-  return e.forEachItem(space.rows, true, [&](Value row) -> LogicalResult {
-    if (wholeRow) {
-      SmallVector<ChunkLanes> lanes;
-      SmallVector<SmallVector<Value>> values;
-      for (int64_t c = 0; c < rows.chunks; ++c) {
-        lanes.push_back(rows.lanes(row, e.index(c)));
-        FailureOr<SmallVector<Value>> chunk =
-            rows.read(op.getInput(), row, lanes.back());
-        if (failed(chunk))
-          return failure();
-        values.push_back(std::move(*chunk));
-      }
-      Value carry = e.constant(type, 0);
-      for (int64_t c = 0; c < rows.chunks; ++c)
-        carry = scanChunk(row, lanes[c], values[c], carry);
-      return success();
-    }
-    LogicalResult status = success();
-    e.loop(rows.chunks, {e.constant(type, 0)},
-           [&](Value c, ValueRange carry) -> SmallVector<Value> {
-             ChunkLanes lanes = rows.lanes(row, c);
-             FailureOr<SmallVector<Value>> values =
-                 rows.read(op.getInput(), row, lanes);
-             if (failed(values)) {
-               status = failure();
-               return SmallVector<Value>(carry);
-             }
-             return {scanChunk(row, lanes, *values, carry[0])};
-           });
-    return status;
-  });
+  }
+
+  KernelEmitter &e;
+  OpBuilder &b;
+  Location l;
+  CumsumOp op;
+  RowChunks rows;
+  Type type;
+  Value scratch;
+};
+
+} // namespace
+
+LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
+                                        RowSpace space) {
+  return RowScan(e, op, space).emit();
 }
 
 namespace {
@@ -488,7 +512,7 @@ public:
     segment = arith::DivUIOp::create(b, l, tid, e.index(32));
     int64_t tilesAcross = (inner + 31) / 32;
     int64_t leading = 1;
-    for (int64_t d = 0; d < op.getAxis(); ++d)
+    for (int64_t d = 0; d < static_cast<int64_t>(op.getAxis()); ++d)
       leading *= shape[d];
     return e.forEachItem(leading * tilesAcross, true, [&](Value tile) {
       Value outer = arith::DivUIOp::create(b, l, tile, e.index(tilesAcross));
