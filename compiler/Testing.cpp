@@ -98,11 +98,12 @@ Expected<Run> runMode(const Graph &graph, Fusion fusion,
 
 } // namespace
 
-Expected<FusionReport> checkFusion(const Graph &graph,
-                                   const CheckOptions &options) {
-  if (!graph.status())
-    return graph.status().error();
-  std::vector<TensorInfo> infos = graph.inputs();
+namespace {
+
+/// The input shapes to check at: the options' or, where they give none,
+/// the graph's static ones.
+Expected<std::vector<std::vector<int64_t>>>
+checkShapes(const std::vector<TensorInfo> &infos, const CheckOptions &options) {
   std::vector<std::vector<int64_t>> shapes = options.shapes;
   if (shapes.empty())
     for (const TensorInfo &info : infos) {
@@ -121,30 +122,21 @@ Expected<FusionReport> checkFusion(const Graph &graph,
                  "checkFusion: the graph takes " + std::to_string(infos.size()) +
                      " inputs, got " + std::to_string(shapes.size()) +
                      " shapes");
-  FusionReport report;
-  report.seed = options.seed ? options.seed : std::random_device{}();
-  std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < infos.size(); ++i)
-    inputs.push_back(HostTensor::random(infos[i].dtype, shapes[i],
-                                        report.seed + i));
-  Expected<std::vector<HostTensor>> reference = evaluate(graph, inputs);
-  if (!reference)
-    return reference.error();
-  Expected<Run> fused = runMode(graph, Fusion::Fused, inputs, shapes, options);
-  if (!fused)
-    return fused.error();
-  Expected<Run> unfused =
-      runMode(graph, Fusion::Unfused, inputs, shapes, options);
-  if (!unfused)
-    return unfused.error();
+  return shapes;
+}
+
+/// Each output of both runs against the evaluator's, into `report`.
+void compareOutputs(const Graph &graph, const CheckOptions &options,
+                    const std::vector<HostTensor> &reference, const Run &fused,
+                    const Run &unfused, FusionReport &report) {
   report.valuesMatch = true;
   std::vector<TensorInfo> outputs = graph.outputs();
   for (size_t i = 0; i < outputs.size(); ++i) {
     OutputCheck check{
         outputs[i].name,
         outputs[i].dtype,
-        relativeError(fused->outputs[i], (*reference)[i]),
-        relativeError(unfused->outputs[i], (*reference)[i]),
+        relativeError(fused.outputs[i], reference[i]),
+        relativeError(unfused.outputs[i], reference[i]),
         outputTolerance(graph, outputs[i], options.reductionLength,
                         options.allowTF32),
         false};
@@ -154,10 +146,48 @@ Expected<FusionReport> checkFusion(const Graph &graph,
     report.valuesMatch &= check.passed;
     report.outputs.push_back(check);
   }
-  report.fusedKernels = fused->kernels;
-  report.unfusedKernels = unfused->kernels;
-  report.fusedMs = fused->ms;
-  report.unfusedMs = unfused->ms;
+}
+
+} // namespace
+
+Expected<FusionReport> checkFusion(const Graph &graph,
+                                   const CheckOptions &options) {
+  if (!graph.status())
+    return graph.status().error();
+  std::vector<TensorInfo> infos = graph.inputs();
+  Expected<std::vector<std::vector<int64_t>>> shapes =
+      checkShapes(infos, options);
+  if (!shapes)
+    return shapes.error();
+  FusionReport report;
+  report.seed = options.seed ? options.seed : std::random_device{}();
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < infos.size(); ++i)
+    inputs.push_back(HostTensor::random(infos[i].dtype, (*shapes)[i],
+                                        report.seed + i));
+  Expected<std::vector<HostTensor>> reference = evaluate(graph, inputs);
+  if (!reference)
+    return reference.error();
+  auto timeBoth = [&]() -> Expected<std::pair<Run, Run>> {
+    Expected<Run> fused =
+        runMode(graph, Fusion::Fused, inputs, *shapes, options);
+    if (!fused)
+      return fused.error();
+    Expected<Run> unfused =
+        runMode(graph, Fusion::Unfused, inputs, *shapes, options);
+    if (!unfused)
+      return unfused.error();
+    return std::pair{std::move(*fused), std::move(*unfused)};
+  };
+  Expected<std::pair<Run, Run>> runs = timeBoth();
+  if (!runs)
+    return runs.error();
+  auto &[fused, unfused] = *runs;
+  compareOutputs(graph, options, *reference, fused, unfused, report);
+  report.fusedKernels = fused.kernels;
+  report.unfusedKernels = unfused.kernels;
+  report.fusedMs = fused.ms;
+  report.unfusedMs = unfused.ms;
   auto notSlower = [&] {
     return report.fusedMs <=
            std::max(report.unfusedMs * (1 + options.noiseMargin),
@@ -168,16 +198,11 @@ Expected<FusionReport> checkFusion(const Graph &graph,
     // A clock change while one mode was timed (an idle GPU ramping up)
     // slows only that mode: time both once more, the faster median of each
     // counting. A fused graph that is really slower stays slower.
-    Expected<Run> fused2 =
-        runMode(graph, Fusion::Fused, inputs, shapes, options);
-    if (!fused2)
-      return fused2.error();
-    Expected<Run> unfused2 =
-        runMode(graph, Fusion::Unfused, inputs, shapes, options);
-    if (!unfused2)
-      return unfused2.error();
-    report.fusedMs = std::min(report.fusedMs, fused2->ms);
-    report.unfusedMs = std::min(report.unfusedMs, unfused2->ms);
+    Expected<std::pair<Run, Run>> again = timeBoth();
+    if (!again)
+      return again.error();
+    report.fusedMs = std::min(report.fusedMs, again->first.ms);
+    report.unfusedMs = std::min(report.unfusedMs, again->second.ms);
     report.fusedNotSlower = notSlower();
   }
   return report;
