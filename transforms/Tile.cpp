@@ -204,8 +204,8 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
   // softmax of 16384 columns at 1.76x its floor, 25% occupancy). Ask for
   // 1024 threads an SM, 64 registers each.
   int64_t block = threads * perBlock;
-  int64_t minBlocks = inRegisters ? std::max<int64_t>(1, kRowThreadsPerSM / block)
-                                  : 0;
+  int64_t minBlocks =
+      inRegisters ? std::max<int64_t>(1, kRowThreadsPerSM / block) : 0;
   return {std::min<int64_t>(groups, INT32_MAX), block, groups,
           RowTilingAttr::get(ctx, vec, chunks, inRegisters, false, perBlock),
           minBlocks};

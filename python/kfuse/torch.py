@@ -743,8 +743,7 @@ def explain(module, *example_inputs):
 
 # What torch.compile(backend="kfuse") did with the graphs Dynamo gave it:
 # how many graphs it was given (how many of them with symbolic sizes), how
-# many parts kfuse runs, and each node
-# left to PyTorch with the reason.
+# many parts kfuse runs, and each node left to PyTorch with the reason.
 backend_report = {"graphs": 0, "symbolic": 0, "compiled": 0,
                   "fallbacks": []}
 
