@@ -159,6 +159,19 @@ void addAxisOps(std::vector<OpCase> &cases) {
                        g.output("cumsum", cumsum(x, -1));
                      },
                      {{3, length}}});
+  // Ragged rows of whole vectors (4000 = 250 x 16 but not a whole number
+  // of chunks; 32000 bf16, a vocabulary): vectors wholly inside or
+  // outside the row, read and stored as vectors.
+  for (auto [d, length] : {std::pair{DType::f32, int64_t(4000)},
+                           std::pair{DType::bf16, int64_t(32000)}})
+    cases.push_back(
+        {std::string("argmax_cumsum_ragged_vectors_") + dtypeName(d),
+         [d, length](Graph &g) {
+           Tensor x = g.input("x", d, {5, length});
+           g.output("argmax", argmax(x, -1));
+           g.output("cumsum", cumsum(x, -1));
+         },
+         {{5, length}}});
   // Down columns in chunks (column_scan_tiling): 600 rows are two whole
   // chunks of 256 and a partial one, 45 columns a whole tile of 32 and a
   // partial one, of each of 3 leading indices; a prologue read through
