@@ -21,6 +21,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <map>
 #include <mutex>
@@ -149,18 +150,25 @@ struct ExecutableImpl {
   /// after the last (for profiling).
   Status launch(Driver &driver, Specialization &spec, const DeviceTensor *in,
                 const DeviceTensor *out, CUstream stream, CUevent *events);
-  /// Whether this run goes through spec's CUDA graph.
+  /// Whether this run goes through spec's CUDA graph (`captured`: the
+  /// stream is being captured into the caller's graph).
   bool usesGraph(Driver &driver, const Specialization &spec,
-                 CUstream stream) const;
-  /// The plan as spec's CUDA graph on the caller's buffers in spec.table;
-  /// false where no graph could be built (Launch::Auto): launch kernels.
+                 bool captured) const;
+  /// The plan as spec's CUDA graph on the buffers in spec.table; false
+  /// where no graph could be built (Launch::Auto): launch kernels.
   Expected<bool> launchGraph(Driver &driver, Specialization &spec,
                              CUstream stream);
-  /// The plan kernel by kernel, its temporaries and redirected outputs in
-  /// a workspace from the pool.
+  /// Runs `enqueue` with spec.table's temporaries and redirected outputs
+  /// placed by `layout` in a workspace: the stream's arena, or where the
+  /// stream is `captured` an allocation of the caller's graph.
+  Status withWorkspace(Driver &driver, Specialization &spec,
+                       const runtime::WorkspaceLayout &layout, CUstream stream,
+                       bool captured, const std::function<Status()> &enqueue);
+  /// The plan kernel by kernel in a workspace, redirected outputs copied
+  /// out after.
   Status enqueueWithWorkspace(Driver &driver, Specialization &spec,
                               const DeviceTensor *out, CUstream stream,
-                              CUevent *events);
+                              CUevent *events, bool captured);
   /// The plan's kernels and copies on the buffers in spec.table.
   Status enqueue(Driver &driver, Specialization &spec, CUstream stream,
                  CUevent *events);

@@ -1,9 +1,10 @@
 //===- ExecutableLaunch.cpp - enqueueing a run of a specialisation --------===//
 //
 // A run goes out as the specialisation's CUDA graph (built on first use,
-// its nodes updated where the caller's buffers moved or the sizes taken at
-// run time changed) or kernel by kernel, with its temporaries and any
-// redirected outputs in a workspace from the stream-ordered pool.
+// its nodes updated where the buffers moved or the sizes taken at run time
+// changed) or kernel by kernel, with its temporaries and any redirected
+// outputs in a workspace: the stream's arena, or on a stream being captured
+// a memory node of the caller's graph.
 // profile() times each kernel with events between them.
 //
 //===----------------------------------------------------------------------===//
@@ -43,60 +44,83 @@ Status ExecutableImpl::launch(Driver &d, Specialization &spec,
   // into the workspace, after the temporaries, and copied out at the end.
   runtime::outputsOverInputs(plan, spec.table.data(), spec.redirected,
                              spec.runtime ? spec.inputBytes.data() : nullptr);
-  if (!events && spec.redirected.empty() && usesGraph(d, spec, stream)) {
-    Expected<bool> launched = launchGraph(d, spec, stream);
-    if (!launched || *launched)
-      return launched ? Status::ok() : Status(launched.error());
+  // A stream being captured into the caller's own graph gets the kernels
+  // as nodes of that graph, and its workspace as that graph's allocation.
+  // A failed query counts as a capture.
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  bool captured = d.cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS ||
+                  capture != CU_STREAM_CAPTURE_STATUS_NONE;
+  if (!events && spec.redirected.empty() && usesGraph(d, spec, captured)) {
+    Expected<bool> launched = false;
+    KFUSE_RETURN_IF_ERROR(withWorkspace(
+        d, spec, spec.workspace, stream, false, [&]() -> Status {
+          launched = launchGraph(d, spec, stream);
+          return launched ? Status::ok() : Status(launched.error());
+        }));
+    if (*launched)
+      return Status::ok();
   }
-  return enqueueWithWorkspace(d, spec, out, stream, events);
+  return enqueueWithWorkspace(d, spec, out, stream, events, captured);
+}
+
+Status ExecutableImpl::withWorkspace(Driver &d, Specialization &spec,
+                                     const runtime::WorkspaceLayout &layout,
+                                     CUstream stream, bool captured,
+                                     const std::function<Status()> &enqueue) {
+  if (layout.bytes == 0)
+    return enqueue();
+  size_t callers = inputs.size() + outputs.size();
+  auto place = [&](CUdeviceptr workspace) {
+    for (size_t i = callers; i < spec.table.size(); ++i)
+      spec.table[i] = workspace + layout.offsets[i];
+    for (uint32_t o : spec.redirected)
+      spec.table[o] = workspace + layout.offsets[o];
+  };
+  if (!captured)
+    return runtime::WorkspaceArenas::get(d).run(
+        layout.bytes, stream, [&](CUdeviceptr workspace) {
+          place(workspace);
+          return enqueue();
+        });
+  Expected<CUdeviceptr> workspace =
+      runtime::allocateCaptured(d, layout.bytes, stream);
+  if (!workspace)
+    return workspace.error();
+  place(*workspace);
+  Status status = enqueue();
+  // Freed in stream order whatever happened: the work already enqueued
+  // may still use it.
+  Status freed = runtime::freeCaptured(d, *workspace, stream);
+  return status ? freed : status;
 }
 
 Status ExecutableImpl::enqueueWithWorkspace(Driver &d, Specialization &spec,
                                             const DeviceTensor *out,
-                                            CUstream stream, CUevent *events) {
+                                            CUstream stream, CUevent *events,
+                                            bool captured) {
   const runtime::Plan &plan = spec.entry->plan;
-  size_t numIn = inputs.size(), numOut = outputs.size();
-  if (spec.workspace.bytes == 0 && spec.redirected.empty())
-    return enqueue(d, spec, stream, events);
+  size_t numIn = inputs.size();
   runtime::WorkspaceLayout &layout = spec.runLayout;
   layout = spec.workspace; // keeps its capacity: no allocation
-  std::vector<uint64_t> &offsets = layout.offsets;
   for (uint32_t o : spec.redirected)
-    offsets[o] = layout.append(plan.buffers[o].bytes);
-  Expected<runtime::WorkspacePool *> pool = runtime::WorkspacePool::get(d);
-  if (!pool)
-    return pool.error();
-  Expected<CUdeviceptr> workspace = (*pool)->allocate(layout.bytes, stream);
-  if (!workspace)
-    return workspace.error();
-  for (size_t i = numIn + numOut; i < plan.buffers.size(); ++i)
-    spec.table[i] = *workspace + offsets[i];
-  for (uint32_t o : spec.redirected)
-    spec.table[o] = *workspace + offsets[o];
-  Status status = enqueue(d, spec, stream, events);
-  for (uint32_t o : spec.redirected)
-    if (status)
-      status = d.check(d.cuMemcpyDtoDAsync_v2(
-                           reinterpret_cast<CUdeviceptr>(out[o - numIn].data),
-                           spec.table[o], plan.buffers[o].bytes, stream),
-                       "cuMemcpyDtoDAsync");
-  // Released in stream order whatever happened: the work already enqueued
-  // may still use it.
-  Status released = (*pool)->release(*workspace, stream);
-  return status ? released : status;
+    layout.offsets[o] = layout.append(plan.buffers[o].bytes);
+  return withWorkspace(d, spec, layout, stream, captured, [&]() -> Status {
+    KFUSE_RETURN_IF_ERROR(enqueue(d, spec, stream, events));
+    for (uint32_t o : spec.redirected)
+      KFUSE_RETURN_IF_ERROR(d.check(
+          d.cuMemcpyDtoDAsync_v2(
+              reinterpret_cast<CUdeviceptr>(out[o - numIn].data),
+              spec.table[o], plan.buffers[o].bytes, stream),
+          "cuMemcpyDtoDAsync"));
+    return Status::ok();
+  });
 }
 
 bool ExecutableImpl::usesGraph(Driver &d, const Specialization &spec,
-                               CUstream stream) const {
-  if (options.launch == Launch::Kernels || spec.graphFailed ||
-      !d.hasGraphs() ||
-      (options.launch == Launch::Auto && spec.kernels < kAutoGraphKernels))
-    return false;
-  // A stream being captured into the caller's own graph gets the kernels
-  // as nodes of that graph, launched one by one.
-  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-  return d.cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
-         capture == CU_STREAM_CAPTURE_STATUS_NONE;
+                               bool captured) const {
+  return options.launch != Launch::Kernels && !spec.graphFailed &&
+         d.hasGraphs() && !captured &&
+         (options.launch != Launch::Auto || spec.kernels >= kAutoGraphKernels);
 }
 
 Expected<bool> ExecutableImpl::launchGraph(Driver &d, Specialization &spec,
@@ -110,8 +134,7 @@ Expected<bool> ExecutableImpl::launchGraph(Driver &d, Specialization &spec,
   const CacheEntry &entry = *spec.entry;
   Expected<std::unique_ptr<runtime::LaunchGraph>> graph =
       runtime::LaunchGraph::create(d, entry.plan, entry.module,
-                                   spec.workspace, spec.table.data(),
-                                   spec.extents);
+                                   spec.table.data(), spec.extents);
   if (!graph) {
     if (options.launch == Launch::Graph)
       return graph.error();

@@ -35,12 +35,8 @@ namespace kfuse::runtime {
   X(cuMemAlloc_v2)                                                             \
   X(cuMemFree_v2)                                                              \
   X(cuMemGetInfo_v2)                                                           \
-  X(cuMemPoolCreate)                                                           \
-  X(cuMemPoolSetAttribute)                                                     \
-  X(cuMemPoolGetAttribute)                                                     \
-  X(cuMemAllocFromPoolAsync)                                                   \
+  X(cuMemAllocAsync)                                                            \
   X(cuMemFreeAsync)                                                            \
-  X(cuMemPoolTrimTo)                                                           \
   X(cuMemcpyHtoD_v2)                                                           \
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemcpyDtoDAsync_v2)                                                      \
@@ -58,6 +54,7 @@ namespace kfuse::runtime {
   X(cuStreamCreate)                                                            \
   X(cuStreamDestroy_v2)                                                        \
   X(cuStreamSynchronize)                                                       \
+  X(cuStreamWaitEvent)                                                         \
   X(cuEventCreate)                                                             \
   X(cuEventDestroy_v2)                                                         \
   X(cuEventRecord)                                                             \
@@ -71,8 +68,6 @@ namespace kfuse::runtime {
   X(cuGraphDestroy)                                                            \
   X(cuGraphAddKernelNode_v2)                                                   \
   X(cuGraphAddMemcpyNode)                                                      \
-  X(cuGraphAddMemAllocNode)                                                    \
-  X(cuGraphAddMemFreeNode)                                                     \
   X(cuGraphInstantiateWithFlags)                                               \
   X(cuGraphExecKernelNodeSetParams_v2)                                         \
   X(cuGraphExecMemcpyNodeSetParams)                                            \

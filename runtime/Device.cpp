@@ -55,10 +55,7 @@ Expected<DeviceMemory> deviceMemory() {
       (*d)->check((*d)->cuMemGetInfo_v2(&free, &total), "cuMemGetInfo"));
   memory.freeBytes = free;
   memory.totalBytes = total;
-  Expected<runtime::WorkspacePool *> pool = runtime::WorkspacePool::get(**d);
-  if (!pool)
-    return pool.error();
-  Expected<runtime::WorkspacePool::Usage> usage = (*pool)->usage();
+  Expected<runtime::WorkspaceUsage> usage = runtime::workspaceUsage(**d);
   if (!usage)
     return usage.error();
   memory.workspaceReservedBytes = usage->reservedBytes;
@@ -70,10 +67,7 @@ Status releaseWorkspaceMemory() {
   Expected<Driver *> d = Driver::get();
   if (!d)
     return d.error();
-  Expected<runtime::WorkspacePool *> pool = runtime::WorkspacePool::get(**d);
-  if (!pool)
-    return pool.error();
-  return (*pool)->trim();
+  return runtime::trimWorkspaces(**d);
 }
 
 Status synchronize() {

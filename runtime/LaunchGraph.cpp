@@ -34,28 +34,24 @@ Status kernelParams(Driver &d, const Plan &plan, const LaunchDesc &launch,
 
 Expected<std::unique_ptr<LaunchGraph>>
 LaunchGraph::create(Driver &d, const Plan &plan, const LoadedModule &module,
-                    const WorkspaceLayout &workspace,
                     const CUdeviceptr *table, const ExtentValues &extents) {
   if (!d.hasGraphs())
     return Error(ErrorCode::DeviceError,
                  "the CUDA driver has no graphs (driver 12.0 or later)");
   std::unique_ptr<LaunchGraph> g(new LaunchGraph(d, plan, module));
-  size_t callers = plan.numInputs() + plan.numOutputs();
-  g->table.assign(plan.buffers.size(), 0);
-  std::copy(table, table + callers, g->table.begin());
+  size_t buffers = plan.buffers.size();
+  g->table.assign(table, table + buffers);
   g->extents = extents;
-  g->launchesOf.resize(callers);
-  g->copiesOf.resize(callers);
+  g->launchesOf.resize(buffers);
+  g->copiesOf.resize(buffers);
   for (uint32_t k = 0; k < plan.launches.size(); ++k)
     for (uint32_t b : plan.launches[k].buffers)
-      if (b < callers && (g->launchesOf[b].empty() ||
-                          g->launchesOf[b].back() != k))
+      if (g->launchesOf[b].empty() || g->launchesOf[b].back() != k)
         g->launchesOf[b].push_back(k);
   for (uint32_t c = 0; c < plan.copies.size(); ++c)
     for (uint32_t b : {plan.copies[c].dst, plan.copies[c].src})
-      if (b < callers)
-        g->copiesOf[b].push_back(c);
-  KFUSE_RETURN_IF_ERROR(g->build(workspace));
+      g->copiesOf[b].push_back(c);
+  KFUSE_RETURN_IF_ERROR(g->build());
   return g;
 }
 
@@ -67,29 +63,12 @@ LaunchGraph::~LaunchGraph() {
     driver.cuGraphDestroy(graph);
 }
 
-/// The graph: [allocate the temporaries] -> kernels -> copies -> [free],
-/// each node after the one before, as the launches follow each other on a
-/// stream.
-Status LaunchGraph::build(const WorkspaceLayout &workspace) {
+/// The graph: kernels -> copies, each node after the one before, as the
+/// launches follow each other on a stream.
+Status LaunchGraph::build() {
   Driver &d = driver;
   KFUSE_RETURN_IF_ERROR(d.check(d.cuGraphCreate(&graph, 0), "cuGraphCreate"));
   CUgraphNode last = nullptr;
-  CUdeviceptr temporaries = 0;
-  if (workspace.bytes > 0) {
-    CUDA_MEM_ALLOC_NODE_PARAMS alloc = {};
-    alloc.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    alloc.poolProps.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    alloc.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    alloc.poolProps.location.id = d.device;
-    alloc.bytesize = workspace.bytes;
-    KFUSE_RETURN_IF_ERROR(
-        d.check(d.cuGraphAddMemAllocNode(&last, graph, nullptr, 0, &alloc),
-                "cuGraphAddMemAllocNode"));
-    temporaries = alloc.dptr;
-  }
-  for (size_t i = 0; i < plan.buffers.size(); ++i)
-    if (plan.buffers[i].role == BufferRole::Temp)
-      table[i] = temporaries + workspace.offsets[i];
   maps.resize(plan.launches.size());
   kernelNodes.assign(plan.launches.size(), nullptr);
   for (size_t k = 0; k < plan.launches.size(); ++k)
@@ -97,12 +76,6 @@ Status LaunchGraph::build(const WorkspaceLayout &workspace) {
   copyNodes.assign(plan.copies.size(), nullptr);
   for (size_t c = 0; c < plan.copies.size(); ++c)
     KFUSE_RETURN_IF_ERROR(addCopy(c, last));
-  if (temporaries) {
-    CUgraphNode free = nullptr;
-    KFUSE_RETURN_IF_ERROR(d.check(
-        d.cuGraphAddMemFreeNode(&free, graph, &last, 1, temporaries),
-        "cuGraphAddMemFreeNode"));
-  }
   return d.check(d.cuGraphInstantiateWithFlags(&exec, graph, 0),
                  "cuGraphInstantiate");
 }
@@ -160,12 +133,11 @@ Status LaunchGraph::addCopy(size_t c, CUgraphNode &last) {
   return Status::ok();
 }
 
-/// Points the nodes that use a caller buffer that moved at its new
-/// address (`callerTable`), and records the addresses the nodes now hold.
-Status LaunchGraph::refresh(const CUdeviceptr *callerTable,
+/// Points the nodes that use a buffer that moved at its new address
+/// (`newTable`), and records the addresses the nodes now hold.
+Status LaunchGraph::refresh(const CUdeviceptr *newTable,
                             const ExtentValues &sizes) {
   Driver &d = driver;
-  size_t callers = launchesOf.size();
   staleLaunches.assign(plan.launches.size(), 0);
   staleCopies.assign(plan.copies.size(), 0);
   for (size_t k = 0; k < plan.launches.size(); ++k) {
@@ -175,10 +147,10 @@ Status LaunchGraph::refresh(const CUdeviceptr *callerTable,
       staleLaunches[k] = 1;
     }
   }
-  for (size_t b = 0; b < callers; ++b) {
-    if (table[b] == callerTable[b])
+  for (size_t b = 0; b < table.size(); ++b) {
+    if (table[b] == newTable[b])
       continue;
-    table[b] = callerTable[b];
+    table[b] = newTable[b];
     for (uint32_t k : launchesOf[b])
       staleLaunches[k] = 1;
     for (uint32_t c : copiesOf[b])
@@ -209,15 +181,14 @@ Status LaunchGraph::refresh(const CUdeviceptr *callerTable,
   return Status::ok();
 }
 
-Status LaunchGraph::launch(const CUdeviceptr *callerTable,
+Status LaunchGraph::launch(const CUdeviceptr *newTable,
                            const ExtentValues &sizes, CUstream stream) {
-  size_t callers = launchesOf.size();
-  if (!std::equal(callerTable, callerTable + callers, table.begin()) ||
+  if (!std::equal(table.begin(), table.end(), newTable) ||
       !(sizes == extents)) {
-    if (Status s = refresh(callerTable, sizes); !s) {
+    if (Status s = refresh(newTable, sizes); !s) {
       // Some nodes may hold old addresses or sizes: refresh them all next
       // time.
-      std::fill(table.begin(), table.begin() + callers, 0);
+      std::fill(table.begin(), table.end(), 0);
       extents = ExtentValues(plan);
       return s;
     }

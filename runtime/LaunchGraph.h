@@ -5,17 +5,17 @@
 // A LaunchGraph instantiates a plan's launches and copies once, as a chain
 // of nodes in a CUDA graph, and enqueues a run with one cuGraphLaunch.
 //
-// The graph owns its temporaries: a memory-allocation node at its start
-// and a free node at its end, so their addresses are fixed for the life of
-// the executable graph and no kernel node changes when they do not. The
-// caller's buffers may move from run to run: launch() compares their
-// addresses with those the nodes hold and updates, in place, only the
-// nodes that use a buffer that moved (re-encoding their TMA tensor maps).
+// Its temporaries lie in the stream's workspace arena (WorkspaceArenas),
+// which moves only when it grows or a run goes to another stream. The
+// caller's buffers may move from run to run: launch() compares every
+// buffer's address with the one the nodes hold and updates, in place, only
+// the nodes that use a buffer that moved (re-encoding their TMA tensor
+// maps). (A memory-allocation node would fix the temporaries' addresses,
+// but the process's first graph allocation costs 10-14 ms.)
 //
 // Launches of one executable graph are ordered behind each other by the
-// driver, so a graph's temporaries are never used by two runs at once;
-// runs of one specialisation on two streams then follow each other on the
-// GPU (an executable graph runs one launch at a time).
+// driver: runs of one specialisation on two streams follow each other on
+// the GPU (an executable graph runs one launch at a time).
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,19 +73,18 @@ Status kernelParams(Driver &driver, const Plan &plan, const LaunchDesc &launch,
 class LaunchGraph {
 public:
   /// Builds and instantiates the graph of `plan`'s launches and copies
-  /// with the caller's buffers at `table[0, inputs + outputs)`. Fails on
+  /// with the buffers at `table` (indexed as plan.buffers). Fails on
   /// drivers without graphs; the caller then launches kernel by kernel.
   static Expected<std::unique_ptr<LaunchGraph>>
   create(Driver &driver, const Plan &plan, const LoadedModule &module,
-         const WorkspaceLayout &workspace, const CUdeviceptr *table,
-         const ExtentValues &extents);
+         const CUdeviceptr *table, const ExtentValues &extents);
   ~LaunchGraph();
   LaunchGraph(const LaunchGraph &) = delete;
   LaunchGraph &operator=(const LaunchGraph &) = delete;
 
-  /// Enqueues one run on `stream` with the caller's buffers at
-  /// `table[0, inputs + outputs)` and sizes `extents`, first updating the
-  /// nodes whose buffers moved or whose sizes changed since the last run.
+  /// Enqueues one run on `stream` with the buffers at `table` and sizes
+  /// `extents`, first updating the nodes whose buffers moved or whose
+  /// sizes changed since the last run.
   Status launch(const CUdeviceptr *table, const ExtentValues &extents,
                 CUstream stream);
 
@@ -95,12 +94,12 @@ public:
 private:
   LaunchGraph(Driver &driver, const Plan &plan, const LoadedModule &module)
       : driver(driver), plan(plan), module(module) {}
-  Status build(const WorkspaceLayout &workspace);
+  Status build();
   Status addKernel(size_t k, CUgraphNode &last);
   Status addCopy(size_t c, CUgraphNode &last);
   CUDA_KERNEL_NODE_PARAMS kernelNodeParams(size_t k, void **params);
   CUDA_MEMCPY3D copyParams(size_t c) const;
-  Status refresh(const CUdeviceptr *callerTable, const ExtentValues &sizes);
+  Status refresh(const CUdeviceptr *newTable, const ExtentValues &sizes);
 
   Driver &driver;
   const Plan &plan;
@@ -114,7 +113,7 @@ private:
   std::vector<CUgraphNode> kernelNodes; ///< per launch; null for empty grids
   std::vector<CUgraphNode> copyNodes;   ///< per copy; null for empty copies
   std::vector<LaunchTensorMaps> maps;   ///< per launch
-  /// Per caller buffer: the launches and copies that use it.
+  /// Per buffer: the launches and copies that use it.
   std::vector<std::vector<uint32_t>> launchesOf, copiesOf;
   /// Scratch for refresh(): which launches and copies to refresh.
   std::vector<char> staleLaunches, staleCopies;

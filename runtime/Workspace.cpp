@@ -8,72 +8,144 @@
 
 namespace kfuse::runtime {
 
-Expected<WorkspacePool *> WorkspacePool::get(Driver &driver) {
-  // One pool for the life of the process, as the primary context it lives
-  // in; created once, under the lock of the static's initialisation.
-  static WorkspacePool *instance = new WorkspacePool(driver);
-  static Status status = [&]() -> Status {
-    CUmemPoolProps props = {};
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = driver.device;
-    KFUSE_RETURN_IF_ERROR(driver.check(
-        driver.cuMemPoolCreate(&instance->pool, &props), "cuMemPoolCreate"));
-    cuuint64_t keepAll = std::numeric_limits<cuuint64_t>::max();
-    return driver.check(
-        driver.cuMemPoolSetAttribute(instance->pool,
-                                     CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                                     &keepAll),
-        "cuMemPoolSetAttribute");
-  }();
-  if (!status)
-    return status.error();
-  return instance;
-}
-
-Expected<CUdeviceptr> WorkspacePool::allocate(size_t bytes, CUstream stream) {
+Expected<CUdeviceptr> allocateCaptured(Driver &driver, size_t bytes,
+                                       CUstream stream) {
   CUdeviceptr address = 0;
   KFUSE_RETURN_IF_ERROR(driver.check(
-      driver.cuMemAllocFromPoolAsync(&address, bytes, pool, stream),
-      "cuMemAllocFromPoolAsync"));
+      driver.cuMemAllocAsync(&address, bytes, stream), "cuMemAllocAsync"));
   return address;
 }
 
-Status WorkspacePool::release(CUdeviceptr address, CUstream stream) {
+Status freeCaptured(Driver &driver, CUdeviceptr address, CUstream stream) {
   return driver.check(driver.cuMemFreeAsync(address, stream), "cuMemFreeAsync");
 }
 
-Status WorkspacePool::trim() {
-  if (driver.hasGraphs())
-    KFUSE_RETURN_IF_ERROR(driver.check(
-        driver.cuDeviceGraphMemTrim(driver.device), "cuDeviceGraphMemTrim"));
-  return driver.check(driver.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
+Status trimWorkspaces(Driver &driver) {
+  KFUSE_RETURN_IF_ERROR(WorkspaceArenas::get(driver).trim());
+  if (!driver.hasGraphs())
+    return Status::ok();
+  return driver.check(driver.cuDeviceGraphMemTrim(driver.device),
+                      "cuDeviceGraphMemTrim");
 }
 
-Expected<WorkspacePool::Usage> WorkspacePool::usage() {
+Expected<WorkspaceUsage> workspaceUsage(Driver &driver) {
+  WorkspaceUsage usage;
+  usage.reservedBytes = WorkspaceArenas::get(driver).reservedBytes();
+  if (!driver.hasGraphs())
+    return usage;
   cuuint64_t reserved = 0, used = 0;
-  KFUSE_RETURN_IF_ERROR(
-      driver.check(driver.cuMemPoolGetAttribute(
-                       pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved),
-                   "cuMemPoolGetAttribute"));
-  KFUSE_RETURN_IF_ERROR(
-      driver.check(driver.cuMemPoolGetAttribute(
-                       pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used),
-                   "cuMemPoolGetAttribute"));
-  Usage usage{reserved, used};
-  // The temporaries of runs launched as CUDA graphs (LaunchGraph) are
-  // reserved, not used: the driver keeps their memory mapped to the
-  // graphs between launches, so its "used" figure is not what is in flight.
-  if (driver.hasGraphs()) {
-    cuuint64_t graphs = 0;
-    KFUSE_RETURN_IF_ERROR(driver.check(
-        driver.cuDeviceGetGraphMemAttribute(
-            driver.device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &graphs),
-        "cuDeviceGetGraphMemAttribute"));
-    usage.reservedBytes += graphs;
-  }
+  KFUSE_RETURN_IF_ERROR(driver.check(
+      driver.cuDeviceGetGraphMemAttribute(
+          driver.device, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT, &reserved),
+      "cuDeviceGetGraphMemAttribute"));
+  KFUSE_RETURN_IF_ERROR(driver.check(
+      driver.cuDeviceGetGraphMemAttribute(
+          driver.device, CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT, &used),
+      "cuDeviceGetGraphMemAttribute"));
+  usage.reservedBytes += reserved;
+  usage.usedBytes = used;
   return usage;
+}
+
+/// The most streams with an arena at once: a process that runs on more
+/// streams frees the least recently used one's (after its last run) when
+/// it needs another.
+constexpr size_t kMaxArenas = 8;
+/// Arenas grow in whole steps of this many bytes (cuMemAlloc's own
+/// granularity), so that slowly growing shapes do not move them each run.
+constexpr uint64_t kArenaGranule = uint64_t(2) << 20;
+
+WorkspaceArenas &WorkspaceArenas::get(Driver &driver) {
+  // For the life of the process, as the primary context it allocates in.
+  static WorkspaceArenas *instance = new WorkspaceArenas(driver);
+  return *instance;
+}
+
+Status WorkspaceArenas::run(size_t bytes, CUstream stream,
+                            const Enqueue &enqueue) {
+  std::lock_guard<std::mutex> lock(mutex);
+  Expected<Arena *> found = arenaOf(stream);
+  if (!found)
+    return found.error();
+  Arena &arena = **found;
+  arena.lastUse = ++uses;
+  KFUSE_RETURN_IF_ERROR(grow(arena, bytes));
+  if (arena.done)
+    KFUSE_RETURN_IF_ERROR(driver.check(
+        driver.cuStreamWaitEvent(stream, arena.done, 0), "cuStreamWaitEvent"));
+  else
+    KFUSE_RETURN_IF_ERROR(driver.check(
+        driver.cuEventCreate(&arena.done, CU_EVENT_DISABLE_TIMING),
+        "cuEventCreate"));
+  Status status = enqueue(arena.address);
+  // Recorded whatever happened: part of the run may be enqueued.
+  Status recorded =
+      driver.check(driver.cuEventRecord(arena.done, stream), "cuEventRecord");
+  return status ? recorded : status;
+}
+
+Expected<WorkspaceArenas::Arena *> WorkspaceArenas::arenaOf(CUstream stream) {
+  for (Arena &arena : arenas)
+    if (arena.stream == stream)
+      return &arena;
+  if (arenas.size() == kMaxArenas) {
+    auto oldest = std::min_element(
+        arenas.begin(), arenas.end(), [](const Arena &a, const Arena &b) {
+          return a.lastUse < b.lastUse;
+        });
+    KFUSE_RETURN_IF_ERROR(discard(*oldest));
+    arenas.erase(oldest);
+  }
+  arenas.push_back(Arena{stream});
+  return &arenas.back();
+}
+
+Status WorkspaceArenas::grow(Arena &arena, uint64_t bytes) {
+  if (bytes <= arena.bytes)
+    return Status::ok();
+  KFUSE_RETURN_IF_ERROR(free(arena));
+  uint64_t size = (bytes + kArenaGranule - 1) / kArenaGranule * kArenaGranule;
+  KFUSE_RETURN_IF_ERROR(
+      driver.check(driver.cuMemAlloc_v2(&arena.address, size), "cuMemAlloc"));
+  arena.bytes = size;
+  return Status::ok();
+}
+
+Status WorkspaceArenas::free(Arena &arena) {
+  if (arena.done)
+    KFUSE_RETURN_IF_ERROR(driver.check(driver.cuEventSynchronize(arena.done),
+                                       "cuEventSynchronize"));
+  if (arena.address)
+    KFUSE_RETURN_IF_ERROR(
+        driver.check(driver.cuMemFree_v2(arena.address), "cuMemFree"));
+  arena.address = 0;
+  arena.bytes = 0;
+  return Status::ok();
+}
+
+Status WorkspaceArenas::discard(Arena &arena) {
+  KFUSE_RETURN_IF_ERROR(free(arena));
+  if (arena.done)
+    KFUSE_RETURN_IF_ERROR(driver.check(driver.cuEventDestroy_v2(arena.done),
+                                       "cuEventDestroy"));
+  arena.done = nullptr;
+  return Status::ok();
+}
+
+Status WorkspaceArenas::trim() {
+  std::lock_guard<std::mutex> lock(mutex);
+  for (Arena &arena : arenas)
+    KFUSE_RETURN_IF_ERROR(discard(arena));
+  arenas.clear();
+  return Status::ok();
+}
+
+uint64_t WorkspaceArenas::reservedBytes() {
+  std::lock_guard<std::mutex> lock(mutex);
+  uint64_t total = 0;
+  for (const Arena &arena : arenas)
+    total += arena.bytes;
+  return total;
 }
 
 /// `offset` rounded up to 256 bytes: what cuMemAlloc guarantees, more than

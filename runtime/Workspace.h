@@ -1,11 +1,13 @@
 //===- Workspace.h - the device memory of one run ---------------*- C++ -*-===//
 //
-// A run's temporaries (the buffers between its kernels) are its own: they
-// come from kfuse's stream-ordered memory pool when the run is enqueued and
-// go back to it, in stream order, after the run's last kernel. Two runs of
-// one executable on two streams that overlap on the GPU so never share a
-// temporary, and a process that runs a thousand shapes holds the largest
-// workspace that was in flight at once, not one per shape.
+// A run's temporaries (the buffers between its kernels) lie in a workspace
+// that no run overlapping it on the GPU shares. On an ordinary stream it is
+// that stream's arena (WorkspaceArenas): runs on one stream follow each
+// other, so each reuses the buffer the one before used. On a stream being
+// captured into the caller's CUDA graph it is a memory node of that graph,
+// which allocates and frees it itself. Either
+// way a process that runs a thousand shapes holds the largest workspace of
+// each stream, not one per shape.
 //
 // The same workspace holds the outputs that the caller placed over an
 // input in a way the plan cannot compute in place (Plan::inPlace): such an
@@ -21,41 +23,77 @@
 #include "runtime/Plan.h"
 
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <optional>
 #include <utility>
 #include <vector>
 
 namespace kfuse::runtime {
 
-/// The process's pool on the driver's device. Freed blocks stay in the pool
-/// (no release threshold), so a run allocates without a driver round trip
-/// once the pool has grown to the largest workspaces in flight at once;
-/// trim() gives them back.
-class WorkspacePool {
+/// `bytes` for a run on `stream`, a stream being captured into the
+/// caller's CUDA graph: a memory-allocation node of that graph, whose
+/// memory the graph holds from its allocation to freeCaptured's node.
+Expected<CUdeviceptr> allocateCaptured(Driver &driver, size_t bytes,
+                                       CUstream stream);
+Status freeCaptured(Driver &driver, CUdeviceptr address, CUstream stream);
+
+/// What kfuse holds for workspaces: the streams' arenas and the memory
+/// of captured graphs' temporaries (the driver's, shared by every graph).
+struct WorkspaceUsage {
+  uint64_t reservedBytes = 0; ///< taken from the device
+  uint64_t usedBytes = 0;     ///< of the graphs', mapped to graphs now
+};
+Expected<WorkspaceUsage> workspaceUsage(Driver &driver);
+/// Gives the arenas back (waiting for their last runs) and the graphs'
+/// memory that no graph holds.
+Status trimWorkspaces(Driver &driver);
+
+/// The workspaces of runs on ordinary streams: a buffer a stream, from
+/// cuMemAlloc, grown to the largest workspace run there. A stream-ordered
+/// pool would serve as well but for its first allocation in a process,
+/// 10-14 ms on the H200 against under 1 ms for cuMemAlloc: most of a whole
+/// block's first run from the disk cache. Each run waits for an event recorded
+/// after the arena's previous run, which costs nothing on a live stream
+/// and orders a new stream that the driver gave a destroyed one's handle
+/// behind that stream's last run.
+class WorkspaceArenas {
 public:
-  /// Created on first use.
-  static Expected<WorkspacePool *> get(Driver &driver);
-  /// `bytes` for the work enqueued on `stream` after this call.
-  Expected<CUdeviceptr> allocate(size_t bytes, CUstream stream);
-  /// Gives `address` back once the work enqueued on `stream` so far is done.
-  Status release(CUdeviceptr address, CUstream stream);
+  static WorkspaceArenas &get(Driver &driver);
 
-  /// Gives back to the device what the pool holds and no enqueued run
-  /// uses, and likewise the memory of CUDA graphs' temporaries.
+  /// Runs `enqueue(address)` with `bytes` at `address` for the work it
+  /// enqueues on `stream`, after the stream arena's earlier runs.
+  using Enqueue = std::function<Status(CUdeviceptr)>;
+  Status run(size_t bytes, CUstream stream, const Enqueue &enqueue);
+
+  /// Frees every arena once its last run is done.
   Status trim();
-
-  /// The pool's memory; reservedBytes also counts the memory of CUDA
-  /// graphs' temporaries.
-  struct Usage {
-    uint64_t reservedBytes = 0; ///< taken from the device
-    uint64_t usedBytes = 0;     ///< of those, in runs not yet released
-  };
-  Expected<Usage> usage();
+  /// The bytes the arenas hold.
+  uint64_t reservedBytes();
 
 private:
-  explicit WorkspacePool(Driver &driver) : driver(driver) {}
+  explicit WorkspaceArenas(Driver &driver) : driver(driver) {}
+  struct Arena {
+    CUstream stream = nullptr;
+    CUdeviceptr address = 0;
+    uint64_t bytes = 0;
+    CUevent done = nullptr; ///< recorded after each run; null before one
+    uint64_t lastUse = 0;
+  };
+  /// The stream's arena, made (evicting the least recently used one
+  /// beyond kMaxArenas) where it has none.
+  Expected<Arena *> arenaOf(CUstream stream);
+  /// At least `bytes` in `arena`, moving it once its last run is done.
+  Status grow(Arena &arena, uint64_t bytes);
+  /// Waits for the arena's last run and frees its memory.
+  Status free(Arena &arena);
+  /// free(), and its event destroyed.
+  Status discard(Arena &arena);
+
   Driver &driver;
-  CUmemoryPool pool = nullptr;
+  std::mutex mutex; ///< held from a run's start to its end event
+  std::vector<Arena> arenas;
+  uint64_t uses = 0;
 };
 
 /// Where a plan's temporaries lie in a workspace: an offset per buffer (0

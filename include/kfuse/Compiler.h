@@ -181,21 +181,23 @@ struct DeviceInfo {
 };
 Expected<DeviceInfo> device();
 
-/// Device memory as the driver sees it, and what kfuse's pool of run
-/// workspaces (the temporaries between a run's kernels, outputs that
-/// overlap an input) holds of it: the largest set of runs in flight at once.
+/// Device memory as the driver sees it, and what kfuse holds of it for
+/// run workspaces (the temporaries between a run's kernels, outputs that
+/// overlap an input): a buffer a stream, the largest workspace run there
+/// (at most 8 streams' at once), and the temporaries of runs captured into
+/// the caller's CUDA graphs.
 struct DeviceMemory {
   uint64_t freeBytes = 0, totalBytes = 0;
-  /// Taken from the device by the pool, and for the temporaries of runs
-  /// launched as CUDA graphs (Launch::Graph; the driver shares that memory
-  /// between graphs that do not run at once).
+  /// Taken from the device by the streams' buffers, and for the
+  /// temporaries of captured graphs (the driver shares that memory between
+  /// graphs that do not run at once).
   uint64_t workspaceReservedBytes = 0;
-  /// Of the pool's, held by runs still enqueued.
+  /// Of the captured graphs' memory, mapped to graphs now.
   uint64_t workspaceUsedBytes = 0;
 };
 Expected<DeviceMemory> deviceMemory();
-/// Gives the device back the workspace memory that no enqueued run uses:
-/// the pool keeps what the largest set of concurrent runs needed, as
+/// Gives the device back the workspace memory, once the runs enqueued
+/// that use it are done: kfuse keeps what the largest runs needed, as
 /// PyTorch's caching allocator does (this is its empty_cache()).
 Status releaseWorkspaceMemory();
 
@@ -272,8 +274,9 @@ class Executable {
 public:
   /// Runs on device tensors; `stream` is a CUstream (null: the default
   /// stream). Returns once the work is enqueued. Calls on several streams
-  /// may overlap on the GPU: each run's temporaries are its own, taken from
-  /// a stream-ordered pool. An output may share memory with an input (an
+  /// may overlap on the GPU: each run's temporaries are its own, in its
+  /// stream's workspace (or, on a stream being captured, allocated by the
+  /// captured graph). An output may share memory with an input (an
   /// in-place update): where the plan cannot compute it in place, the
   /// output is computed into a temporary and copied over. Two outputs that
   /// overlap are refused, naming both.

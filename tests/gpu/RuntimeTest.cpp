@@ -4,7 +4,8 @@
 //  - one executable run on two streams at once, with different inputs,
 //    gives each stream its own right result (each run's temporaries are
 //    its own);
-//  - device memory stays bounded over a hundred shapes of one executable;
+//  - device memory stays bounded over a hundred shapes of one executable,
+//    and CUDA graphs follow workspaces that grow, move and are freed;
 //  - an output placed over an input (in place, or shifted) is computed
 //    right by every template kind, and two overlapping outputs are refused
 //    before anything is launched.
@@ -192,7 +193,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 /// A hundred shapes of a graph whose two kernels pass a temporary of up to
 /// 26 MB: the old design kept each shape's temporaries (1.3 GB here); the
-/// pool holds about the largest one, and gives it back when asked.
+/// stream's workspace holds about the largest one, and gives it back when
+/// asked.
 TEST(Workspace, DeviceMemoryStaysBoundedOverAHundredShapes) {
   SKIP_WITHOUT_GPU();
   Graph g("shapes");
@@ -230,6 +232,50 @@ TEST(Workspace, DeviceMemoryStaysBoundedOverAHundredShapes) {
   EXPECT_GE(int64_t(after->freeBytes), int64_t(before->freeBytes) -
                                            int64_t(4 * largest))
       << "free before " << before->freeBytes << ", after " << after->freeBytes;
+  ASSERT_TRUE(releaseWorkspaceMemory());
+  Expected<DeviceMemory> released = deviceMemory();
+  ASSERT_TRUE(released);
+  EXPECT_EQ(released->workspaceReservedBytes, 0u);
+}
+
+/// Workspaces that move under a CUDA graph: ten streams (two more than
+/// kfuse keeps a workspace for, so the least recently used are freed and
+/// made again) take turns with growing and shrinking shapes of one
+/// executable launched as a graph, each run against the evaluator. A graph
+/// node left pointing at a freed or another stream's workspace shows as a
+/// wrong result (or a fault under compute-sanitizer).
+TEST(Workspace, GraphsFollowMovingWorkspaces) {
+  SKIP_WITHOUT_GPU();
+  Graph shapes("shapes");
+  Tensor x = shapes.input("x", DType::f32, {"M", 1024});
+  shapes.output("y", layernorm(x, 1));
+  CompileOptions options = noDiskCache(Fusion::Unfused);
+  options.launch = Launch::Graph;
+  Expected<Executable> exe = Compiler(options).compile(shapes);
+  ASSERT_TRUE(exe) << exe.error().message();
+  std::vector<DeviceStream> streams;
+  for (int s = 0; s < 10; ++s) {
+    Expected<DeviceStream> stream = DeviceStream::create();
+    ASSERT_TRUE(stream);
+    streams.push_back(stream.take());
+  }
+  uint64_t seed = freshSeed();
+  for (int run = 0; run < 30; ++run) {
+    int64_t rows = 64 * (1 + (run * 7) % 24); // up to 1536 rows, 6 MB
+    std::vector<HostTensor> in = {
+        HostTensor::random(DType::f32, {rows, 1024}, seed + run)};
+    Expected<DeviceBuffer> input = DeviceBuffer::fromHost(in[0]);
+    Expected<std::vector<HostTensor>> ref = evaluate(shapes, in);
+    ASSERT_TRUE(input && ref);
+    DeviceOutputs out = poisonedOutputs(*ref);
+    DeviceTensor inTensor = input->tensor(DType::f32, Dims(in[0].shape()));
+    const DeviceStream &stream = streams[run % streams.size()];
+    ASSERT_TRUE(exe->run(&inTensor, 1, out.tensors.data(), 1, stream.handle()));
+    ASSERT_TRUE(stream.synchronize());
+    EXPECT_LE(relativeError(download(out.buffers[0], (*ref)[0]), (*ref)[0]),
+              1e-5)
+        << "run " << run << ", " << rows << " rows; seed " << seed;
+  }
   ASSERT_TRUE(releaseWorkspaceMemory());
   Expected<DeviceMemory> released = deviceMemory();
   ASSERT_TRUE(released);
