@@ -2,19 +2,30 @@
 eager and backend="inductor", in one run on one GPU (issue 28's targets).
 
     python3 bench/hf_models.py [--only gpt2,llama] [--peers eager,inductor]
+    python3 bench/hf_models.py --cold-processes [--only gpt2,llama]
 
 Models are built from a config with random weights (nothing downloaded),
 bf16, eval, no_grad. Per model and backend: the cold compile (first call),
 the median time of a forward, the logits' relative error against eager,
 and for kfuse how many parts it ran and what it left to PyTorch.
+
+The cold figures of a combined run favour whichever backend comes later
+in the process (inductor's compile workers, Triton's and inductor's
+caches warmed by the model before). --cold-processes measures each model
+and backend in a process of its own with empty kfuse, inductor and Triton
+cache directories: the model built, one eager forward (CUDA and cuBLAS
+set up alike for both), then the compiled model's first call, timed.
 """
 
 import argparse
 import collections
 import faulthandler
+import os
 import pathlib
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -200,6 +211,72 @@ def run(model, ids, backend, top=0, breakdown=False):
     return logits, cold, ms, host
 
 
+def cold_child(name, backend):
+    """The first compiled call of `name` under `backend`, in this process
+    (--cold-child): its seconds and those spent converting, compiling and
+    loading kfuse's parts printed on the last line."""
+    spec = MODELS[name]
+    in_kfuse = [0.0]
+    build_part = ktorch.CompiledModule._build
+
+    def timed(self, args):
+        start = time.perf_counter()
+        result = build_part(self, args)
+        in_kfuse[0] += time.perf_counter() - start
+        return result
+    ktorch.CompiledModule._build = timed
+    torch.manual_seed(0)
+    model = build(spec["kind"])
+    ids = torch.randint(0, model.config.vocab_size,
+                        (spec["batch"], spec["seq"]), device="cuda")
+    with torch.no_grad():
+        model(ids, use_cache=False)
+        torch.cuda.synchronize()
+        forward = torch.compile(
+            model, backend=ktorch._dynamo_backend if backend == "kfuse"
+            else backend)
+        start = time.perf_counter()
+        forward(ids, use_cache=False)
+        torch.cuda.synchronize()
+        print(f"{time.perf_counter() - start:.3f} {in_kfuse[0]:.3f}")
+
+
+def first_call(name, backend, env):
+    """(seconds of the first call, of them in kfuse's parts) in a child
+    process with `env`; NaNs where it failed."""
+    done = subprocess.run(
+        [sys.executable, __file__, "--cold-child", name, backend], env=env,
+        capture_output=True, text=True)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        print(f"{name} {backend}: the child failed:\n{done.stderr[-2000:]}")
+        return float("nan"), float("nan")
+    total, in_kfuse = lines[-1].split()
+    return float(total), float(in_kfuse)
+
+
+def cold_processes(names):
+    """Each model's cold compile under kfuse and inductor, each in a fresh
+    process with empty caches; then kfuse's warm start, a new process on
+    the disk cache the cold one filled."""
+    print("| model | kfuse cold s | inductor cold s | kfuse / inductor | "
+          "kfuse warm s (new process, disk cache) | of it in kfuse s |")
+    print("|---|---|---|---|---|---|")
+    for name in names:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ,
+                       KFUSE_CACHE_DIR=os.path.join(tmp, "kfuse"),
+                       TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "ind"),
+                       TRITON_CACHE_DIR=os.path.join(tmp, "triton"))
+            cold, _ = first_call(name, "kfuse", env)
+            warm, warm_in_kfuse = first_call(name, "kfuse", env)
+            inductor, _ = first_call(name, "inductor", env)
+        print(f"| {name} | {cold:.2f} | {inductor:.2f} | "
+              f"{cold / inductor:.3f} | {warm:.2f} | {warm_in_kfuse:.3f} |",
+              flush=True)
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--only", default="gpt2,llama")
@@ -212,7 +289,16 @@ def main():
                         help="print where kfuse's host time goes")
     parser.add_argument("--stacks-every", type=float, default=0,
                         help="print every thread's stack this often (s)")
+    parser.add_argument("--cold-processes", action="store_true",
+                        help="only the cold compiles, each in a fresh "
+                        "process with empty caches")
+    parser.add_argument("--cold-child", nargs=2, metavar=("MODEL", "BACKEND"),
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.cold_child:
+        return cold_child(*args.cold_child)
+    if args.cold_processes:
+        return cold_processes(args.only.split(","))
     if args.stacks_every:
         faulthandler.dump_traceback_later(args.stacks_every, repeat=True)
     torch.manual_seed(0)
