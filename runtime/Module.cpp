@@ -165,8 +165,15 @@ bool assembleWithPtxas(const std::string &ptxas, Plan &plan) {
 /// kernel's 168 registers (spills, none above R165), where ptxas gives
 /// them the 232 that setmaxnreg allots; given an epilogue that needed a
 /// few more registers, it serialised every wgmma. H200, same PTX: the D128
-/// FlashAttention 478 -> 606 TFLOP/s.
+/// FlashAttention 478 -> 606 TFLOP/s. `KFUSE_PTXAS_FOR=all` sends every
+/// plan there: ptxas spreads a module's kernels over every CPU
+/// (--split-compile), where the driver's JIT takes them one after another
+/// (most of GPT-2's cold start after Dynamo's trace); to be measured
+/// against the JIT, kernel speeds included, before it is the default.
 static bool prefersToolkitPtxas(const Plan &plan) {
+  const char *which = std::getenv("KFUSE_PTXAS_FOR");
+  if (which && std::string(which) == "all")
+    return true;
   return plan.ptx.find("setmaxnreg") != std::string::npos;
 }
 
