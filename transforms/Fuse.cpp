@@ -294,20 +294,33 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
 /// the input is read once. Only when neither uses the other, and every
 /// outside user of the earlier one comes after the later one (where the
 /// merged kernel will stand).
-void mergeSiblings(Block &body, Partition &p, std::vector<Cluster> &clusters) {
-  std::map<int, SmallVector<Operation *>> members;
-  for (Operation &op : body.without_terminator())
-    if (p.kernelOf.count(&op))
-      members[p.kernelOf[&op]].push_back(&op);
-  // A cluster that a row op joined keeps kind pointwise: two such must
-  // agree on their rows too, or one kernel would hold two row spaces.
-  auto sameSpace = [&](const Cluster &a, const Cluster &b) {
+class SiblingMerge {
+public:
+  SiblingMerge(Block &body, Partition &p, std::vector<Cluster> &clusters)
+      : p(p), clusters(clusters) {
+    for (Operation &op : body.without_terminator())
+      if (p.kernelOf.count(&op))
+        members[p.kernelOf[&op]].push_back(&op);
+  }
+
+  void run() {
+    for (auto &[a, opsA] : members)
+      for (auto &[b, opsB] : members)
+        if (a < b && !opsA.empty() && !opsB.empty() && siblings(a, b))
+          merge(a, b);
+  }
+
+private:
+  /// A cluster that a row op joined keeps kind pointwise: two such must
+  /// agree on their rows too, or one kernel would hold two row spaces.
+  bool sameSpace(const Cluster &a, const Cluster &b) const {
     if (a.rows && b.rows)
       return a.rows->rows == b.rows->rows && a.rows->length == b.rows->length;
     return a.kind == KernelKind::pointwise &&
            b.kind == KernelKind::pointwise && a.elements == b.elements;
-  };
-  auto inputsOf = [&](int id) {
+  }
+
+  llvm::DenseSet<Value> inputsOf(int id) {
     llvm::DenseSet<Value> inputs;
     for (Operation *op : members[id])
       for (Value v : op->getOperands())
@@ -315,54 +328,97 @@ void mergeSiblings(Block &body, Partition &p, std::vector<Cluster> &clusters) {
             !p.kernelOf.count(v.getDefiningOp()))
           inputs.insert(v);
     return inputs;
-  };
-  auto uses = [&](int user, int producer) {
+  }
+
+  bool uses(int user, int producer) {
     for (Operation *op : members[user])
       for (Value v : op->getOperands())
         if (Operation *def = v.getDefiningOp();
             def && p.kernelOf.count(def) && p.kernelOf[def] == producer)
           return true;
     return false;
-  };
-  for (auto &[a, opsA] : members) {
-    for (auto &[b, opsB] : members) {
-      if (a >= b || opsA.empty() || opsB.empty() ||
-          !sameSpace(clusters[a], clusters[b]) || uses(a, b) || uses(b, a))
-        continue;
-      llvm::DenseSet<Value> inA = inputsOf(a);
-      bool shares = llvm::any_of(inputsOf(b), [&](Value v) {
-        return inA.contains(v) && !isa_and_nonnull<ConstantOp>(v.getDefiningOp());
-      });
-      if (!shares)
-        continue;
-      auto [early, late] = opsA.back()->isBeforeInBlock(opsB.back())
-                               ? std::pair{&opsA, &opsB}
-                               : std::pair{&opsB, &opsA};
-      Operation *place = late->back();
-      bool usersAfter = llvm::all_of(*early, [&](Operation *op) {
-        return llvm::all_of(op->getUsers(), [&](Operation *user) {
-          return place->isBeforeInBlock(user) ||
-                 llvm::is_contained(*early, user);
-        });
-      });
-      if (!usersAfter)
-        continue;
-      for (Operation *op : opsB)
-        p.kernelOf[op] = a;
-      p.decisions.push_back({opsA.back(), opsB.back(), true,
-                             "siblings reading the same input"});
-      opsA.append(opsB.begin(), opsB.end());
-      llvm::sort(opsA, [](Operation *x, Operation *y) {
-        return x->isBeforeInBlock(y);
-      });
-      opsB.clear();
-    }
   }
+
+  /// Whether kernels `a` and `b` may become one: one space, neither using
+  /// the other, a common input that is not a constant, and the earlier's
+  /// outside users after the later.
+  bool siblings(int a, int b) {
+    if (!sameSpace(clusters[a], clusters[b]) || uses(a, b) || uses(b, a))
+      return false;
+    llvm::DenseSet<Value> inA = inputsOf(a);
+    bool shares = llvm::any_of(inputsOf(b), [&](Value v) {
+      return inA.contains(v) && !isa_and_nonnull<ConstantOp>(v.getDefiningOp());
+    });
+    if (!shares)
+      return false;
+    SmallVector<Operation *> &opsA = members[a], &opsB = members[b];
+    auto [early, late] = opsA.back()->isBeforeInBlock(opsB.back())
+                             ? std::pair{&opsA, &opsB}
+                             : std::pair{&opsB, &opsA};
+    Operation *place = late->back();
+    return llvm::all_of(*early, [&](Operation *op) {
+      return llvm::all_of(op->getUsers(), [&](Operation *user) {
+        return place->isBeforeInBlock(user) || llvm::is_contained(*early, user);
+      });
+    });
+  }
+
+  /// `b`'s ops into kernel `a`, in block order.
+  void merge(int a, int b) {
+    SmallVector<Operation *> &opsA = members[a], &opsB = members[b];
+    for (Operation *op : opsB)
+      p.kernelOf[op] = a;
+    p.decisions.push_back(
+        {opsA.back(), opsB.back(), true, "siblings reading the same input"});
+    opsA.append(opsB.begin(), opsB.end());
+    llvm::sort(opsA,
+               [](Operation *x, Operation *y) { return x->isBeforeInBlock(y); });
+    opsB.clear();
+  }
+
+  Partition &p;
+  std::vector<Cluster> &clusters;
+  std::map<int, SmallVector<Operation *>> members;
+};
+
+/// The kernel that `op` joins in a fused partition (none: a kernel of its
+/// own), the kernel of all its users when it can join it; `reason` says
+/// why or why not.
+std::optional<int>
+joinedKernel(Operation &op, Partition &p, std::vector<Cluster> &clusters,
+             const llvm::SmallPtrSetImpl<Operation *> &isolated,
+             std::string &reason) {
+  std::optional<int> target;
+  reason = "it is a graph output";
+  for (Operation *user : op.getUsers()) {
+    auto it = p.kernelOf.find(user);
+    if (it == p.kernelOf.end()) {
+      reason = "it is a graph output";
+      return std::nullopt;
+    }
+    if (target && *target != it->second) {
+      reason = "its users are in different kernels";
+      return std::nullopt;
+    }
+    target = it->second;
+  }
+  if (op.use_empty())
+    reason = "it has no users";
+  if (!target)
+    return std::nullopt;
+  if (isolated.contains(&op)) {
+    reason = "its consumer would read other rows of its result";
+    return std::nullopt;
+  }
+  Cluster trial = clusters[*target];
+  auto [ok, why] = canJoin(&op, trial);
+  reason = why;
+  if (!ok)
+    return std::nullopt;
+  trial.onlyViews = trial.onlyViews && isViewOp(&op);
+  clusters[*target] = trial;
+  return target;
 }
-
-} // namespace
-
-namespace {
 
 /// One greedy pass; ops in `isolated` start kernels of their own.
 Partition partitionOnce(Block &body, bool fused,
@@ -377,41 +433,9 @@ Partition partitionOnce(Block &body, bool fused,
           return user->hasTrait<OpTrait::IsTerminator>();
         }))
       continue;
-    std::optional<int> target;
     std::string reason = "unfused mode: one kernel per op";
-    if (fused) {
-      reason = "it is a graph output";
-      for (Operation *user : op.getUsers()) {
-        auto it = p.kernelOf.find(user);
-        if (it == p.kernelOf.end()) {
-          reason = "it is a graph output";
-          target.reset();
-          break;
-        }
-        if (target && *target != it->second) {
-          reason = "its users are in different kernels";
-          target.reset();
-          break;
-        }
-        target = it->second;
-      }
-      if (op.use_empty())
-        reason = "it has no users";
-      if (target && isolated.contains(&op)) {
-        reason = "its consumer would read other rows of its result";
-        target.reset();
-      }
-      if (target) {
-        Cluster trial = clusters[*target];
-        auto [ok, why] = canJoin(&op, trial);
-        reason = why;
-        trial.onlyViews = trial.onlyViews && isViewOp(&op);
-        if (ok)
-          clusters[*target] = trial;
-        else
-          target.reset();
-      }
-    }
+    std::optional<int> target =
+        fused ? joinedKernel(op, p, clusters, isolated, reason) : std::nullopt;
     for (Operation *user : op.getUsers())
       if (p.kernelOf.count(user))
         p.decisions.push_back({&op, user, target.has_value(), reason});
@@ -426,7 +450,7 @@ Partition partitionOnce(Block &body, bool fused,
     clusters.push_back(c);
   }
   if (fused)
-    mergeSiblings(body, p, clusters);
+    SiblingMerge(body, p, clusters).run();
   return p;
 }
 
