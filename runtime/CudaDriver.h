@@ -16,6 +16,7 @@
 #include <cuda.h>
 
 #include <atomic>
+#include <memory>
 #include <string>
 
 namespace kfuse::runtime {
@@ -83,6 +84,12 @@ public:
   /// Opens the driver and the device on first use. Errors: no driver, no
   /// GPU, or a failing call; they are remembered, not retried.
   static Expected<Driver *> get();
+  /// A driver that opened nothing, its calls null until the caller sets
+  /// them: for testing the runtime's bookkeeping (workspaces, graphs)
+  /// against fakes on a machine without a GPU.
+  static std::unique_ptr<Driver> unopened() {
+    return std::unique_ptr<Driver>(new Driver());
+  }
 
 #define KFUSE_DECLARE(name) decltype(&::name) name = nullptr;
   KFUSE_CUDA_FUNCTIONS(KFUSE_DECLARE)

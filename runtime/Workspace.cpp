@@ -47,14 +47,6 @@ Expected<WorkspaceUsage> workspaceUsage(Driver &driver) {
   return usage;
 }
 
-/// The most streams with an arena at once: a process that runs on more
-/// streams frees the least recently used one's (after its last run) when
-/// it needs another.
-constexpr size_t kMaxArenas = 8;
-/// Arenas grow in whole steps of this many bytes (cuMemAlloc's own
-/// granularity), so that slowly growing shapes do not move them each run.
-constexpr uint64_t kArenaGranule = uint64_t(2) << 20;
-
 WorkspaceArenas &WorkspaceArenas::get(Driver &driver) {
   // For the life of the process, as the primary context it allocates in.
   static WorkspaceArenas *instance = new WorkspaceArenas(driver);
@@ -104,7 +96,7 @@ Status WorkspaceArenas::grow(Arena &arena, uint64_t bytes) {
   if (bytes <= arena.bytes)
     return Status::ok();
   KFUSE_RETURN_IF_ERROR(free(arena));
-  uint64_t size = (bytes + kArenaGranule - 1) / kArenaGranule * kArenaGranule;
+  uint64_t size = (bytes + kGranule - 1) / kGranule * kGranule;
   KFUSE_RETURN_IF_ERROR(
       driver.check(driver.cuMemAlloc_v2(&arena.address, size), "cuMemAlloc"));
   arena.bytes = size;

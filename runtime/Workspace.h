@@ -59,7 +59,18 @@ Status trimWorkspaces(Driver &driver);
 /// behind that stream's last run.
 class WorkspaceArenas {
 public:
+  /// The process's, on the driver's device.
   static WorkspaceArenas &get(Driver &driver);
+  explicit WorkspaceArenas(Driver &driver) : driver(driver) {}
+
+  /// The most streams with an arena at once: a process that runs on more
+  /// streams frees the least recently used one's (after its last run)
+  /// when it needs another.
+  static constexpr size_t kMaxArenas = 8;
+  /// Arenas grow in whole steps of this many bytes (cuMemAlloc's own
+  /// granularity), so that slowly growing shapes do not move them each
+  /// run.
+  static constexpr uint64_t kGranule = uint64_t(2) << 20;
 
   /// Runs `enqueue(address)` with `bytes` at `address` for the work it
   /// enqueues on `stream`, after the stream arena's earlier runs.
@@ -72,7 +83,6 @@ public:
   uint64_t reservedBytes();
 
 private:
-  explicit WorkspaceArenas(Driver &driver) : driver(driver) {}
   struct Arena {
     CUstream stream = nullptr;
     CUdeviceptr address = 0;
