@@ -213,18 +213,25 @@ def run(model, ids, backend, top=0, breakdown=False):
 
 def cold_child(name, backend):
     """The first compiled call of `name` under `backend`, in this process
-    (--cold-child): its seconds and those spent converting, compiling and
-    loading kfuse's parts printed on the last line."""
+    (--cold-child). Its last line: the call's seconds, then of them those
+    in kfuse's backend (partitioning the FX graph), in building kfuse's
+    parts (conversion and compile) and in the parts' calls beyond their
+    build (the first runs: module loads, launches); the rest is Dynamo's."""
     spec = MODELS[name]
-    in_kfuse = [0.0]
-    build_part = ktorch.CompiledModule._build
+    spent = collections.Counter()
 
-    def timed(self, args):
-        start = time.perf_counter()
-        result = build_part(self, args)
-        in_kfuse[0] += time.perf_counter() - start
-        return result
-    ktorch.CompiledModule._build = timed
+    def timed(key, function):
+        def wrapper(*args):
+            start = time.perf_counter()
+            try:
+                return function(*args)
+            finally:
+                spent[key] += time.perf_counter() - start
+        return wrapper
+    ktorch.CompiledModule._build = timed("build",
+                                         ktorch.CompiledModule._build)
+    ktorch.CompiledModule.__call__ = timed("call",
+                                           ktorch.CompiledModule.__call__)
     torch.manual_seed(0)
     model = build(spec["kind"])
     ids = torch.randint(0, model.config.vocab_size,
@@ -233,47 +240,55 @@ def cold_child(name, backend):
         model(ids, use_cache=False)
         torch.cuda.synchronize()
         forward = torch.compile(
-            model, backend=ktorch._dynamo_backend if backend == "kfuse"
-            else backend)
+            model, backend=timed("backend", ktorch._dynamo_backend)
+            if backend == "kfuse" else backend)
         start = time.perf_counter()
         forward(ids, use_cache=False)
         torch.cuda.synchronize()
-        print(f"{time.perf_counter() - start:.3f} {in_kfuse[0]:.3f}")
+        total = time.perf_counter() - start
+        print(f"{total:.3f} {spent['backend']:.3f} {spent['build']:.3f} "
+              f"{spent['call'] - spent['build']:.3f}")
 
 
 def first_call(name, backend, env):
-    """(seconds of the first call, of them in kfuse's parts) in a child
-    process with `env`; NaNs where it failed."""
+    """The seconds of the first call and its parts (cold_child's last
+    line) in a child process with `env`; NaNs where it failed."""
     done = subprocess.run(
         [sys.executable, __file__, "--cold-child", name, backend], env=env,
         capture_output=True, text=True)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         print(f"{name} {backend}: the child failed:\n{done.stderr[-2000:]}")
-        return float("nan"), float("nan")
-    total, in_kfuse = lines[-1].split()
-    return float(total), float(in_kfuse)
+        return [float("nan")] * 4
+    return [float(x) for x in lines[-1].split()]
 
 
 def cold_processes(names):
     """Each model's cold compile under kfuse and inductor, each in a fresh
     process with empty caches; then kfuse's warm start, a new process on
-    the disk cache the cold one filled."""
-    print("| model | kfuse cold s | inductor cold s | kfuse / inductor | "
-          "kfuse warm s (new process, disk cache) | of it in kfuse s |")
-    print("|---|---|---|---|---|---|")
+    the disk cache the cold one filled. kfuse's seconds are split into
+    Dynamo's (the rest), the backend's partitioning, building the parts
+    and their first runs."""
+    print("| model | start | kfuse s | dynamo | partition | build | "
+          "first runs | inductor s | kfuse / inductor |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in names:
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ,
                        KFUSE_CACHE_DIR=os.path.join(tmp, "kfuse"),
                        TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "ind"),
                        TRITON_CACHE_DIR=os.path.join(tmp, "triton"))
-            cold, _ = first_call(name, "kfuse", env)
-            warm, warm_in_kfuse = first_call(name, "kfuse", env)
-            inductor, _ = first_call(name, "inductor", env)
-        print(f"| {name} | {cold:.2f} | {inductor:.2f} | "
-              f"{cold / inductor:.3f} | {warm:.2f} | {warm_in_kfuse:.3f} |",
-              flush=True)
+            cold = first_call(name, "kfuse", env)
+            warm = first_call(name, "kfuse", env)
+            inductor = first_call(name, "inductor", env)[0]
+        for start, (total, backend, build_s, runs) in (("cold", cold),
+                                                       ("warm", warm)):
+            ratio = (f"{total / inductor:.3f}" if start == "cold"
+                     else "-")
+            print(f"| {name} | {start} | {total:.3f} | "
+                  f"{total - backend - build_s - runs:.3f} | {backend:.3f} | "
+                  f"{build_s:.3f} | {runs:.3f} | {inductor:.2f} | {ratio} |",
+                  flush=True)
     return 0
 
 
