@@ -32,6 +32,7 @@ import torch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] /
                        "python"))
+import kfuse  # noqa: E402
 import kfuse.torch as ktorch  # noqa: E402
 from kfuse import _capi as capi  # noqa: E402
 from python_call import per_call_us  # noqa: E402 (beside this script)
@@ -246,48 +247,62 @@ def cold_child(name, backend):
         forward(ids, use_cache=False)
         torch.cuda.synchronize()
         total = time.perf_counter() - start
+        stats = kfuse.cache_stats()
         print(f"{total:.3f} {spent['backend']:.3f} {spent['build']:.3f} "
-              f"{spent['call'] - spent['build']:.3f}")
+              f"{spent['call'] - spent['build']:.3f} {stats['compiles']} "
+              f"{stats['disk_hits']}")
 
 
 def first_call(name, backend, env):
     """The seconds of the first call and its parts (cold_child's last
-    line) in a child process with `env`; NaNs where it failed."""
+    line) in a child process with `env`; NaNs where it failed. Under
+    KFUSE_DEBUG the child's log lines about compiles are printed."""
     done = subprocess.run(
         [sys.executable, __file__, "--cold-child", name, backend], env=env,
         capture_output=True, text=True)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         print(f"{name} {backend}: the child failed:\n{done.stderr[-2000:]}")
-        return [float("nan")] * 4
+        return [float("nan")] * 6
+    if env.get("KFUSE_DEBUG"):
+        print("\n".join(line[:300] for line in done.stderr.splitlines()
+                        if "specialised" in line or "disk cache" in line))
     return [float(x) for x in lines[-1].split()]
 
 
-def cold_processes(names):
+def cold_processes(names, peers, dumps=None):
     """Each model's cold compile under kfuse and inductor, each in a fresh
     process with empty caches; then kfuse's warm start, a new process on
     the disk cache the cold one filled. kfuse's seconds are split into
     Dynamo's (the rest), the backend's partitioning, building the parts
     and their first runs."""
     print("| model | start | kfuse s | dynamo | partition | build | "
-          "first runs | inductor s | kfuse / inductor |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "first runs | compiles | disk hits | inductor s | "
+          "kfuse / inductor |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in names:
         with tempfile.TemporaryDirectory() as tmp:
             env = dict(os.environ,
                        KFUSE_CACHE_DIR=os.path.join(tmp, "kfuse"),
                        TORCHINDUCTOR_CACHE_DIR=os.path.join(tmp, "ind"),
                        TRITON_CACHE_DIR=os.path.join(tmp, "triton"))
+            if dumps:  # each compile's stages, by key (a miss shows)
+                env["KFUSE_DUMP_DIR"] = os.path.join(dumps, name + "-cold")
             cold = first_call(name, "kfuse", env)
+            if dumps:
+                env["KFUSE_DUMP_DIR"] = os.path.join(dumps, name + "-warm")
             warm = first_call(name, "kfuse", env)
-            inductor = first_call(name, "inductor", env)[0]
-        for start, (total, backend, build_s, runs) in (("cold", cold),
-                                                       ("warm", warm)):
+            env.pop("KFUSE_DUMP_DIR", None)
+            inductor = (first_call(name, "inductor", env)[0]
+                        if "inductor" in peers else float("nan"))
+        for start, (total, backend, build_s, runs, compiles, hits) in (
+                ("cold", cold), ("warm", warm)):
             ratio = (f"{total / inductor:.3f}" if start == "cold"
                      else "-")
             print(f"| {name} | {start} | {total:.3f} | "
                   f"{total - backend - build_s - runs:.3f} | {backend:.3f} | "
-                  f"{build_s:.3f} | {runs:.3f} | {inductor:.2f} | {ratio} |",
+                  f"{build_s:.3f} | {runs:.3f} | {compiles:.0f} | {hits:.0f} | "
+                  f"{inductor:.2f} | {ratio} |",
                   flush=True)
     return 0
 
@@ -307,13 +322,17 @@ def main():
     parser.add_argument("--cold-processes", action="store_true",
                         help="only the cold compiles, each in a fresh "
                         "process with empty caches")
+    parser.add_argument("--cold-dumps", metavar="DIR",
+                        help="with --cold-processes: each compile's "
+                        "stages under DIR/MODEL-cold and DIR/MODEL-warm")
     parser.add_argument("--cold-child", nargs=2, metavar=("MODEL", "BACKEND"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.cold_child:
         return cold_child(*args.cold_child)
     if args.cold_processes:
-        return cold_processes(args.only.split(","))
+        return cold_processes(args.only.split(","), args.peers,
+                              args.cold_dumps)
     if args.stacks_every:
         faulthandler.dump_traceback_later(args.stacks_every, repeat=True)
     torch.manual_seed(0)
