@@ -14,14 +14,20 @@ in the process (inductor's compile workers, Triton's and inductor's
 caches warmed by the model before). --cold-processes measures each model
 and backend in a process of its own with empty kfuse, inductor and Triton
 cache directories: the model built, one eager forward (CUDA and cuBLAS
-set up alike for both), then the compiled model's first call, timed.
+set up alike for both), then the compiled model's first call, timed, and
+split into Dynamo's part, kfuse's partitioning, building kfuse's parts and
+their first runs. KFUSE_BENCH_PROFILE=PATH writes each child's cProfile of
+that call to PATH.BACKEND.PID; --cold-dumps DIR each kfuse compile's
+stages (a disk-cache miss in the warm process shows as a new directory).
 """
 
 import argparse
 import collections
+import cProfile
 import faulthandler
 import os
 import pathlib
+import pstats
 import statistics
 import subprocess
 import sys
@@ -243,10 +249,19 @@ def cold_child(name, backend):
         forward = torch.compile(
             model, backend=timed("backend", ktorch._dynamo_backend)
             if backend == "kfuse" else backend)
+        profile_to = os.environ.get("KFUSE_BENCH_PROFILE")
+        profiler = cProfile.Profile() if profile_to else None
         start = time.perf_counter()
+        if profiler:
+            profiler.enable()
         forward(ids, use_cache=False)
         torch.cuda.synchronize()
         total = time.perf_counter() - start
+        if profiler:  # where the first call's time goes, by function
+            profiler.disable()
+            with open(profile_to + f".{backend}.{os.getpid()}", "w") as f:
+                pstats.Stats(profiler, stream=f).sort_stats(
+                    "cumulative").print_stats(60)
         stats = kfuse.cache_stats()
         print(f"{total:.3f} {spent['backend']:.3f} {spent['build']:.3f} "
               f"{spent['call'] - spent['build']:.3f} {stats['compiles']} "

@@ -16,14 +16,15 @@
 #include "kfuse/kfuse.h"
 #include "runtime/Debug.h"
 #include "runtime/DiskCache.h"
+#include "llvm/Support/FileSystem.h"
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <map>
 #include <mutex>
-#include <sys/stat.h>
 #include <unordered_map>
 
 namespace kfuse {
@@ -232,8 +233,12 @@ void ExecutableImpl::writeDumps(Specialization &spec) {
     stable.erase(at, stable.find('\n', at + 1) - at);
   std::string dir = root + "/" + graphName + "-" +
                     runtime::DiskCache::digest(stable).substr(0, 12);
-  mkdir(root.c_str(), 0755);
-  mkdir(dir.c_str(), 0755);
+  if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
+    // Asked for by the user (KFUSE_DUMP_DIR or the option): said always.
+    std::fprintf(stderr, "kfuse: cannot create the dump directory %s: %s\n",
+                 dir.c_str(), ec.message().c_str());
+    return;
+  }
   auto write = [&](const std::string &name, const std::string &text) {
     if (text.empty())
       return;

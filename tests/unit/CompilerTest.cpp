@@ -183,11 +183,12 @@ TEST(Compiler, RunOnHostWithoutGPUSaysSo) {
   EXPECT_EQ(out.error().code(), ErrorCode::NoDevice) << out.error().message();
 }
 
+/// The dump directory is created with every missing level above it.
 TEST(Compiler, DumpDirectoryGetsEveryStage) {
   std::string dir = ::testing::TempDir() + "kfuse-dumps-" +
                     std::to_string(::getpid());
   CompileOptions options = noDiskCache();
-  options.dumpDir = dir;
+  options.dumpDir = dir + "/missing/levels";
   Graph g("dumped");
   g.output("y", exp(g.input("x", DType::f32, {32})));
   ASSERT_TRUE(Compiler(options).compile(g));
