@@ -18,14 +18,20 @@ using namespace kfuse::kf;
 /// over the reduced elements.
 LogicalResult kfuse::kf::emitReduction(KernelEmitter &e, int64_t items) {
   // The reduction is the result, or (kf-split-k's epilogue kernels) feeds
-  // elementwise ops of the result's shape.
+  // elementwise ops and reshapes of the result: item i of the result reads
+  // item i of the sum (a GPT-2 projection's [B*S, N] sum reshaped to
+  // [B, S, N] for its residual add). An op between them that reads the sum
+  // elsewhere is refused where the emitter meets it.
   Value root = rootValue(e.kernel());
   auto reduce = root.getDefiningOp<ReduceOp>();
   if (!reduce)
     e.kernel().getBody().walk([&](ReduceOp op) { reduce = op; });
-  if (!reduce || shapeOf(reduce) != shapeOf(root))
-    return e.kernel().emitOpError(
-        "has no reduction whose result has the kernel result's shape");
+  auto elements = [](Value v) {
+    return mlir::cast<RankedTensorType>(v.getType()).getNumElements();
+  };
+  if (!reduce || elements(reduce.getResult()) != elements(root))
+    return e.kernel().emitOpError("has no reduction with as many elements "
+                                  "as the kernel result");
   ArrayRef<int64_t> inShape = shapeOf(reduce.getInput());
   ArrayRef<int64_t> axes = reduce.getAxes();
   SmallVector<int64_t> reducedShape;

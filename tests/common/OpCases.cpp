@@ -266,6 +266,20 @@ std::vector<OpCase> allOpCases() {
                        g.output("gelu_tanh", r * 0.5 * (t + 1.0));
                      },
                      {{3, 37, 64}, {64, 80}, {80}, {3, 37, 80}}});
+  // The same at sizes kf-split-k splits (8 tiles of 256 x 256 over K =
+  // 1024): the kernel summing the K chunks ends in the residual add after
+  // the reshape (transformers' GPT-2 at 256 wide failed to compile).
+  cases.push_back({"matmul_split_k_reshaped_epilogue_bf16",
+                   [](Graph &g) {
+                     Tensor x = g.input("x", DType::bf16, {2, 128, 1024});
+                     Tensor w = g.input("w", DType::bf16, {1024, 256});
+                     Tensor bias = g.input("bias", DType::bf16, {256});
+                     Tensor residual =
+                         g.input("residual", DType::bf16, {2, 128, 256});
+                     Tensor y = matmul(reshape(x, {256, 1024}), w) + bias;
+                     g.output("y", residual + reshape(y, {2, 128, 256}));
+                   },
+                   {{2, 128, 1024}, {1024, 256}, {256}, {2, 128, 256}}});
   cases.push_back({"matmul_batched_f32_out", [](Graph &g) {
                      MatmulOptions o;
                      o.transposeA = true;
