@@ -185,6 +185,16 @@ std::vector<AttentionCase> cases() {
        DType::f16, 0.3, true, false, true, 7, true},
       {"lse_f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt,
        false, false, false, 0, true},
+      // Queries of at most 64 rows take tiles of 64 (one warpgroup): a
+      // decode step's one token over a long grouped-query cache, with
+      // RoPE on q; a short causal prefill; 63 rows over more keys.
+      {"decode_gqa_d128_kv4096", 1, 32, 8, 1, 4096, 128, 128, false},
+      {"decode_rope_q_gqa_kv300", 2, 8, 2, 1, 300, 128, 128, false,
+       DType::bf16, std::nullopt, true, false, false, 0, false,
+       AttentionCase::QPrologue::rope},
+      {"short_prefill_causal_gqa", 1, 8, 2, 64, 64, 64, 64, true},
+      {"q63_causal_lse_d128", 1, 4, 4, 63, 200, 128, 128, true, DType::bf16,
+       std::nullopt, true, false, false, 0, true},
       // The one-thread-per-output kernel.
       {"f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt, false},
       // Rows of 8- and 4-byte words: smaller copies, a partial last chunk.
