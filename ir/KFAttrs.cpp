@@ -12,6 +12,8 @@
 #include "mlir/IR/DialectImplementation.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace kfuse::kf;
 
@@ -26,6 +28,28 @@ void KFDialect::registerAttributes() {
 }
 
 using EmitError = llvm::function_ref<InFlightDiagnostic()>;
+
+/// `attr`'s parameters through its verifier, as getChecked would have.
+template <typename AttrT>
+static LogicalResult verifyAgain(AttrT attr, EmitError emitError) {
+  return std::apply(
+      [&](auto... parameters) {
+        return AttrT::verifyInvariants(emitError, parameters...);
+      },
+      attr.getImpl()->getAsKey());
+}
+
+LogicalResult kfuse::kf::verifyDecisionAttr(Attribute attr,
+                                            EmitError emitError) {
+  if (!attr)
+    return success();
+  return llvm::TypeSwitch<Attribute, LogicalResult>(attr)
+      .Case<LaunchAttr, PointwiseTilingAttr, RowTilingAttr,
+            ColumnScanTilingAttr, MmaTilingAttr, FlashTilingAttr,
+            FlashGradTilingAttr, MmaPipelineAttr, FlashPipelineAttr>(
+          [&](auto decision) { return verifyAgain(decision, emitError); })
+      .Default([](Attribute) { return success(); });
+}
 
 /// Fails with "`name` = value: needs lo to hi" unless lo <= value <= hi.
 static LogicalResult checkRange(EmitError emitError, StringRef name,

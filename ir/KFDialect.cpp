@@ -566,6 +566,13 @@ static LogicalResult verifyPaddedRows(KernelOp kernel) {
 static LogicalResult verifyDecisions(KernelOp kernel) {
   Attribute tiling = kernel.getTilingAttr(),
             pipeline = kernel.getPipelineAttr();
+  auto emitError = [&] {
+    return kernel.emitOpError("has an invalid decision: ");
+  };
+  for (Attribute decision :
+       {Attribute(kernel.getLaunchAttr()), tiling, pipeline})
+    if (failed(verifyDecisionAttr(decision, emitError)))
+      return failure();
   if ((tiling || pipeline) && !kernel.getLaunchAttr())
     return kernel.emitOpError("has a tiling or pipeline but no launch");
   if (tiling && !tilingFitsKind(tiling, kernel.getKind()))

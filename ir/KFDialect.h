@@ -37,6 +37,14 @@ inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {
 /// may contract a multiply into an add. What a comparison reads may be
 /// recomputed only through such ops.
 bool isReproducedExactly(mlir::Operation *op);
+
+/// Checks a decision attribute (a kf launch, tiling or pipeline; anything
+/// else passes) against its own verifier again. Passes build decisions
+/// with Attr::get, which does not verify; KernelOp's verifier calls this
+/// so that a decision no template takes fails there, not as a kernel.
+mlir::LogicalResult
+verifyDecisionAttr(mlir::Attribute attr,
+                   llvm::function_ref<mlir::InFlightDiagnostic()> emitError);
 } // namespace kfuse::kf
 
 #endif // KFUSE_IR_KFDIALECT_H

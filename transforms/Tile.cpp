@@ -265,11 +265,7 @@ Decision decideFlashAttention(AttentionOp op) {
   ArrayRef<int64_t> q = shapeOf(op.getQ());
   // 64 rows (one warpgroup, two blocks an SM that need not wait for each
   // other) measured the same on the H200 and reads K and V twice as often.
-  // A query of at most 64 rows (a decode step's one token) takes 64: the
-  // rows past it are multiplied all the same, and 128 doubled the tensor
-  // work of each KV tile for nothing (Llama decode at KV 4096: 32 blocks
-  // each through 4096 keys, compute-bound on padding rows).
-  int64_t blockQ = q[2] <= 64 ? 64 : 128;
+  int64_t blockQ = 128;
   int64_t blocks = q[0] * q[1] * ((q[2] + blockQ - 1) / blockQ);
   int64_t headDim = (q[3] + 63) / 64 * 64;
   int64_t valueDim = (shapeOf(op.getV())[3] + 63) / 64 * 64;
