@@ -185,9 +185,9 @@ std::vector<AttentionCase> cases() {
        DType::f16, 0.3, true, false, true, 7, true},
       {"lse_f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt,
        false, false, false, 0, true},
-      // Queries of at most 64 rows take tiles of 64 (one warpgroup): a
-      // decode step's one token over a long grouped-query cache, with
-      // RoPE on q; a short causal prefill; 63 rows over more keys.
+      // Decode-sized queries in tiles of 128 rows: a step's one token over
+      // a long grouped-query cache, with RoPE on q; a short causal
+      // prefill; 63 rows over more keys.
       {"decode_gqa_d128_kv4096", 1, 32, 8, 1, 4096, 128, 128, false},
       {"decode_rope_q_gqa_kv300", 2, 8, 2, 1, 300, 128, 128, false,
        DType::bf16, std::nullopt, true, false, false, 0, false,
