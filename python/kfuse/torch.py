@@ -333,6 +333,8 @@ _FUNCTIONS = {
     torch.bitwise_and: _logic("and"), torch.bitwise_or: _logic("or"),
     torch.bitwise_not: _logic("not"),
     operator.getitem: lambda x, key: x[key],
+    # Dynamo's symbolic graphs build the sizes given to view and expand.
+    torch.Size: lambda dims: tuple(dims),
     torch.unsqueeze: _unsqueeze, torch.squeeze: _squeeze,
     torch.split: _split, torch.chunk: _chunk,
     F.cross_entropy: _cross_entropy,
@@ -534,11 +536,13 @@ class Converter:
         raise Unsupported(f"fx op {node.op}")
 
     def _arange(self, *bounds, dtype=None, **_):
-        """torch.arange as an iota: int64 for integer bounds, float32 for
-        float ones (or `dtype`)."""
+        """torch.arange as an iota: int64 unless a bound is floating (then
+        float32), or `dtype`. Under Dynamo's symbolic sizes a bound is a
+        SymInt, which is integral too."""
         start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (
             bounds[0], bounds[1], bounds[2] if len(bounds) > 2 else 1)
-        integral = all(isinstance(b, int) for b in (start, end, step))
+        floating = (float, getattr(torch, "SymFloat", float))
+        integral = not any(isinstance(b, floating) for b in (start, end, step))
         dt = _kfuse_dtype(dtype, "arange") if dtype is not None else (
             dtypes.int64 if integral else dtypes.float32)
         count = max(0, math.ceil((end - start) / step))

@@ -66,4 +66,4 @@ def test_hf_model_matches_eager_at_two_sequence_lengths(kind):
     assert report["compiled"] >= parts + 2, report
     left = [why for why in report["fallbacks"][fallbacks:]
             if not any(name in why for name in _EXPECTED_FALLBACKS)]
-    assert not left, left
+    assert not left, "\n".join(left)

@@ -397,6 +397,27 @@ def test_arange_as_dynamo_captures_it():
     assert got[1].tolist() == [0.0, 0.5, 1.0]
 
 
+def test_symbolic_sizes_as_dynamo_gives_them():
+    # Under Dynamo's symbolic sizes a length reaches arange as a SymInt (an
+    # integral value that is not an int: an int64 tensor, as in PyTorch)
+    # and the sizes given to view as a torch.Size call.
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    length = graph.placeholder("s0")
+    positions = graph.call_function(torch.arange, (length,))
+    size = graph.call_function(torch.Size, ([2, length, 3],))
+    viewed = graph.call_method("view", (x, size))
+    graph.output((positions,
+                  graph.call_function(operator.add, (viewed, 1.0))))
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    xv = torch.randn(2, 15)
+    converter = ktorch.Converter(gm, (xv, np.int64(5)))
+    converter.convert()
+    got = kfuse.evaluate(converter.graph, xv.numpy())
+    assert got[0].tolist() == [0, 1, 2, 3, 4] and got[0].dtype == np.int64
+    assert relative_error(got[1], xv.view(2, 5, 3) + 1.0) < 1e-6
+
+
 class VectorProducts(nn.Module):
     def forward(self, v, m, w):
         return v @ m, m.t() @ v, torch.matmul(v, v), F.linear(v, w), \
