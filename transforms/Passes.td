@@ -190,6 +190,33 @@ def KFSplitReductionPass : Pass<"kf-split-reduction", "mlir::ModuleOp"> {
   let dependentDialects = ["kfuse::kf::KFDialect"];
 }
 
+def KFSplitKeysPass : Pass<"kf-split-keys", "mlir::ModuleOp"> {
+  let summary = "Split the keys of attentions with few query tiles (flash-decoding)";
+  let description = [{
+    FlashAttention gives each block 128 query rows of one head and streams
+    all of its keys through them. A decode step (one query row a head, 32
+    heads) then has 32 blocks, each streaming thousands of keys alone while
+    most SMs idle. An attention without mask, bias or causal masking, of
+    static shapes, with fewer blocks than the GPU has SMs (read from
+    `kf.target`) and at least 512 keys, becomes an attention over n chunks
+    of the keys at once followed by their combination:
+
+      - the keys and values viewed as n times the kv heads ([B, Hkv * n,
+        Sk / n, D], a reshape: each new head is one chunk of an old one),
+        the queries broadcast to each chunk's heads;
+      - one attention with f32 results and each row's log-sum-exp;
+      - per query row, the chunks' results weighted by exp(lse - max lse)
+        and divided by the weights' sum: the softmax over all the keys.
+
+    n is the divisor of Sk with chunks of 256 keys or more that makes the
+    fewest waves of blocks times keys a block (the smallest such). An
+    attention whose `lse` is used, or whose k or v is a view (it may not
+    stay one once split), stays as it is. For fused compiles only, before
+    kf-fuse; not yet in the pipeline: its kernels have not run on a GPU.
+  }];
+  let dependentDialects = ["kfuse::kf::KFDialect"];
+}
+
 def KFFusePass : Pass<"kf-fuse", "mlir::ModuleOp"> {
   let summary = "Partition the graph into kf.kernel regions";
   let description = [{

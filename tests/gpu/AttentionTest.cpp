@@ -195,6 +195,11 @@ std::vector<AttentionCase> cases() {
       {"short_prefill_causal_gqa", 1, 8, 2, 64, 64, 64, 64, true},
       {"q63_causal_lse_d128", 1, 4, 4, 63, 200, 128, 128, true, DType::bf16,
        std::nullopt, true, false, false, 0, true},
+      // Few blocks over many keys (kf-split-keys' shapes): 16 blocks of 3
+      // query rows over 1536 keys; one kv head per query head, f16.
+      {"few_blocks_gqa_kv1536", 2, 4, 2, 3, 1536, 64, 64, false},
+      {"few_blocks_d128_kv1024_f16", 1, 8, 8, 5, 1024, 128, 128, false,
+       DType::f16},
       // The one-thread-per-output kernel.
       {"f32", 1, 2, 2, 50, 60, 32, 32, true, DType::f32, std::nullopt, false},
       // Rows of 8- and 4-byte words: smaller copies, a partial last chunk.
