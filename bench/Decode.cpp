@@ -5,8 +5,10 @@
 // microseconds long. Launched kernel by kernel, the GPU waits on the host
 // between them; as one CUDA graph, it does not. For KV caches of a few
 // lengths: the kernels, the device time of one step from an idle GPU
-// (median of 50) each way, and the floor (the bytes of every input and
-// output once, at the copy bandwidth measured in the same run).
+// (median of 50) each way, the same as a graph with the attention over
+// chunks of its keys (CompileOptions::splitKeys, flash-decoding), and the
+// floor (the bytes of every input and output once, at the copy bandwidth
+// measured in the same run).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,9 +23,10 @@ namespace kfuse::bench {
 namespace {
 
 Expected<double> stepMs(const Graph &g, Launch launch, Buffers &b,
-                        size_t &kernels) {
+                        size_t &kernels, bool splitKeys = false) {
   CompileOptions options;
   options.launch = launch;
+  options.splitKeys = splitKeys;
   Expected<Executable> exe = Compiler(options).compile(g);
   if (!exe)
     return exe.error();
@@ -42,9 +45,9 @@ Expected<double> stepMs(const Graph &g, Launch launch, Buffers &b,
 } // namespace
 
 int runDecode(double copyGBs) {
-  std::printf("%-26s %8s %10s %12s %10s %10s %10s\n", "llama-7b decode step",
-              "kernels", "floor ms", "kernels ms", "graph ms", "x floor",
-              "graph gain");
+  std::printf("%-26s %8s %10s %12s %10s %10s %10s %10s %10s\n",
+              "llama-7b decode step", "kernels", "floor ms", "kernels ms",
+              "graph ms", "x floor", "graph gain", "split ms", "x floor");
   for (int64_t cached : {511, 2047, 4095}) {
     Graph g = llamaDecodeStep({4096, 32, 8, 11008, cached});
     Expected<Buffers> b = buffersFor(g);
@@ -54,19 +57,21 @@ int runDecode(double copyGBs) {
                                : b.error().message().c_str());
       return 1;
     }
-    size_t kernels = 0;
+    size_t kernels = 0, splitKernels = 0;
     Expected<double> byKernel = stepMs(g, Launch::Kernels, *b, kernels);
     Expected<double> byGraph =
         byKernel ? stepMs(g, Launch::Graph, *b, kernels) : byKernel;
-    if (!byGraph) {
-      std::fprintf(stderr, "decode: %s\n", byGraph.error().message().c_str());
+    Expected<double> split =
+        byGraph ? stepMs(g, Launch::Graph, *b, splitKernels, true) : byGraph;
+    if (!split) {
+      std::fprintf(stderr, "decode: %s\n", split.error().message().c_str());
       return 1;
     }
     double floorMs = b->bytes / (copyGBs * 1e9) * 1e3;
-    std::printf("%-26s %8zu %10.4f %12.4f %10.4f %10.2f %10.2f\n",
+    std::printf("%-26s %8zu %10.4f %12.4f %10.4f %10.2f %10.2f %10.4f %10.2f\n",
                 ("KV cache " + std::to_string(cached + 1)).c_str(), kernels,
                 floorMs, *byKernel, *byGraph, *byGraph / floorMs,
-                *byKernel / *byGraph);
+                *byKernel / *byGraph, *split, *split / floorMs);
   }
   return 0;
 }

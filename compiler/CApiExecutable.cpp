@@ -145,7 +145,7 @@ kfuse_compile_options kfuse_default_compile_options(void) {
           d.padRows, d.allowTF32,
           d.splitK,  d.diskCache,
           nullptr,   KFUSE_LAUNCH_AUTO,
-          nullptr};
+          nullptr,   d.splitKeys};
 }
 
 kfuse_status kfuse_compile(kfuse_graph graph,
@@ -162,6 +162,7 @@ kfuse_status kfuse_compile(kfuse_graph graph,
   o.padRows = c.pad_rows != 0;
   o.allowTF32 = c.allow_tf32 != 0;
   o.splitK = c.split_k != 0;
+  o.splitKeys = c.split_keys != 0;
   o.diskCache = c.disk_cache != 0;
   if (c.cache_dir)
     o.cacheDir = c.cache_dir;

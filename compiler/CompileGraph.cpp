@@ -421,6 +421,7 @@ static kf::KernelPipelineOptions kernelOptionsFor(const CompileRequest &r) {
   options.pad = r.padRows;
   options.allowTF32 = r.allowTF32;
   options.splitK = r.splitK;
+  options.splitKeys = r.splitKeys;
   return options;
 }
 
@@ -575,7 +576,7 @@ Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
   llvm::DenseSet<Operation *> attentionBefore;
   func.walk([&](kf::AttentionOp op) { attentionBefore.insert(op); });
   PassManager rewrite(parsed.context.get());
-  kf::buildGraphRewrites(rewrite, request.fused);
+  kf::buildGraphRewrites(rewrite, kernelOptionsFor(request));
   if (failed(rewrite.run(*module)))
     return compileError("rewriting attention", diagnostics);
   kf::Partition partition =

@@ -78,6 +78,7 @@ ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
                     "\npad rows " + (options.padRows ? "16" : "no") +
                     "\ntf32 " + (options.allowTF32 ? "allowed" : "no") +
                     "\nsplit k " + (options.splitK ? "yes" : "no") +
+                    "\nsplit keys " + (options.splitKeys ? "yes" : "no") +
                     "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
@@ -147,6 +148,7 @@ compiler::CompileRequest ExecutableImpl::compileRequest(
   request.padRows = options.padRows;
   request.allowTF32 = options.allowTF32;
   request.splitK = options.splitK;
+  request.splitKeys = options.splitKeys;
   request.aligned = aligned;
   return request;
 }

@@ -36,7 +36,7 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   target.wgmma = options.wgmma;
   target.allowTF32 = options.allowTF32;
   pm.addPass(createKFAttachTargetPass(target));
-  buildGraphRewrites(pm, options.fused);
+  buildGraphRewrites(pm, options);
   KFFusePassOptions fuse;
   fuse.mode = options.fused ? "fused" : "unfused";
   pm.addPass(createKFFusePass(fuse));
@@ -53,9 +53,10 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   pm.addPass(createKFRuntimeExtentsPass());
 }
 
-void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {
+void kfuse::kf::buildGraphRewrites(OpPassManager &pm,
+                                   const KernelPipelineOptions &options) {
   // The unfused baseline materialises the scores of attention too.
-  if (!fused)
+  if (!options.fused)
     return;
   pm.addPass(createKFOnlineSoftmaxPass());
   // After the attentions exist: their shared masks are computed per score
@@ -65,6 +66,10 @@ void kfuse::kf::buildGraphRewrites(OpPassManager &pm, bool fused) {
   pm.addPass(createKFRematerializePass());
   // Before fusion, so that each of the two reductions gathers its own
   // producers and consumers.
+  // Before fusion, so that the chunks' combination joins the kernel of
+  // what reads the attention's result.
+  if (options.splitKeys)
+    pm.addPass(createKFSplitKeysPass());
   pm.addPass(createKFSplitReductionPass());
 }
 

@@ -38,6 +38,8 @@ struct KernelPipelineOptions {
   bool allowTF32 = false;
   /// Run kf-split-k.
   bool splitK = true;
+  /// Run kf-split-keys (fused compiles).
+  bool splitKeys = false;
 };
 
 /// Partitioning and launch shapes: kf-attach-target, kf-online-softmax
@@ -46,8 +48,10 @@ void buildKernelPipeline(mlir::OpPassManager &pm,
                          const KernelPipelineOptions &options);
 
 /// The graph rewrites that come before partitioning (the first stage of
-/// buildKernelPipeline): kf-online-softmax, in fused compiles only.
-void buildGraphRewrites(mlir::OpPassManager &pm, bool fused);
+/// buildKernelPipeline), in fused compiles only: kf-online-softmax,
+/// kf-rematerialize, kf-split-keys (with `splitKeys`), kf-split-reduction.
+void buildGraphRewrites(mlir::OpPassManager &pm,
+                        const KernelPipelineOptions &options);
 
 /// kf-lower-to-gpu: one gpu.func per kernel.
 void buildGPUPipeline(mlir::OpPassManager &pm);

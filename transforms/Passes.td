@@ -197,22 +197,43 @@ def KFSplitKeysPass : Pass<"kf-split-keys", "mlir::ModuleOp"> {
     all of its keys through them. A decode step (one query row a head, 32
     heads) then has 32 blocks, each streaming thousands of keys alone while
     most SMs idle. An attention without mask, bias or causal masking, of
-    static shapes, with fewer blocks than the GPU has SMs (read from
-    `kf.target`) and at least 512 keys, becomes an attention over n chunks
-    of the keys at once followed by their combination:
+    static shapes that do not change at run time, with fewer blocks than
+    the GPU has SMs (read from `kf.target`) and at least 512 keys, becomes
+    an attention over n chunks of the keys at once followed by their
+    combination:
 
       - the keys and values viewed as n times the kv heads ([B, Hkv * n,
         Sk / n, D], a reshape: each new head is one chunk of an old one),
         the queries broadcast to each chunk's heads;
       - one attention with f32 results and each row's log-sum-exp;
-      - per query row, the chunks' results weighted by exp(lse - max lse)
-        and divided by the weights' sum: the softmax over all the keys.
+      - the chunks' results weighted by the softmax of their log-sum-exps
+        and summed: the softmax over all the keys. Its rows (the n chunks
+        of one output element) take the shape of the result, or of a
+        reshape that alone reads it (heads merged), so that kf-fuse makes
+        the combination and the cast after it one row kernel writing what
+        its readers take.
 
     n is the divisor of Sk with chunks of 256 keys or more that makes the
     fewest waves of blocks times keys a block (the smallest such). An
-    attention whose `lse` is used, or whose k or v is a view (it may not
-    stay one once split), stays as it is. For fused compiles only, before
-    kf-fuse; not yet in the pipeline: its kernels have not run on a GPU.
+    attention with an `lse` result (a forward a backward reads, or a
+    split), or whose k or v is a view (it may not stay one once split),
+    stays as it is. For fused compiles only, before kf-fuse.
+
+    Before (32 heads, 8 kv heads, 132 SMs):
+    ```mlir
+    %o = kf.attention %q, %k, %v {scale = 0.088 : f64}
+        : tensor<1x32x1x128xbf16>, tensor<1x8x4096x128xbf16>,
+          tensor<1x8x4096x128xbf16> -> tensor<1x32x1x128xbf16>
+    ```
+    After (4 chunks of 1024 keys: 128 blocks):
+    ```mlir
+    %k4 = kf.reshape %k : tensor<1x8x4096x128xbf16> -> tensor<1x32x1024x128xbf16>
+    %q4 = (q as [1, 8, 1, 4, 128], broadcast to [1, 8, 4, 4, 128], as [1, 128, 1, 128])
+    %o4, %lse = kf.attention %q4, %k4, %v4 ... -> tensor<1x128x1x128xf32>, tensor<1x128x1xf32>
+    %w = kf.softmax (lse as rows [1, 32, 1, 128, 4]) {axis = 4}
+    %s = kf.reduce sum (%w * %o4 as rows [1, 32, 1, 128, 4]) [4]
+    %o = kf.cast %s : tensor<1x32x1x128xf32> -> tensor<1x32x1x128xbf16>
+    ```
   }];
   let dependentDialects = ["kfuse::kf::KFDialect"];
 }

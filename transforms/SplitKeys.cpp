@@ -25,6 +25,7 @@
 #include "ir/KFDialect.h"
 #include "transforms/Passes.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace kfuse::kf {
@@ -73,6 +74,19 @@ bool isView(Value v) {
   return def && isa<ReshapeOp, TransposeOp, SliceOp, BroadcastOp>(def);
 }
 
+/// Whether `op`'s function has sizes that change at run time: its shapes
+/// are then a bucket's, and kf-runtime-extents lets the attention take its
+/// key length as a parameter instead (the chunks would follow the bucket).
+bool takesSizesAtRunTime(Operation *op) {
+  auto func = op->getParentOfType<func::FuncOp>();
+  if (!func)
+    return false;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, kRuntimeDims))
+      return true;
+  return false;
+}
+
 Value reshape(PatternRewriter &r, Location loc, Value x,
               ArrayRef<int64_t> shape) {
   auto type = mlir::cast<RankedTensorType>(x.getType());
@@ -114,20 +128,26 @@ Value transpose(PatternRewriter &r, Location loc, Value x,
 
 /// Softmax over all the keys from the chunks' results `o` ([B, Hkv, n,
 /// G * Sq, Dv], f32) and log-sum-exps `lse` ([B, Hkv, n, G * Sq]): the
-/// chunks' results weighted by the softmax of their lse. Written over rows
-/// of the n chunks of each output element ([B, Hkv, G * Sq, Dv, n], the
-/// chunks last), so that the softmax and the weighted sum are one row
-/// kernel with the cast after it as its epilogue.
+/// chunks' results weighted by the softmax of their lse, as `shape` (the
+/// attention's result or a reshape of it). Written over rows of the n
+/// chunks of each output element, the chunks last and the rest as `shape`,
+/// so that the softmax, the weighted sum and a cast after them are one row
+/// kernel whose result is in the shape its readers take.
 Value combineChunks(PatternRewriter &r, Location loc, Value o, Value lse,
-                    const SplitShape &s) {
+                    const SplitShape &s, ArrayRef<int64_t> shape) {
   int64_t rows = s.group * s.rows;
-  Value chunks = transpose(r, loc, o, {0, 1, 3, 4, 2});
+  SmallVector<int64_t> rowShape(shape);
+  rowShape.push_back(s.n);
+  Value chunks = reshape(r, loc, transpose(r, loc, o, {0, 1, 3, 4, 2}),
+                         rowShape);
   Value lseRows = reshape(r, loc, transpose(r, loc, lse, {0, 1, 3, 2}),
                           {s.b, s.kvHeads, rows, 1, s.n});
-  Value x = broadcast(r, loc, lseRows, {s.b, s.kvHeads, rows, s.dv, s.n});
-  Value weights = SoftmaxOp::create(r, loc, x.getType(), x, 4);
+  Value x = reshape(
+      r, loc, broadcast(r, loc, lseRows, {s.b, s.kvHeads, rows, s.dv, s.n}),
+      rowShape);
+  Value weights = SoftmaxOp::create(r, loc, x.getType(), x, shape.size());
   Value weighted = MulOp::create(r, loc, x.getType(), weights, chunks);
-  return reduce(r, loc, ReduceKind::sum, weighted, 4, false);
+  return reduce(r, loc, ReduceKind::sum, weighted, shape.size(), false);
 }
 
 struct SplitAttentionKeys : OpRewritePattern<AttentionOp> {
@@ -136,6 +156,8 @@ struct SplitAttentionKeys : OpRewritePattern<AttentionOp> {
 
   /// The split's shape, or failure where the attention stays whole.
   FailureOr<SplitShape> analyse(AttentionOp op) const {
+    if (takesSizesAtRunTime(op))
+      return failure();
     auto q = mlir::cast<RankedTensorType>(op.getQ().getType());
     auto k = mlir::cast<RankedTensorType>(op.getK().getType());
     auto v = mlir::cast<RankedTensorType>(op.getV().getType());
@@ -181,15 +203,19 @@ struct SplitAttentionKeys : OpRewritePattern<AttentionOp> {
     Value o = reshape(r, loc, chunked.getResult(),
                       {s.b, s.kvHeads, s.n, rows, s.dv});
     Value lse = reshape(r, loc, chunked.getLse(), {s.b, s.kvHeads, s.n, rows});
-    Value result = combineChunks(r, loc, o, lse, s);
-    // Cast, then view: the cast is the reduction kernel's epilogue, and the
-    // view is read in place by the result's consumers.
-    auto type = mlir::cast<RankedTensorType>(op.getResult().getType());
-    auto combined = mlir::cast<RankedTensorType>(result.getType());
-    if (combined.getElementType() != type.getElementType())
-      result = CastOp::create(
-          r, loc, combined.clone(type.getElementType()), result);
-    r.replaceOp(op, reshape(r, loc, result, type.getShape()));
+    // A reshape that alone reads the result (heads merged) shapes the
+    // combination's rows: the row kernel then writes what it reads.
+    Operation *replaced = op;
+    if (op.getResult().hasOneUse() &&
+        isa<ReshapeOp>(*op.getResult().getUsers().begin()))
+      replaced = *op.getResult().getUsers().begin();
+    auto type = mlir::cast<RankedTensorType>(replaced->getResult(0).getType());
+    Value result = combineChunks(r, loc, o, lse, s, type.getShape());
+    if (!type.getElementType().isF32())
+      result = CastOp::create(r, loc, type, result);
+    r.replaceOp(replaced, result);
+    if (replaced != op)
+      r.eraseOp(op);
     return success();
   }
 

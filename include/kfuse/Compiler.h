@@ -74,6 +74,11 @@ struct CompileOptions {
   /// kf-split-k: a matmul whose output tiles leave most SMs idle (decode
   /// sizes, long K) sums partial products over K chunks in a second kernel.
   bool splitK = true;
+  /// kf-split-keys (flash-decoding): an attention whose query tiles leave
+  /// most SMs idle (decode steps over a long KV cache) runs over chunks of
+  /// its keys at once and combines them by their log-sum-exps. Off until
+  /// its kernels have run on a GPU.
+  bool splitKeys = false;
   /// Disk cache directory; empty means $KFUSE_CACHE_DIR, else
   /// $XDG_CACHE_HOME/kfuse, else ~/.cache/kfuse.
   std::string cacheDir;

@@ -226,6 +226,7 @@ typedef struct kfuse_compile_options {
   /* Symbolic dims whose sizes change from call to call, comma-separated
      ("L" or "L,B"; NULL: none): kfuse::CompileOptions::dynamicDims. */
   const char *dynamic_dims;
+  int split_keys; /* kfuse::CompileOptions::splitKeys */
 } kfuse_compile_options;
 
 /* The defaults of kfuse::CompileOptions. */

@@ -288,13 +288,17 @@ _LAUNCH_MODES = {"auto": 0, "kernels": 1, "graph": 2}
 
 
 def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
-            allow_tf32=False, split_k=True, disk_cache=True, cache_dir=None,
-            launch="auto", dynamic=()):
+            allow_tf32=False, split_k=True, split_keys=False, disk_cache=True,
+            cache_dir=None, launch="auto", dynamic=()):
     """Compiles `graph` (works without a GPU; running needs one).
 
     `launch` says how a call enqueues the kernels: "graph" as one CUDA
     graph per set of shapes, "kernels" one by one, "auto" a graph where the
     driver has them and the stream is not being captured.
+
+    `split_keys` runs an attention whose query tiles leave most SMs idle
+    (a decode step over a long KV cache) over chunks of its keys at once
+    (flash-decoding; kfuse::CompileOptions::splitKeys).
 
     `dynamic` names symbolic dims whose sizes change from call to call (a
     KV cache's length): sizes share a compile per power of two (64 at
@@ -312,6 +316,7 @@ def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
     options.pad_rows = int(pad_rows)
     options.allow_tf32 = int(allow_tf32)
     options.split_k = int(split_k)
+    options.split_keys = int(split_keys)
     options.disk_cache = int(disk_cache)
     options.cache_dir = cache_dir.encode() if cache_dir else None
     options.launch = _LAUNCH_MODES[launch]

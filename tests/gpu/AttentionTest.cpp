@@ -65,9 +65,10 @@ struct Compiled {
   Executable exe;
   std::string fused;
 };
-Expected<Compiled> compileFresh(const Graph &g) {
+Expected<Compiled> compileFresh(const Graph &g, bool splitKeys = false) {
   CompileOptions options;
   options.diskCache = false;
+  options.splitKeys = splitKeys;
   Expected<Executable> exe = Compiler(options).compile(g);
   if (!exe)
     return exe.error();
@@ -142,6 +143,16 @@ TEST_P(Attention, MatchesEvaluator) {
     EXPECT_LE(lseError, kfuse::testing::tolerance(DType::f32, c.sk + c.d))
         << "log-sum-exp relative error (seed " << seed << ")";
   }
+  // Where kf-split-keys applies (few query tiles over many keys): the
+  // chunks' attention and their combination, against the same reference.
+  Expected<Compiled> split = compileFresh(g, /*splitKeys=*/true);
+  ASSERT_TRUE(split) << split.error().message();
+  if (split->fused == compiled->fused)
+    return;
+  Expected<std::vector<HostTensor>> chunked = split->exe.runOnHost(inputs);
+  ASSERT_TRUE(chunked) << chunked.error().message();
+  EXPECT_LE(relativeError((*chunked)[0], (*reference)[0]), tol)
+      << "relative error with the keys split (seed " << seed << ")";
 }
 
 std::vector<AttentionCase> cases() {

@@ -236,3 +236,37 @@ TEST(Compiler, LateStagesAreCompiledAgainWhenAskedFor) {
 }
 
 } // namespace
+
+/// A decode step's attention: one query row for each of 32 heads over a
+/// cache of 4096 keys on 8 kv heads, heads merged after it.
+Graph decodeAttention() {
+  Graph g("decode_attention");
+  Tensor q = g.input("q", DType::bf16, {1, 32, 1, 128});
+  Tensor k = g.input("k", DType::bf16, {1, 8, 4096, 128});
+  Tensor v = g.input("v", DType::bf16, {1, 8, 4096, 128});
+  g.output("o", reshape(transpose(attention(q, k, v), {0, 2, 1, 3}),
+                        {1, 1, 4096}));
+  return g;
+}
+
+TEST(Compiler, SplitKeysRunsFewQueryTilesOverChunksOfKeys) {
+  CompileOptions options = noDiskCache();
+  Expected<Executable> whole = Compiler(options).compile(decodeAttention());
+  options.splitKeys = true;
+  Expected<Executable> split = Compiler(options).compile(decodeAttention());
+  ASSERT_TRUE(whole && split);
+  Expected<std::vector<KernelReport>> one = whole->kernels();
+  Expected<std::vector<KernelReport>> two = split->kernels();
+  ASSERT_TRUE(one && two);
+  // Off: one block a head. On: 4 chunks of 1024 keys a head (132 SMs),
+  // then one row kernel combining them into the merged heads.
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ(one->front().grid, 32u);
+  ASSERT_EQ(two->size(), 2u);
+  EXPECT_EQ((*two)[0].grid, 128u);
+  Expected<std::string> fused = split->dump(Stage::Fused);
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(count(*fused, "kf.kernel attention"), 1u) << *fused;
+  EXPECT_EQ(count(*fused, "kf.kernel reduction"), 1u) << *fused;
+  EXPECT_NE(fused->find("tensor<1x32x1024x128xbf16>"), std::string::npos);
+}

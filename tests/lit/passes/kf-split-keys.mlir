@@ -14,11 +14,10 @@
 // CHECK: %[[QB:.*]] = kf.broadcast %[[Q5]] : tensor<1x2x1x12x64xbf16> -> tensor<1x2x8x12x64xbf16>
 // CHECK: %[[Q:.*]] = kf.reshape %[[QB]] : tensor<1x2x8x12x64xbf16> -> tensor<1x64x3x64xbf16>
 // CHECK: %[[O:.*]], %[[L:.*]] = kf.attention %[[Q]], %[[K]], %[[V]] {scale = 1.250000e-01 : f64} : {{.*}} -> tensor<1x64x3x64xf32>, tensor<1x64x3xf32>
-// CHECK: kf.softmax %{{.*}} {axis = 4 : i64} : tensor<1x2x12x64x8xf32>
-// CHECK: %[[S:.*]] = kf.reduce sum %{{.*}} [4] : tensor<1x2x12x64x8xf32> -> tensor<1x2x12x64xf32>
-// CHECK: %[[C:.*]] = kf.cast %[[S]] : tensor<1x2x12x64xf32> -> tensor<1x2x12x64xbf16>
-// CHECK: %[[R:.*]] = kf.reshape %[[C]] : tensor<1x2x12x64xbf16> -> tensor<1x8x3x64xbf16>
-// CHECK: return %[[R]]
+// CHECK: kf.softmax %{{.*}} {axis = 4 : i64} : tensor<1x8x3x64x8xf32>
+// CHECK: %[[S:.*]] = kf.reduce sum %{{.*}} [4] : tensor<1x8x3x64x8xf32> -> tensor<1x8x3x64xf32>
+// CHECK: %[[C:.*]] = kf.cast %[[S]] : tensor<1x8x3x64xf32> -> tensor<1x8x3x64xbf16>
+// CHECK: return %[[C]]
 // The chunks' attention is one kernel reading k and v in place (q's
 // broadcast is its prologue), the combination and the cast another.
 // FUSE-LABEL: func.func @decode_gqa
@@ -38,6 +37,27 @@ func.func @decode_gqa(%q: tensor<1x8x3x64xbf16>, %k: tensor<1x2x2048x64xbf16>,
 
 // -----
 
+// Heads merged by a reshape that alone reads the result ([B, S, H * Dv]):
+// the combination's rows take its shape, so that the row kernel writes
+// the merged heads (a view would split its rows otherwise).
+// CHECK-LABEL: func.func @merged_heads
+// CHECK: kf.reduce sum %{{.*}} [3] : tensor<1x1x4096x4xf32> -> tensor<1x1x4096xf32>
+// CHECK: %[[C:.*]] = kf.cast %{{.*}} : tensor<1x1x4096xf32> -> tensor<1x1x4096xbf16>
+// CHECK: return %[[C]]
+// FUSE-LABEL: func.func @merged_heads
+// FUSE: kf.kernel attention
+// FUSE: kf.kernel reduction
+// FUSE-NOT: kf.kernel
+// FUSE: return
+func.func @merged_heads(%q: tensor<1x32x1x128xbf16>, %k: tensor<1x8x4096x128xbf16>,
+                        %v: tensor<1x8x4096x128xbf16>) -> tensor<1x1x4096xbf16> {
+  %o = kf.attention %q, %k, %v {scale = 0.088 : f64} : tensor<1x32x1x128xbf16>, tensor<1x8x4096x128xbf16>, tensor<1x8x4096x128xbf16> -> tensor<1x32x1x128xbf16>
+  %m = kf.reshape %o : tensor<1x32x1x128xbf16> -> tensor<1x1x4096xbf16>
+  return %m : tensor<1x1x4096xbf16>
+}
+
+// -----
+
 // Value head dim other than the query's, f16, 1536 keys: 4 blocks take
 // 6 chunks of 256 (3 of 512 would be the same waves but more keys a
 // block).
@@ -52,8 +72,9 @@ func.func @value_dim(%q: tensor<2x2x1x64xf16>, %k: tensor<2x2x1536x64xf16>,
 // -----
 
 // What stays whole: enough blocks (128 query rows x 132 heads), causal
-// masking, a log-sum-exp a backward reads, too few keys, and keys that
-// are a view (a transpose of the projection's heads).
+// masking, a log-sum-exp a backward reads, too few keys, keys that are a
+// view (a transpose of the projection's heads), and sizes that change at
+// run time (kf-runtime-extents' bucket).
 // CHECK-LABEL: func.func @stays_whole
 // CHECK-NOT: kf.softmax
 // CHECK: return
@@ -70,4 +91,16 @@ func.func @stays_whole(%q: tensor<1x132x128x64xbf16>, %k: tensor<1x132x2048x64xb
   %kv = kf.transpose %kt [0, 2, 1, 3] : tensor<1x2048x4x64xbf16> -> tensor<1x4x2048x64xbf16>
   %view = kf.attention %qs, %kv, %kv {scale = 0.125 : f64} : tensor<1x4x1x64xbf16>, tensor<1x4x2048x64xbf16>, tensor<1x4x2048x64xbf16> -> tensor<1x4x1x64xbf16>
   return %full, %causal, %o, %l, %few, %view : tensor<1x132x128x64xbf16>, tensor<1x4x1x64xbf16>, tensor<1x4x1x64xbf16>, tensor<1x4xf32>, tensor<1x4x1x64xbf16>, tensor<1x4x1x64xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @runtime_keys
+// CHECK-NOT: kf.softmax
+// CHECK: return
+func.func @runtime_keys(%q: tensor<1x4x1x64xbf16>,
+                        %k: tensor<1x4x2048x64xbf16> {kf.runtime_dims = array<i64: 2>})
+    -> tensor<1x4x1x64xbf16> {
+  %o = kf.attention %q, %k, %k {scale = 0.125 : f64} : tensor<1x4x1x64xbf16>, tensor<1x4x2048x64xbf16>, tensor<1x4x2048x64xbf16> -> tensor<1x4x1x64xbf16>
+  return %o : tensor<1x4x1x64xbf16>
 }
