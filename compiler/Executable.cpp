@@ -78,7 +78,8 @@ ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
                     "\npad rows " + (options.padRows ? "16" : "no") +
                     "\ntf32 " + (options.allowTF32 ? "allowed" : "no") +
                     "\nsplit k " + (options.splitK ? "yes" : "no") +
-                    "\nsplit keys " + (options.splitKeys ? "yes" : "no") +
+                    // (Only when on: keys from before the option still hit.)
+                    (options.splitKeys ? "\nsplit keys yes" : "") +
                     "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
