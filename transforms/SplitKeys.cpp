@@ -99,16 +99,13 @@ Value broadcast(PatternRewriter &r, Location loc, Value x,
   return BroadcastOp::create(r, loc, type.clone(shape), x, ArrayAttr());
 }
 
-Value reduce(PatternRewriter &r, Location loc, ReduceKind kind, Value x,
-             int64_t axis, bool keepDims) {
+/// The sum of `x` over its last axis.
+Value sumLastAxis(PatternRewriter &r, Location loc, Value x) {
   auto type = mlir::cast<RankedTensorType>(x.getType());
-  SmallVector<int64_t> shape(type.getShape());
-  if (keepDims)
-    shape[axis] = 1;
-  else
-    shape.erase(shape.begin() + axis);
-  return ReduceOp::create(r, loc, type.clone(shape), kind, x,
-                          ArrayRef<int64_t>{axis}, keepDims);
+  int64_t axis = type.getRank() - 1;
+  return ReduceOp::create(r, loc, type.clone(type.getShape().drop_back()),
+                          ReduceKind::sum, x, ArrayRef<int64_t>{axis},
+                          /*keep_dims=*/false);
 }
 
 /// The sizes of an attention split into `n` chunks of keys: B, Hkv, the
@@ -147,7 +144,7 @@ Value combineChunks(PatternRewriter &r, Location loc, Value o, Value lse,
       rowShape);
   Value weights = SoftmaxOp::create(r, loc, x.getType(), x, shape.size());
   Value weighted = MulOp::create(r, loc, x.getType(), weights, chunks);
-  return reduce(r, loc, ReduceKind::sum, weighted, shape.size(), false);
+  return sumLastAxis(r, loc, weighted);
 }
 
 struct SplitAttentionKeys : OpRewritePattern<AttentionOp> {
