@@ -64,12 +64,12 @@ void kfuse::kf::buildGraphRewrites(OpPassManager &pm,
   // prologues share (RoPE's tables broadcast to the heads) once a block;
   // a backward's statistics and casts in each kernel that reads them.
   pm.addPass(createKFRematerializePass());
-  // Before fusion, so that each of the two reductions gathers its own
-  // producers and consumers.
   // Before fusion, so that the chunks' combination joins the kernel of
   // what reads the attention's result.
   if (options.splitKeys)
     pm.addPass(createKFSplitKeysPass());
+  // Before fusion, so that each of the two reductions gathers its own
+  // producers and consumers.
   pm.addPass(createKFSplitReductionPass());
 }
 
