@@ -17,6 +17,31 @@ MatmulOp kfuse::kf::matmulOf(KernelOp kernel) {
   return found;
 }
 
+bool kfuse::kf::isMatmulOperandView(Operation *op) {
+  auto reshape = dyn_cast_or_null<ReshapeOp>(op);
+  if (!reshape)
+    return false;
+  auto in = mlir::cast<RankedTensorType>(reshape.getInput().getType());
+  auto out = mlir::cast<RankedTensorType>(reshape.getType());
+  Type dtype = in.getElementType();
+  if (in.getRank() == 0 || out.getRank() == 0 ||
+      in.getShape().back() != out.getShape().back() ||
+      ShapedType::isDynamic(in.getShape().back()) ||
+      !(dtype.isBF16() || dtype.isF16()) || in.getShape().back() % 8)
+    return false;
+  return llvm::all_of(reshape->getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    return isa<MatmulOp>(user) ? use.getOperandNumber() < 2
+                               : isMatmulOperandView(user);
+  });
+}
+
+Value kfuse::kf::matmulOperandSource(Value operand) {
+  while (isMatmulOperandView(operand.getDefiningOp()))
+    operand = operand.getDefiningOp<ReshapeOp>().getInput();
+  return operand;
+}
+
 MatmulProblem MatmulProblem::of(MatmulOp op) {
   MatmulProblem p;
   ArrayRef<int64_t> out = shapeOf(op.getResult()), a = shapeOf(op.getA());
@@ -44,10 +69,11 @@ MatmulProblem MatmulProblem::of(MatmulOp op) {
 /// as `assumed` says for a kernel argument, else as kf-pad decided.
 static int64_t operandRowStride(Value operand,
                                 ArrayRef<std::pair<Value, int64_t>> assumed) {
+  Value source = matmulOperandSource(operand);
   for (auto [value, stride] : assumed)
-    if (value == operand)
+    if (value == source)
       return stride;
-  auto arg = dyn_cast<BlockArgument>(operand);
+  auto arg = dyn_cast<BlockArgument>(source);
   auto kernel =
       arg ? dyn_cast<KernelOp>(arg.getOwner()->getParentOp()) : KernelOp();
   return kernel ? rowStrideOf(kernel.getInputs()[arg.getArgNumber()])
@@ -298,7 +324,8 @@ SmallVector<TmaOperand, 3> kfuse::kf::tmaOperands(KernelOp kernel) {
   int64_t boxCols = kTmaBoxBytes / p.elementBytes;
   auto describe = [&](Value operand, SharedTile tile, int64_t rows,
                       int64_t cols, bool shared) {
-    unsigned input = mlir::cast<BlockArgument>(operand).getArgNumber();
+    unsigned input =
+        mlir::cast<BlockArgument>(matmulOperandSource(operand)).getArgNumber();
     int64_t stride = rowStrideOf(kernel.getInputs()[input]);
     bool batched = p.batch > 1 && !shared;
     return TmaOperand{input,

@@ -21,6 +21,20 @@ namespace kfuse::kf {
 /// The matmul a kernel of kind matmul computes (its only one).
 MatmulOp matmulOf(KernelOp kernel);
 
+/// Whether `op` is a view that a matmul reads its operand through in
+/// place: a kf.reshape of bf16 or f16 rows that keeps the last dim (the
+/// rows, their length and their stride stay as they are; only the leading
+/// dims regroup), rows of whole 16-byte chunks (what the tensor-core
+/// copies move), read only as a matmul's A or B or through more such
+/// reshapes. The weight gradient of a Linear, [B * S, K]^T [B * S, N], is
+/// a product of such views of [B, S, K] and [B, S, N] activations.
+bool isMatmulOperandView(mlir::Operation *op);
+
+/// The value matmul operand `operand` is read from in memory: `operand`
+/// itself, or where it is a chain of isMatmulOperandView reshapes, the
+/// value the chain starts from (a kernel argument inside a kernel).
+mlir::Value matmulOperandSource(mlir::Value operand);
+
 /// A matmul as the tiling sees it: `batch` products of [m, k] by [k, n].
 struct MatmulProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "analysis/KernelAnalysis.h"
+#include "analysis/MatmulTiling.h"
 #include "analysis/StridedViews.h"
 #include "ir/KFDialect.h"
 #include "transforms/Passes.h"
@@ -170,6 +171,17 @@ std::pair<bool, std::string> canJoinAttention(Operation *op,
   return {true, "mask or bias prologue of an attention kernel"};
 }
 
+/// Whether `op`'s result is read as a matmul's A or B, directly or
+/// through reshapes.
+bool feedsMatmulOperand(Operation *op) {
+  return llvm::any_of(op->getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (isa<MatmulOp>(user))
+      return use.getOperandNumber() < 2;
+    return isa<ReshapeOp>(user) && feedsMatmulOperand(user);
+  });
+}
+
 /// A cast to a narrower float type of a matmul result that nothing else
 /// reads. A kernel that already has its matmul or attention cannot take
 /// the producing matmul too: the cast then belongs to that matmul's
@@ -218,11 +230,18 @@ std::pair<bool, std::string> canJoinAsPointwise(Operation *op, Cluster &c) {
                    "type"};
   if (c.kind == KernelKind::attention)
     return canJoinAttention(op, c);
-  // The template copies a matmul's operands straight into shared memory;
-  // ops of its epilogue are computed on the accumulators.
-  if (c.kind == KernelKind::matmul &&
-      llvm::any_of(op->getUsers(), [](Operation *u) { return isa<MatmulOp>(u); }))
-    return {false, "matmul kernels take no prologue yet"};
+  // The template copies a matmul's operands straight into shared memory
+  // (rows regrouped by a reshape are the same bytes); ops of its epilogue
+  // are computed on the accumulators.
+  if (c.kind == KernelKind::matmul && feedsMatmulOperand(op))
+    return isMatmulOperandView(op)
+               ? std::pair{true, std::string("a reshape of a matmul operand "
+                                             "that keeps its rows, read in "
+                                             "place")}
+               : std::pair{false, std::string("matmul kernels take no "
+                                              "prologue but reshapes that "
+                                              "keep the rows of a 16-bit "
+                                              "operand")};
   if (c.rows && readsOtherRows(op, *c.rows))
     return {false, "it reads the results of a row kernel over other rows, "
                    "whose kernel it joins"};

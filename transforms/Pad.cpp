@@ -141,14 +141,17 @@ void copyUnalignedOperands(KernelOp kernel, TargetAttr target) {
   SmallVector<std::pair<Value, int64_t>> padded;
   int64_t bytes = 0;
   for (Value operand : {matmul.getA(), matmul.getB()}) {
-    auto arg = dyn_cast<BlockArgument>(operand);
-    if (!arg || !llvm::all_of(arg.getUsers(),
-                              [&](Operation *u) { return u == matmul; }))
+    // (A reshape that regroups an operand's rows takes whole 16-byte rows
+    // only: its argument needs no copy.)
+    auto arg = dyn_cast<BlockArgument>(matmulOperandSource(operand));
+    if (!arg || !llvm::all_of(arg.getUsers(), [&](Operation *u) {
+          return u == matmul || isMatmulOperandView(u);
+        }))
       return;
-    auto type = mlir::cast<RankedTensorType>(operand.getType());
+    auto type = mlir::cast<RankedTensorType>(arg.getType());
     int64_t stride = rowStrideOf(kernel.getInputs()[arg.getArgNumber()]);
     if (stride % chunk == 0 || llvm::any_of(padded, [&](auto &entry) {
-          return entry.first == operand;
+          return entry.first == arg;
         }))
       continue;
     padded.push_back({arg, (stride + chunk - 1) / chunk * chunk});

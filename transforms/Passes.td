@@ -100,7 +100,10 @@ def KFRematerializePass : Pass<"kf-rematerialize", "mlir::ModuleOp"> {
     kernels and column sums (LayerNorm's backward: 10 kernels without it,
     5 with). `attention-only` limits it to the values that only what
     attention kernels compute in place reads: masks and biases, computed
-    per score, and q's prologue, computed once a block.
+    per score, and q's prologue, computed once a block. In either mode a
+    reshape that matmuls read in place (one that regroups the rows of a
+    16-bit operand) is cloned for each matmul that reads it: it costs
+    nothing, and kf-fuse puts each copy in its matmul's kernel.
 
     Before:
     ```mlir

@@ -26,6 +26,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "analysis/KernelAnalysis.h"
+#include "analysis/MatmulTiling.h"
 #include "ir/KFDialect.h"
 #include "ir/KFTraits.h"
 #include "transforms/Passes.h"
@@ -139,15 +140,17 @@ bool feedsOnlyAttentionPrologues(Operation *op, int depth = 0) {
 }
 
 /// Whether the user of `use` reads the value from memory whatever
-/// computes it, as kf-fuse's rules have it: the matmul template and
-/// attention's k and v stage operands through shared memory, the line
-/// kernels take no prologue yet, and the caller gets outputs in memory.
-/// (Reductions over any axes compute their prologues.)
+/// computes it, as kf-fuse's rules have it: the matmul template (also
+/// through reshapes that regroup an operand's rows) and attention's k and
+/// v stage operands through shared memory, the line kernels take no
+/// prologue yet, and the caller gets outputs in memory. (Reductions over
+/// any axes compute their prologues.)
 bool readsFromMemory(OpOperand &use) {
   Operation *user = use.getOwner();
   if (isa<AttentionOp>(user))
     return copiedAttentionOperand(use);
-  return isa<MatmulOp, ArgReduceOp, CumsumOp, func::ReturnOp>(user);
+  return isa<MatmulOp, ArgReduceOp, CumsumOp, func::ReturnOp>(user) ||
+         isMatmulOperandView(user);
 }
 
 /// The users of `op`'s result that a copy would serve, in block order:
@@ -184,6 +187,25 @@ void cloneForUsers(Operation *op) {
   }
 }
 
+/// A reshape that matmuls read in place (rows regrouped: the same bytes)
+/// costs nothing to repeat: each matmul reading it gets its own, so that
+/// kf-fuse puts each in that matmul's kernel rather than in a copy kernel
+/// of its own (the activations of a Linear's input feed the gradients of
+/// its weight and of its input).
+void cloneViewForMatmuls(Operation *view) {
+  Value original = view->getResult(0);
+  llvm::SetVector<Operation *> users(view->user_begin(), view->user_end());
+  SmallVector<Operation *> sorted(users.begin(), users.end());
+  llvm::sort(sorted, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  for (Operation *user : llvm::drop_begin(sorted)) {
+    OpBuilder b(user);
+    Value copy = b.clone(*view)->getResult(0);
+    user->replaceUsesOfWith(original, copy);
+  }
+}
+
 struct KFRematerializePass
     : public kfuse::kf::impl::KFRematerializePassBase<KFRematerializePass> {
   using KFRematerializePassBase::KFRematerializePassBase;
@@ -194,10 +216,13 @@ struct KFRematerializePass
       SmallVector<Operation *> ops;
       for (Operation &op : body.without_terminator())
         ops.push_back(&op);
-      for (Operation *op : llvm::reverse(ops))
-        if (worthRecomputing(op) &&
-            (!attentionOnly || feedsOnlyAttentionPrologues(op)))
+      for (Operation *op : llvm::reverse(ops)) {
+        if (isMatmulOperandView(op))
+          cloneViewForMatmuls(op);
+        else if (worthRecomputing(op) &&
+                 (!attentionOnly || feedsOnlyAttentionPrologues(op)))
           cloneForUsers(op);
+      }
     });
   }
 };

@@ -38,9 +38,11 @@ namespace {
 KernelOp createPartialsKernel(OpBuilder &b, KernelOp kernel, MatmulOp matmul,
                               int64_t chunk) {
   Location loc = matmul.getLoc();
+  // The kernel arguments the operands are read from (through the reshapes
+  // that regroup their rows, which come along).
   llvm::SetVector<Value> operands;
-  operands.insert(matmul.getA());
-  operands.insert(matmul.getB());
+  operands.insert(matmulOperandSource(matmul.getA()));
+  operands.insert(matmulOperandSource(matmul.getB()));
   SmallVector<Value> inputs;
   for (Value operand : operands)
     inputs.push_back(
@@ -56,6 +58,9 @@ KernelOp createPartialsKernel(OpBuilder &b, KernelOp kernel, MatmulOp matmul,
   IRMapping map;
   for (Value operand : operands)
     map.map(operand, block->addArgument(operand.getType(), operand.getLoc()));
+  for (Operation &op : kernel.getBody().front())
+    if (isMatmulOperandView(&op))
+      b.clone(op, map);
   auto product =
       MatmulOp::create(b, loc, partialsType, map.lookup(matmul.getA()),
                        map.lookup(matmul.getB()), matmul.getTransposeA(),
@@ -71,12 +76,15 @@ KernelOp createEpilogueKernel(OpBuilder &b, KernelOp kernel, MatmulOp matmul,
                               KernelOp partials) {
   Location loc = kernel.getLoc();
   Block &body = kernel.getBody().front();
-  // The epilogue's own inputs: block arguments used outside the matmul.
+  // The epilogue's own inputs: block arguments used outside the matmul
+  // and its operands' views.
+  auto ofMatmul = [&](Operation *op) {
+    return op == matmul || isMatmulOperandView(op);
+  };
   SmallVector<Value> inputs = {partials.getResult(0)};
   SmallVector<BlockArgument> args;
   for (BlockArgument arg : body.getArguments())
-    if (llvm::any_of(arg.getUsers(),
-                     [&](Operation *u) { return u != matmul; })) {
+    if (!llvm::all_of(arg.getUsers(), ofMatmul)) {
       args.push_back(arg);
       inputs.push_back(kernel.getInputs()[arg.getArgNumber()]);
     }
@@ -95,7 +103,7 @@ KernelOp createEpilogueKernel(OpBuilder &b, KernelOp kernel, MatmulOp matmul,
     total = CastOp::create(b, loc, resultType, total);
   map.map(matmul.getResult(), total);
   for (Operation &op : body.without_terminator())
-    if (&op != matmul.getOperation())
+    if (!ofMatmul(&op))
       b.clone(op, map);
   b.clone(*body.getTerminator(), map);
   return epilogue;
@@ -121,8 +129,8 @@ struct KFSplitKPass : public kfuse::kf::impl::KFSplitKPassBase<KFSplitKPass> {
     MatmulOp matmul = matmulOf(kernel);
     if (matmul.getKChunk() ||
         tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32()) ||
-        !isa<BlockArgument>(matmul.getA()) ||
-        !isa<BlockArgument>(matmul.getB()))
+        !isa<BlockArgument>(matmulOperandSource(matmul.getA())) ||
+        !isa<BlockArgument>(matmulOperandSource(matmul.getB())))
       return 0;
     MatmulProblem p = MatmulProblem::of(matmul);
     int64_t sms = target.getMultiprocessors();

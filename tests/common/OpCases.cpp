@@ -280,6 +280,39 @@ std::vector<OpCase> allOpCases() {
                      g.output("y", residual + reshape(y, {2, 128, 256}));
                    },
                    {{2, 128, 1024}, {1024, 256}, {256}, {2, 128, 256}}});
+  // A Linear's weight gradient, [B * S, K]^T [B * S, N]: both operands are
+  // reshapes of [B, S, .] activations that the matmul kernel reads in
+  // place, at sizes kf-split-k splits (the partials kernel takes the
+  // reshapes along); and a Gram matrix X^T X of one such view.
+  cases.push_back({"matmul_weight_grad_of_views_bf16",
+                   [](Graph &g) {
+                     MatmulOptions o;
+                     o.transposeA = true;
+                     o.resultType = DType::f32;
+                     Tensor x = g.input("x", DType::bf16, {2, 2048, 128});
+                     Tensor dy = g.input("dy", DType::bf16, {2, 2048, 256});
+                     g.output("dw", matmul(reshape(x, {4096, 128}),
+                                           reshape(dy, {4096, 256}), o));
+                   },
+                   {{2, 2048, 128}, {2, 2048, 256}}});
+  cases.push_back({"matmul_gram_of_view_bf16",
+                   [](Graph &g) {
+                     MatmulOptions o;
+                     o.transposeA = true;
+                     Tensor x = g.input("x", DType::bf16, {3, 40, 72});
+                     Tensor flat = reshape(x, {120, 72});
+                     g.output("gram", matmul(flat, flat, o));
+                   },
+                   {{3, 40, 72}}});
+  // Rows regrouped the other way: a [B * S, K] input as the batched
+  // [B, S, K] operand of a shared weight, with a GELU epilogue.
+  cases.push_back({"matmul_batched_of_view_bf16",
+                   [](Graph &g) {
+                     Tensor x = g.input("x", DType::bf16, {256, 64});
+                     Tensor w = g.input("w", DType::bf16, {64, 96});
+                     g.output("y", gelu(matmul(reshape(x, {2, 128, 64}), w)));
+                   },
+                   {{256, 64}, {64, 96}}});
   cases.push_back({"matmul_batched_f32_out", [](Graph &g) {
                      MatmulOptions o;
                      o.transposeA = true;

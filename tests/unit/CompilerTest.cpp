@@ -270,3 +270,42 @@ TEST(Compiler, SplitKeysRunsFewQueryTilesOverChunksOfKeys) {
   EXPECT_EQ(count(*fused, "kf.kernel reduction"), 1u) << *fused;
   EXPECT_NE(fused->find("tensor<1x32x1024x128xbf16>"), std::string::npos);
 }
+
+/// A Linear's weight gradient with its operands as [B, S, .] activations
+/// (`views`: reshaped in the graph) or as the [B * S, .] matrices they
+/// regroup into.
+Graph weightGradient(bool views) {
+  Graph g("weight_grad");
+  MatmulOptions o;
+  o.transposeA = true;
+  Tensor x = views ? reshape(g.input("x", DType::bf16, {4, 1024, 512}),
+                             {4096, 512})
+                   : g.input("x", DType::bf16, {4096, 512});
+  Tensor dy = views ? reshape(g.input("dy", DType::bf16, {4, 1024, 768}),
+                              {4096, 768})
+                    : g.input("dy", DType::bf16, {4096, 768});
+  g.output("dw", matmul(x, dy, o));
+  return g;
+}
+
+TEST(Compiler, MatmulReadsReshapedOperandsInPlace) {
+  Expected<Executable> viewed =
+      Compiler(noDiskCache()).compile(weightGradient(true));
+  Expected<Executable> flat =
+      Compiler(noDiskCache()).compile(weightGradient(false));
+  ASSERT_TRUE(viewed && flat);
+  // No copy kernel for either reshape: the matmul kernel (and the kernel
+  // summing its split K, if any) read the activations' rows in place,
+  // with the code that reads the flat matrices.
+  Expected<std::vector<KernelReport>> kernels = viewed->kernels();
+  Expected<std::vector<KernelReport>> flatKernels = flat->kernels();
+  ASSERT_TRUE(kernels && flatKernels);
+  EXPECT_EQ(kernels->size(), flatKernels->size());
+  Expected<std::string> fused = viewed->dump(Stage::Fused);
+  ASSERT_TRUE(fused);
+  EXPECT_EQ(count(*fused, "kf.kernel pointwise"), 0u) << *fused;
+  Expected<std::string> ptx = viewed->dump(Stage::PTX);
+  Expected<std::string> flatPtx = flat->dump(Stage::PTX);
+  ASSERT_TRUE(ptx && flatPtx);
+  EXPECT_EQ(*ptx, *flatPtx);
+}

@@ -185,7 +185,7 @@ SmallVector<Value> TensorCoreMatmul::inputsAtOutputIndex() {
 
 bool TensorCoreMatmul::epilogueReadsInputs() {
   for (Operation &op : e.kernel().getBody().front())
-    if (&op != matmul.getOperation() &&
+    if (&op != matmul.getOperation() && !isMatmulOperandView(&op) &&
         llvm::any_of(op.getOperands(),
                      [](Value v) { return isa<BlockArgument>(v); }))
       return true;

@@ -58,7 +58,8 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
   std::tie(mTiles, nTiles) = matmulTileCounts(p, t, rows);
   auto staged = [&](Value v, SharedTile tile, int64_t offset, int64_t rows,
                     int64_t cols, bool shared, bool kContiguous) {
-    unsigned number = mlir::cast<BlockArgument>(v).getArgNumber();
+    unsigned number =
+        mlir::cast<BlockArgument>(matmulOperandSource(v)).getArgNumber();
     int64_t stride = e.paddedStride(number);
     stride = stride ? stride : cols;
     return StagedOperand{
