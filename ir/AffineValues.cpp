@@ -3,6 +3,7 @@
 #include "ir/AffineValues.h"
 
 #include "ir/KFDialect.h"
+#include "ir/PiecewisePatterns.h"
 
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
@@ -439,4 +440,5 @@ struct ProvenConstantAsConstant : RewritePattern {
 
 void KFDialect::getCanonicalizationPatterns(RewritePatternSet &patterns) const {
   patterns.add<ProvenConstantAsConstant>(getContext());
+  populatePiecewisePatterns(patterns);
 }

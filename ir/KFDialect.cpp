@@ -180,16 +180,6 @@ LogicalResult CastOp::verify() {
   return success();
 }
 
-/// Whether every value of `narrow` converts to `wide` exactly (so a cast
-/// there and back is the identity).
-static bool holdsExactly(Type wide, Type narrow) {
-  if (isa<FloatType>(wide) && isa<FloatType>(narrow))
-    return wide.isF32() && !narrow.isF32();
-  if (wide.isInteger() && narrow.isInteger())
-    return wide.getIntOrFloatBitWidth() > narrow.getIntOrFloatBitWidth();
-  return false;
-}
-
 OpFoldResult CastOp::fold(FoldAdaptor) {
   if (getInput().getType() == getResult().getType())
     return getInput();

@@ -23,6 +23,16 @@ inline RankedTensorType tensorOf(Value v) {
 
 inline bool isFloatDtype(Type t) { return isa<FloatType>(t); }
 
+/// Whether every value of `narrow` converts to `wide` exactly (so a cast
+/// there and back is the identity).
+inline bool holdsExactly(Type wide, Type narrow) {
+  if (isa<FloatType>(wide) && isa<FloatType>(narrow))
+    return wide.isF32() && !narrow.isF32();
+  if (wide.isInteger() && narrow.isInteger())
+    return wide.getIntOrFloatBitWidth() > narrow.getIntOrFloatBitWidth();
+  return false;
+}
+
 /// Checks that `result` agrees with the shape the operands give.
 inline LogicalResult verifyResultShape(Operation *op, ArrayRef<int64_t> shape,
                                        RankedTensorType result) {
