@@ -87,6 +87,7 @@ struct Cluster {
   std::optional<RowSpace> rows;  ///< set once a row op joined
   Operation *root = nullptr;     ///< the op whose result the kernel yields
   bool onlyViews = false;        ///< every op is a reshape, transpose, slice
+  bool writesOutputs = false;    ///< also writes graph outputs its ops read
 };
 
 /// Where `op`'s result goes in the attention kernel it may join: the q, k
@@ -293,6 +294,13 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   if (c.kind == KernelKind::attention_grad)
     return {false, "FlashAttention's backward kernel takes no prologue: it "
                    "copies its operands from memory"};
+  // The matmul and attention templates write their result (and the
+  // log-sum-exp) alone.
+  if (c.writesOutputs && (kind == KernelKind::matmul || isa<AttentionOp>(op)))
+    return {false, "its consumers' kernel also writes a graph output, "
+                   "which the " +
+                       std::string(stringifyKernelKind(kind)) +
+                       " template does not"};
   if (auto attention = dyn_cast<AttentionOp>(op))
     return canJoinAsAttention(attention, c);
   if (kind == KernelKind::pointwise)
@@ -306,6 +314,27 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
     return {true, "epilogue of a matmul, computed on its accumulators"};
   }
   return canJoinAsRowOp(op, kind, c);
+}
+
+/// Can the kernel of cluster `c`, which `op` joins as `why` says, also
+/// write `op`'s result (a graph output)? A row kernel writes values per
+/// row beside its rows: a normalisation's statistics, which a training
+/// forward saves for the backward. A cluster that no row op has joined
+/// yet may take a value shaped [..., 1] of fewer elements; if no row op
+/// over those rows joins later, findUnwritableOutputs undoes it.
+/// (Row-shaped outputs keep their own kernels: most come from a matmul's
+/// epilogue, which then keeps them.)
+std::pair<bool, std::string> canAlsoWrite(Operation *op, const Cluster &c,
+                                          const std::string &why) {
+  auto type = mlir::cast<RankedTensorType>(op->getResult(0).getType());
+  int64_t elements = type.getNumElements();
+  bool perRow = c.rows ? elements == c.rows->rows
+                       : c.kind == KernelKind::pointwise && type.getRank() &&
+                             type.getShape().back() == 1 &&
+                             elements < c.elements && c.elements % elements == 0;
+  if (!perRow || isa<ArgReduceOp, CumsumOp>(c.root))
+    return {false, "it is a graph output"};
+  return {true, why + ", and written out there (a graph output)"};
 }
 
 /// Siblings: two kernels over one space (pointwise of one shape, or rows of
@@ -408,8 +437,13 @@ joinedKernel(Operation &op, Partition &p, std::vector<Cluster> &clusters,
              const llvm::SmallPtrSetImpl<Operation *> &isolated,
              std::string &reason) {
   std::optional<int> target;
+  bool output = false;
   reason = "it is a graph output";
   for (Operation *user : op.getUsers()) {
+    if (user->hasTrait<OpTrait::IsTerminator>()) {
+      output = true;
+      continue;
+    }
     auto it = p.kernelOf.find(user);
     if (it == p.kernelOf.end()) {
       reason = "it is a graph output";
@@ -423,14 +457,21 @@ joinedKernel(Operation &op, Partition &p, std::vector<Cluster> &clusters,
   }
   if (op.use_empty())
     reason = "it has no users";
-  if (!target)
+  if (!target) {
+    if (output)
+      reason = "it is a graph output";
     return std::nullopt;
+  }
   if (isolated.contains(&op)) {
     reason = "its consumer would read other rows of its result";
     return std::nullopt;
   }
   Cluster trial = clusters[*target];
   auto [ok, why] = canJoin(&op, trial);
+  if (ok && output) {
+    std::tie(ok, why) = canAlsoWrite(&op, trial, why);
+    trial.writesOutputs = true;
+  }
   reason = why;
   if (!ok)
     return std::nullopt;
@@ -556,12 +597,42 @@ void findMisreadRowOps(Block &body, const Partition &p,
 
 } // namespace
 
+/// The graph outputs that joined a kernel reading them (canAlsoWrite) whose
+/// kernel did not become a row kernel over rows of their elements: the
+/// template could not write them there.
+void findUnwritableOutputs(Block &body, const Partition &p,
+                           llvm::SmallPtrSetImpl<Operation *> &unwritable) {
+  std::map<int, SmallVector<Operation *>> groups;
+  for (Operation &op : body.without_terminator())
+    if (auto it = p.kernelOf.find(&op); it != p.kernelOf.end())
+      groups[it->second].push_back(&op);
+  for (auto &[id, ops] : groups) {
+    std::optional<RowSpace> rows;
+    for (Operation *op : ops)
+      if (!rows)
+        rows = rowOpSpace(op);
+    for (Operation *op : ops) {
+      bool output = llvm::any_of(op->getUsers(), [](Operation *user) {
+        return user->hasTrait<OpTrait::IsTerminator>();
+      });
+      bool readInside = llvm::any_of(op->getUsers(), [&](Operation *user) {
+        auto it = p.kernelOf.find(user);
+        return it != p.kernelOf.end() && it->second == id;
+      });
+      if (output && readInside &&
+          (!rows || numElements(op->getResult(0)) != rows->rows))
+        unwritable.insert(op);
+    }
+  }
+}
+
 Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
   llvm::SmallPtrSet<Operation *, 4> isolated;
   for (;;) {
     Partition p = partitionOnce(body, fused, isolated);
     size_t before = isolated.size();
     findMisreadRowOps(body, p, isolated);
+    findUnwritableOutputs(body, p, isolated);
     if (isolated.size() == before)
       return p;
   }
@@ -603,19 +674,24 @@ void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
   Operation *root = ops.back();
   llvm::SmallPtrSet<Operation *, 16> inside(ops.begin(), ops.end());
   // The results: every op with a user outside (one root, or several when
-  // siblings were merged), in program order.
+  // siblings were merged), in program order; then the graph outputs that
+  // ops of the kernel read too, so that the templates find the root (or
+  // the siblings' roots) first.
   // An attention with a log-sum-exp yields both: the templates write O and
   // the log-sum-exp as results 0 and 1.
-  SmallVector<Value> outputs;
+  SmallVector<Value> outputs, alsoRead;
   for (Operation *op : ops) {
     auto attention = dyn_cast<AttentionOp>(op);
     bool both = attention && attention.getLse();
-    for (Value result : op->getResults())
-      if (both || llvm::any_of(result.getUsers(), [&](Operation *user) {
-            return !inside.contains(user);
-          }))
-        outputs.push_back(result);
+    for (Value result : op->getResults()) {
+      auto isInside = [&](Operation *user) { return inside.contains(user); };
+      if (!both && llvm::all_of(result.getUsers(), isInside))
+        continue;
+      (!both && llvm::any_of(result.getUsers(), isInside) ? alsoRead : outputs)
+          .push_back(result);
+    }
   }
+  llvm::append_range(outputs, alsoRead);
   llvm::SetVector<Value> inputs;
   llvm::SetVector<Operation *> constants;
   for (Operation *op : ops)

@@ -250,7 +250,15 @@ def KFFusePass : Pass<"kf-fuse", "mlir::ModuleOp"> {
     pointwise op (elementwise math, casts, compares, selects, broadcasts,
     transposes, reshapes, iota) joins the kernel of its consumers when all of
     them are in one pointwise kernel, so chains run as one pass over memory.
-    Splat constants are cloned into every kernel that reads them.
+    Splat constants are cloned into every kernel that reads them. Row ops
+    keep their rows on chip for a pointwise consumer; a matmul takes its
+    elementwise consumers as its epilogue, and reshapes that regroup the
+    rows of a 16-bit operand as views it reads in place; an attention takes
+    views of q, k and v, a prologue on q, and the merge of its heads. A
+    value the graph returns joins the kernel that reads it only where that
+    kernel writes it too: a value per row of a row kernel (statistics that
+    a training forward saves). `--explain-fusion` gives the reason for
+    every edge, fused or not.
 
     Before:
     ```mlir

@@ -158,13 +158,28 @@ bool readsFromMemory(OpOperand &use) {
 /// needs the value in memory anyway (that one keeps the original).
 SmallVector<Operation *> usersToCopyFor(Operation *op) {
   llvm::SetVector<Operation *> users;
-  bool materialised = false;
+  bool materialised = false, output = false;
   for (OpOperand &use : op->getResult(0).getUses()) {
+    output |= use.getOwner()->hasTrait<OpTrait::IsTerminator>();
     if (readsFromMemory(use))
       materialised = true;
     else
       users.insert(use.getOwner());
   }
+  // A value per row that the graph returns and one broadcast along the
+  // rows reads: kf-fuse has the row kernel that reads it write it (a
+  // normalisation's statistics, saved for the backward), with no copy.
+  auto type = mlir::cast<RankedTensorType>(op->getResult(0).getType());
+  bool onlyOutput = llvm::all_of(op->getResult(0).getUses(), [](OpOperand &use) {
+    return !readsFromMemory(use) ||
+           use.getOwner()->hasTrait<OpTrait::IsTerminator>();
+  });
+  auto broadcast =
+      users.size() == 1 ? dyn_cast<BroadcastOp>(users.front()) : BroadcastOp();
+  if (output && onlyOutput && broadcast && type.getRank() &&
+      type.getShape().back() == 1 &&
+      broadcast.getType().getNumElements() > type.getNumElements())
+    return {};
   SmallVector<Operation *> sorted(users.begin(), users.end());
   llvm::sort(sorted, [](Operation *a, Operation *b) {
     return a->isBeforeInBlock(b);

@@ -187,6 +187,27 @@ std::vector<OpCase> allOpCases() {
                                                g.input("b", DType::bf16, {1000})));
                    },
                    {{2111, 1000}, {1000}, {1000}}});
+  // A training forward's normalisations, which save their statistics for
+  // the backward: the row kernel writes them beside its rows, for rows in
+  // registers, several rows a block, and rows staged in shared memory.
+  for (auto [name, rows, cols] :
+       {std::tuple<const char *, int64_t, int64_t>{
+            "saved_statistics_layernorm_bf16", 515, 1024},
+        {"saved_statistics_grouped_rows_bf16", 2111, 96},
+        {"saved_statistics_staged_rows_bf16", 40, 24576}})
+    cases.push_back({name,
+                     [rows = rows, cols = cols](Graph &g) {
+                       Tensor x = cast(g.input("x", DType::bf16, {rows, cols}),
+                                       DType::f32);
+                       Tensor mean = reduceMean(x, {1}, true);
+                       Tensor centred = x - mean;
+                       Tensor var = reduceMean(centred * centred, {1}, true);
+                       Tensor rstd = rsqrt(var + 1e-5);
+                       g.output("y", cast(centred * rstd, DType::bf16));
+                       g.output("mean", mean);
+                       g.output("rstd", rstd);
+                     },
+                     {{rows, cols}}});
   cases.push_back({"grouped_rows_rms_f16", [](Graph &g) {
                      Tensor x = cast(g.input("x", DType::f16, {4500, 6}), DType::f32);
                      g.output("y", cast(x * rsqrt(reduceMean(x * x, {1}, true) + 1e-6),

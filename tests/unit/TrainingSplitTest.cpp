@@ -124,6 +124,28 @@ TEST(TrainingSplit, LayerNormAndCrossEntropyMatchTheJointGraph) {
   expectSplitMatchesJoint(f, {{"y", "loss"}, {"x", "w", "b"}});
 }
 
+TEST(TrainingSplit, LayerNormForwardWritesItsSavedStatisticsInOneKernel) {
+  Graph f("ln");
+  Tensor x = cast(f.input("x", DType::bf16, {512, 1024}), DType::f32);
+  Tensor w = f.input("w", DType::f32, {1024});
+  Tensor b = f.input("b", DType::f32, {1024});
+  f.output("y", cast(kfuse::testing::layerNormOf(x, w, b), DType::bf16));
+  Expected<TrainingGraphs> split = splitVJP(f, {{"y"}, {"x", "w", "b"}});
+  ASSERT_TRUE(split) << split.error().message();
+  // The backward reads per-row statistics: the forward returns them too.
+  ASSERT_GT(split->forward.outputs().size(), 1u);
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> forward = Compiler(options).compile(split->forward);
+  ASSERT_TRUE(forward) << forward.error().message();
+  Expected<std::vector<KernelReport>> kernels = forward->kernels();
+  ASSERT_TRUE(kernels);
+  // One row kernel reads x once and writes the rows and the statistics
+  // (not a kernel per statistic, each reading x again).
+  Expected<std::string> fused = forward->dump(Stage::Fused);
+  EXPECT_EQ(kernels->size(), 1u) << (fused ? *fused : "");
+}
+
 TEST(TrainingSplit, AttentionSavesItsOutput) {
   Graph f("attention");
   Tensor q = f.input("q", DType::f32, {1, 2, 16, 8});

@@ -395,3 +395,36 @@ func.func @mask_of_gathered_ids(%q: tensor<2x4x64x32xf16>, %ids: tensor<128xi32>
   %o = kf.attention %q, %q, %q mask %same : tensor<2x4x64x64xi1> {scale = 0.125 : f64} : tensor<2x4x64x32xf16>, tensor<2x4x64x32xf16>, tensor<2x4x64x32xf16> -> tensor<2x4x64x32xf16>
   return %o : tensor<2x4x64x32xf16>
 }
+
+// -----
+
+// A training forward's LayerNorm saves its statistics for the backward:
+// the row kernel writes the mean and the variance (graph outputs) beside
+// the normalised rows, reading x once. A row-shaped graph output (the
+// centred rows) keeps a kernel of its own.
+// CHECK-LABEL: func.func @saved_statistics
+// CHECK: %[[K:.*]]:3 = kf.kernel normalization(%arg0 : tensor<8x64xf32>)
+// CHECK:   kf.yield %{{.*}}, %{{.*}}, %{{.*}} : tensor<8x64xf32>, tensor<8x1xf32>, tensor<8x1xf32>
+// CHECK: return %[[K]]#0, %[[K]]#1, %[[K]]#2
+// CHECK-LABEL: func.func @saved_rows
+// CHECK: kf.kernel pointwise
+// CHECK: kf.kernel normalization
+func.func @saved_statistics(%x: tensor<8x64xf32>) -> (tensor<8x64xf32>, tensor<8x1xf32>, tensor<8x1xf32>) {
+  %mean = kf.reduce mean %x [1] {keep_dims = true} : tensor<8x64xf32> -> tensor<8x1xf32>
+  %mb = kf.broadcast %mean : tensor<8x1xf32> -> tensor<8x64xf32>
+  %c = kf.sub %x, %mb : tensor<8x64xf32>
+  %sq = kf.mul %c, %c : tensor<8x64xf32>
+  %var = kf.reduce mean %sq [1] {keep_dims = true} : tensor<8x64xf32> -> tensor<8x1xf32>
+  %r = kf.rsqrt %var : tensor<8x1xf32>
+  %rb = kf.broadcast %r : tensor<8x1xf32> -> tensor<8x64xf32>
+  %y = kf.mul %c, %rb : tensor<8x64xf32>
+  return %y, %mean, %var : tensor<8x64xf32>, tensor<8x1xf32>, tensor<8x1xf32>
+}
+func.func @saved_rows(%x: tensor<8x64xf32>, %z: tensor<8x64xf32>) -> (tensor<8x64xf32>, tensor<8x64xf32>) {
+  %s = kf.add %x, %z : tensor<8x64xf32>
+  %e = kf.exp %s : tensor<8x64xf32>
+  %m = kf.reduce sum %e [1] {keep_dims = true} : tensor<8x64xf32> -> tensor<8x1xf32>
+  %mb = kf.broadcast %m : tensor<8x1xf32> -> tensor<8x64xf32>
+  %y = kf.div %e, %mb : tensor<8x64xf32>
+  return %y, %s : tensor<8x64xf32>, tensor<8x64xf32>
+}

@@ -83,3 +83,20 @@ func.func @compared(%x: tensor<64x128xbf16>) -> (tensor<64x1xf32>, tensor<64x128
   %e = kf.compare eq, %w, %b : tensor<64x128xf32>, tensor<64x128xf32> -> tensor<64x128xi1>
   return %m, %e : tensor<64x1xf32>, tensor<64x128xi1>
 }
+
+// -----
+
+// A value per row that the graph returns and one op reads (a LayerNorm's
+// rstd, saved for the backward) is not copied: kf-fuse has the row kernel
+// that reads it write it too.
+// CHECK-LABEL: func.func @returned_statistic
+// CHECK-COUNT-1: kf.rsqrt
+// CHECK-NOT: kf.rsqrt
+func.func @returned_statistic(%x: tensor<8x64xf32>) -> (tensor<8x64xf32>, tensor<8x1xf32>) {
+  %sq = kf.mul %x, %x : tensor<8x64xf32>
+  %ms = kf.reduce mean %sq [1] {keep_dims = true} : tensor<8x64xf32> -> tensor<8x1xf32>
+  %r = kf.rsqrt %ms : tensor<8x1xf32>
+  %rb = kf.broadcast %r : tensor<8x1xf32> -> tensor<8x64xf32>
+  %y = kf.mul %x, %rb : tensor<8x64xf32>
+  return %y, %r : tensor<8x64xf32>, tensor<8x1xf32>
+}
