@@ -54,14 +54,16 @@ int64_t dimSize(Tensor t, int64_t axis) { return t.shape()[axis].size(); }
 
 /// dx of y = x[start:limit:step] along `axis` of a dim of `size`: the
 /// cotangent spread `step` apart (a dim of `step` padded after each
-/// element, merged), then padded to the dim.
+/// element, merged), then padded to the dim. The pads are -0.0, the
+/// additive identity: the gradients of several slices of one value sum
+/// exactly to their concatenation (ir/PiecewisePatterns.cpp).
 Tensor unslice(Tensor g, int64_t axis, int64_t start, int64_t step,
                int64_t size) {
   int64_t rank = g.rank(), n = dimSize(g, axis);
   if (step > 1) {
     std::vector<std::pair<int64_t, int64_t>> after(rank + 1, {0, 0});
     after[axis + 1] = {0, step - 1};
-    Tensor spread = pad(unsqueeze(g, axis + 1), after);
+    Tensor spread = pad(unsqueeze(g, axis + 1), after, -0.0);
     Shape merged = g.shape();
     merged[axis] = Dim(n * step);
     g = reshape(spread, merged);
@@ -70,7 +72,7 @@ Tensor unslice(Tensor g, int64_t axis, int64_t start, int64_t step,
   }
   std::vector<std::pair<int64_t, int64_t>> widths(rank, {0, 0});
   widths[axis] = {start, size - start - dimSize(g, axis)};
-  return pad(g, widths);
+  return pad(g, widths, -0.0);
 }
 
 Cotangents sliceVJP(kf::SliceOp op, Tensor g, const RuleContext &ctx) {

@@ -20,6 +20,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/TypeUtilities.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace kfuse::kf;
 using namespace kfuse::kf::detail;
@@ -33,9 +35,13 @@ struct Piece {
   int64_t begin, size;
 };
 
-/// The axis along which `pad` pads with zeros, and only that one.
+/// The axis along which `pad` pads with the additive identity, and only
+/// that one: -0.0 for floats (x + -0.0 is x for every x, -0.0 included;
+/// x + +0.0 turns -0.0 into +0.0), any zero for integers.
 std::optional<int64_t> zeroPaddedAxis(PadOp pad) {
-  if (pad.getValue().convertToDouble() != 0.0)
+  double value = pad.getValue().convertToDouble();
+  bool isFloat = isa<FloatType>(tensorOf(pad.getResult()).getElementType());
+  if (value != 0.0 || (isFloat && !std::signbit(value)))
     return std::nullopt;
   std::optional<int64_t> axis;
   for (auto [d, low, high] :
@@ -68,8 +74,8 @@ bool collectPieces(Value v, std::optional<int64_t> &axis,
 
 /// add(pad(a), pad(b), ...) of zero pads of adjacent pieces along one axis
 /// -> pad(concat(a, b, ...)), the pad dropped where the pieces cover the
-/// axis. (An element's one nonzero term plus zeros is that term; only the
-/// sign of a zero can differ.)
+/// axis: each element is its one piece's plus additive identities, exactly
+/// (the gradient of slicing pads with -0.0 for that reason).
 struct SumOfPadsAsConcat : OpRewritePattern<AddOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -104,7 +110,7 @@ struct SumOfPadsAsConcat : OpRewritePattern<AddOp> {
       joined = PadOp::create(rewriter, loc, type, joined,
                              rewriter.getDenseI64ArrayAttr(low),
                              rewriter.getDenseI64ArrayAttr(high),
-                             rewriter.getF64FloatAttr(0.0));
+                             rewriter.getF64FloatAttr(-0.0));
     }
     rewriter.replaceOp(add, joined);
     return success();
@@ -112,19 +118,23 @@ struct SumOfPadsAsConcat : OpRewritePattern<AddOp> {
 };
 
 /// Whether every value under `v` through reshapes, transposes and concats
-/// is a cast from `dtype` that a cast back to `dtype` undoes exactly.
-bool viewsOfRoundTrip(Value v, Type dtype) {
+/// is a cast from `dtype` that a cast back to `dtype` undoes exactly. The
+/// views under `v` must have one use each (a tree, so that sinking a cast
+/// copies each view once, not once a path through a shared one).
+bool viewsOfRoundTrip(Value v, Type dtype, bool top = true) {
   Operation *def = v.getDefiningOp();
   if (auto cast = dyn_cast_or_null<CastOp>(def)) {
     Type from = getElementTypeOrSelf(cast.getInput().getType());
     return from == dtype &&
            holdsExactly(getElementTypeOrSelf(cast.getType()), from);
   }
+  if (!top && !v.hasOneUse())
+    return false;
   if (isa_and_nonnull<ReshapeOp, TransposeOp>(def))
-    return viewsOfRoundTrip(def->getOperand(0), dtype);
+    return viewsOfRoundTrip(def->getOperand(0), dtype, false);
   if (auto concat = dyn_cast_or_null<ConcatOp>(def))
     return llvm::all_of(concat.getInputs(), [&](Value input) {
-      return viewsOfRoundTrip(input, dtype);
+      return viewsOfRoundTrip(input, dtype, false);
     });
   return false;
 }

@@ -22,10 +22,10 @@ func.func @qkv_split_gradient(%dq: tensor<2x4x8x16xbf16>, %dk: tensor<2x4x8x16xb
   %qr = kf.reshape %qt : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
   %kr = kf.reshape %kt : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
   %vr = kf.reshape %vt : tensor<2x8x4x16xf32> -> tensor<2x8x64xf32>
-  %pv = kf.pad %vr low [0, 0, 128] high [0, 0, 0] value 0.0 : tensor<2x8x64xf32> -> tensor<2x8x192xf32>
-  %pk = kf.pad %kr low [0, 0, 64] high [0, 0, 64] value 0.0 : tensor<2x8x64xf32> -> tensor<2x8x192xf32>
+  %pv = kf.pad %vr low [0, 0, 128] high [0, 0, 0] value -0.0 : tensor<2x8x64xf32> -> tensor<2x8x192xf32>
+  %pk = kf.pad %kr low [0, 0, 64] high [0, 0, 64] value -0.0 : tensor<2x8x64xf32> -> tensor<2x8x192xf32>
   %s = kf.add %pv, %pk : tensor<2x8x192xf32>
-  %pq = kf.pad %qr low [0, 0, 0] high [0, 0, 128] value 0.0 : tensor<2x8x64xf32> -> tensor<2x8x192xf32>
+  %pq = kf.pad %qr low [0, 0, 0] high [0, 0, 128] value -0.0 : tensor<2x8x64xf32> -> tensor<2x8x192xf32>
   %t = kf.add %s, %pq : tensor<2x8x192xf32>
   %r = kf.cast %t : tensor<2x8x192xf32> -> tensor<2x8x192xbf16>
   %b = kf.reduce sum %t [0, 1] : tensor<2x8x192xf32> -> tensor<192xf32>

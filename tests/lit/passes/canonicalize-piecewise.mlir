@@ -6,6 +6,8 @@
 // matmul, and summed down the columns in f32 for the bias. The sum of pads
 // is a concat; the rounding sinks through the views to the widenings it
 // undoes, so the matmul's operand is the bf16 pieces moved into place.
+// (The gradient of a slice pads with -0.0, the additive identity: the sum
+// is the concat exactly.)
 // CHECK-LABEL: func.func @qkv_split_gradient
 // CHECK-NOT: kf.pad
 // CHECK-NOT: kf.add
@@ -18,10 +20,10 @@ func.func @qkv_split_gradient(%dq: tensor<8x16xbf16>, %dk: tensor<8x16xbf16>, %d
   %q = kf.cast %dq : tensor<8x16xbf16> -> tensor<8x16xf32>
   %k = kf.cast %dk : tensor<8x16xbf16> -> tensor<8x16xf32>
   %v = kf.cast %dv : tensor<8x16xbf16> -> tensor<8x16xf32>
-  %pv = kf.pad %v low [0, 32] high [0, 0] value 0.0 : tensor<8x16xf32> -> tensor<8x48xf32>
-  %pk = kf.pad %k low [0, 16] high [0, 16] value 0.0 : tensor<8x16xf32> -> tensor<8x48xf32>
+  %pv = kf.pad %v low [0, 32] high [0, 0] value -0.0 : tensor<8x16xf32> -> tensor<8x48xf32>
+  %pk = kf.pad %k low [0, 16] high [0, 16] value -0.0 : tensor<8x16xf32> -> tensor<8x48xf32>
   %s = kf.add %pv, %pk : tensor<8x48xf32>
-  %pq = kf.pad %q low [0, 0] high [0, 32] value 0.0 : tensor<8x16xf32> -> tensor<8x48xf32>
+  %pq = kf.pad %q low [0, 0] high [0, 32] value -0.0 : tensor<8x16xf32> -> tensor<8x48xf32>
   %t = kf.add %s, %pq : tensor<8x48xf32>
   %r = kf.cast %t : tensor<8x48xf32> -> tensor<8x48xbf16>
   %b = kf.reduce sum %t [0] : tensor<8x48xf32> -> tensor<48xf32>
@@ -33,10 +35,10 @@ func.func @qkv_split_gradient(%dq: tensor<8x16xbf16>, %dk: tensor<8x16xbf16>, %d
 // Adjacent pieces that leave the ends zero: the concat, padded.
 // CHECK-LABEL: func.func @inner_pieces
 // CHECK: %[[C:.*]] = kf.concat %arg0, %arg1 {axis = 0 : i64} : tensor<2x4xf32>, tensor<3x4xf32> -> tensor<5x4xf32>
-// CHECK: kf.pad %[[C]] low [1, 0] high [2, 0] value 0.000000e+00 : tensor<5x4xf32> -> tensor<8x4xf32>
+// CHECK: kf.pad %[[C]] low [1, 0] high [2, 0] value -0.000000e+00 : tensor<5x4xf32> -> tensor<8x4xf32>
 func.func @inner_pieces(%a: tensor<2x4xf32>, %b: tensor<3x4xf32>) -> tensor<8x4xf32> {
-  %pa = kf.pad %a low [1, 0] high [5, 0] value 0.0 : tensor<2x4xf32> -> tensor<8x4xf32>
-  %pb = kf.pad %b low [3, 0] high [2, 0] value 0.0 : tensor<3x4xf32> -> tensor<8x4xf32>
+  %pa = kf.pad %a low [1, 0] high [5, 0] value -0.0 : tensor<2x4xf32> -> tensor<8x4xf32>
+  %pb = kf.pad %b low [3, 0] high [2, 0] value -0.0 : tensor<3x4xf32> -> tensor<8x4xf32>
   %s = kf.add %pa, %pb : tensor<8x4xf32>
   return %s : tensor<8x4xf32>
 }
@@ -48,27 +50,30 @@ func.func @inner_pieces(%a: tensor<2x4xf32>, %b: tensor<3x4xf32>) -> tensor<8x4x
 // cast that the outer cast does not undo (f32 rounded to bf16 and widened
 // back loses bits).
 // CHECK-LABEL: func.func @not_pieces
-// CHECK-COUNT-4: kf.add
+// CHECK-COUNT-5: kf.add
 // CHECK-NOT: kf.concat
 // CHECK: kf.transpose
 // CHECK: kf.cast
 // CHECK: return
 func.func @not_pieces(%a: tensor<4x4xf32>, %b: tensor<2x4xf32>, %x: tensor<4x2xf32>)
-    -> (tensor<6x4xf32>, tensor<7x4xf32>, tensor<6x4xf32>, tensor<6x5xf32>, tensor<2x4xf32>) {
-  %pa = kf.pad %a low [0, 0] high [2, 0] value 0.0 : tensor<4x4xf32> -> tensor<6x4xf32>
-  %pb = kf.pad %b low [3, 0] high [1, 0] value 0.0 : tensor<2x4xf32> -> tensor<6x4xf32>
-  %overlap = kf.add %pa, %pb : tensor<6x4xf32>
-  %ga = kf.pad %a low [0, 0] high [3, 0] value 0.0 : tensor<4x4xf32> -> tensor<7x4xf32>
-  %gb = kf.pad %b low [5, 0] high [0, 0] value 0.0 : tensor<2x4xf32> -> tensor<7x4xf32>
+    -> (tensor<6x4xf32>, tensor<7x4xf32>, tensor<6x4xf32>, tensor<6x5xf32>, tensor<6x4xf32>, tensor<2x4xf32>) {
+  %oa1 = kf.pad %a low [0, 0] high [2, 0] value -0.0 : tensor<4x4xf32> -> tensor<6x4xf32>
+  %pb = kf.pad %b low [3, 0] high [1, 0] value -0.0 : tensor<2x4xf32> -> tensor<6x4xf32>
+  %overlap = kf.add %oa1, %pb : tensor<6x4xf32>
+  %ga = kf.pad %a low [0, 0] high [3, 0] value -0.0 : tensor<4x4xf32> -> tensor<7x4xf32>
+  %gb = kf.pad %b low [5, 0] high [0, 0] value -0.0 : tensor<2x4xf32> -> tensor<7x4xf32>
   %gap = kf.add %ga, %gb : tensor<7x4xf32>
   %oa = kf.pad %a low [0, 0] high [2, 0] value 1.0 : tensor<4x4xf32> -> tensor<6x4xf32>
   %ob = kf.pad %b low [4, 0] high [0, 0] value 1.0 : tensor<2x4xf32> -> tensor<6x4xf32>
   %ones = kf.add %oa, %ob : tensor<6x4xf32>
-  %ta = kf.pad %a low [0, 0] high [2, 1] value 0.0 : tensor<4x4xf32> -> tensor<6x5xf32>
-  %tb = kf.pad %b low [4, 1] high [0, 0] value 0.0 : tensor<2x4xf32> -> tensor<6x5xf32>
+  %ta = kf.pad %a low [0, 0] high [2, 1] value -0.0 : tensor<4x4xf32> -> tensor<6x5xf32>
+  %tb = kf.pad %b low [4, 1] high [0, 0] value -0.0 : tensor<2x4xf32> -> tensor<6x5xf32>
   %two = kf.add %ta, %tb : tensor<6x5xf32>
+  %pa = kf.pad %a low [0, 0] high [2, 0] value 0.0 : tensor<4x4xf32> -> tensor<6x4xf32>
+  %pz = kf.pad %b low [4, 0] high [0, 0] value 0.0 : tensor<2x4xf32> -> tensor<6x4xf32>
+  %positive = kf.add %pa, %pz : tensor<6x4xf32>
   %n = kf.cast %x : tensor<4x2xf32> -> tensor<4x2xbf16>
   %t = kf.transpose %n [1, 0] : tensor<4x2xbf16> -> tensor<2x4xbf16>
   %w = kf.cast %t : tensor<2x4xbf16> -> tensor<2x4xf32>
-  return %overlap, %gap, %ones, %two, %w : tensor<6x4xf32>, tensor<7x4xf32>, tensor<6x4xf32>, tensor<6x5xf32>, tensor<2x4xf32>
+  return %overlap, %gap, %ones, %two, %positive, %w : tensor<6x4xf32>, tensor<7x4xf32>, tensor<6x4xf32>, tensor<6x5xf32>, tensor<6x4xf32>, tensor<2x4xf32>
 }
