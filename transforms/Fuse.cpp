@@ -331,7 +331,8 @@ std::pair<bool, std::string> canAlsoWrite(Operation *op, const Cluster &c,
   bool perRow = c.rows ? elements == c.rows->rows
                        : c.kind == KernelKind::pointwise && type.getRank() &&
                              type.getShape().back() == 1 &&
-                             elements < c.elements && c.elements % elements == 0;
+                             elements < c.elements &&
+                             c.elements % elements == 0;
   if (!perRow || isa<ArgReduceOp, CumsumOp>(c.root))
     return {false, "it is a graph output"};
   return {true, why + ", and written out there (a graph output)"};
@@ -600,8 +601,9 @@ void findMisreadRowOps(Block &body, const Partition &p,
 /// The graph outputs that joined a kernel reading them (canAlsoWrite) whose
 /// kernel did not become a row kernel over rows of their elements: the
 /// template could not write them there.
-void findUnwritableOutputs(Block &body, const Partition &p,
-                           llvm::SmallPtrSetImpl<Operation *> &unwritable) {
+static void
+findUnwritableOutputs(Block &body, const Partition &p,
+                      llvm::SmallPtrSetImpl<Operation *> &unwritable) {
   std::map<int, SmallVector<Operation *>> groups;
   for (Operation &op : body.without_terminator())
     if (auto it = p.kernelOf.find(&op); it != p.kernelOf.end())

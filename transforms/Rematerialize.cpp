@@ -170,10 +170,11 @@ SmallVector<Operation *> usersToCopyFor(Operation *op) {
   // rows reads: kf-fuse has the row kernel that reads it write it (a
   // normalisation's statistics, saved for the backward), with no copy.
   auto type = mlir::cast<RankedTensorType>(op->getResult(0).getType());
-  bool onlyOutput = llvm::all_of(op->getResult(0).getUses(), [](OpOperand &use) {
-    return !readsFromMemory(use) ||
-           use.getOwner()->hasTrait<OpTrait::IsTerminator>();
-  });
+  bool onlyOutput =
+      llvm::all_of(op->getResult(0).getUses(), [](OpOperand &use) {
+        return !readsFromMemory(use) ||
+               use.getOwner()->hasTrait<OpTrait::IsTerminator>();
+      });
   auto broadcast =
       users.size() == 1 ? dyn_cast<BroadcastOp>(users.front()) : BroadcastOp();
   if (output && onlyOutput && broadcast && type.getRank() &&
