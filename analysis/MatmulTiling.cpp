@@ -42,6 +42,23 @@ Value kfuse::kf::matmulOperandSource(Value operand) {
   return operand;
 }
 
+Value kfuse::kf::columnPartialsSource(Value v) {
+  auto reduce = v.getDefiningOp<ReduceOp>();
+  if (!reduce || reduce.getKind() != ReduceKind::sum || reduce.getKeepDims() ||
+      reduce.getAxes().size() != 1 || reduce.getAxes()[0] != 1)
+    return Value();
+  auto reshape = reduce.getInput().getDefiningOp<ReshapeOp>();
+  if (!reshape)
+    return Value();
+  ArrayRef<int64_t> grouped = shapeOf(reshape.getResult());
+  ArrayRef<int64_t> rows = shapeOf(reshape.getInput());
+  if (grouped.size() != 3 || grouped[1] != kColumnPartialRows ||
+      rows.size() < 2 || grouped[2] != rows.back() ||
+      !getElementTypeOrSelf(reshape.getInput().getType()).isF32())
+    return Value();
+  return reshape.getInput();
+}
+
 MatmulProblem MatmulProblem::of(MatmulOp op) {
   MatmulProblem p;
   ArrayRef<int64_t> out = shapeOf(op.getResult()), a = shapeOf(op.getA());

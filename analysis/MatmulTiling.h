@@ -35,6 +35,18 @@ bool isMatmulOperandView(mlir::Operation *op);
 /// value the chain starts from (a kernel argument inside a kernel).
 mlir::Value matmulOperandSource(mlir::Value operand);
 
+/// Rows over which a tensor-core matmul kernel sums the columns of a
+/// value it computes: one warp's rows of a product (an m16 tile of
+/// mma.sync, a warp's quarter of a wgmma m64), which the warp holds in
+/// registers and sums with shuffles alone.
+constexpr int64_t kColumnPartialRows = 16;
+
+/// Where `v`, a value a matmul kernel yields, is the column sums of
+/// another over each kColumnPartialRows of its rows (kf.reduce sum over
+/// axis 1 of its reshape to [rows / 16, 16, N], in f32; kf-fuse-column-
+/// sums makes them): the value summed. Else null.
+mlir::Value columnPartialsSource(mlir::Value v);
+
 /// A matmul as the tiling sees it: `batch` products of [m, k] by [k, n].
 struct MatmulProblem {
   int64_t batch = 1, m = 0, n = 0, k = 0;

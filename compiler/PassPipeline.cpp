@@ -43,6 +43,10 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   // kf-rematerialize's copies of a value whose users all joined one kernel
   // are one value again there.
   pm.addPass(createCSEPass());
+  // Before kf-pad and kf-split-k, which then see the matmul kernel that
+  // also sums its result's columns.
+  if (options.fused)
+    pm.addPass(createKFFuseColumnSumsPass());
   if (options.pad)
     pm.addPass(createKFPadPass());
   if (options.splitK)

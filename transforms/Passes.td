@@ -315,6 +315,38 @@ def KFPadPass : Pass<"kf-pad", "mlir::ModuleOp"> {
   let dependentDialects = ["kfuse::kf::KFDialect"];
 }
 
+def KFFuseColumnSumsPass : Pass<"kf-fuse-column-sums", "mlir::ModuleOp"> {
+  let summary = "Sum a matmul result's columns in the matmul's kernel";
+  let description = [{
+    A bias gradient sums a matmul's output gradient over its rows. Where a
+    tensor-core matmul kernel's f32 result is read by such column sums (a
+    reduction kernel summing an elementwise function of it over all rows)
+    and perhaps by one cast to 16 bits, each sum's prologue and its sums
+    over every 16 rows (`kColumnPartialRows`, one warp's rows of the
+    template, summed with shuffles) join the matmul kernel, which yields
+    them as [rows / 16, N] f32 partials beside its result; the reduction
+    kernel sums the partials. The cast becomes the matmul kernel's result
+    when nothing else reads the f32 one, which is then never written. Runs
+    after kf-fuse (fused mode only) and before kf-pad.
+
+    After:
+    ```mlir
+    %mm:2 = kf.kernel matmul(%dy, %w, %h : ...) {
+      %0 = kf.matmul %a, %b {transpose_b = true} : ... -> tensor<8192x4096xf32>
+      %1 = kf.mul %0, %gelu_grad : tensor<8192x4096xf32>
+      %2 = kf.cast %1 : tensor<8192x4096xf32> -> tensor<8192x4096xbf16>
+      %3 = kf.reshape %1 : tensor<8192x4096xf32> -> tensor<512x16x4096xf32>
+      %4 = kf.reduce sum %3 [1] : tensor<512x16x4096xf32> -> tensor<512x4096xf32>
+      kf.yield %2, %4 : tensor<8192x4096xbf16>, tensor<512x4096xf32>
+    }
+    %db = kf.kernel reduction(%mm#1 : tensor<512x4096xf32>) {
+      kf.reduce sum %p [0] : tensor<512x4096xf32> -> tensor<4096xf32>
+    }
+    ```
+  }];
+  let dependentDialects = ["kfuse::kf::KFDialect"];
+}
+
 def KFSplitKPass : Pass<"kf-split-k", "mlir::ModuleOp"> {
   let summary = "Split the K of tensor-core matmuls that leave SMs idle";
   let description = [{

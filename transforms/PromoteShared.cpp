@@ -196,11 +196,16 @@ MatmulShared decideMatmul(KernelOp kernel, bool tma, int64_t sms) {
   // 4096^3 bf16 0.213 -> 0.200 ms, lm-head 1.54 -> 1.44 ms), and for
   // rows of an odd length, whose pairs cannot be stored from
   // registers, and for rows kf-pad padded (the copy writes the zeros
-  // past each row's end). Float results only (one kernel result, as
-  // kf-fuse makes matmul kernels).
+  // past each row's end). Float results only, and one of them besides
+  // the column partials of kf-fuse-column-sums (which the epilogue
+  // stores from registers).
   auto result = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  bool oneTile = llvm::all_of(yield.getValues().drop_front(), [](Value v) {
+    return static_cast<bool>(columnPartialsSource(v));
+  });
   if ((tile.wgmma || problem.n % 2 || paddedRowStride(kernel.getResult(0))) &&
-      isa<FloatType>(result.getElementType()) && kernel.getNumResults() == 1) {
+      isa<FloatType>(result.getElementType()) && oneTile) {
     d.stageOutput = true;
     outputWidth = result.getElementType().getIntOrFloatBitWidth() / 8;
     int64_t staged = tile.bm * (tile.bn + 8) * outputWidth;

@@ -316,6 +316,45 @@ std::vector<OpCase> allOpCases() {
                                            reshape(dy, {4096, 256}), o));
                    },
                    {{2, 2048, 128}, {2, 2048, 256}}});
+  // A Linear's backward as training graphs have it: the f32 product
+  // through the activation's derivative (an input read at each element),
+  // summed over all rows for the bias gradient and rounded for the next
+  // matmul. kf-fuse-column-sums puts both sums and the rounding in the
+  // matmul kernel: at whole tiles (each thread's sums computed with the
+  // epilogue), and with partial tiles of both M and N (computed apart,
+  // where the pair lies inside).
+  for (auto [name, batch, rows, cols] :
+       {std::tuple<const char *, int64_t, int64_t, int64_t>{
+            "matmul_bias_grad_bf16", 2, 1024, 2048},
+        {"matmul_bias_grad_edges_bf16", 3, 48, 392}})
+    cases.push_back({name,
+                     [batch = batch, rows = rows, cols = cols](Graph &g) {
+                       MatmulOptions o;
+                       o.transposeB = true;
+                       o.resultType = DType::f32;
+                       Tensor dy = g.input("dy", DType::bf16, {batch, rows, 256});
+                       Tensor w = g.input("w", DType::bf16, {cols, 256});
+                       Tensor h = g.input("h", DType::bf16, {batch, rows, cols});
+                       Tensor product = matmul(dy, w, o);
+                       Tensor dh = product * sigmoid(cast(h, DType::f32));
+                       g.output("dh", cast(dh, DType::bf16));
+                       g.output("dbias", reduceSum(dh, {0, 1}));
+                       g.output("dscale",
+                                reduceSum(product * cast(h, DType::f32), {0, 1}));
+                     },
+                     {{batch, rows, 256}, {cols, 256}, {batch, rows, cols}}});
+  // The f32 product read by more than its column sum: the matmul kernel
+  // keeps writing it, beside the partial sums.
+  cases.push_back({"matmul_column_sum_beside_f32_bf16", [](Graph &g) {
+                     MatmulOptions o;
+                     o.resultType = DType::f32;
+                     Tensor a = g.input("a", DType::bf16, {512, 128});
+                     Tensor b = g.input("b", DType::bf16, {128, 384});
+                     Tensor product = matmul(a, b, o);
+                     g.output("rowsum", reduceSum(product, {1}));
+                     g.output("colsum", reduceSum(product, {0}));
+                   },
+                   {{512, 128}, {128, 384}}});
   cases.push_back({"matmul_gram_of_view_bf16",
                    [](Graph &g) {
                      MatmulOptions o;

@@ -21,8 +21,13 @@ namespace kfuse::kf::detail {
 /// leave it in whole rows, so that stores to unaligned rows coalesce.
 LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
   int64_t tilesN = t.bn / t.warpsN / 8;
-  if (!stageOutput)
+  resetColumnSums();
+  if (!stageOutput) {
+    if (failed(sumColumnsGuarded(acc)))
+      return failure();
+    storeColumnSums();
     return storePairs(acc, 0, tilesN, false);
+  }
   // With wgmma a warp holds whole rows: its n8 tiles are columns ni * 8
   // (warpCol = 0), and a chunk of staged columns picks them statically.
   auto chunk = [&](int64_t c0) {
@@ -35,12 +40,16 @@ LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
   for (int64_t c0 = 0; upfront && c0 < t.bn; c0 += stagedCols) {
     values.emplace_back();
     for (const PairSlot &slot : chunk(c0)) {
-      FailureOr<Value> pair = stagedPair(slot, acc);
-      if (failed(pair))
+      OutputPair at = pairAt(slot);
+      FailureOr<Value> pair = stagedPair(slot, at, acc);
+      if (failed(pair) || failed(addToColumnSums(slot, at)))
         return failure();
       values.back().push_back(*pair);
     }
   }
+  if (!upfront && failed(sumColumnsGuarded(acc)))
+    return failure();
+  storeColumnSums();
   for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols) {
     // The first barrier ends the reads of the staged tile by the copy
     // before; the second makes this chunk's writes visible to the copy.
@@ -194,12 +203,15 @@ bool TensorCoreMatmul::epilogueReadsInputs() {
 
 /// The pair at `slot` through the epilogue, as a 2-vector of the staged
 /// tile's dtype, whether or not it lies inside the output.
-FailureOr<Value> TensorCoreMatmul::stagedPair(const PairSlot &slot,
-                                              ValueRange acc) {
+TensorCoreMatmul::OutputPair TensorCoreMatmul::pairAt(const PairSlot &slot) {
   auto prefetched = prefetchedPairs.find(slot.at);
-  OutputPair at = prefetched != prefetchedPairs.end()
-                      ? prefetched->second
-                      : outputPair(slot.r, slot.c);
+  return prefetched != prefetchedPairs.end() ? prefetched->second
+                                             : outputPair(slot.r, slot.c);
+}
+
+FailureOr<Value> TensorCoreMatmul::stagedPair(const PairSlot &slot,
+                                              const OutputPair &at,
+                                              ValueRange acc) {
   e.setElement(matmul.getResult(), at.linear, acc[slot.at]);
   e.setElement(matmul.getResult(), at.linear1, acc[slot.at + 1]);
   auto yield =
@@ -375,7 +387,8 @@ LogicalResult TensorCoreMatmul::storePair(Value r, Value c, Value v0, Value v1,
   auto yield =
       mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
   for (auto [result, value] : llvm::enumerate(yield.getValues()))
-    if (failed(storeResultPair(result, value, at, tile)))
+    if (!columnPartialsSource(value) &&
+        failed(storeResultPair(result, value, at, tile)))
       return failure();
   return success();
 }

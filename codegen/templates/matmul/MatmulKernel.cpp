@@ -88,7 +88,8 @@ LogicalResult TensorCoreMatmul::emit() {
   if (!t.bm || !t.bn || !t.bk || !stages)
     return e.kernel().emitOpError(
         "has no tensor-core tiling: run kf-tile and kf-promote-shared");
-  if (rows.active() && failed(checkRowInterleave()))
+  if ((rows.active() && failed(checkRowInterleave())) ||
+      failed(findColumnSums()))
     return failure();
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);

@@ -159,9 +159,14 @@ private:
   LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged);
   LogicalResult storeResultPair(unsigned result, Value value,
                                 const OutputPair &at, Value tile);
-  /// The staged pair at `slot`, computed without a branch (for epilogues
-  /// that cannot read out of bounds), as a 2-vector of the output's dtype.
-  mlir::FailureOr<Value> stagedPair(const PairSlot &slot, ValueRange acc);
+  /// Where the pair at `slot` goes: as prefetchEpilogueInputs found it,
+  /// else computed here.
+  OutputPair pairAt(const PairSlot &slot);
+  /// The staged pair at `slot` (going to `at`), computed without a branch
+  /// (for epilogues that cannot read out of bounds), as a 2-vector of the
+  /// output's dtype.
+  mlir::FailureOr<Value> stagedPair(const PairSlot &slot, const OutputPair &at,
+                                    ValueRange acc);
   /// Result `value` at the pair's two elements.
   mlir::FailureOr<std::array<Value, 2>> resultPair(Value value,
                                                    const OutputPair &at);
@@ -177,6 +182,38 @@ private:
   /// `v`, a vector of the output row from column `col`, with its lanes at
   /// columns >= N (never written by the epilogue) set to zero.
   Value zeroPastRow(Value v, Value col);
+
+  // Column sums over each 16 rows (kf-fuse-column-sums), in
+  // MatmulColumnSums.cpp.
+  /// A result of column partials: the value it sums, this thread's sums of
+  /// the pair of columns it is at (`pending`), and the sums over the warp's
+  /// rows that it stores: of its lane group's n8 tiles (lanes 4g to 4g + 3
+  /// keep tiles g, g + 8, ...), two columns each, of each m16 tile.
+  struct ColumnSum {
+    unsigned result;
+    Value source;
+    std::array<Value, 2> pending;
+    SmallVector<Value> kept;
+  };
+  SmallVector<ColumnSum> columnSums;
+  /// n8 tiles a lane group keeps the sums of, per m16 tile.
+  int64_t keptTiles() const { return (t.bn / t.warpsN / 8 + 7) / 8; }
+  void resetColumnSums();
+  /// Adds `pair` to `sum`'s pending sums; after the slot's second row
+  /// (h = 1), sums them over the warp's rows and keeps them.
+  void accumulate(ColumnSum &sum, const PairSlot &slot,
+                  std::array<Value, 2> pair);
+  /// The kernel's column-partials results; refuses those the template
+  /// cannot sum (interleaved rows, split K).
+  LogicalResult findColumnSums();
+  /// Adds the summed values' pair at `slot` (going to `at`) to the sums,
+  /// zero past the output's rows.
+  LogicalResult addToColumnSums(const PairSlot &slot, const OutputPair &at);
+  /// The same for every pair, each computed only where it lies inside the
+  /// output (epilogues that read inputs and have edges).
+  LogicalResult sumColumnsGuarded(ValueRange acc);
+  /// Sums each column over the warp's 16 rows and stores the sums.
+  void storeColumnSums();
 
   MatmulOp matmul;
   MatmulProblem p;

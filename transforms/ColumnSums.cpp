@@ -1,0 +1,332 @@
+//===- ColumnSums.cpp - kf-fuse-column-sums: bias gradients in matmuls ----===//
+//
+// A Linear's bias gradient sums its output's gradient over the rows. In a
+// training backward that gradient is a matmul's result (through the
+// activation's derivative): the matmul kernel wrote it in f32, a reduction
+// kernel read it all back for the column sums, and a cast kernel read it
+// again to round it for the next matmuls. For the MLP of a pre-norm block
+// (B4 S2048 D1024) that was 128 MiB written and 384 MiB read. The matmul
+// template holds its output tile in registers: each warp sums its own 16
+// rows of every column with shuffles and writes those partial sums, a
+// sixteenth of the rows; a small reduction kernel adds them up.
+//
+// Analyse: tensor-core matmul kernels whose result is read by column sums
+// (reduction kernels summing an elementwise function of it over all of
+// its rows) and perhaps by one narrowing cast kernel. Decide: static rows
+// that are whole groups of kColumnPartialRows and rows of whole 16-byte
+// f32 vectors; column sums whose other inputs the matmul kernel can read
+// where it stands. Rewrite: each sum's prologue and its sums over groups
+// of 16 rows join the matmul kernel, which yields those [rows / 16, N]
+// partials; the reduction kernel sums the partials; the cast becomes the
+// matmul kernel's result when nothing else reads the wide one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ir/KFDialect.h"
+#include "analysis/KernelAnalysis.h"
+#include "analysis/MatmulTiling.h"
+#include "transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace kfuse::kf {
+#define GEN_PASS_DEF_KFFUSECOLUMNSUMSPASS
+#include "transforms/Passes.h.inc"
+} // namespace kfuse::kf
+
+using namespace mlir;
+using namespace kfuse::kf;
+
+namespace {
+
+/// A reduction kernel that sums a function of a matmul kernel's result
+/// over all its rows: `reduce`, the ops computing its input (`prologue`,
+/// in body order) and the argument the matmul's result arrives as.
+struct ColumnSum {
+  KernelOp kernel;
+  ReduceOp reduce;
+  BlockArgument product;
+  SmallVector<Operation *> prologue;
+};
+
+/// The ops of `kernel`'s body that `reduce`'s input is computed from, in
+/// body order.
+SmallVector<Operation *> prologueOf(KernelOp kernel, ReduceOp reduce) {
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> worklist = {reduce.getInput()};
+  while (!worklist.empty()) {
+    Operation *op = worklist.pop_back_val().getDefiningOp();
+    if (!op || !slice.insert(op))
+      continue;
+    llvm::append_range(worklist, op->getOperands());
+  }
+  SmallVector<Operation *> ordered;
+  for (Operation &op : kernel.getBody().front())
+    if (slice.contains(&op))
+      ordered.push_back(&op);
+  return ordered;
+}
+
+/// Whether every value computed from `product` in `prologue` is computed
+/// elementwise, at its own index: the matmul template holds each thread's
+/// own output elements only.
+bool readsProductInPlace(BlockArgument product,
+                         ArrayRef<Operation *> prologue) {
+  llvm::SmallPtrSet<Value, 8> fromProduct = {product};
+  for (Operation *op : prologue) {
+    if (llvm::none_of(op->getOperands(),
+                      [&](Value v) { return fromProduct.contains(v); }))
+      continue;
+    if (!op->hasTrait<OpTrait::kf::Elementwise>() ||
+        shapeOf(op->getResult(0)) != shapeOf(product))
+      return false;
+    fromProduct.insert(op->getResult(0));
+  }
+  return true;
+}
+
+/// `user`, a kernel reading result `product` of `matmul`, as a column sum,
+/// if it is one whose other inputs are defined before `matmul`.
+std::optional<ColumnSum> asColumnSum(KernelOp user, KernelOp matmul,
+                                     Value product) {
+  if (user.getKind() != KernelKind::reduction)
+    return std::nullopt;
+  auto reduces = user.getBody().getOps<ReduceOp>();
+  if (std::distance(reduces.begin(), reduces.end()) != 1)
+    return std::nullopt;
+  ReduceOp reduce = *reduces.begin();
+  ArrayRef<int64_t> shape = shapeOf(product);
+  int64_t rank = shape.size();
+  if (reduce.getKind() != ReduceKind::sum || reduce.getKeepDims() ||
+      shapeOf(reduce.getInput()) != shape ||
+      !getElementTypeOrSelf(reduce.getInput().getType()).isF32() ||
+      reduce.getAxes() != ArrayRef(llvm::to_vector(llvm::seq<int64_t>(
+                              0, rank - 1))))
+    return std::nullopt;
+  ColumnSum sum{user, reduce, BlockArgument(), prologueOf(user, reduce)};
+  for (auto [arg, input] :
+       llvm::zip_equal(user.getBody().getArguments(), user.getInputs())) {
+    if (input == product) {
+      sum.product = arg;
+      continue;
+    }
+    Operation *def = input.getDefiningOp();
+    if (def && !def->isBeforeInBlock(matmul))
+      return std::nullopt;
+  }
+  if (!sum.product)
+    return std::nullopt;
+  // What follows the sum (a cast of the gradient) stays with the final
+  // sum, which sees the reduced value only.
+  llvm::SmallPtrSet<Operation *, 8> before(sum.prologue.begin(),
+                                           sum.prologue.end());
+  auto seesRows = [&](Operation &op) {
+    return llvm::any_of(op.getOperands(), [&](Value v) {
+      return v == sum.product ||
+             (v.getDefiningOp() && before.contains(v.getDefiningOp()));
+    });
+  };
+  for (Operation &op : user.getBody().front())
+    if (!before.contains(&op) && &op != reduce && seesRows(op))
+      return std::nullopt;
+  if (!readsProductInPlace(sum.product, sum.prologue))
+    return std::nullopt;
+  return sum;
+}
+
+/// `user` as a pointwise kernel that only narrows `product` to a 16-bit
+/// float: the rounded copy the next matmuls read.
+bool isNarrowingCopy(KernelOp user, Value product) {
+  if (user.getKind() != KernelKind::pointwise || user.getNumResults() != 1 ||
+      user.getInputs().size() != 1)
+    return false;
+  Block &body = user.getBody().front();
+  auto cast = dyn_cast<CastOp>(body.front());
+  return cast && &body.front() == body.getTerminator()->getPrevNode() &&
+         cast.getOperand() == body.getArgument(0) &&
+         body.getTerminator()->getOperand(0) == cast.getResult() &&
+         getElementTypeOrSelf(cast.getType()).getIntOrFloatBitWidth() == 16 &&
+         isa<FloatType>(getElementTypeOrSelf(cast.getType()));
+}
+
+struct KFFuseColumnSumsPass
+    : kfuse::kf::impl::KFFuseColumnSumsPassBase<KFFuseColumnSumsPass> {
+  void runOnOperation() override {
+    target = TargetAttr::of(getOperation());
+    SmallVector<KernelOp> kernels;
+    getOperation().walk([&](KernelOp kernel) {
+      if (kernel.getKind() == KernelKind::matmul)
+        kernels.push_back(kernel);
+    });
+    for (KernelOp kernel : kernels)
+      fuse(kernel);
+  }
+
+  /// Whether `kernel` is a tensor-core matmul whose template can sum the
+  /// columns of its result over groups of 16 rows.
+  bool takesColumnSums(KernelOp kernel) {
+    if (kernel.getNumResults() != 1)
+      return false;
+    MatmulOp matmul = matmulOf(kernel);
+    auto type = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
+    if (!matmul || matmul.getKChunk() || !type.hasStaticShape() ||
+        !type.getElementType().isF32() ||
+        tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32()))
+      return false;
+    MatmulProblem p = MatmulProblem::of(matmul);
+    return p.m % kColumnPartialRows == 0 && p.n % 4 == 0;
+  }
+
+  void fuse(KernelOp kernel) {
+    if (!takesColumnSums(kernel))
+      return;
+    Value product = kernel.getResult(0);
+    SmallVector<ColumnSum> sums;
+    KernelOp copy;
+    bool othersRead = false;
+    for (Operation *user : product.getUsers()) {
+      auto reader = dyn_cast<KernelOp>(user);
+      if (std::optional<ColumnSum> sum =
+              reader ? asColumnSum(reader, kernel, product) : std::nullopt) {
+        if (!llvm::any_of(sums, [&](const ColumnSum &s) {
+              return s.kernel == reader;
+            }))
+          sums.push_back(*sum);
+      } else if (reader && !copy && isNarrowingCopy(reader, product)) {
+        copy = reader;
+      } else {
+        othersRead = true;
+      }
+    }
+    if (sums.empty())
+      return;
+    if (othersRead)
+      copy = KernelOp();
+    rewrite(kernel, sums, copy);
+  }
+
+  void rewrite(KernelOp kernel, ArrayRef<ColumnSum> sums, KernelOp copy);
+  Value sumGroupsOfRows(OpBuilder &b, ColumnSum sum, IRMapping &map);
+  void finishSum(ColumnSum sum, Value partials);
+
+  TargetAttr target;
+};
+
+/// The sums of `sum`'s prologue (cloned into the builder's kernel body, with
+/// `map` taking its arguments there) over each 16 rows.
+Value KFFuseColumnSumsPass::sumGroupsOfRows(OpBuilder &b, ColumnSum sum,
+                                            IRMapping &map) {
+  for (Operation *op : sum.prologue)
+    b.clone(*op, map);
+  Value rows = map.lookupOrDefault(sum.reduce.getInput());
+  ArrayRef<int64_t> shape = shapeOf(rows);
+  int64_t groups = mlir::cast<ShapedType>(rows.getType()).getNumElements() /
+                   shape.back() / kColumnPartialRows;
+  Location loc = sum.reduce.getLoc();
+  auto grouped = RankedTensorType::get(
+      {groups, kColumnPartialRows, shape.back()}, b.getF32Type());
+  Value view = ReshapeOp::create(b, loc, grouped, rows, ArrayAttr());
+  return ReduceOp::create(
+      b, loc, RankedTensorType::get({groups, shape.back()}, b.getF32Type()),
+      ReduceKind::sum, view, ArrayRef<int64_t>{1}, /*keep_dims=*/false);
+}
+
+void KFFuseColumnSumsPass::rewrite(KernelOp kernel, ArrayRef<ColumnSum> sums,
+                                   KernelOp copy) {
+  Block &body = kernel.getBody().front();
+  Value product = kernel.getResult(0);
+  // The inputs: the matmul kernel's, then what the sums' prologues read.
+  llvm::SetVector<Value> inputs(kernel.getInputs().begin(),
+                                kernel.getInputs().end());
+  for (ColumnSum sum : sums)
+    for (Value input : sum.kernel.getInputs())
+      if (input != product)
+        inputs.insert(input);
+  OpBuilder b(kernel);
+  Location loc = kernel.getLoc();
+  // Result types are known once the body is built: build it in a detached
+  // block first.
+  auto block = std::make_unique<Block>();
+  IRMapping map;
+  for (Value input : inputs)
+    block->addArgument(input.getType(), input.getLoc());
+  auto argFor = [&](Value input) {
+    return block->getArgument(llvm::find(inputs, input) - inputs.begin());
+  };
+  for (auto [arg, input] : llvm::zip(body.getArguments(), kernel.getInputs()))
+    map.map(arg, argFor(input));
+  b.setInsertionPointToEnd(block.get());
+  for (Operation &op : body.without_terminator())
+    b.clone(op, map);
+  Value wide = map.lookup(body.getTerminator()->getOperand(0));
+  Value main = wide;
+  if (copy) {
+    auto narrow = mlir::cast<CastOp>(copy.getBody().front().front());
+    main = CastOp::create(b, narrow.getLoc(), narrow.getType(), wide);
+  }
+  SmallVector<Value> yields = {main};
+  for (ColumnSum sum : sums) {
+    IRMapping sumMap;
+    sumMap.map(sum.product, wide);
+    for (auto [arg, input] :
+         llvm::zip(sum.kernel.getBody().getArguments(), sum.kernel.getInputs()))
+      if (input != product)
+        sumMap.map(arg, argFor(input));
+    yields.push_back(sumGroupsOfRows(b, sum, sumMap));
+  }
+  YieldOp::create(b, loc, yields);
+  b.setInsertionPoint(kernel);
+  auto fused = KernelOp::create(b, loc, ValueRange(yields).getTypes(),
+                                inputs.getArrayRef(), KernelKind::matmul);
+  fused.getBody().push_back(block.release());
+  for (auto [i, sum] : llvm::enumerate(sums))
+    finishSum(sum, fused.getResult(i + 1));
+  if (copy) {
+    copy.getResult(0).replaceAllUsesWith(fused.getResult(0));
+    copy.erase();
+  } else {
+    product.replaceAllUsesWith(fused.getResult(0));
+  }
+  kernel.erase();
+}
+
+/// `sum`'s kernel becomes the sum of `partials` over their groups, then
+/// what followed its sum.
+void KFFuseColumnSumsPass::finishSum(ColumnSum sum, Value partials) {
+  KernelOp old = sum.kernel;
+  Block &body = old.getBody().front();
+  llvm::SmallPtrSet<Operation *, 8> prologue(sum.prologue.begin(),
+                                             sum.prologue.end());
+  auto after = [&](Operation &op) {
+    return !prologue.contains(&op) && &op != sum.reduce;
+  };
+  // Its inputs: the partials, and what the ops after the sum read.
+  SmallVector<Value> inputs = {partials};
+  SmallVector<BlockArgument> args;
+  for (BlockArgument arg : body.getArguments())
+    if (llvm::any_of(arg.getUsers(),
+                     [&](Operation *user) { return after(*user); })) {
+      args.push_back(arg);
+      inputs.push_back(old.getInputs()[arg.getArgNumber()]);
+    }
+  OpBuilder b(old);
+  auto finished = KernelOp::create(b, old.getLoc(), old.getResultTypes(),
+                                   inputs, KernelKind::reduction);
+  Block *block = b.createBlock(&finished.getBody());
+  IRMapping map;
+  Value groups = block->addArgument(partials.getType(), partials.getLoc());
+  for (BlockArgument arg : args)
+    map.map(arg, block->addArgument(arg.getType(), arg.getLoc()));
+  map.map(sum.reduce.getResult(),
+          ReduceOp::create(b, sum.reduce.getLoc(), sum.reduce.getType(),
+                           ReduceKind::sum, groups, ArrayRef<int64_t>{0},
+                           /*keep_dims=*/false));
+  for (Operation &op : body)
+    if (after(op))
+      b.clone(op, map);
+  old.replaceAllUsesWith(finished.getResults());
+  old.erase();
+}
+
+} // namespace
