@@ -94,6 +94,8 @@ struct Cluster {
 /// and v operands it becomes through view ops alone (read in place by the
 /// template's copies), and the attention operands it reaches through an op
 /// that computes (a bit per operand number: 0 q, 1 k, 2 v, 3.. mask/bias).
+/// The same for an attention's backward, whose copied operands are q, k, v
+/// and dout (0-3; lse and delta count as computed).
 struct AttentionReach {
   SmallVector<Value> viewed;
   unsigned viewedOperands = 0, computedOperands = 0;
@@ -112,9 +114,10 @@ AttentionReach attentionReach(Operation *op) {
       continue;
     for (OpOperand &use : v.getUses()) {
       Operation *user = use.getOwner();
-      if (isa<AttentionOp>(user)) {
+      if (isa<AttentionOp, AttentionGradOp>(user)) {
         unsigned bit = 1u << use.getOperandNumber();
-        if (computed || use.getOperandNumber() >= 3) {
+        unsigned copied = isa<AttentionGradOp>(user) ? 4 : 3;
+        if (computed || use.getOperandNumber() >= copied) {
           reach.computedOperands |= bit;
         } else {
           reach.viewedOperands |= bit;
@@ -170,6 +173,28 @@ std::pair<bool, std::string> canJoinAttention(Operation *op,
     return {false, "it has few elements next to the attention's scores: "
                    "computed once, not at every score"};
   return {true, "mask or bias prologue of an attention kernel"};
+}
+
+/// Can `op` join an attention backward's kernel? Its template copies q, k,
+/// v and dout into shared memory by offset and strides: a chain of
+/// reshapes, transposes and slices (q, k and v split into heads out of the
+/// saved projection) is read in place; nothing is computed.
+std::pair<bool, std::string> canJoinAttentionGrad(Operation *op) {
+  const char *refusal = "FlashAttention's backward kernel takes no prologue "
+                        "but views of q, k, v and dout: it copies its "
+                        "operands from memory";
+  AttentionReach reach = attentionReach(op);
+  if (!isViewOp(op) || reach.computedOperands)
+    return {false, refusal};
+  for (Value operand : reach.viewed) {
+    std::optional<StridedView> view =
+        stridedViewOf(operand, 0, op->getOperand(0));
+    if (!view || !isCopyableRowView(*view))
+      return {false, "the view of q, k, v or dout is not rows the "
+                     "backward's copies read (contiguous, 16-byte aligned)"};
+  }
+  return {true, "a view of q, k, v or dout that the attention's backward "
+                "reads in place"};
 }
 
 /// Whether `op`'s result is read as a matmul's A or B, directly or
@@ -292,8 +317,7 @@ std::pair<bool, std::string> canJoinAsRowOp(Operation *op, KernelKind kind,
 std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   KernelKind kind = kernelKindOf(op);
   if (c.kind == KernelKind::attention_grad)
-    return {false, "FlashAttention's backward kernel takes no prologue: it "
-                   "copies its operands from memory"};
+    return canJoinAttentionGrad(op);
   // The matmul and attention templates write their result (and the
   // log-sum-exp) alone.
   if (c.writesOutputs && (kind == KernelKind::matmul || isa<AttentionOp>(op)))

@@ -203,12 +203,12 @@ void cloneForUsers(Operation *op) {
   }
 }
 
-/// A reshape that matmuls read in place (rows regrouped: the same bytes)
-/// costs nothing to repeat: each matmul reading it gets its own, so that
-/// kf-fuse puts each in that matmul's kernel rather than in a copy kernel
-/// of its own (the activations of a Linear's input feed the gradients of
-/// its weight and of its input).
-void cloneViewForMatmuls(Operation *view) {
+/// A view that matmuls or attentions read in place (rows regrouped, heads
+/// split: the same bytes) costs nothing to repeat: each reader gets its
+/// own, so that kf-fuse puts each in its reader's kernel rather than in a
+/// copy kernel of its own (the activations of a Linear's input feed the
+/// gradients of its weight and of its input).
+void cloneViewForReaders(Operation *view) {
   Value original = view->getResult(0);
   llvm::SetVector<Operation *> users(view->user_begin(), view->user_end());
   SmallVector<Operation *> sorted(users.begin(), users.end());
@@ -222,6 +222,25 @@ void cloneViewForMatmuls(Operation *view) {
   }
 }
 
+/// Whether `op` is a reshape, transpose or slice that attention kernels
+/// read in place: read only as the q, k or v of attentions (or the dout of
+/// their backward), directly or through more such views. A training graph
+/// reads the heads split out of one projection in the forward attention
+/// and in its backward: each gets its own views, and no kernel copies the
+/// heads out for both.
+bool isAttentionOperandView(Operation *op) {
+  if (!isViewOp(op))
+    return false;
+  return llvm::all_of(op->getResult(0).getUses(), [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    unsigned copied = isa<AttentionGradOp>(user) ? 4
+                      : isa<AttentionOp>(user)   ? 3
+                                                 : 0;
+    return copied ? use.getOperandNumber() < copied
+                  : isAttentionOperandView(user);
+  });
+}
+
 struct KFRematerializePass
     : public kfuse::kf::impl::KFRematerializePassBase<KFRematerializePass> {
   using KFRematerializePassBase::KFRematerializePassBase;
@@ -233,8 +252,8 @@ struct KFRematerializePass
       for (Operation &op : body.without_terminator())
         ops.push_back(&op);
       for (Operation *op : llvm::reverse(ops)) {
-        if (isMatmulOperandView(op))
-          cloneViewForMatmuls(op);
+        if (isMatmulOperandView(op) || isAttentionOperandView(op))
+          cloneViewForReaders(op);
         else if (worthRecomputing(op) &&
                  (!attentionOnly || feedsOnlyAttentionPrologues(op)))
           cloneForUsers(op);

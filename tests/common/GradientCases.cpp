@@ -117,6 +117,25 @@ void addGradientCases(std::vector<OpCase> &cases) {
             {c.batch, c.kvHeads, c.sk, c.d},
             {c.batch, c.kvHeads, c.sk, c.dv},
             {c.batch, c.heads, c.sq, c.dv}}});
+  // Attention over q, k and v split into heads out of one projection
+  // ([B, S, 3 H D]), as a transformer block computes them: the backward
+  // kernel reads its operands as views of the saved projection in place.
+  for (DType d : {DType::f16, DType::bf16})
+    cases.push_back(
+        {std::string("grad_attention_flash_split_heads_") + dtypeName(d),
+         [d](Graph &g) {
+           Graph f("attention");
+           Tensor qkv = f.input("qkv", d, {2, 200, 3 * 4 * 64});
+           auto heads = [&](int64_t which) {
+             Tensor part = slice(qkv, 2, which * 256, (which + 1) * 256);
+             return transpose(reshape(part, {2, 200, 4, 64}), {0, 2, 1, 3});
+           };
+           AttentionOptions o;
+           o.causal = true;
+           f.output("o", attention(heads(0), heads(1), heads(2), o));
+           differentiate(g, f, nullptr);
+         },
+         {{2, 200, 768}, {2, 4, 200, 64}}});
   cases.push_back({"grad_indexing_f32",
                    [](Graph &g) {
                      Graph f("indexing");

@@ -40,16 +40,26 @@ using namespace kfuse::kf::detail;
 
 namespace {
 
+/// q, k, v or dout as the copies read it: `rows` rows a slice of `cols`
+/// elements. Dense, slice s's row r starts at element (s rows + r) cols of
+/// `memref`. Where the operand is a view of a kernel argument (q, k and v
+/// split into heads out of one projection's [B, S, 3 H D]), it starts at
+/// offset + (s / heads) batchStride + (s % heads) headStride + r rowStride.
+struct OperandRows {
+  Value memref;
+  int64_t heads, rows, cols;
+  std::optional<StridedView> view;
+};
+
 /// What a block owns and streams. Rows are of the operands' [slice, row]
 /// view: q, dout, lse and delta by query head, k and v by kv head.
 struct Roles {
   bool keys; ///< a key block (dk, dv), else a query block (dq)
   /// The owned operands (k, v or q, dout), their slice and first row.
-  Value ownA, ownB, ownSlice, ownRow0;
-  int64_t ownRows, colsA, colsB;
-  /// The streamed operands (q, dout or k, v) and their rows a slice.
-  Value tileA, tileB;
-  int64_t tileRows;
+  const OperandRows *ownA, *ownB;
+  Value ownSlice, ownRow0;
+  /// The streamed operands (q, dout or k, v).
+  const OperandRows *tileA, *tileB;
 };
 
 class FlashAttentionGrad : IndexArithmetic {
@@ -70,6 +80,14 @@ private:
                               function_ref<Value(Value)> sliceOf,
                               function_ref<Value(Value)> rowOf,
                               SmallVector<Value> acc);
+  /// Element offset of row `row` of slice `slice` of `operand`; `dense`
+  /// is slice rows + row, the row's index where the operand is dense.
+  Value rowAt(const OperandRows &operand, Value dense, Value slice,
+              Value row);
+  /// The elements between the rows of `operand`.
+  static int64_t rowStride(const OperandRows &operand) {
+    return operand.view ? operand.view->strides[2] : operand.cols;
+  }
   void copyOwn(const Roles &roles);
   void copyTile(const Roles &roles, Value slice, Value row0, Value stage);
   Value stageA(Value stage);
@@ -134,7 +152,8 @@ private:
   double scale;
   Type dtype;
   LogicalResult status = success();
-  Value q, k, v, dout, lse, delta, shared, sharedBase, tid, lane, warpgroup,
+  OperandRows q, k, v, dout;
+  Value lse, delta, shared, sharedBase, tid, lane, warpgroup,
       warpRow;
 };
 
@@ -154,15 +173,36 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
   kvBlocks = tiling.getKvBlocks();
   scale = op.getScale().convertToDouble();
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
-  Value operands[] = {op.getQ(), op.getK(),   op.getV(),
-                      op.getDout(), op.getLse(), op.getDelta()};
-  Value *args[] = {&q, &k, &v, &dout, &lse, &delta};
-  for (auto [operand, arg] : llvm::zip(operands, args)) {
+  // q, k, v and dout: kernel arguments or views of them; lse and delta:
+  // kernel arguments.
+  Value operands[] = {op.getQ(), op.getK(), op.getV(), op.getDout()};
+  OperandRows *rows[] = {&q, &k, &v, &dout};
+  for (auto [operand, to] : llvm::zip(operands, rows)) {
+    ArrayRef<int64_t> shape = shapeOf(operand);
+    *to = OperandRows{Value(), shape[1], shape[2], shape[3], std::nullopt};
+    std::optional<StridedView> view;
+    if (!isa<BlockArgument>(operand)) {
+      view = attentionOperandView(e.kernel(), operand);
+      if (!view || !isCopyableRowView(*view)) {
+        status = e.kernel().emitOpError(
+            "computes an operand of its attention_grad, which the template "
+            "copies from memory (as rows of a kernel argument or a view of "
+            "one)");
+        return;
+      }
+      to->view = view;
+    }
+    to->memref = e.gpuFunc().getArgument(
+        mlir::cast<BlockArgument>(view ? view->root : operand).getArgNumber());
+  }
+  Value stats[] = {op.getLse(), op.getDelta()};
+  Value *args[] = {&lse, &delta};
+  for (auto [operand, arg] : llvm::zip(stats, args)) {
     auto block = dyn_cast<BlockArgument>(operand);
     if (!block) {
       status = e.kernel().emitOpError(
-          "computes an operand of its attention_grad, which the template "
-          "copies from memory");
+          "computes the lse or delta of its attention_grad, which the "
+          "template loads from memory");
       return;
     }
     *arg = e.gpuFunc().getArgument(block.getArgNumber());
@@ -211,33 +251,47 @@ Value FlashAttentionGrad::stageB(Value stage) {
   return add(stageA(stage), idx(kTile * dp));
 }
 
+Value FlashAttentionGrad::rowAt(const OperandRows &operand, Value dense,
+                                Value slice, Value row) {
+  if (!operand.view)
+    return mul(dense, operand.cols);
+  const StridedView &view = *operand.view;
+  Value batch = mul(div(slice, operand.heads), view.strides[0]);
+  Value head = mul(rem(slice, operand.heads), view.strides[1]);
+  return add(add(idx(view.offset), add(batch, head)),
+             mul(row, view.strides[2]));
+}
+
 void FlashAttentionGrad::copyOwn(const Roles &roles) {
   TileCopier copier(e, shared, tid, kThreads);
-  Value valid = arith::SubIOp::create(b, l, idx(roles.ownRows), roles.ownRow0);
+  const OperandRows &a = *roles.ownA, &bRows = *roles.ownB;
+  Value valid = arith::SubIOp::create(b, l, idx(a.rows), roles.ownRow0);
   auto place = [&](Value r, Value col) {
     return add(mul(div(col, 64), kRows * 64),
                wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
   };
-  Value row0 = add(mul(roles.ownSlice, roles.ownRows), roles.ownRow0);
-  copier.copy(roles.ownA, mul(row0, roles.colsA), roles.colsA, kRows, valid, dp,
-              roles.colsA, idx(0), place);
-  copier.copy(roles.ownB, mul(row0, roles.colsB), roles.colsB, kRows, valid,
-              dvp, roles.colsB, idx(kRows * dp), place);
+  Value dense = add(mul(roles.ownSlice, a.rows), roles.ownRow0);
+  copier.copy(a.memref, rowAt(a, dense, roles.ownSlice, roles.ownRow0),
+              rowStride(a), kRows, valid, dp, a.cols, idx(0), place);
+  copier.copy(bRows.memref, rowAt(bRows, dense, roles.ownSlice, roles.ownRow0),
+              rowStride(bRows), kRows, valid, dvp, bRows.cols,
+              idx(kRows * dp), place);
 }
 
 void FlashAttentionGrad::copyTile(const Roles &roles, Value slice, Value row0,
                                   Value stage) {
   TileCopier copier(e, shared, tid, kThreads);
-  Value valid = arith::SubIOp::create(b, l, idx(roles.tileRows), row0);
+  const OperandRows &a = *roles.tileA, &bRows = *roles.tileB;
+  Value valid = arith::SubIOp::create(b, l, idx(a.rows), row0);
   auto place = [&](Value r, Value col) {
     return add(mul(div(col, 64), kTile * 64),
                wgmma::swizzledOffset(b, l, r, rem(col, 64), true));
   };
-  Value row = add(mul(slice, roles.tileRows), row0);
-  copier.copy(roles.tileA, mul(row, roles.colsA), roles.colsA, kTile, valid,
-              dp, roles.colsA, stageA(stage), place);
-  copier.copy(roles.tileB, mul(row, roles.colsB), roles.colsB, kTile, valid,
-              dvp, roles.colsB, stageB(stage), place);
+  Value dense = add(mul(slice, a.rows), row0);
+  copier.copy(a.memref, rowAt(a, dense, slice, row0), rowStride(a), kTile,
+              valid, dp, a.cols, stageA(stage), place);
+  copier.copy(bRows.memref, rowAt(bRows, dense, slice, row0), rowStride(bRows),
+              kTile, valid, dvp, bRows.cols, stageB(stage), place);
 }
 
 std::pair<Value, Value> FlashAttentionGrad::position(int64_t i) {
@@ -319,7 +373,7 @@ void FlashAttentionGrad::loadStats(const Roles &roles, Value slice,
 
 Value FlashAttentionGrad::tileNeedsMask(const Roles &roles, Value row0) {
   Value past = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ugt,
-                                     add(row0, idx(kTile)), idx(roles.tileRows));
+                                     add(row0, idx(kTile)), idx(roles.tileA->rows));
   if (!op.getCausal())
     return past;
   // Key blocks: a query of the tile before the block's last key; query
@@ -475,8 +529,8 @@ SmallVector<Value> FlashAttentionGrad::step(const Roles &roles,
 /// group in turn (causal: from the tile of its first key on).
 LogicalResult FlashAttentionGrad::emitKeyBlock(Value block) {
   int64_t keyBlocks = (sk + kRows - 1) / kRows;
-  Roles roles{true, k, v, div(block, keyBlocks), mul(rem(block, keyBlocks), kRows),
-              sk, d, dv, q, dout, sq};
+  Roles roles{true, &k, &v, div(block, keyBlocks),
+              mul(rem(block, keyBlocks), kRows), &q, &dout};
   int64_t queryTiles = (sq + kTile - 1) / kTile;
   Value first = op.getCausal() ? minIndex(div(roles.ownRow0, kTile), idx(queryTiles))
                                : idx(0);
@@ -505,8 +559,8 @@ LogicalResult FlashAttentionGrad::emitKeyBlock(Value block) {
 /// (causal: up to the diagonal).
 LogicalResult FlashAttentionGrad::emitQueryBlock(Value block) {
   int64_t queryBlocks = (sq + kRows - 1) / kRows;
-  Roles roles{false, q, dout, div(block, queryBlocks),
-              mul(rem(block, queryBlocks), kRows), sq, d, dv, k, v, sk};
+  Roles roles{false, &q, &dout, div(block, queryBlocks),
+              mul(rem(block, queryBlocks), kRows), &k, &v};
   int64_t keyTiles = (sk + kTile - 1) / kTile;
   Value count = idx(keyTiles);
   if (op.getCausal()) {
