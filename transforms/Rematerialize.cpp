@@ -96,6 +96,8 @@ bool compared(Value v, int depth = 0) {
          });
 }
 
+bool readsFromMemory(OpOperand &use);
+
 /// Whether copies of `op` for each of its users read fewer bytes than
 /// writing its result once and reading it back. Not for a value a
 /// comparison reads unless the copies are exact: a backward compares a
@@ -113,7 +115,20 @@ bool worthRecomputing(Operation *op) {
   int64_t read = 0;
   for (Value v : *inputs)
     read += bytesOf(v);
-  return read <= bytesOf(op->getResult(0));
+  // Where every user computes the value in its kernel, it is not written
+  // at all: n users reading the cone's inputs against one write and n
+  // reads of the value (an f32 value computed from two bf16 tensors and
+  // per-row statistics, read by three kernels of a LayerNorm backward).
+  // Where some user reads it from memory, it is written anyway.
+  int64_t result = bytesOf(op->getResult(0));
+  llvm::SmallPtrSet<Operation *, 4> readers;
+  for (OpOperand &use : op->getResult(0).getUses()) {
+    if (readsFromMemory(use))
+      return read <= result;
+    readers.insert(use.getOwner());
+  }
+  int64_t n = readers.size();
+  return read * n <= result * (n + 1);
 }
 
 /// Whether `use` is an attention's k or v, which the FlashAttention
