@@ -132,6 +132,16 @@ AttentionReach attentionReach(Operation *op) {
   return reach;
 }
 
+/// Whether the attention operands `op` becomes through views alone are
+/// rows the templates' copies read in place: contiguous, 16-byte aligned.
+bool readsCopyableRows(Operation *op, const AttentionReach &reach) {
+  return llvm::all_of(reach.viewed, [&](Value operand) {
+    std::optional<StridedView> view =
+        stridedViewOf(operand, 0, op->getOperand(0));
+    return view && isCopyableRowView(*view);
+  });
+}
+
 /// Can pointwise `op` join attention cluster `c`? The FlashAttention
 /// template copies k and v straight into shared memory; q is copied too,
 /// or computed into shared memory by its prologue (RoPE, a scale, casts)
@@ -151,13 +161,9 @@ std::pair<bool, std::string> canJoinAttention(Operation *op,
     // place.
     if (reach.computedOperands & kScoreOperandBits)
       return {false, "a view of q, k or v that a mask or bias reads too"};
-    for (Value operand : reach.viewed) {
-      std::optional<StridedView> view =
-          stridedViewOf(operand, 0, op->getOperand(0));
-      if (!view || !isCopyableRowView(*view))
-        return {false, "the view of q, k or v is not rows the attention's "
-                       "copies read (contiguous, 16-byte aligned)"};
-    }
+    if (!readsCopyableRows(op, reach))
+      return {false, "the view of q, k or v is not rows the attention's "
+                     "copies read (contiguous, 16-byte aligned)"};
     return {true, reach.computedOperands
                       ? "a view of k or v read in place, and of q's prologue"
                       : "a view of q, k or v that the attention reads in "
@@ -186,13 +192,9 @@ std::pair<bool, std::string> canJoinAttentionGrad(Operation *op) {
   AttentionReach reach = attentionReach(op);
   if (!isViewOp(op) || reach.computedOperands)
     return {false, refusal};
-  for (Value operand : reach.viewed) {
-    std::optional<StridedView> view =
-        stridedViewOf(operand, 0, op->getOperand(0));
-    if (!view || !isCopyableRowView(*view))
-      return {false, "the view of q, k, v or dout is not rows the "
-                     "backward's copies read (contiguous, 16-byte aligned)"};
-  }
+  if (!readsCopyableRows(op, reach))
+    return {false, "the view of q, k, v or dout is not rows the "
+                   "backward's copies read (contiguous, 16-byte aligned)"};
   return {true, "a view of q, k, v or dout that the attention's backward "
                 "reads in place"};
 }
