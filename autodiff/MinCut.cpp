@@ -50,16 +50,38 @@ int64_t MinCut::push(size_t node, size_t sink, int64_t limit) {
   return 0;
 }
 
-std::vector<bool> MinCut::sourceSide(size_t source, size_t sink) {
+std::vector<bool> MinCut::sourceSide(size_t source, size_t sink,
+                                     Tie tie) {
   while (levelGraph(source, sink)) {
     next.assign(adjacency.size(), 0);
     while (int64_t pushed = push(source, sink, kInfinite))
       total += pushed;
   }
-  // After the last BFS, the nodes it reached are the source side.
   std::vector<bool> side(adjacency.size());
+  if (tie == Tie::nearSource) {
+    // After the last BFS, the nodes it reached are the source side.
+    for (size_t n = 0; n < adjacency.size(); ++n)
+      side[n] = level[n] >= 0;
+    return side;
+  }
+  // The nodes that still reach the sink along edges with capacity left
+  // are the sink side; every other node is on the source's.
+  std::vector<bool> reachesSink(adjacency.size());
+  reachesSink[sink] = true;
+  std::deque<size_t> queue = {sink};
+  while (!queue.empty()) {
+    size_t node = queue.front();
+    queue.pop_front();
+    for (size_t e : adjacency[node]) {
+      size_t from = edges[e].to;
+      if (edges[e ^ 1].capacity > 0 && !reachesSink[from]) {
+        reachesSink[from] = true;
+        queue.push_back(from);
+      }
+    }
+  }
   for (size_t n = 0; n < adjacency.size(); ++n)
-    side[n] = level[n] >= 0;
+    side[n] = !reachesSink[n];
   return side;
 }
 

@@ -26,12 +26,16 @@ public:
 
   explicit MinCut(size_t nodes) : adjacency(nodes) {}
   void addEdge(size_t from, size_t to, int64_t capacity);
+  /// Which of the minimum cuts of equal capacity to take: the one nearest
+  /// the source (the smallest source side) or nearest the sink.
+  enum class Tie { nearSource, nearSink };
   /// Pushes the maximum flow from `source` to `sink`; then, per node,
-  /// whether it lies on the source's side of the minimum cut whose source
-  /// side is smallest (reachable from the source along edges with capacity
-  /// left). Deterministic: the same edges in the same order give the same
-  /// side.
-  std::vector<bool> sourceSide(size_t source, size_t sink);
+  /// whether it lies on the source's side of the minimum cut `tie` picks
+  /// (nearSource: the nodes reachable from the source along edges with
+  /// capacity left; nearSink: those that cannot reach the sink so).
+  /// Deterministic: the same edges in the same order give the same side.
+  std::vector<bool> sourceSide(size_t source, size_t sink,
+                               Tie tie = Tie::nearSource);
   /// The flow pushed: the cut's capacity.
   int64_t flow() const { return total; }
 

@@ -101,6 +101,17 @@ private:
     return op && forwardOps.contains(op);
   }
 
+  /// What saving `v` costs: its bytes, and a byte more for a view (a
+  /// reshape, transpose, slice or broadcast), which no forward kernel
+  /// writes unless it is saved, so that of cuts saving as many bytes the
+  /// one saving the viewed value wins (q, k and v split into heads out of
+  /// one projection: the projection, which a matmul writes anyway).
+  static int64_t savedBytes(Value v) {
+    bool view = isa<kf::ReshapeOp, kf::TransposeOp, kf::SliceOp,
+                    kf::BroadcastOp>(v.getDefiningOp());
+    return bytesOf(v) + (view ? 1 : 0);
+  }
+
   /// The forward values in block order, numbered: nodes 2 + 2i (computed)
   /// and 3 + 2i (available); 0 is the source, 1 the sink.
   void numberValues() {
@@ -137,7 +148,7 @@ private:
     for (auto [v, i] : index) {
       Operation *op = v.getDefiningOp();
       cut.addEdge(computed(v), computed(v) + 1,
-                  forwardOutputs.contains(v) ? 0 : bytesOf(v));
+                  forwardOutputs.contains(v) ? 0 : savedBytes(v));
       if (!recomputable(op) ||
           (exactValues.contains(v) && !kf::isReproducedExactly(op))) {
         cut.addEdge(0, computed(v), inf);
@@ -150,7 +161,13 @@ private:
     for (auto [v, exact] : required)
       if (isForwardValue(v))
         cut.addEdge(computed(v) + 1, 1, inf);
-    std::vector<bool> side = cut.sourceSide(0, 1);
+    // Of cuts that save as many bytes, the one nearest the backward: it
+    // saves the values the backward reads rather than ones it would
+    // compute them from (the residual stream x + the attention's
+    // projection, which the LayerNorm after it reads anyway, rather than
+    // the projection, which a matmul's epilogue would add to x unwritten).
+    std::vector<bool> side =
+        cut.sourceSide(0, 1, autodiff::MinCut::Tie::nearSink);
     for (auto [v, i] : index)
       if (side[computed(v)])
         cutSaved.insert(v);
@@ -181,7 +198,7 @@ private:
                   "round differently from the one it is compared with)"
             : forwardOutputs.contains(v)
                 ? "saved: a forward output"
-                : "saved: recomputing it would need more bytes saved");
+                : "saved: recomputing it would need at least as many bytes saved");
   }
 
   void note(Value v, StringRef what) {
