@@ -190,9 +190,37 @@ struct FlattenNestedConcats : OpRewritePattern<ConcatOp> {
   }
 };
 
+/// cast(view(x)) -> view(cast(x)) for a reshape or transpose read only by
+/// a cast to a narrower float: the values are the same, the view moves
+/// narrower elements where a kernel copies it, and the cast can join x's
+/// producer (a matmul's f32 result split into heads and rounded to bf16
+/// is rounded in the matmul's epilogue, half the bytes written and read).
+struct NarrowBeforeViews : OpRewritePattern<CastOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CastOp cast,
+                                PatternRewriter &rewriter) const override {
+    Operation *view = cast.getInput().getDefiningOp();
+    auto from = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getInput()));
+    auto to = dyn_cast<FloatType>(getElementTypeOrSelf(cast.getType()));
+    if (!isa_and_nonnull<ReshapeOp, TransposeOp>(view) ||
+        !cast.getInput().hasOneUse() || !from || !to ||
+        to.getWidth() >= from.getWidth())
+      return failure();
+    Value input = view->getOperand(0);
+    Value narrow = CastOp::create(rewriter, cast.getLoc(),
+                                  tensorOf(input).clone(to), input);
+    Operation *moved = rewriter.clone(*view);
+    moved->setOperands(narrow);
+    moved->getResult(0).setType(cast.getType());
+    rewriter.replaceOp(cast, moved->getResults());
+    return success();
+  }
+};
+
 } // namespace
 
 void kfuse::kf::populatePiecewisePatterns(RewritePatternSet &patterns) {
-  patterns.add<SumOfPadsAsConcat, CastThroughViews, FlattenNestedConcats>(
-      patterns.getContext());
+  patterns.add<SumOfPadsAsConcat, CastThroughViews, NarrowBeforeViews,
+               FlattenNestedConcats>(patterns.getContext());
 }

@@ -248,10 +248,24 @@ std::pair<bool, std::string> canJoinAsAttention(AttentionOp op, Cluster &c) {
   return {true, "the merge of heads after it, stored in place"};
 }
 
+bool readsAccumulatorsInPlace(Operation *op);
+
+/// Whether `op`'s result reaches `root` (the consumer cluster's) through
+/// views that read a matmul's accumulators in place alone.
+bool readInPlaceUpTo(Operation *op, Operation *root) {
+  return llvm::all_of(op->getUsers(), [&](Operation *user) {
+    return readsAccumulatorsInPlace(user) &&
+           (user == root || readInPlaceUpTo(user, root));
+  });
+}
+
 /// A pointwise op into cluster `c`: an epilogue, a prologue or more of a
 /// pointwise kernel.
 std::pair<bool, std::string> canJoinAsPointwise(Operation *op, Cluster &c) {
-  if ((c.kind == KernelKind::matmul || c.kind == KernelKind::attention) &&
+  // A copy of views that the matmul's epilogue cannot store in place (a
+  // split into heads) copies the narrower values.
+  if (((c.kind == KernelKind::matmul || c.kind == KernelKind::attention) ||
+       (c.onlyViews && !readInPlaceUpTo(op, c.root))) &&
       isNarrowingCastOfMatmul(op))
     return {false, "a narrowing cast of a matmul's result stays in that "
                    "matmul's epilogue, which then writes the narrower "

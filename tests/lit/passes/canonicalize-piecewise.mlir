@@ -77,3 +77,30 @@ func.func @not_pieces(%a: tensor<4x4xf32>, %b: tensor<2x4xf32>, %x: tensor<4x2xf
   %w = kf.cast %t : tensor<2x4xbf16> -> tensor<2x4xf32>
   return %overlap, %gap, %ones, %two, %positive, %w : tensor<6x4xf32>, tensor<7x4xf32>, tensor<6x4xf32>, tensor<6x5xf32>, tensor<6x4xf32>, tensor<2x4xf32>
 }
+
+// -----
+
+// A matmul's f32 result split into heads and rounded to bf16: the rounding
+// moves above the views (the same values), where it joins the matmul's
+// epilogue; a widening cast and a view with another reader stay.
+// CHECK-LABEL: func.func @narrow_before_views
+// CHECK: %[[M:.*]] = kf.matmul
+// CHECK: %[[C:.*]] = kf.cast %[[M]] : tensor<256x128xf32> -> tensor<256x128xbf16>
+// CHECK: %[[R:.*]] = kf.reshape %[[C]] : tensor<256x128xbf16> -> tensor<256x2x64xbf16>
+// CHECK: kf.transpose %[[R]] [1, 0, 2] : tensor<256x2x64xbf16> -> tensor<2x256x64xbf16>
+// CHECK: %[[T:.*]] = kf.transpose %arg2 [1, 0] : tensor<64x32xbf16> -> tensor<32x64xbf16>
+// CHECK: kf.cast %[[T]] : tensor<32x64xbf16> -> tensor<32x64xf32>
+// CHECK: %[[V:.*]] = kf.transpose %arg3 [1, 0] : tensor<64x32xf32> -> tensor<32x64xf32>
+// CHECK: kf.cast %[[V]] : tensor<32x64xf32> -> tensor<32x64xbf16>
+func.func @narrow_before_views(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>, %c: tensor<64x32xbf16>, %d: tensor<64x32xf32>)
+    -> (tensor<2x256x64xbf16>, tensor<32x64xf32>, tensor<32x64xbf16>, tensor<32x64xf32>) {
+  %m = kf.matmul %a, %b : tensor<256x64xbf16>, tensor<64x128xbf16> -> tensor<256x128xf32>
+  %r = kf.reshape %m : tensor<256x128xf32> -> tensor<256x2x64xf32>
+  %t = kf.transpose %r [1, 0, 2] : tensor<256x2x64xf32> -> tensor<2x256x64xf32>
+  %h = kf.cast %t : tensor<2x256x64xf32> -> tensor<2x256x64xbf16>
+  %ct = kf.transpose %c [1, 0] : tensor<64x32xbf16> -> tensor<32x64xbf16>
+  %wide = kf.cast %ct : tensor<32x64xbf16> -> tensor<32x64xf32>
+  %dt = kf.transpose %d [1, 0] : tensor<64x32xf32> -> tensor<32x64xf32>
+  %shared = kf.cast %dt : tensor<32x64xf32> -> tensor<32x64xbf16>
+  return %h, %wide, %shared, %dt : tensor<2x256x64xbf16>, tensor<32x64xf32>, tensor<32x64xbf16>, tensor<32x64xf32>
+}

@@ -80,3 +80,22 @@ func.func @not_column_sums(%a: tensor<2x64x32xbf16>, %b: tensor<32x64xbf16>, %c:
   %cuda = kf.reduce sum %s [0] : tensor<64x64xf32> -> tensor<64xf32>
   return %perbatch, %viaT, %odd, %cuda : tensor<2x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>
 }
+
+// -----
+
+// Not a column sum, but the same round trip: a matmul's f32 result split
+// into heads after its rounding to bf16. The rounding joins the matmul's
+// epilogue (a 16-bit result) and the split copies bf16, not f32.
+// CHECK-LABEL: func.func @rounded_then_split
+// CHECK: %[[MM:.*]] = kf.kernel matmul
+// CHECK:   kf.cast %{{.*}} : tensor<256x128xf32> -> tensor<256x128xbf16>
+// CHECK: kf.kernel pointwise(%[[MM]] : tensor<256x128xbf16>)
+// CHECK-NOT: kf.cast
+// CHECK:   kf.transpose
+func.func @rounded_then_split(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>) -> tensor<2x256x64xbf16> {
+  %m = kf.matmul %a, %b : tensor<256x64xbf16>, tensor<64x128xbf16> -> tensor<256x128xf32>
+  %c = kf.cast %m : tensor<256x128xf32> -> tensor<256x128xbf16>
+  %r = kf.reshape %c : tensor<256x128xbf16> -> tensor<256x2x64xbf16>
+  %t = kf.transpose %r [1, 0, 2] : tensor<256x2x64xbf16> -> tensor<2x256x64xbf16>
+  return %t : tensor<2x256x64xbf16>
+}
