@@ -174,8 +174,13 @@ struct KFFuseColumnSumsPass
         !type.getElementType().isF32() ||
         tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32()))
       return false;
+    // The kernel's result is the product or a reshape of it that keeps
+    // its rows (kf-fuse's epilogues): the same rows of N.
     MatmulProblem p = MatmulProblem::of(matmul);
-    return p.m % kColumnPartialRows == 0 && p.n % 4 == 0;
+    return p.m % kColumnPartialRows == 0 && p.n % 4 == 0 &&
+           type.getShape().back() == p.n &&
+           type.getNumElements() ==
+               mlir::cast<ShapedType>(matmul.getType()).getNumElements();
   }
 
   void fuse(KernelOp kernel) {
@@ -201,7 +206,10 @@ struct KFFuseColumnSumsPass
     }
     if (sums.empty())
       return;
-    if (othersRead)
+    // A 16-bit result needs rows of whole 16-byte vectors, as the staged
+    // copy stores them (else kf-promote-shared would interleave rows,
+    // which the column sums do not take).
+    if (othersRead || shapeOf(product).back() % 8)
       copy = KernelOp();
     rewrite(kernel, sums, copy);
   }

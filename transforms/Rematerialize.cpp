@@ -251,8 +251,13 @@ bool isAttentionOperandView(Operation *op) {
     unsigned copied = isa<AttentionGradOp>(user) ? 4
                       : isa<AttentionOp>(user)   ? 3
                                                  : 0;
-    return copied ? use.getOperandNumber() < copied
-                  : isAttentionOperandView(user);
+    if (!copied)
+      return isAttentionOperandView(user);
+    // Only views the attention kernels' copies read in place: others are
+    // copied by a kernel of their own, once rather than once a reader.
+    std::optional<StridedView> view = stridedViewOf(use.get());
+    return use.getOperandNumber() < copied && view &&
+           isCopyableRowView(*view);
   });
 }
 

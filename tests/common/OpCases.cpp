@@ -343,6 +343,22 @@ std::vector<OpCase> allOpCases() {
                                 reduceSum(product * cast(h, DType::f32), {0, 1}));
                      },
                      {{batch, rows, 256}, {cols, 256}, {batch, rows, cols}}});
+  // The same through a Linear over flattened rows: the matmul kernel's
+  // result is the [B * S, N] product reshaped back to [B, S, N].
+  cases.push_back({"matmul_bias_grad_reshaped_bf16", [](Graph &g) {
+                     MatmulOptions o;
+                     o.transposeB = true;
+                     o.resultType = DType::f32;
+                     Tensor dy = g.input("dy", DType::bf16, {2, 128, 64});
+                     Tensor w = g.input("w", DType::bf16, {96, 64});
+                     Tensor h = g.input("h", DType::bf16, {2, 128, 96});
+                     Tensor product = reshape(matmul(reshape(dy, {256, 64}), w, o),
+                                              {2, 128, 96});
+                     Tensor dh = product * cast(h, DType::f32);
+                     g.output("dh", cast(dh, DType::bf16));
+                     g.output("dbias", reduceSum(dh, {0, 1}));
+                   },
+                   {{2, 128, 64}, {96, 64}, {2, 128, 96}}});
   // The f32 product read by more than its column sum: the matmul kernel
   // keeps writing it, beside the partial sums.
   cases.push_back({"matmul_column_sum_beside_f32_bf16", [](Graph &g) {

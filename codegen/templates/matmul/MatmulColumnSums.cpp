@@ -28,9 +28,12 @@ LogicalResult TensorCoreMatmul::findColumnSums() {
     Value source = columnPartialsSource(value);
     if (!source)
       continue;
+    auto summed = mlir::cast<ShapedType>(source.getType());
     if (result == 0 || rows.active() || p.splits != 1 ||
         p.m % kColumnPartialRows || p.n % 2 ||
-        shapeOf(source) != shapeOf(matmul.getResult()))
+        summed.getShape().back() != p.n ||
+        summed.getNumElements() !=
+            mlir::cast<ShapedType>(matmul.getType()).getNumElements())
       return e.kernel().emitOpError("result ")
              << result
              << " sums columns over 16 rows, which the tensor-core template "
@@ -81,7 +84,8 @@ LogicalResult TensorCoreMatmul::addToColumnSums(const PairSlot &slot,
                                                 const OutputPair &at) {
   if (columnSums.empty())
     return success();
-  // Rows past M hold the epilogue of zero products, not zero.
+  // Rows past M hold whatever the epilogue makes of products never
+  // copied in (zeros, or the stage's stale values): not summed.
   Value inside = less(at.row, idx(p.m));
   for (ColumnSum &sum : columnSums) {
     FailureOr<std::array<Value, 2>> x = resultPair(sum.source, at);

@@ -99,3 +99,21 @@ func.func @rounded_then_split(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>) 
   %t = kf.transpose %r [1, 0, 2] : tensor<256x2x64xbf16> -> tensor<2x256x64xbf16>
   return %t : tensor<2x256x64xbf16>
 }
+
+// -----
+
+// The matmul kernel's result is a reshape of the product that keeps its
+// rows ([256, 128] as [2, 128, 128]): the same rows of N, summed as such.
+// CHECK-LABEL: func.func @reshaped_product
+// CHECK: %[[MM:.*]]:2 = kf.kernel matmul
+// CHECK:   kf.yield %{{.*}}, %{{.*}} : tensor<2x128x128xbf16>, tensor<16x128xf32>
+// CHECK: kf.kernel reduction(%[[MM]]#1 : tensor<16x128xf32>)
+func.func @reshaped_product(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>, %h: tensor<2x128x128xbf16>) -> (tensor<128xf32>, tensor<2x128x128xbf16>) {
+  %m = kf.matmul %a, %b : tensor<256x64xbf16>, tensor<64x128xbf16> -> tensor<256x128xf32>
+  %r = kf.reshape %m : tensor<256x128xf32> -> tensor<2x128x128xf32>
+  %hf = kf.cast %h : tensor<2x128x128xbf16> -> tensor<2x128x128xf32>
+  %d = kf.mul %r, %hf : tensor<2x128x128xf32>
+  %s = kf.reduce sum %d [0, 1] : tensor<2x128x128xf32> -> tensor<128xf32>
+  %c = kf.cast %d : tensor<2x128x128xf32> -> tensor<2x128x128xbf16>
+  return %s, %c : tensor<128xf32>, tensor<2x128x128xbf16>
+}
