@@ -201,14 +201,14 @@ bool TensorCoreMatmul::epilogueReadsInputs() {
   return false;
 }
 
-/// The pair at `slot` through the epilogue, as a 2-vector of the staged
-/// tile's dtype, whether or not it lies inside the output.
 TensorCoreMatmul::OutputPair TensorCoreMatmul::pairAt(const PairSlot &slot) {
   auto prefetched = prefetchedPairs.find(slot.at);
   return prefetched != prefetchedPairs.end() ? prefetched->second
                                              : outputPair(slot.r, slot.c);
 }
 
+/// The pair at `slot` through the epilogue, as a 2-vector of the staged
+/// tile's dtype, whether or not it lies inside the output.
 FailureOr<Value> TensorCoreMatmul::stagedPair(const PairSlot &slot,
                                               const OutputPair &at,
                                               ValueRange acc) {
