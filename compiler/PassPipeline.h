@@ -39,7 +39,7 @@ struct KernelPipelineOptions {
   /// Run kf-split-k.
   bool splitK = true;
   /// Run kf-split-keys (fused compiles).
-  bool splitKeys = false;
+  bool splitKeys = true;
 };
 
 /// Partitioning and launch shapes: kf-attach-target, kf-online-softmax

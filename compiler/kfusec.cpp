@@ -64,10 +64,10 @@ cl::opt<bool> allowTF32(
 cl::opt<bool> noSplitK("no-split-k",
                        cl::desc("Keep every matmul's K in one kernel (no "
                                 "kf-split-k)"));
-cl::opt<bool> splitKeys(
-    "split-keys",
-    cl::desc("Run attentions with few query tiles over chunks of their keys "
-             "at once (kf-split-keys, flash-decoding)"));
+cl::opt<bool> noSplitKeys(
+    "no-split-keys",
+    cl::desc("Keep attentions with few query tiles over all their keys in "
+             "one pass (no kf-split-keys, flash-decoding)"));
 cl::list<std::string> shapeArgs("shape",
                                 cl::desc("An input's shape, NAME=128x64"));
 cl::list<std::string> bindArgs("bind",
@@ -295,7 +295,7 @@ int profileOnGPU(const kfuse::Graph &graph) {
   options.padRows = !noPad;
   options.allowTF32 = allowTF32;
   options.splitK = !noSplitK;
-  options.splitKeys = splitKeys;
+  options.splitKeys = !noSplitKeys;
   options.arch = arch;
   auto exe = kfuse::Compiler(options).compile(graph);
   if (!exe)
@@ -408,7 +408,7 @@ int compileAndPrint(const kfuse::Graph &graph) {
   request.padRows = !noPad;
   request.allowTF32 = allowTF32;
   request.splitK = !noSplitK;
-  request.splitKeys = splitKeys;
+  request.splitKeys = !noSplitKeys;
   request.stopAfter = emit == Emit::SASS
                           ? kfuse::Stage::PTX
                           : static_cast<kfuse::Stage>(emit.getValue());
@@ -485,7 +485,7 @@ int main(int argc, char **argv) {
                        &noPad,
                        &allowTF32,
                        &noSplitK,
-                       &splitKeys,
+                       &noSplitKeys,
                        std::addressof(shapeArgs),
                        std::addressof(bindArgs),
                        &evalFlag,

@@ -288,7 +288,7 @@ _LAUNCH_MODES = {"auto": 0, "kernels": 1, "graph": 2}
 
 
 def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
-            allow_tf32=False, split_k=True, split_keys=False, disk_cache=True,
+            allow_tf32=False, split_k=True, split_keys=True, disk_cache=True,
             cache_dir=None, launch="auto", dynamic=()):
     """Compiles `graph` (works without a GPU; running needs one).
 

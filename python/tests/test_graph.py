@@ -127,15 +127,15 @@ def test_compile_dumps_every_stage_without_a_gpu():
 
 
 def test_split_keys_runs_a_decode_attention_over_chunks_of_keys():
-    # One query row a head over 4096 keys: 32 blocks whole; with
-    # split_keys 4 chunks of 1024 keys a head and a kernel combining them.
+    # One query row a head over 4096 keys: 32 blocks whole; split (the
+    # default) 4 chunks of 1024 keys a head and a kernel combining them.
     g = kfuse.Graph("decode")
     q = g.input("q", kfuse.bfloat16, (1, 32, 1, 128))
     k = g.input("k", kfuse.bfloat16, (1, 8, 4096, 128))
     v = g.input("v", kfuse.bfloat16, (1, 8, 4096, 128))
     g.output("o", kfuse.attention(q, k, v))
-    whole = kfuse.compile(g, disk_cache=False).dump("fused")
-    split = kfuse.compile(g, split_keys=True, disk_cache=False).dump("fused")
+    whole = kfuse.compile(g, split_keys=False, disk_cache=False).dump("fused")
+    split = kfuse.compile(g, disk_cache=False).dump("fused")
     assert whole.count("kf.kernel ") == 1
     assert split.count("kf.kernel ") == 2
     assert "tensor<1x32x1024x128xbf16>" in split

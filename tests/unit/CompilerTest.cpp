@@ -251,6 +251,8 @@ Graph decodeAttention() {
 
 TEST(Compiler, SplitKeysRunsFewQueryTilesOverChunksOfKeys) {
   CompileOptions options = noDiskCache();
+  EXPECT_TRUE(options.splitKeys) << "on by default";
+  options.splitKeys = false;
   Expected<Executable> whole = Compiler(options).compile(decodeAttention());
   options.splitKeys = true;
   Expected<Executable> split = Compiler(options).compile(decodeAttention());
