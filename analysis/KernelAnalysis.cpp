@@ -68,6 +68,8 @@ std::optional<RowSpace> kfuse::kf::rowSpaceOf(KernelOp kernel) {
   };
   kernel.getBody().walk([&](Operation *op) {
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      if (blockColumnPartialsOf(reduce.getResult()))
+        return;
       int64_t rank = shapeOf(reduce.getInput()).size();
       if (reduce.getAxes().size() != 1 || reduce.getAxes()[0] != rank - 1 ||
           !isa<FloatType>(reduce.getType().getElementType()))
@@ -88,6 +90,43 @@ std::optional<RowSpace> kfuse::kf::rowSpaceOf(KernelOp kernel) {
   if (!ok || !space)
     return std::nullopt;
   return space;
+}
+
+std::optional<BlockColumnPartials>
+kfuse::kf::blockColumnPartialsOf(Value v) {
+  auto reduce = v.getDefiningOp<ReduceOp>();
+  if (!reduce || reduce.getKind() != ReduceKind::sum || reduce.getKeepDims() ||
+      reduce.getAxes() != ArrayRef<int64_t>{0, 2})
+    return std::nullopt;
+  auto reshape = reduce.getInput().getDefiningOp<ReshapeOp>();
+  if (!reshape)
+    return std::nullopt;
+  ArrayRef<int64_t> grouped = shapeOf(reshape.getResult());
+  ArrayRef<int64_t> rows = shapeOf(reshape.getInput());
+  if (grouped.size() != 4 || rows.empty() || grouped[3] != rows.back() ||
+      !getElementTypeOrSelf(reshape.getInput().getType()).isF32())
+    return std::nullopt;
+  return BlockColumnPartials{reshape.getInput(), grouped[1], grouped[2]};
+}
+
+std::optional<ColumnPartialLayout>
+kfuse::kf::columnPartialLayout(RowSpace space, int64_t sms) {
+  int64_t threads = 32;
+  while (threads < kColumnPartialBlockThreads && threads * 8 < space.length)
+    threads *= 2;
+  if (threads * 16 < space.length)
+    return std::nullopt;
+  int64_t perBlock = kColumnPartialBlockThreads / threads;
+  if (space.rows % perBlock)
+    return std::nullopt;
+  // Two blocks an SM at most (a block of 512 threads of up to 64
+  // registers each), at least one, each over four groups or more.
+  int64_t groups = space.rows / perBlock;
+  for (int64_t blocks = std::min(groups / 4, 2 * sms); blocks >= sms;
+       --blocks)
+    if (groups % blocks == 0)
+      return ColumnPartialLayout{threads, perBlock, blocks};
+  return std::nullopt;
 }
 
 std::optional<RowSpace> kfuse::kf::columnSpaceOf(KernelOp kernel) {

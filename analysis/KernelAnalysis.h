@@ -38,6 +38,35 @@ struct RowSpace {
   int64_t length;
 };
 std::optional<RowSpace> rowSpaceOf(KernelOp kernel);
+
+/// A row kernel's sums of a row-shaped f32 value over its rows, one
+/// partial sum a thread block: kf.reduce sum over axes 0 and 2 of the
+/// value's reshape to [rows / (blocks * rowsPerBlock), blocks, rowsPerBlock,
+/// length]. Block b takes rows b * rowsPerBlock ... at once, then the same
+/// rows of every `blocks`-th group (a grid-stride loop over a grid of
+/// `blocks`), and yields its sums as row b of the [blocks, length]
+/// partials, which a reduction kernel adds up. kf-fuse-column-sums makes
+/// them; rowSpaceOf looks past them.
+struct BlockColumnPartials {
+  mlir::Value source;
+  int64_t blocks, rowsPerBlock;
+};
+std::optional<BlockColumnPartials> blockColumnPartialsOf(mlir::Value v);
+
+/// Threads of a row kernel's block that sums column partials.
+constexpr int64_t kColumnPartialBlockThreads = 512;
+
+/// How a row kernel over `space` sums column partials, on `sms` SMs: each
+/// of `blocks` blocks takes `rowsPerBlock` rows at once, `threads` threads
+/// a row, each holding at most 16 columns (their running sums stay in
+/// registers across the rows). None where the rows are too long for that,
+/// do not divide into such blocks, or are too few for every block to take
+/// four groups of rows (the partials would cost more than they save).
+struct ColumnPartialLayout {
+  int64_t threads, rowsPerBlock, blocks;
+};
+std::optional<ColumnPartialLayout> columnPartialLayout(RowSpace space,
+                                                       int64_t sms);
 /// The [rows, length] space of one op that a row kernel computes: a float
 /// reduction or a softmax along the last axis.
 std::optional<RowSpace> rowOpSpace(mlir::Operation *op);

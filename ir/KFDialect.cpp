@@ -575,14 +575,16 @@ static LogicalResult verifyDecisions(KernelOp kernel) {
         "stages its rows in shared memory but its launch has none");
   if (auto rows = kernel.getTilingAs<RowTilingAttr>();
       rows && rows.getRowsPerBlock() > 1) {
+    // A row's threads reduce with shuffles among a warp's lanes, or over
+    // whole warps (blockReduce).
     int64_t block = kernel.getLaunchAttr().getBlock();
-    if (block % rows.getRowsPerBlock() ||
-        block / rows.getRowsPerBlock() > 32)
+    int64_t share = block / rows.getRowsPerBlock();
+    if (block % rows.getRowsPerBlock() || (share > 32 && share % 32))
       return kernel.emitOpError()
              << "shares a block of " << block << " threads among "
              << rows.getRowsPerBlock()
              << " rows: a row's threads must be an equal share of at most "
-                "a warp";
+                "a warp, or whole warps";
   }
   auto mma = kernel.getTilingAs<MmaTilingAttr>();
   if (isa_and_nonnull<MmaPipelineAttr>(pipeline) != bool(pipeline && mma) ||

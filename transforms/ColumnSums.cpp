@@ -1,4 +1,4 @@
-//===- ColumnSums.cpp - kf-fuse-column-sums: bias gradients in matmuls ----===//
+//===- ColumnSums.cpp - kf-fuse-column-sums: column sums in their kernels --===//
 //
 // A Linear's bias gradient sums its output's gradient over the rows. In a
 // training backward that gradient is a matmul's result (through the
@@ -19,6 +19,17 @@
 // of 16 rows join the matmul kernel, which yields those [rows / 16, N]
 // partials; the reduction kernel sums the partials; the cast becomes the
 // matmul kernel's result when nothing else reads the wide one.
+//
+// A LayerNorm's backward is the same shape in a row kernel: the input
+// gradient is a row kernel over x and dy, and the weight and bias
+// gradients are column sums of dy * x_hat and dy, reduction kernels that
+// read x and dy again (pre-norm block B4 S2048 D1024, bf16: 48 MiB read
+// twice). Analyse: normalization kernels, and reduction kernels summing
+// an elementwise function of inputs the row kernel can read over all the
+// rows of its row space. Decide: columnPartialLayout (blocks, rows a
+// block at once). Rewrite: the sums' prologues join the row kernel, which
+// yields their sums over each block's rows (BlockColumnPartials); the
+// reduction kernels sum the partials.
 //
 //===----------------------------------------------------------------------===//
 
@@ -86,23 +97,48 @@ bool readsProductInPlace(BlockArgument product,
   return true;
 }
 
+/// The one reduce of reduction kernel `user` if it sums an f32 value over
+/// all its dims but the last.
+ReduceOp columnSumOf(KernelOp user) {
+  if (user.getKind() != KernelKind::reduction)
+    return ReduceOp();
+  auto reduces = user.getBody().getOps<ReduceOp>();
+  if (std::distance(reduces.begin(), reduces.end()) != 1)
+    return ReduceOp();
+  ReduceOp reduce = *reduces.begin();
+  int64_t rank = shapeOf(reduce.getInput()).size();
+  if (reduce.getKind() != ReduceKind::sum || reduce.getKeepDims() ||
+      rank < 2 || !getElementTypeOrSelf(reduce.getInput().getType()).isF32() ||
+      reduce.getAxes() != ArrayRef(llvm::to_vector(llvm::seq<int64_t>(
+                              0, rank - 1))))
+    return ReduceOp();
+  return reduce;
+}
+
+/// Whether the ops of `sum`'s kernel outside its prologue see its rows
+/// only through the sum (a cast of the gradient may follow it): they stay
+/// with the final sum, which sees the reduced value only.
+bool onlySumSeesRows(ColumnSum sum) {
+  llvm::SmallPtrSet<Operation *, 8> before(sum.prologue.begin(),
+                                           sum.prologue.end());
+  auto seesRows = [&](Operation &op) {
+    return llvm::any_of(op.getOperands(), [&](Value v) {
+      return (sum.product && v == sum.product) ||
+             (v.getDefiningOp() && before.contains(v.getDefiningOp()));
+    });
+  };
+  for (Operation &op : sum.kernel.getBody().front())
+    if (!before.contains(&op) && &op != sum.reduce && seesRows(op))
+      return false;
+  return true;
+}
+
 /// `user`, a kernel reading result `product` of `matmul`, as a column sum,
 /// if it is one whose other inputs are defined before `matmul`.
 std::optional<ColumnSum> asColumnSum(KernelOp user, KernelOp matmul,
                                      Value product) {
-  if (user.getKind() != KernelKind::reduction)
-    return std::nullopt;
-  auto reduces = user.getBody().getOps<ReduceOp>();
-  if (std::distance(reduces.begin(), reduces.end()) != 1)
-    return std::nullopt;
-  ReduceOp reduce = *reduces.begin();
-  ArrayRef<int64_t> shape = shapeOf(product);
-  int64_t rank = shape.size();
-  if (reduce.getKind() != ReduceKind::sum || reduce.getKeepDims() ||
-      shapeOf(reduce.getInput()) != shape ||
-      !getElementTypeOrSelf(reduce.getInput().getType()).isF32() ||
-      reduce.getAxes() != ArrayRef(llvm::to_vector(llvm::seq<int64_t>(
-                              0, rank - 1))))
+  ReduceOp reduce = columnSumOf(user);
+  if (!reduce || shapeOf(reduce.getInput()) != shapeOf(product))
     return std::nullopt;
   ColumnSum sum{user, reduce, BlockArgument(), prologueOf(user, reduce)};
   for (auto [arg, input] :
@@ -115,22 +151,29 @@ std::optional<ColumnSum> asColumnSum(KernelOp user, KernelOp matmul,
     if (def && !def->isBeforeInBlock(matmul))
       return std::nullopt;
   }
-  if (!sum.product)
+  if (!sum.product || !onlySumSeesRows(sum) ||
+      !readsProductInPlace(sum.product, sum.prologue))
     return std::nullopt;
-  // What follows the sum (a cast of the gradient) stays with the final
-  // sum, which sees the reduced value only.
-  llvm::SmallPtrSet<Operation *, 8> before(sum.prologue.begin(),
-                                           sum.prologue.end());
-  auto seesRows = [&](Operation &op) {
-    return llvm::any_of(op.getOperands(), [&](Value v) {
-      return v == sum.product ||
-             (v.getDefiningOp() && before.contains(v.getDefiningOp()));
-    });
-  };
-  for (Operation &op : user.getBody().front())
-    if (!before.contains(&op) && &op != reduce && seesRows(op))
-      return std::nullopt;
-  if (!readsProductInPlace(sum.product, sum.prologue))
+  return sum;
+}
+
+/// `user` as a column sum over the rows of `space` that a row kernel can
+/// compute beside its own: its prologue elementwise ops, broadcasts and
+/// constants of its inputs, each element computed where it stands.
+std::optional<ColumnSum> asRowColumnSum(KernelOp user, RowSpace space) {
+  ReduceOp reduce = columnSumOf(user);
+  if (!reduce)
+    return std::nullopt;
+  auto type = mlir::cast<RankedTensorType>(reduce.getInput().getType());
+  if (type.getShape().back() != space.length ||
+      type.getNumElements() != space.rows * space.length)
+    return std::nullopt;
+  ColumnSum sum{user, reduce, BlockArgument(), prologueOf(user, reduce)};
+  bool elementwise = llvm::all_of(sum.prologue, [](Operation *op) {
+    return op->hasTrait<OpTrait::kf::Elementwise>() ||
+           isa<BroadcastOp, ConstantOp>(op);
+  });
+  if (!elementwise || !onlySumSeesRows(sum))
     return std::nullopt;
   return sum;
 }
@@ -154,13 +197,17 @@ struct KFFuseColumnSumsPass
     : kfuse::kf::impl::KFFuseColumnSumsPassBase<KFFuseColumnSumsPass> {
   void runOnOperation() override {
     target = TargetAttr::of(getOperation());
-    SmallVector<KernelOp> kernels;
+    SmallVector<KernelOp> matmuls, rowKernels;
     getOperation().walk([&](KernelOp kernel) {
       if (kernel.getKind() == KernelKind::matmul)
-        kernels.push_back(kernel);
+        matmuls.push_back(kernel);
+      else if (kernel.getKind() == KernelKind::normalization)
+        rowKernels.push_back(kernel);
     });
-    for (KernelOp kernel : kernels)
+    for (KernelOp kernel : matmuls)
       fuse(kernel);
+    for (KernelOp kernel : rowKernels)
+      fuseIntoRows(kernel);
   }
 
   /// Whether `kernel` is a tensor-core matmul whose template can sum the
@@ -214,20 +261,102 @@ struct KFFuseColumnSumsPass
     rewrite(kernel, sums, copy);
   }
 
+  /// The column sums over `host`'s rows that it can compute beside its
+  /// own work, and the op before which the joined kernel goes (the first
+  /// of them all, where every input is defined before it; else `host`).
+  SmallVector<ColumnSum> rowColumnSums(KernelOp host, RowSpace space,
+                                       Operation *&at);
+
+  void fuseIntoRows(KernelOp host) {
+    std::optional<RowSpace> space = rowSpaceOf(host);
+    // Rows of whole 16-byte f32 vectors: the partials' stores, and no
+    // padded rows.
+    if (!space || !target.getAligned() || space->length % 8 ||
+        llvm::any_of(host.getBody().front().getTerminator()->getOperands(),
+                     [](Value v) { return blockColumnPartialsOf(v); }))
+      return;
+    std::optional<ColumnPartialLayout> layout =
+        columnPartialLayout(*space, target.getMultiprocessors());
+    if (!layout)
+      return;
+    Operation *at = host;
+    SmallVector<ColumnSum> sums = rowColumnSums(host, *space, at);
+    if (!sums.empty())
+      rewriteRows(host, sums, *layout, at);
+  }
+
   void rewrite(KernelOp kernel, ArrayRef<ColumnSum> sums, KernelOp copy);
+  void rewriteRows(KernelOp host, ArrayRef<ColumnSum> sums,
+                   ColumnPartialLayout layout, Operation *at);
   Value sumGroupsOfRows(OpBuilder &b, ColumnSum sum, IRMapping &map);
+  Value sumOverBlocks(OpBuilder &b, ColumnSum sum, IRMapping &map,
+                      ColumnPartialLayout layout);
   void finishSum(ColumnSum sum, Value partials);
 
   TargetAttr target;
 };
 
-/// The sums of `sum`'s prologue (cloned into the builder's kernel body, with
-/// `map` taking its arguments there) over each 16 rows.
-Value KFFuseColumnSumsPass::sumGroupsOfRows(OpBuilder &b, ColumnSum sum,
-                                            IRMapping &map) {
+/// `sum`'s prologue cloned into the builder's kernel body (`map` taking
+/// its arguments there): the value it sums.
+Value clonePrologue(OpBuilder &b, ColumnSum sum, IRMapping &map) {
   for (Operation *op : sum.prologue)
     b.clone(*op, map);
-  Value rows = map.lookupOrDefault(sum.reduce.getInput());
+  return map.lookupOrDefault(sum.reduce.getInput());
+}
+
+bool definedBefore(Value v, Operation *at) {
+  Operation *def = v.getDefiningOp();
+  return !def || def->isBeforeInBlock(at);
+}
+
+bool inputsDefinedBefore(KernelOp kernel, Operation *at) {
+  return llvm::all_of(kernel.getInputs(),
+                      [&](Value v) { return definedBefore(v, at); });
+}
+
+SmallVector<ColumnSum>
+KFFuseColumnSumsPass::rowColumnSums(KernelOp host, RowSpace space,
+                                    Operation *&at) {
+  // Reduction kernels that read one of the host's rows.
+  SmallVector<ColumnSum> sums;
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  for (Value input : host.getInputs()) {
+    auto type = mlir::cast<RankedTensorType>(input.getType());
+    if (type.getRank() == 0 || type.getShape().back() != space.length ||
+        type.getNumElements() != space.rows * space.length)
+      continue;
+    for (Operation *user : input.getUsers()) {
+      auto reader = dyn_cast<KernelOp>(user);
+      if (!reader || reader == host || !seen.insert(reader).second ||
+          reader->getBlock() != host->getBlock())
+        continue;
+      if (std::optional<ColumnSum> sum = asRowColumnSum(reader, space))
+        sums.push_back(*sum);
+    }
+  }
+  at = host;
+  for (const ColumnSum &sum : sums)
+    if (sum.kernel->isBeforeInBlock(at))
+      at = sum.kernel;
+  bool fits = inputsDefinedBefore(host, at) &&
+              llvm::all_of(sums, [&](const ColumnSum &sum) {
+                return inputsDefinedBefore(sum.kernel, at);
+              });
+  if (fits)
+    return sums;
+  // Else the sums after the host whose inputs it could read where it is.
+  at = host;
+  llvm::erase_if(sums, [&](const ColumnSum &sum) {
+    return sum.kernel->isBeforeInBlock(host) ||
+           !inputsDefinedBefore(sum.kernel, host);
+  });
+  return sums;
+}
+
+/// The sums of `sum`'s prologue over each 16 rows.
+Value KFFuseColumnSumsPass::sumGroupsOfRows(OpBuilder &b, ColumnSum sum,
+                                            IRMapping &map) {
+  Value rows = clonePrologue(b, sum, map);
   ArrayRef<int64_t> shape = shapeOf(rows);
   int64_t groups = mlir::cast<ShapedType>(rows.getType()).getNumElements() /
                    shape.back() / kColumnPartialRows;
@@ -297,6 +426,68 @@ void KFFuseColumnSumsPass::rewrite(KernelOp kernel, ArrayRef<ColumnSum> sums,
     product.replaceAllUsesWith(fused.getResult(0));
   }
   kernel.erase();
+}
+
+/// The sums of `sum`'s prologue over the rows of each block of `layout`
+/// (BlockColumnPartials).
+Value KFFuseColumnSumsPass::sumOverBlocks(OpBuilder &b, ColumnSum sum,
+                                          IRMapping &map,
+                                          ColumnPartialLayout layout) {
+  Value rows = clonePrologue(b, sum, map);
+  int64_t length = shapeOf(rows).back();
+  int64_t elements = mlir::cast<ShapedType>(rows.getType()).getNumElements();
+  int64_t steps = elements / length / (layout.blocks * layout.rowsPerBlock);
+  Location loc = sum.reduce.getLoc();
+  auto grouped = RankedTensorType::get(
+      {steps, layout.blocks, layout.rowsPerBlock, length}, b.getF32Type());
+  Value view = ReshapeOp::create(b, loc, grouped, rows, ArrayAttr());
+  return ReduceOp::create(
+      b, loc, RankedTensorType::get({layout.blocks, length}, b.getF32Type()),
+      ReduceKind::sum, view, ArrayRef<int64_t>{0, 2}, /*keep_dims=*/false);
+}
+
+void KFFuseColumnSumsPass::rewriteRows(KernelOp host, ArrayRef<ColumnSum> sums,
+                                       ColumnPartialLayout layout,
+                                       Operation *at) {
+  Block &body = host.getBody().front();
+  llvm::SetVector<Value> inputs(host.getInputs().begin(),
+                                host.getInputs().end());
+  for (ColumnSum sum : sums)
+    inputs.insert(sum.kernel.getInputs().begin(), sum.kernel.getInputs().end());
+  auto block = std::make_unique<Block>();
+  for (Value input : inputs)
+    block->addArgument(input.getType(), input.getLoc());
+  auto argFor = [&](Value input) {
+    return block->getArgument(llvm::find(inputs, input) - inputs.begin());
+  };
+  IRMapping map;
+  for (auto [arg, input] : llvm::zip(body.getArguments(), host.getInputs()))
+    map.map(arg, argFor(input));
+  OpBuilder b(host);
+  b.setInsertionPointToEnd(block.get());
+  for (Operation &op : body.without_terminator())
+    b.clone(op, map);
+  SmallVector<Value> yields;
+  for (Value v : body.getTerminator()->getOperands())
+    yields.push_back(map.lookup(v));
+  for (ColumnSum sum : sums) {
+    IRMapping sumMap;
+    for (auto [arg, input] : llvm::zip(sum.kernel.getBody().getArguments(),
+                                       sum.kernel.getInputs()))
+      sumMap.map(arg, argFor(input));
+    yields.push_back(sumOverBlocks(b, sum, sumMap, layout));
+  }
+  YieldOp::create(b, host.getLoc(), yields);
+  b.setInsertionPoint(at);
+  auto fused =
+      KernelOp::create(b, host.getLoc(), ValueRange(yields).getTypes(),
+                       inputs.getArrayRef(), KernelKind::normalization);
+  fused.getBody().push_back(block.release());
+  unsigned own = host.getNumResults();
+  for (auto [i, sum] : llvm::enumerate(sums))
+    finishSum(sum, fused.getResult(own + i));
+  host.replaceAllUsesWith(fused.getResults().take_front(own));
+  host.erase();
 }
 
 /// `sum`'s kernel becomes the sum of `partials` over their groups, then

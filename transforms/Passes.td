@@ -316,7 +316,7 @@ def KFPadPass : Pass<"kf-pad", "mlir::ModuleOp"> {
 }
 
 def KFFuseColumnSumsPass : Pass<"kf-fuse-column-sums", "mlir::ModuleOp"> {
-  let summary = "Sum a matmul result's columns in the matmul's kernel";
+  let summary = "Sum columns in the matmul or row kernel that has the rows";
   let description = [{
     A bias gradient sums a matmul's output gradient over its rows. Where a
     tensor-core matmul kernel's f32 result is read by such column sums (a
@@ -343,6 +343,15 @@ def KFFuseColumnSumsPass : Pass<"kf-fuse-column-sums", "mlir::ModuleOp"> {
       kf.reduce sum %p [0] : tensor<512x4096xf32> -> tensor<4096xf32>
     }
     ```
+
+    A LayerNorm's or RMSNorm's backward: where reduction kernels sum an
+    elementwise function of inputs a normalization kernel reads (dy * x_hat,
+    dy) over all the rows of its row space, their prologues join the row
+    kernel, which yields each sum over the rows of each of its thread blocks
+    (`BlockColumnPartials`: a reshape to [steps, blocks, rowsPerBlock, N]
+    summed over dims 0 and 2, `columnPartialLayout` choosing blocks and
+    rows); kf-tile gives it that grid, and the row template carries the
+    sums across its grid-stride loop in registers.
   }];
   let dependentDialects = ["kfuse::kf::KFDialect"];
 }

@@ -151,6 +151,15 @@ SmallVector<int64_t> rowStrides(KernelOp kernel, RowSpace rows) {
   return strides;
 }
 
+/// The column partials a row kernel yields (all of one layout, as
+/// kf-fuse-column-sums makes them), if any.
+std::optional<BlockColumnPartials> columnPartialsOf(KernelOp kernel) {
+  for (Value v : kernel.getBody().front().getTerminator()->getOperands())
+    if (std::optional<BlockColumnPartials> p = blockColumnPartialsOf(v))
+      return p;
+  return std::nullopt;
+}
+
 /// The threads an SM runs of a row kernel that holds its rows in registers.
 constexpr int64_t kRowThreadsPerSM = 1024;
 
@@ -209,6 +218,22 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
   return {std::min<int64_t>(groups, INT32_MAX), block, groups,
           RowTilingAttr::get(ctx, vec, chunks, inRegisters, false, perBlock),
           minBlocks};
+}
+
+/// A row kernel that sums column partials (kf-fuse-column-sums): the layout
+/// the partials' shape records, `rowsPerBlock` rows of a block at once and
+/// a block per partial, each looping over its rows. The row stays in
+/// registers (at most 16 columns a thread, columnPartialLayout).
+Decision decidePartialRows(MLIRContext *ctx, RowSpace rows,
+                           BlockColumnPartials partials, int64_t vec) {
+  int64_t threads = kColumnPartialBlockThreads / partials.rowsPerBlock;
+  int64_t vectors = (rows.length + vec - 1) / vec;
+  int64_t chunks = (vectors + threads - 1) / threads;
+  return {partials.blocks, kColumnPartialBlockThreads,
+          rows.rows / partials.rowsPerBlock,
+          RowTilingAttr::get(ctx, vec, chunks, /*inRegisters=*/true, false,
+                             partials.rowsPerBlock),
+          /*minBlocksPerSM=*/2};
 }
 
 /// A pointwise kernel that writes padded rows (kf-pad's copy of a matmul
@@ -344,6 +369,9 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       // argmax's and cumsum's templates reduce across the whole block.
       bool lineKernel = !kernel.getBody().getOps<ArgReduceOp>().empty() ||
                         !kernel.getBody().getOps<CumsumOp>().empty();
+      if (std::optional<BlockColumnPartials> partials =
+              columnPartialsOf(kernel))
+        return decidePartialRows(ctx, *rows, *partials, vec);
       return decideRows(ctx, *rows, rowStrides(kernel, *rows), vec,
                         !lineKernel, sms);
     }

@@ -200,9 +200,18 @@ Value KernelEmitter::blockReduce(Value value, Value identity, Value scratch,
   }
   gpu::BarrierOp::create(b, location);
   int64_t warps = (threads + 31) / 32;
+  // Blocks of several groups of whole warps (rows sharing a block): each
+  // group reads its own warps' partials.
+  Value first = zero;
+  if (kernelOp.getLaunchAttr().getBlock() > threads)
+    first = arith::MulIOp::create(
+        b, location, arith::DivUIOp::create(b, location, warp, index(warps)),
+        index(warps));
   Value inRange = arith::CmpIOp::create(b, location, arith::CmpIPredicate::ult,
                                         lane, index(warps));
   Value safeLane = arith::SelectOp::create(b, location, inRange, lane, zero);
+  if (first != zero)
+    safeLane = arith::AddIOp::create(b, location, first, safeLane);
   Value partial =
       memref::LoadOp::create(b, location, scratch, ValueRange{safeLane});
   partial = arith::SelectOp::create(b, location, inRange, partial, identity);

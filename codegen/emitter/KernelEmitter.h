@@ -148,10 +148,11 @@ public:
        llvm::function_ref<mlir::SmallVector<mlir::Value>(mlir::Value,
                                                          mlir::ValueRange)>
            body);
-  /// Combines `value` across the thread block with `combine` (across each
-  /// aligned group of `threads` lanes when fewer than a warp); every thread
-  /// gets the result. Uses warp shuffles and `scratch` (32 floats or ints
-  /// of workgroup memory).
+  /// Combines `value` across each aligned group of `threads` threads of
+  /// the block (the whole block, or rows sharing it: lanes of a warp, or
+  /// whole warps) with `combine`; every thread gets its group's result.
+  /// Uses warp shuffles and `scratch` (32 floats or ints of workgroup
+  /// memory).
   mlir::Value blockReduce(
       mlir::Value value, mlir::Value identity, mlir::Value scratch,
       int64_t threads,

@@ -19,6 +19,13 @@
 // A padded output is written to its whole stride, zeros past the row's
 // end, as kf-pad promises its consumers.
 //
+// A kernel that yields column partials (kf-fuse-column-sums: a LayerNorm
+// backward's weight and bias gradients beside its input gradient) runs a
+// block per partial over a grid-stride loop of its rows, carrying each
+// thread's running column sums across the rows in registers, and writes
+// them once at the end (combined through shared memory over the rows a
+// block takes at once). The sums' order is fixed: every run is the same.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/KFDialect.h"
@@ -52,6 +59,23 @@ public:
 
 private:
   LogicalResult emitRow(Value row);
+  /// emit() for a kernel with column partials: a block per partial,
+  /// `group` its place among the rows a block takes at once.
+  LogicalResult emitWithPartials(Value group);
+  /// `sums` (a running sum per partial, chunk and lane) plus this row's
+  /// values of each partial's source.
+  SmallVector<Value> accumulate(ValueRange sums);
+  /// Writes each partial's running sums, added up over the block's rows
+  /// first, as row `block` of its result.
+  void storePartials(ValueRange sums, Value block, Value group);
+  /// Stores `values`, the lanes `lanes` of a partial's row, into result
+  /// `result`: lanes past the row's end are not stored.
+  void storePartialLanes(unsigned result, const RowLanes &lanes,
+                         ArrayRef<Value> values);
+  bool isPartial(unsigned result) const {
+    return llvm::any_of(partials,
+                        [&](const Partial &p) { return p.result == result; });
+  }
   /// The shared-memory copy of each streamed input's row (`inShared`).
   void allocateStage();
   /// The first pass of an `inShared` row: the streamed inputs' vectors,
@@ -105,6 +129,13 @@ private:
   SmallVector<RowLanes> unrolled;
   /// Sums computed with their max by emitOnlineLogSumExp.
   llvm::SmallPtrSet<Operation *, 2> computedSums;
+  /// The column partials the kernel yields: the result and the row-shaped
+  /// value it sums.
+  struct Partial {
+    unsigned result;
+    Value source;
+  };
+  SmallVector<Partial> partials;
   LogicalResult status = success();
 };
 
@@ -127,6 +158,11 @@ LogicalResult RowKernel::emit() {
   streamed = streamedRowInputs(e.kernel(), space);
   if (inShared)
     allocateStage();
+  for (auto [i, value] : llvm::enumerate(yield.getValues()))
+    if (std::optional<BlockColumnPartials> p = blockColumnPartialsOf(value))
+      partials.push_back({unsigned(i), p->source});
+  if (!partials.empty())
+    return emitWithPartials(group);
   int64_t groups = (space.rows + rowsPerBlock - 1) / rowsPerBlock;
   return e.forEachItem(groups, true, [&](Value item) -> LogicalResult {
     if (rowsPerBlock == 1)
@@ -156,6 +192,8 @@ LogicalResult RowKernel::emitRow(Value r) {
   computedSums.clear();
   for (Operation &op : body.without_terminator()) {
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      if (blockColumnPartialsOf(reduce.getResult()))
+        continue; // accumulate() adds the row to its running sums
       ReduceOp sum = inRegisters ? ReduceOp() : shiftedExpSumOf(reduce);
       if (sum && reduce->isBeforeInBlock(sum)) {
         emitOnlineLogSumExp(reduce, sum);
@@ -429,6 +467,8 @@ LogicalResult RowKernel::storeOutputs() {
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
   }
   for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+    if (isPartial(i))
+      continue; // storePartials() writes them after the last row
     auto type = mlir::cast<RankedTensorType>(value.getType());
     if (type.getNumElements() == space.rows) {
       FailureOr<Value> v =
@@ -495,6 +535,146 @@ void RowKernel::storePadded(unsigned i, Value value, int64_t stride) {
     vector.clear();
     return acc;
   });
+}
+
+LogicalResult RowKernel::emitWithPartials(Value group) {
+  Value first = yield.getValues()[partials.front().result];
+  BlockColumnPartials layout = *blockColumnPartialsOf(first);
+  int64_t blocks = e.kernel().getLaunchAttr().getGrid();
+  if (!inRegisters || blocks != layout.blocks ||
+      rowsPerBlock != layout.rowsPerBlock ||
+      space.rows % (rowsPerBlock * blocks))
+    return e.kernel().emitOpError()
+           << "sums column partials over " << layout.blocks << " blocks of "
+           << layout.rowsPerBlock
+           << " rows each held in registers, but kf-tile decided a grid of "
+           << blocks << " blocks of " << rowsPerBlock << " rows"
+           << (inRegisters ? "" : " not in registers");
+  for (const Partial &p : partials)
+    if (shapeOf(p.source).back() != space.length ||
+        mlir::cast<ShapedType>(p.source.getType()).getNumElements() !=
+            space.rows * space.length)
+      return e.kernel().emitOpError(
+          "sums column partials of a value that is not of its rows");
+  Value block = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
+  SmallVector<Value> init(partials.size() * chunks * vec, e.f32(0));
+  auto loop = scf::ForOp::create(b, l, block,
+                                 e.index(space.rows / rowsPerBlock),
+                                 e.index(blocks), init);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    if (!loop.getBody()->empty())
+      loop.getBody()->getTerminator()->erase();
+    b.setInsertionPointToEnd(loop.getBody());
+    Value item = loop.getInductionVar();
+    Value r = rowsPerBlock == 1
+                  ? item
+                  : arith::AddIOp::create(
+                        b, l,
+                        arith::MulIOp::create(b, l, item,
+                                              e.index(rowsPerBlock)),
+                        group);
+    if (failed(emitRow(r)))
+      return failure();
+    scf::YieldOp::create(b, l, accumulate(loop.getRegionIterArgs()));
+  }
+  storePartials(loop.getResults(), block, group);
+  return status;
+}
+
+SmallVector<Value> RowKernel::accumulate(ValueRange sums) {
+  SmallVector<Value> next;
+  for (const Partial &p : partials)
+    for (const RowLanes &lanes : unrolled)
+      for (int64_t k = 0; k < vec; ++k) {
+        Value v = element(p.source, lanes, k);
+        if (ragged)
+          v = arith::SelectOp::create(b, l, lanes.valid[k], v, e.f32(0));
+        next.push_back(arith::AddFOp::create(b, l, sums[next.size()], v));
+      }
+  return next;
+}
+
+void RowKernel::storePartials(ValueRange sums, Value block, Value group) {
+  // The lanes of the partial's row `block`, as lanesOf finds them.
+  row = block;
+  rowBase = arith::MulIOp::create(b, l, block, e.index(space.length));
+  rowStaged = false;
+  SmallVector<RowLanes> lanes;
+  for (int64_t c = 0; c < chunks; ++c)
+    lanes.push_back(lanesOf(e.index(c), /*load=*/false));
+  // Rows a block takes at once: each group's sums into shared memory at
+  // its lanes' own slots, then the first group adds them up.
+  int64_t span = threads * chunks * vec;
+  Value stage, isFirst;
+  if (rowsPerBlock > 1) {
+    stage = workgroupBuffer(e, rowsPerBlock * span);
+    isFirst = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, group,
+                                    e.index(0));
+  }
+  auto slot = [&](Value g, const RowLanes &at, int64_t k) -> Value {
+    return arith::AddIOp::create(
+        b, l, arith::MulIOp::create(b, l, g, e.index(span)),
+        arith::AddIOp::create(b, l, at.first, e.index(k)));
+  };
+  size_t n = 0;
+  for (const Partial &p : partials) {
+    ValueRange own = sums.slice(n, chunks * vec);
+    n += chunks * vec;
+    if (!stage) {
+      for (int64_t c = 0; c < chunks; ++c)
+        storePartialLanes(p.result, lanes[c],
+                          llvm::to_vector(own.slice(c * vec, vec)));
+      continue;
+    }
+    for (int64_t c = 0; c < chunks; ++c)
+      for (int64_t k = 0; k < vec; ++k)
+        memref::StoreOp::create(b, l, own[c * vec + k], stage,
+                                ValueRange{slot(group, lanes[c], k)});
+    gpu::BarrierOp::create(b, l);
+    {
+      OpBuilder::InsertionGuard guard(b);
+      auto first = scf::IfOp::create(b, l, isFirst);
+      b.setInsertionPoint(first.thenBlock()->getTerminator());
+      for (int64_t c = 0; c < chunks; ++c) {
+        SmallVector<Value> total;
+        for (int64_t k = 0; k < vec; ++k) {
+          Value t = e.f32(0);
+          for (int64_t g = 0; g < rowsPerBlock; ++g)
+            t = arith::AddFOp::create(
+                b, l, t,
+                memref::LoadOp::create(b, l, stage,
+                                       ValueRange{slot(e.index(g), lanes[c],
+                                                       k)}));
+          total.push_back(t);
+        }
+        storePartialLanes(p.result, lanes[c], total);
+      }
+    }
+    // The next partial reuses the stage.
+    gpu::BarrierOp::create(b, l);
+  }
+}
+
+void RowKernel::storePartialLanes(unsigned result, const RowLanes &lanes,
+                                  ArrayRef<Value> values) {
+  OpBuilder::InsertionGuard guard(b);
+  if (!ragged || wholeVectors) {
+    if (ragged) {
+      auto inside = scf::IfOp::create(b, l, lanes.valid[0]);
+      b.setInsertionPoint(inside.thenBlock()->getTerminator());
+    }
+    e.storeLanes(result, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
+                 values);
+    return;
+  }
+  for (int64_t k = 0; k < vec; ++k) {
+    OpBuilder::InsertionGuard lane(b);
+    auto inside = scf::IfOp::create(b, l, lanes.valid[k]);
+    b.setInsertionPoint(inside.thenBlock()->getTerminator());
+    e.storeResult(result, BufferIndex(lanes.linears[k], row, lanes.columns[k]),
+                  values[k]);
+  }
 }
 
 } // namespace

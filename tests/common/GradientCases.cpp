@@ -49,6 +49,24 @@ void addGradientCases(std::vector<OpCase> &cases) {
                        differentiate(g, f, nullptr);
                      },
                      {{37, 96}, {96}, {96}, {37, 96}}});
+    // Rows enough for the weight and bias gradients to be summed in the
+    // input gradient's row kernel (kf-fuse-column-sums: a block per
+    // partial over 4 rows at once of 1000 columns, lanes past the row's
+    // end; one row at a time of 4096 columns).
+    for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4224, 1000},
+                              {1056, 4096}})
+      cases.push_back(
+          {"grad_layernorm_" + std::to_string(cols) + "_column_partials" +
+               suffix,
+           [d, rows = rows, cols = cols](Graph &g) {
+             Graph f("layernorm");
+             Tensor x = f.input("x", d, {rows, cols});
+             Tensor w = f.input("w", DType::f32, {cols});
+             Tensor b = f.input("b", DType::f32, {cols});
+             f.output("y", layerNormOf(x, w, b));
+             differentiate(g, f, nullptr);
+           },
+           {{rows, cols}, {cols}, {cols}, {rows, cols}}});
     // The loss through its primitives (the max's gradient found by
     // comparison) and through logsumexp (no gradient through the max: one
     // pass over the logits).

@@ -88,9 +88,9 @@ func.func @tiling_without_launch(%x: tensor<64xf32>) {
 
 // -----
 
-func.func @rows_sharing_more_than_a_warp(%x: tensor<64x128xf32>) {
-  // expected-error @+1 {{'kf.kernel' op shares a block of 256 threads among 4 rows: a row's threads must be an equal share of at most a warp}}
-  %0 = kf.kernel normalization(%x : tensor<64x128xf32>) attributes {launch = #kf.launch<grid = 16, block = 256, items = 16>, tiling = #kf.row_tiling<vector = 4, rowsPerBlock = 4>} {
+func.func @rows_sharing_part_warps(%x: tensor<64x128xf32>) {
+  // expected-error @+1 {{'kf.kernel' op shares a block of 192 threads among 4 rows: a row's threads must be an equal share of at most a warp, or whole warps}}
+  %0 = kf.kernel normalization(%x : tensor<64x128xf32>) attributes {launch = #kf.launch<grid = 16, block = 192, items = 16>, tiling = #kf.row_tiling<vector = 4, rowsPerBlock = 4>} {
   ^bb0(%a: tensor<64x128xf32>):
     %s = kf.softmax %a {axis = 1} : tensor<64x128xf32>
     kf.yield %s : tensor<64x128xf32>

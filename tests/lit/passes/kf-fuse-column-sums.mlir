@@ -117,3 +117,4 @@ func.func @reshaped_product(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>, %h
   %c = kf.cast %d : tensor<2x128x128xf32> -> tensor<2x128x128xbf16>
   return %s, %c : tensor<128xf32>, tensor<2x128x128xbf16>
 }
+

@@ -1,0 +1,56 @@
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-rematerialize --kf-fuse --cse --kf-fuse-column-sums | FileCheck %s
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-rematerialize --kf-fuse --cse --kf-fuse-column-sums --kf-tile --kf-promote-shared | FileCheck %s --check-prefix=STAGED
+
+// An RMSNorm's backward: the weight gradient sums dy * x_hat over the rows
+// that the input gradient's row kernel reads. The sum joins the row
+// kernel, which yields it over each block's rows (264 blocks of 4 rows at
+// once, 4 steps); a reduction kernel sums the partials. kf-tile runs the
+// row kernel on those blocks: 512 threads, 128 a row.
+// CHECK-LABEL: func.func @rmsnorm_grad
+// CHECK: %[[ROWS:.*]]:2 = kf.kernel normalization(
+// CHECK:   kf.reduce sum %{{.*}} [1] {keep_dims = true}
+// CHECK:   %[[G:.*]] = kf.reshape %{{.*}} : tensor<4224x1000xf32> -> tensor<4x264x4x1000xf32>
+// CHECK:   %[[S:.*]] = kf.reduce sum %[[G]] [0, 2] : tensor<4x264x4x1000xf32> -> tensor<264x1000xf32>
+// CHECK:   kf.yield %{{.*}}, %[[S]] : tensor<4224x1000xbf16>, tensor<264x1000xf32>
+// CHECK: %[[W:.*]] = kf.kernel reduction(%[[ROWS]]#1 : tensor<264x1000xf32>)
+// CHECK:   kf.reduce sum %{{.*}} [0] : tensor<264x1000xf32> -> tensor<1000xf32>
+// CHECK-NOT: kf.kernel reduction
+// CHECK: return %[[ROWS]]#0, %{{.*}}
+// STAGED-LABEL: func.func @rmsnorm_grad
+// STAGED: kf.kernel normalization({{.*}}) attributes {launch = #kf.launch<grid = 264, block = 512, items = 1056, minBlocksPerSM = 2>, tiling = #kf.row_tiling<vector = 8, inRegisters = true, rowsPerBlock = 4>}
+func.func @rmsnorm_grad(%x: tensor<4224x1000xbf16>, %w: tensor<1000xbf16>, %rstd: tensor<4224x1xf32>, %dy: tensor<4224x1000xbf16>)
+    -> (tensor<4224x1000xbf16>, tensor<1000xf32>) {
+  %xf = kf.cast %x : tensor<4224x1000xbf16> -> tensor<4224x1000xf32>
+  %wf = kf.cast %w : tensor<1000xbf16> -> tensor<1000xf32>
+  %r = kf.broadcast %rstd : tensor<4224x1xf32> -> tensor<4224x1000xf32>
+  %xhat = kf.mul %xf, %r : tensor<4224x1000xf32>
+  %wb = kf.broadcast %wf : tensor<1000xf32> -> tensor<4224x1000xf32>
+  %dyf = kf.cast %dy : tensor<4224x1000xbf16> -> tensor<4224x1000xf32>
+  %g = kf.mul %dyf, %wb : tensor<4224x1000xf32>
+  %gx = kf.mul %dyf, %xhat : tensor<4224x1000xf32>
+  %dw = kf.reduce sum %gx [0] : tensor<4224x1000xf32> -> tensor<1000xf32>
+  %t = kf.mul %g, %xhat : tensor<4224x1000xf32>
+  %dot = kf.reduce sum %t [1] {keep_dims = true} : tensor<4224x1000xf32> -> tensor<4224x1xf32>
+  %dotb = kf.broadcast %dot : tensor<4224x1xf32> -> tensor<4224x1000xf32>
+  %u = kf.mul %dotb, %xhat : tensor<4224x1000xf32>
+  %v = kf.sub %g, %u : tensor<4224x1000xf32>
+  %dx = kf.mul %v, %r : tensor<4224x1000xf32>
+  %dxb = kf.cast %dx : tensor<4224x1000xf32> -> tensor<4224x1000xbf16>
+  return %dxb, %dw : tensor<4224x1000xbf16>, tensor<1000xf32>
+}
+
+// -----
+
+// Too few rows for every block to take four groups of them: the weight
+// gradient stays a kernel of its own.
+// CHECK-LABEL: func.func @few_rows
+// CHECK: kf.kernel reduction
+// CHECK: kf.kernel normalization
+// CHECK-NOT: [0, 2]
+func.func @few_rows(%x: tensor<64x1000xf32>, %dy: tensor<64x1000xf32>)
+    -> (tensor<64x1000xf32>, tensor<1000xf32>) {
+  %gx = kf.mul %dy, %x : tensor<64x1000xf32>
+  %dw = kf.reduce sum %gx [0] : tensor<64x1000xf32> -> tensor<1000xf32>
+  %s = kf.softmax %gx {axis = 1} : tensor<64x1000xf32>
+  return %s, %dw : tensor<64x1000xf32>, tensor<1000xf32>
+}
