@@ -111,6 +111,10 @@ kfuse::kf::blockColumnPartialsOf(Value v) {
 
 std::optional<ColumnPartialLayout>
 kfuse::kf::columnPartialLayout(RowSpace space, int64_t sms) {
+  // Rows of at least a warp's 8 columns a thread (fewer would leave most
+  // lanes idle), at most 16 columns a thread of a whole block.
+  if (space.length < 32 * 8)
+    return std::nullopt;
   int64_t threads = 32;
   while (threads < kColumnPartialBlockThreads && threads * 8 < space.length)
     threads *= 2;
