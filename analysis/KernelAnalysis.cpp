@@ -111,15 +111,15 @@ kfuse::kf::blockColumnPartialsOf(Value v) {
 
 std::optional<ColumnPartialLayout>
 kfuse::kf::columnPartialLayout(RowSpace space, int64_t sms) {
-  // Rows of at least a warp's 8 columns a thread (fewer would leave most
-  // lanes idle), at most 16 columns a thread of a whole block.
-  if (space.length < 32 * 8)
+  // 8 columns a thread (a 16-byte vector of a 16-bit row): rows of a warp
+  // to a block of them. Shorter rows would leave most lanes idle; at 16
+  // columns a thread (rows of 5120 or 8192) the running sums beside the
+  // row spilled under the 64 registers of two blocks an SM.
+  if (space.length < 32 * 8 || space.length > kColumnPartialBlockThreads * 8)
     return std::nullopt;
   int64_t threads = 32;
-  while (threads < kColumnPartialBlockThreads && threads * 8 < space.length)
+  while (threads * 8 < space.length)
     threads *= 2;
-  if (threads * 16 < space.length)
-    return std::nullopt;
   int64_t perBlock = kColumnPartialBlockThreads / threads;
   if (space.rows % perBlock)
     return std::nullopt;

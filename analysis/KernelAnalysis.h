@@ -58,11 +58,11 @@ constexpr int64_t kColumnPartialBlockThreads = 512;
 
 /// How a row kernel over `space` sums column partials, on `sms` SMs: each
 /// of `blocks` blocks takes `rowsPerBlock` rows at once, `threads` threads
-/// a row, each holding at most 16 columns (their running sums stay in
+/// a row, each holding at most 8 columns (their running sums stay in
 /// registers across the rows). None where the rows are shorter than a
-/// warp's 8 columns a thread or too long for that, do not divide into such
-/// blocks, or are too few for every block to take four groups of rows (the
-/// partials would cost more than they save).
+/// warp's 8 columns a thread or longer than a block's, do not divide into
+/// such blocks, or are too few for every block to take four groups of rows
+/// (the partials would cost more than they save).
 struct ColumnPartialLayout {
   int64_t threads, rowsPerBlock, blocks;
 };

@@ -223,7 +223,7 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
 /// A row kernel that sums column partials (kf-fuse-column-sums): the layout
 /// the partials' shape records, `rowsPerBlock` rows of a block at once and
 /// a block per partial, each looping over its rows. The row stays in
-/// registers (at most 16 columns a thread, columnPartialLayout).
+/// registers (at most 8 columns a thread, columnPartialLayout).
 Decision decidePartialRows(MLIRContext *ctx, RowSpace rows,
                            BlockColumnPartials partials, int64_t vec) {
   int64_t threads = kColumnPartialBlockThreads / partials.rowsPerBlock;
