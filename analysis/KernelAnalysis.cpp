@@ -328,8 +328,13 @@ SmallVector<BlockArgument> kfuse::kf::streamedRowInputs(KernelOp kernel,
         type.getNumElements() == space.rows * space.length &&
         type.getShape().back() == space.length &&
         llvm::all_of(arg.getUsers(), [](Operation *user) {
+          // A column partial reads the row where it stands too.
+          auto partial = dyn_cast<ReshapeOp>(user);
           return user->hasTrait<OpTrait::kf::Elementwise>() ||
-                 isa<ReduceOp, SoftmaxOp>(user);
+                 isa<ReduceOp, SoftmaxOp>(user) ||
+                 (partial && partial->hasOneUse() &&
+                  blockColumnPartialsOf(
+                      partial->getUses().begin()->getOwner()->getResult(0)));
         }))
       streamed.push_back(arg);
   }

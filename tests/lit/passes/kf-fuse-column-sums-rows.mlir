@@ -54,3 +54,38 @@ func.func @few_rows(%x: tensor<64x1000xf32>, %dy: tensor<64x1000xf32>)
   %s = kf.softmax %gx {axis = 1} : tensor<64x1000xf32>
   return %s, %dw : tensor<64x1000xf32>, tensor<1000xf32>
 }
+
+// -----
+
+// A LayerNorm's bias gradient (the sum of dy) beside a row kernel over rows
+// of 4096: a block a row at a time (512 threads of 8 columns), 264 blocks
+// of 8 rows each.
+// CHECK-LABEL: func.func @bias_grad_long_rows
+// CHECK: %[[ROWS:.*]]:2 = kf.kernel normalization(
+// CHECK:   kf.reshape %{{.*}} : tensor<2112x4096xf32> -> tensor<8x264x1x4096xf32>
+// CHECK: kf.kernel reduction(%[[ROWS]]#1 : tensor<264x4096xf32>)
+// STAGED-LABEL: func.func @bias_grad_long_rows
+// STAGED: kf.kernel normalization({{.*}}) attributes {launch = #kf.launch<grid = 264, block = 512, items = 2112, minBlocksPerSM = 2>, tiling = #kf.row_tiling<vector = 4, chunks = 2, inRegisters = true>}
+func.func @bias_grad_long_rows(%x: tensor<2112x4096xf32>, %dy: tensor<2112x4096xf32>)
+    -> (tensor<2112x4096xf32>, tensor<4096xf32>) {
+  %db = kf.reduce sum %dy [0] : tensor<2112x4096xf32> -> tensor<4096xf32>
+  %g = kf.mul %dy, %x : tensor<2112x4096xf32>
+  %s = kf.softmax %g {axis = 1} : tensor<2112x4096xf32>
+  return %s, %db : tensor<2112x4096xf32>, tensor<4096xf32>
+}
+
+// -----
+
+// Rows of 5120: more than 8 columns a thread of a block, where the running
+// sums beside the row spilled; the sum stays a kernel of its own.
+// CHECK-LABEL: func.func @rows_too_long
+// CHECK: kf.kernel reduction
+// CHECK-NOT: [0, 2]
+// CHECK: return
+func.func @rows_too_long(%x: tensor<2112x5120xf32>, %dy: tensor<2112x5120xf32>)
+    -> (tensor<2112x5120xf32>, tensor<5120xf32>) {
+  %db = kf.reduce sum %dy [0] : tensor<2112x5120xf32> -> tensor<5120xf32>
+  %g = kf.mul %dy, %x : tensor<2112x5120xf32>
+  %s = kf.softmax %g {axis = 1} : tensor<2112x5120xf32>
+  return %s, %db : tensor<2112x5120xf32>, tensor<5120xf32>
+}
