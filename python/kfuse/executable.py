@@ -84,7 +84,7 @@ class Executable:
         # (name, dtype, shape) of the inputs and outputs, read once; the
         # output shapes of each input shape seen; the C tensors of a run.
         self._inputs, self._outputs = graph.inputs, graph.outputs
-        self._shape_cache, self._slots = {}, None
+        self._shape_cache, self._slots, self._torch_run = {}, None, None
         self._lock = threading.Lock()
 
     def __del__(self):
@@ -113,10 +113,10 @@ class Executable:
         `out` or allocated by the inputs' framework. With NumPy arrays: copied
         to the GPU and back. One output is returned as is, several as a
         tuple."""
-        if out is not None and stream is None and device.all_torch(inputs):
+        if out is not None and stream is None:
             done = self._run_torch(inputs, out)  # the common call, short
             if done is not None:
-                return done[0] if len(done) == 1 else tuple(done)
+                return done[0] if len(done) == 1 else done
         if any(device.is_device_tensor(x) for x in inputs):
             outputs = self._run_on_device(inputs, out, stream)
         elif out is not None:
@@ -174,29 +174,23 @@ class Executable:
         dtypes, contiguous, `out=` given, on torch's current stream. Returns
         None where anything differs, for the general path to handle (and
         name the problem)."""
-        expected, results = self._inputs, self._outputs
-        out = out if type(out) in (list, tuple) else (out,)
-        if len(inputs) != len(expected) or len(out) != len(results):
-            return None
-        dtype_of = device.torch_dtypes()
+        tensors = inputs + (tuple(out) if type(out) in (list, tuple)
+                            else (out,))
         with self._lock:
-            if self._slots is None:
-                self._slots = (device.Slots(len(expected)),
-                               device.Slots(len(results)))
-            slots_in, slots_out = self._slots
-            for slots, tensors, values in ((slots_in, inputs, expected),
-                                           (slots_out, out, results)):
-                for i, x in enumerate(tensors):
-                    if (not x.is_cuda or not x.is_contiguous() or
-                            dtype_of.get(x.dtype) is not values[i][1] or
-                            x.get_device() != device.DEVICE_INDEX):
-                        return None
-                    slots.fill_torch(i, x, values[i][1])
-            stream = device.current_stream(inputs[0])
-            _capi.check(fn["kfuse_run"](self._handle, slots_in.tensors,
-                                        len(inputs), slots_out.tensors,
-                                        len(out), ctypes.c_void_p(stream)))
-        return list(out)
+            run = self._torch_run
+            if run is None:
+                if not device.all_torch(tensors):
+                    return None
+                run = self._torch_run = device.TorchRun(self._inputs,
+                                                        self._outputs)
+            if not run.fill(tensors):
+                return None
+            status = fn["kfuse_run"](self._handle, run.inputs, run.num_inputs,
+                                     run.outputs, run.num_outputs,
+                                     run.stream())
+        if status:
+            _capi.check(status)
+        return tensors[run.num_inputs:]
 
     def _run_on_device(self, inputs, out, stream):
         expected, results = self._inputs, self._outputs
@@ -243,44 +237,38 @@ class BoundRun:
     """Runs of one executable on torch CUDA tensors of the shapes, dtypes,
     strides and device of the first (what Dynamo's guards hold for a graph
     it compiled with static shapes): the first is checked and described
-    as any call; later ones only write each tensor's data pointer, as one
-    strided store. GPT-2 through torch.compile on the H200: 118 us from
-    entering the graph to kfuse_run, against 689 us describing each of its
-    tensors anew, the GPU idle meanwhile. The caller keeps the promise;
-    nothing here rechecks it."""
+    as any call; later ones only write each tensor's data pointer. GPT-2
+    through torch.compile on the H200: 118 us from entering the graph to
+    kfuse_run, against 689 us describing each of its tensors anew, the GPU
+    idle meanwhile. The caller keeps the promise; nothing here rechecks
+    it."""
 
     def __init__(self, exe, inputs, out):
         self._exe = exe
-        self._slots = (device.Slots(len(inputs)), device.Slots(len(out)))
-        for slots, tensors, values, what in (
-                (self._slots[0], inputs, exe._inputs, "input"),
-                (self._slots[1], out, exe._outputs, "output")):
+        for tensors, values, what in ((inputs, exe._inputs, "input"),
+                                      (out, exe._outputs, "output")):
             if len(tensors) != len(values) or not tensors or \
                     not device.all_torch(tensors):
                 raise _capi.errors.InvalidArgumentError(
                     f"kfuse: a bound run takes {len(values)} torch CUDA "
                     f"tensors as {what}s, got {len(tensors)} values")
-            for i, (x, (name, dtype, _)) in enumerate(zip(tensors, values)):
-                slots.fill(i, device.describe(x, name, dtype, what=what))
-        self._pointers = tuple(self._data_fields(s) for s in self._slots)
-
-    @staticmethod
-    def _data_fields(slots):
-        """The `data` fields of the slots' C tensors, as a NumPy view."""
-        words = ctypes.sizeof(_capi.DeviceTensor) // 8
-        offset = _capi.DeviceTensor.data.offset // 8
-        memory = np.frombuffer(slots.tensors, dtype=np.uint64)
-        return memory.reshape(-1, words)[:, offset]
+            for x, (name, dtype, _) in zip(tensors, values):
+                device.describe(x, name, dtype, what=what)  # or raises
+        self._run = device.TorchRun(exe._inputs, exe._outputs)
+        if not self._run.fill((*inputs, *out)):
+            raise _capi.errors.InvalidArgumentError(
+                "kfuse: a bound run's tensors must be on the GPU kfuse runs on")
 
     def __call__(self, inputs, out):
-        slots_in, slots_out = self._slots
-        stream = device.current_stream(inputs[0])
-        with self._exe._lock:
-            self._pointers[0][:len(inputs)] = [x.data_ptr() for x in inputs]
-            self._pointers[1][:len(out)] = [x.data_ptr() for x in out]
-            _capi.check(fn["kfuse_run"](self._exe._handle, slots_in.tensors,
-                                        len(inputs), slots_out.tensors,
-                                        len(out), ctypes.c_void_p(stream)))
+        run, exe = self._run, self._exe
+        with exe._lock:
+            run.rebind(inputs)
+            run.rebind(out, run.num_inputs)
+            status = fn["kfuse_run"](exe._handle, run.inputs, run.num_inputs,
+                                     run.outputs, run.num_outputs,
+                                     run.stream())
+        if status:
+            _capi.check(status)
         return out
 
 
