@@ -167,16 +167,6 @@ def _dense_strides(shape, dtype, elements=False):
     return tuple(reversed(strides))
 
 
-def torch_dtypes():
-    """torch dtype -> kfuse dtype, for the dtypes kfuse has."""
-    if not _TORCH_DTYPES:
-        import torch
-        for t in (torch.float32, torch.float16, torch.bfloat16, torch.int32,
-                  torch.int64, torch.bool):
-            _torch_dtype(t)
-    return _TORCH_DTYPES
-
-
 def all_torch(tensors):
     return all(type(x).__module__.startswith("torch") for x in tensors)
 
@@ -184,8 +174,7 @@ def all_torch(tensors):
 class Slots:
     """The C descriptions of one run's tensors, allocated once an
     executable and refilled each call (ctypes allocations cost more than
-    the run's own host time). A torch tensor of the shape and dtype the
-    slot last held rewrites only its data pointer."""
+    the run's own host time)."""
 
     def __init__(self, count):
         self.tensors = (_capi.DeviceTensor * max(count, 1))()
@@ -194,23 +183,12 @@ class Slots:
             tensor.sizes = ctypes.cast(sizes, _capi.c_i64p)
         # Indexing a ctypes array makes a new proxy each time: kept once.
         self._views = list(self.tensors)[:count]
-        self._held = [None] * count  # (torch.Size, kfuse dtype) or None
-
-    def fill_torch(self, i, x, dtype):
-        tensor, shape = self._views[i], x.shape
-        tensor.data = x.data_ptr()
-        held = self._held[i]
-        if held is None or held[1] is not dtype or held[0] != shape:
-            tensor.dtype, tensor.bytes = dtype.code, x.nbytes
-            self._set_shape(i, shape)
-            self._held[i] = (shape, dtype)
 
     def fill(self, i, d):
         tensor = self._views[i]
         tensor.data, tensor.dtype, tensor.bytes = d.pointer, d.dtype.code, \
             d.nbytes
         self._set_shape(i, d.shape)
-        self._held[i] = None
 
     def _set_shape(self, i, shape):
         self._views[i].rank = len(shape)
