@@ -145,7 +145,8 @@ kfuse_compile_options kfuse_default_compile_options(void) {
           d.padRows, d.allowTF32,
           d.splitK,  d.diskCache,
           nullptr,   KFUSE_LAUNCH_AUTO,
-          nullptr,   d.splitKeys};
+          nullptr,   d.splitKeys,
+          d.deterministic};
 }
 
 kfuse_status kfuse_compile(kfuse_graph graph,
@@ -163,6 +164,7 @@ kfuse_status kfuse_compile(kfuse_graph graph,
   o.allowTF32 = c.allow_tf32 != 0;
   o.splitK = c.split_k != 0;
   o.splitKeys = c.split_keys != 0;
+  o.deterministic = c.deterministic != 0;
   o.diskCache = c.disk_cache != 0;
   if (c.cache_dir)
     o.cacheDir = c.cache_dir;

@@ -274,6 +274,9 @@ runtime::Plan extractPlan(func::FuncOp func) {
             tensorMapOf(o, bufferOf.lookup(kernel.getInputs()[o.input]),
                         kernel));
     launch.flops = countFlops(kernel);
+    for (unsigned result : kernel.resultsAddedInto())
+      plan.zeroes.push_back({uint32_t(plan.launches.size()),
+                             bufferOf.lookup(kernel.getResult(result))});
     plan.launches.push_back(std::move(launch));
   }
   for (auto [dst, value] : pendingCopies)
@@ -422,6 +425,7 @@ static kf::KernelPipelineOptions kernelOptionsFor(const CompileRequest &r) {
   options.allowTF32 = r.allowTF32;
   options.splitK = r.splitK;
   options.splitKeys = r.splitKeys;
+  options.deterministic = r.deterministic;
   return options;
 }
 

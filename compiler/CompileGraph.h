@@ -30,6 +30,7 @@ struct CompileRequest {
   bool allowTF32 = false; ///< f32 matmuls may use TF32 tensor cores
   bool splitK = true;     ///< run kf-split-k
   bool splitKeys = true;  ///< run kf-split-keys
+  bool deterministic = true; ///< else run kf-atomic-dq
   int64_t multiprocessors = 132;
   /// Every buffer starts on a 16-byte boundary: kernels may use 16-byte
   /// accesses. An alignment fact, so part of the cache key.

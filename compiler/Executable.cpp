@@ -80,6 +80,7 @@ ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
                     "\nsplit k " + (options.splitK ? "yes" : "no") +
                     // (Only when on: keys from before the option still hit.)
                     (options.splitKeys ? "\nsplit keys yes" : "") +
+                    (options.deterministic ? "" : "\ndeterministic no") +
                     "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
@@ -150,6 +151,7 @@ compiler::CompileRequest ExecutableImpl::compileRequest(
   request.allowTF32 = options.allowTF32;
   request.splitK = options.splitK;
   request.splitKeys = options.splitKeys;
+  request.deterministic = options.deterministic;
   request.aligned = aligned;
   return request;
 }

@@ -166,6 +166,12 @@ Status ExecutableImpl::enqueue(Driver &d, Specialization &spec,
           d.check(d.cuEventRecord(events[k], stream), "cuEventRecord"));
     if (l.grid == 0)
       continue;
+    for (const runtime::ZeroDesc &z : plan.zeroes)
+      if (z.launch == k)
+        KFUSE_RETURN_IF_ERROR(
+            d.check(d.cuMemsetD8Async(spec.table[z.buffer], 0,
+                                      plan.buffers[z.buffer].bytes, stream),
+                    "cuMemsetD8Async"));
     spec.tensorMaps.resize(plan.launches.size());
     KFUSE_RETURN_IF_ERROR(runtime::kernelParams(d, plan, l, spec.table.data(),
                                                 spec.extents.of(k),

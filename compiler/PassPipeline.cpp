@@ -35,6 +35,7 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   target.aligned = options.aligned;
   target.wgmma = options.wgmma;
   target.allowTF32 = options.allowTF32;
+  target.unorderedAdds = !options.deterministic;
   pm.addPass(createKFAttachTargetPass(target));
   buildGraphRewrites(pm, options);
   KFFusePassOptions fuse;
@@ -63,6 +64,9 @@ void kfuse::kf::buildGraphRewrites(OpPassManager &pm,
   if (!options.fused)
     return;
   pm.addPass(createKFOnlineSoftmaxPass());
+  // Before kf-rematerialize and kf-fuse, which place dq's cast from f32
+  // with what reads it.
+  pm.addPass(createKFAtomicDqPass());
   // After the attentions exist: their shared masks are computed per score
   // in each, never written as B x H x Sq x Sk elements, and what their q
   // prologues share (RoPE's tables broadcast to the heads) once a block;

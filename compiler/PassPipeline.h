@@ -40,6 +40,8 @@ struct KernelPipelineOptions {
   bool splitK = true;
   /// Run kf-split-keys (fused compiles).
   bool splitKeys = true;
+  /// Else run kf-atomic-dq (fused compiles).
+  bool deterministic = true;
 };
 
 /// Partitioning and launch shapes: kf-attach-target, kf-online-softmax
@@ -49,7 +51,8 @@ void buildKernelPipeline(mlir::OpPassManager &pm,
 
 /// The graph rewrites that come before partitioning (the first stage of
 /// buildKernelPipeline), in fused compiles only: kf-online-softmax,
-/// kf-rematerialize, kf-split-keys (with `splitKeys`), kf-split-reduction.
+/// kf-atomic-dq (a rewrite where not `deterministic`), kf-rematerialize, kf-split-keys
+/// (with `splitKeys`), kf-split-reduction.
 void buildGraphRewrites(mlir::OpPassManager &pm,
                         const KernelPipelineOptions &options);
 

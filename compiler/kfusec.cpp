@@ -68,6 +68,11 @@ cl::opt<bool> noSplitKeys(
     "no-split-keys",
     cl::desc("Keep attentions with few query tiles over all their keys in "
              "one pass (no kf-split-keys, flash-decoding)"));
+cl::opt<bool> nondeterministic(
+    "nondeterministic",
+    cl::desc("Kernels may add partial results with atomics, in any order "
+             "(kf-atomic-dq: FlashAttention's backward adds up dq in its key "
+             "blocks)"));
 cl::list<std::string> shapeArgs("shape",
                                 cl::desc("An input's shape, NAME=128x64"));
 cl::list<std::string> bindArgs("bind",
@@ -296,6 +301,7 @@ int profileOnGPU(const kfuse::Graph &graph) {
   options.allowTF32 = allowTF32;
   options.splitK = !noSplitK;
   options.splitKeys = !noSplitKeys;
+  options.deterministic = !nondeterministic;
   options.arch = arch;
   auto exe = kfuse::Compiler(options).compile(graph);
   if (!exe)
@@ -409,6 +415,7 @@ int compileAndPrint(const kfuse::Graph &graph) {
   request.allowTF32 = allowTF32;
   request.splitK = !noSplitK;
   request.splitKeys = !noSplitKeys;
+  request.deterministic = !nondeterministic;
   request.stopAfter = emit == Emit::SASS
                           ? kfuse::Stage::PTX
                           : static_cast<kfuse::Stage>(emit.getValue());
@@ -486,6 +493,7 @@ int main(int argc, char **argv) {
                        &allowTF32,
                        &noSplitK,
                        &noSplitKeys,
+                       &nondeterministic,
                        std::addressof(shapeArgs),
                        std::addressof(bindArgs),
                        &evalFlag,

@@ -87,12 +87,13 @@ TargetAttr TargetAttr::of(Operation *op) {
     if (auto target = at->getAttrOfType<TargetAttr>(moduleAttrName))
       return target;
   // The default target: what the parameters' defaults in KFAttrs.td say.
-  return TargetAttr::get(op->getContext(), "sm_90", 132, false, false, false);
+  return TargetAttr::get(op->getContext(), "sm_90", 132, false, false, false,
+                         false);
 }
 
 LogicalResult TargetAttr::verify(EmitError emitError, StringRef chip,
                                  int64_t multiprocessors, bool aligned,
-                                 bool wgmma, bool allowTF32) {
+                                 bool wgmma, bool allowTF32, bool unorderedAdds) {
   if (!chip.starts_with("sm_"))
     return emitError() << "chip = \"" << chip << "\": needs an sm_ name";
   if (wgmma && chip != "sm_90" && chip != "sm_90a")
@@ -180,7 +181,7 @@ LogicalResult MmaTilingAttr::verify(EmitError emitError, int64_t tileM,
 LogicalResult FlashGradTilingAttr::verify(EmitError emitError,
                                           int64_t blockRows, int64_t blockCols,
                                           int64_t headDim, int64_t valueDim,
-                                          int64_t kvBlocks) {
+                                          int64_t kvBlocks, bool dqAtomic) {
   if (failed(checkMultiple(emitError, "headDim", headDim, 64)) ||
       failed(checkMultiple(emitError, "valueDim", valueDim, 64)) ||
       failed(checkRange(emitError, "headDim", headDim, 64, 128)) ||

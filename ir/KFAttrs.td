@@ -40,7 +40,9 @@ def KF_TargetAttr : KF_Attr<"Target", "target"> {
     (PTX's target name), its streaming multiprocessors, whether every
     buffer starts on a 16-byte boundary (the runtime checks it before a
     launch), whether the chip has Hopper's warpgroup MMA, and whether f32
-    matmuls may round their operands to TF32. A module without one is
+    matmuls may round their operands to TF32, and whether kernels may add
+    partial results into memory in any order (atomics: results then vary
+    in their last bits from run to run). A module without one is
     compiled for `#kf.target<>`: sm_90, 132 SMs, and none of the facts.
 
     ```mlir
@@ -53,7 +55,8 @@ def KF_TargetAttr : KF_Attr<"Target", "target"> {
     KF_Int<"132">:$multiprocessors,
     KF_Flag:$aligned,
     KF_Flag:$wgmma,
-    KF_Flag:$allowTF32
+    KF_Flag:$allowTF32,
+    KF_Flag:$unorderedAdds
   );
   let extraClassDeclaration = [{
     /// The module attribute that holds the target.
@@ -194,10 +197,15 @@ def KF_FlashGradTilingAttr : KF_Attr<"FlashGradTiling", "flash_grad_tiling"> {
     keys, accumulating dq. Head dims padded to `headDim` and `valueDim`
     (whole swizzled tiles of 64 columns; the three accumulators in
     registers allow 128 at most). The streamed tiles are copied two ahead.
+    `dqAtomic`: every block owns keys (`kvBlocks` is the grid) and adds
+    each tile's dq = dS k, its 128 keys' share, into an f32 dq that the
+    launch zeroes first (faster; the order of the adds, and so dq's last
+    bits, vary from run to run); else query blocks compute dq, each from
+    its rows' whole sum (deterministic).
   }];
   let parameters = (ins "int64_t":$blockRows, "int64_t":$blockCols,
                         "int64_t":$headDim, "int64_t":$valueDim,
-                        "int64_t":$kvBlocks);
+                        "int64_t":$kvBlocks, "bool":$dqAtomic);
 }
 
 //===----------------------------------------------------------------------===//

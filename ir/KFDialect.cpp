@@ -586,6 +586,18 @@ static LogicalResult verifyDecisions(KernelOp kernel) {
              << " rows: a row's threads must be an equal share of at most "
                 "a warp, or whole warps";
   }
+  if (auto grad = kernel.getTilingAs<FlashGradTilingAttr>();
+      grad && grad.getDqAtomic() && !kernel.getBody().getOps<AttentionGradOp>().empty()) {
+    // The launch zeroes dq's buffer and the blocks add into it: dq is the
+    // kernel's own f32 result, not an input to anything else in it.
+    AttentionGradOp op = *kernel.getBody().getOps<AttentionGradOp>().begin();
+    Value dq = op.getDq();
+    if (!getElementTypeOrSelf(dq.getType()).isF32() || !dq.hasOneUse() ||
+        !isa<YieldOp>(*dq.getUsers().begin()))
+      return kernel.emitOpError(
+          "adds dq into memory (dqAtomic): dq must be f32 and a result of "
+          "the kernel, used by nothing else");
+  }
   auto mma = kernel.getTilingAs<MmaTilingAttr>();
   if (isa_and_nonnull<MmaPipelineAttr>(pipeline) != bool(pipeline && mma) ||
       isa_and_nonnull<FlashPipelineAttr>(pipeline) !=
@@ -644,6 +656,19 @@ int64_t KernelOp::runtimeExtentIndex(unsigned input, int64_t dim) {
     if (pairs[i] == input && pairs[i + 1] == dim)
       return i / 2;
   return -1;
+}
+
+SmallVector<unsigned> KernelOp::resultsAddedInto() {
+  auto grad = getTilingAs<FlashGradTilingAttr>();
+  auto ops = getBody().getOps<AttentionGradOp>();
+  if (!grad || !grad.getDqAtomic() || ops.empty())
+    return {};
+  // The verifier holds dq to a result of the kernel, yielded directly.
+  Value dq = (*ops.begin()).getDq();
+  for (OpOperand &use : dq.getUses())
+    if (isa<YieldOp>(use.getOwner()))
+      return {use.getOperandNumber()};
+  return {};
 }
 
 bool KernelOp::copiesWithTma() {

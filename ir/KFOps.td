@@ -576,6 +576,9 @@ def KF_KernelOp : KF_Op<"kernel", [IsolatedFromAbove, SingleBlock]> {
     bool usesWgmma();
     /// The index among `runtime_extents`' pairs of (input, dim), or -1.
     int64_t runtimeExtentIndex(unsigned input, int64_t dim);
+    /// The results the kernel's blocks add into (atomics), which its
+    /// launch zeroes first: FlashAttention backward's dq with dqAtomic.
+    ::llvm::SmallVector<unsigned> resultsAddedInto();
   }];
 }
 

@@ -42,6 +42,7 @@ namespace kfuse::runtime {
   X(cuMemcpyDtoH_v2)                                                           \
   X(cuMemcpyDtoDAsync_v2)                                                      \
   X(cuMemsetD8_v2)                                                             \
+  X(cuMemsetD8Async)                                                           \
   X(cuModuleLoadData)                                                          \
   X(cuModuleUnload)                                                            \
   X(cuModuleGetFunction)                                                       \
@@ -69,9 +70,11 @@ namespace kfuse::runtime {
   X(cuGraphDestroy)                                                            \
   X(cuGraphAddKernelNode_v2)                                                   \
   X(cuGraphAddMemcpyNode)                                                      \
+  X(cuGraphAddMemsetNode)                                                      \
   X(cuGraphInstantiateWithFlags)                                               \
   X(cuGraphExecKernelNodeSetParams_v2)                                         \
   X(cuGraphExecMemcpyNodeSetParams)                                            \
+  X(cuGraphExecMemsetNodeSetParams)                                            \
   X(cuGraphExecDestroy)                                                        \
   X(cuGraphLaunch)                                                             \
   X(cuDeviceGraphMemTrim)                                                      \

@@ -44,6 +44,7 @@ LaunchGraph::create(Driver &d, const Plan &plan, const LoadedModule &module,
   g->extents = extents;
   g->launchesOf.resize(buffers);
   g->copiesOf.resize(buffers);
+  g->zeroesOf.resize(buffers);
   for (uint32_t k = 0; k < plan.launches.size(); ++k)
     for (uint32_t b : plan.launches[k].buffers)
       if (g->launchesOf[b].empty() || g->launchesOf[b].back() != k)
@@ -51,6 +52,8 @@ LaunchGraph::create(Driver &d, const Plan &plan, const LoadedModule &module,
   for (uint32_t c = 0; c < plan.copies.size(); ++c)
     for (uint32_t b : {plan.copies[c].dst, plan.copies[c].src})
       g->copiesOf[b].push_back(c);
+  for (uint32_t z = 0; z < plan.zeroes.size(); ++z)
+    g->zeroesOf[plan.zeroes[z].buffer].push_back(z);
   KFUSE_RETURN_IF_ERROR(g->build());
   return g;
 }
@@ -63,16 +66,21 @@ LaunchGraph::~LaunchGraph() {
     driver.cuGraphDestroy(graph);
 }
 
-/// The graph: kernels -> copies, each node after the one before, as the
-/// launches follow each other on a stream.
+/// The graph: (zeroes ->) kernels -> copies, each node after the one
+/// before, as the launches follow each other on a stream.
 Status LaunchGraph::build() {
   Driver &d = driver;
   KFUSE_RETURN_IF_ERROR(d.check(d.cuGraphCreate(&graph, 0), "cuGraphCreate"));
   CUgraphNode last = nullptr;
   maps.resize(plan.launches.size());
   kernelNodes.assign(plan.launches.size(), nullptr);
-  for (size_t k = 0; k < plan.launches.size(); ++k)
+  zeroNodes.assign(plan.zeroes.size(), nullptr);
+  for (size_t k = 0; k < plan.launches.size(); ++k) {
+    for (size_t z = 0; z < plan.zeroes.size(); ++z)
+      if (plan.zeroes[z].launch == k)
+        KFUSE_RETURN_IF_ERROR(addZero(z, last));
     KFUSE_RETURN_IF_ERROR(addKernel(k, last));
+  }
   copyNodes.assign(plan.copies.size(), nullptr);
   for (size_t c = 0; c < plan.copies.size(); ++c)
     KFUSE_RETURN_IF_ERROR(addCopy(c, last));
@@ -133,6 +141,29 @@ Status LaunchGraph::addCopy(size_t c, CUgraphNode &last) {
   return Status::ok();
 }
 
+CUDA_MEMSET_NODE_PARAMS LaunchGraph::zeroParams(size_t z) const {
+  uint32_t buffer = plan.zeroes[z].buffer;
+  CUDA_MEMSET_NODE_PARAMS p = {};
+  p.dst = table[buffer];
+  p.value = 0;
+  p.elementSize = 1;
+  p.width = plan.buffers[buffer].bytes;
+  p.height = 1;
+  return p;
+}
+
+Status LaunchGraph::addZero(size_t z, CUgraphNode &last) {
+  if (plan.buffers[plan.zeroes[z].buffer].bytes == 0)
+    return Status::ok();
+  CUDA_MEMSET_NODE_PARAMS p = zeroParams(z);
+  KFUSE_RETURN_IF_ERROR(driver.check(
+      driver.cuGraphAddMemsetNode(&zeroNodes[z], graph, &last, last ? 1 : 0,
+                                  &p, driver.context),
+      "cuGraphAddMemsetNode"));
+  last = zeroNodes[z];
+  return Status::ok();
+}
+
 /// Points the nodes that use a buffer that moved at its new address
 /// (`newTable`), and records the addresses the nodes now hold.
 Status LaunchGraph::refresh(const CUdeviceptr *newTable,
@@ -155,6 +186,14 @@ Status LaunchGraph::refresh(const CUdeviceptr *newTable,
       staleLaunches[k] = 1;
     for (uint32_t c : copiesOf[b])
       staleCopies[c] = 1;
+    for (uint32_t z : zeroesOf[b])
+      if (zeroNodes[z]) {
+        CUDA_MEMSET_NODE_PARAMS p = zeroParams(z);
+        KFUSE_RETURN_IF_ERROR(d.check(
+            d.cuGraphExecMemsetNodeSetParams(exec, zeroNodes[z], &p, d.context),
+            "cuGraphExecMemsetNodeSetParams"));
+        ++updates;
+      }
   }
   for (size_t k = 0; k < plan.launches.size(); ++k) {
     if (!staleLaunches[k] || !kernelNodes[k])

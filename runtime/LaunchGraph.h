@@ -3,7 +3,8 @@
 // Launching kernel by kernel costs the host a few microseconds each, and a
 // decode step of twenty small kernels then runs at the speed of the host.
 // A LaunchGraph instantiates a plan's launches and copies once, as a chain
-// of nodes in a CUDA graph, and enqueues a run with one cuGraphLaunch.
+// of nodes in a CUDA graph (each launch after the memsets of the buffers
+// it adds into), and enqueues a run with one cuGraphLaunch.
 //
 // Its temporaries lie in the stream's workspace arena (WorkspaceArenas),
 // which moves only when it grows or a run goes to another stream. The
@@ -97,8 +98,10 @@ private:
   Status build();
   Status addKernel(size_t k, CUgraphNode &last);
   Status addCopy(size_t c, CUgraphNode &last);
+  Status addZero(size_t z, CUgraphNode &last);
   CUDA_KERNEL_NODE_PARAMS kernelNodeParams(size_t k, void **params);
   CUDA_MEMCPY3D copyParams(size_t c) const;
+  CUDA_MEMSET_NODE_PARAMS zeroParams(size_t z) const;
   Status refresh(const CUdeviceptr *newTable, const ExtentValues &sizes);
 
   Driver &driver;
@@ -112,9 +115,10 @@ private:
   ExtentValues extents;
   std::vector<CUgraphNode> kernelNodes; ///< per launch; null for empty grids
   std::vector<CUgraphNode> copyNodes;   ///< per copy; null for empty copies
+  std::vector<CUgraphNode> zeroNodes;   ///< per zero; null for empty buffers
   std::vector<LaunchTensorMaps> maps;   ///< per launch
-  /// Per buffer: the launches and copies that use it.
-  std::vector<std::vector<uint32_t>> launchesOf, copiesOf;
+  /// Per buffer: the launches, copies and zeroes that use it.
+  std::vector<std::vector<uint32_t>> launchesOf, copiesOf, zeroesOf;
   /// Scratch for refresh(): which launches and copies to refresh.
   std::vector<char> staleLaunches, staleCopies;
   uint64_t updates = 0;

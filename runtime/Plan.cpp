@@ -41,7 +41,7 @@ static void blob(std::ostringstream &os, const std::string &name,
 
 std::string Plan::serialize(bool withDumps) const {
   std::ostringstream os;
-  os << "kfuse-plan 5\n";
+  os << "kfuse-plan 6\n";
   os << "buffers " << buffers.size() << "\n";
   for (const BufferDesc &b : buffers) {
     os << "b " << int(b.role) << " " << b.index << " " << dtypeName(b.dtype)
@@ -69,6 +69,9 @@ std::string Plan::serialize(bool withDumps) const {
       os << "\n";
     }
   }
+  os << "zeroes " << zeroes.size() << "\n";
+  for (const ZeroDesc &z : zeroes)
+    os << "z " << z.launch << " " << z.buffer << "\n";
   os << "copies " << copies.size() << "\n";
   for (const CopyDesc &c : copies)
     os << "c " << c.dst << " " << c.src << "\n";
@@ -277,7 +280,7 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
   Reader r(text);
   Plan plan;
   r.expect("kfuse-plan");
-  r.expect("5");
+  r.expect("6");
   r.endLine();
   r.expect("buffers");
   size_t numBuffers = r.count();
@@ -296,6 +299,16 @@ std::optional<Plan> Plan::deserialize(std::string_view text) {
     if (!l)
       return std::nullopt;
     plan.launches.push_back(std::move(*l));
+  }
+  // (Bounded by both counts here; each field by its own below.)
+  auto zeroes = readBufferPairs(r, "zeroes", "z",
+                                std::max(numBuffers, plan.launches.size()));
+  if (!zeroes)
+    return std::nullopt;
+  for (auto [launch, buffer] : *zeroes) {
+    if (launch >= plan.launches.size() || buffer >= numBuffers)
+      return std::nullopt;
+    plan.zeroes.push_back({launch, buffer});
   }
   auto copies = readBufferPairs(r, "copies", "c", numBuffers);
   auto inPlace = readBufferPairs(r, "in-place", "i", numBuffers);

@@ -70,6 +70,11 @@ struct LaunchDesc {
 struct CopyDesc {
   uint32_t dst, src;
 };
+/// A buffer that launch `launch` adds into (atomics), zeroed on the stream
+/// just before it.
+struct ZeroDesc {
+  uint32_t launch, buffer;
+};
 
 /// An input and an output that may be one buffer (the same address and
 /// size): the plan reads each element of the input before it writes the
@@ -82,6 +87,7 @@ struct InPlaceDesc {
 struct Plan {
   std::vector<BufferDesc> buffers; ///< inputs, then outputs, then temporaries
   std::vector<LaunchDesc> launches;
+  std::vector<ZeroDesc> zeroes; ///< each before its launch
   std::vector<CopyDesc> copies; ///< after the launches
   std::vector<InPlaceDesc> inPlace;
   std::string ptx;

@@ -28,7 +28,8 @@ struct KFAttachTargetPass
     auto target = TargetAttr::getChecked(
         [&] { return module.emitError("kf-attach-target: "); },
         module.getContext(), StringRef(chip.getValue()), sms.getValue(),
-        aligned.getValue(), wgmma.getValue(), allowTF32.getValue());
+        aligned.getValue(), wgmma.getValue(), allowTF32.getValue(),
+        unorderedAdds.getValue());
     if (!target)
       return signalPassFailure();
     module->setAttr(TargetAttr::moduleAttrName, target);

@@ -75,6 +75,8 @@ def KFAttachTargetPass : Pass<"kf-attach-target", "mlir::ModuleOp"> {
            "the target has Hopper's warpgroup MMA (sm_90a)">,
     Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
            "f32 matmuls may take TF32 tensor cores">,
+    Option<"unorderedAdds", "unordered-adds", "bool", /*default=*/"false",
+           "kernels may add partial results in any order (not deterministic)">,
   ];
   // They read `kf.target`, which needs the dialect loaded.
   let dependentDialects = ["kfuse::kf::KFDialect"];
@@ -188,6 +190,32 @@ def KFSplitReductionPass : Pass<"kf-split-reduction", "mlir::ModuleOp"> {
     %v = kf.reshape %x : tensor<4x1048576xf32> -> tensor<4x128x8192xf32>
     %p = kf.reduce sum %v [2] : tensor<4x128x8192xf32> -> tensor<4x128xf32>
     %s = kf.reduce sum %p [1] : tensor<4x128xf32> -> tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["kfuse::kf::KFDialect"];
+}
+
+def KFAtomicDqPass : Pass<"kf-atomic-dq", "mlir::ModuleOp"> {
+  let summary = "Let attention backward's key blocks add up dq (not deterministic)";
+  let description = [{
+    Rewrites each `kf.attention_grad` of f16 or bf16 operands with head
+    dims up to 128 to produce dq in f32, followed by a `kf.cast` to dq's
+    old type. kf-tile then gives the kernel only key blocks, each adding
+    its keys' share of every query tile's dq into the f32 buffer with
+    atomics (FlashGradTilingAttr's `dqAtomic`), and the launch zeroes that
+    buffer first. Faster (no query blocks recomputing the probabilities),
+    but the adds come in any order: dq's last bits change from run to run.
+    Only where `kf.target` allows unordered adds (the compile is not
+    `deterministic`); before kf-fuse.
+
+    Before:
+    ```mlir
+    %dq, %dk, %dv = kf.attention_grad ... -> tensor<4x16x2048x64xbf16>, ...
+    ```
+    After:
+    ```mlir
+    %acc, %dk, %dv = kf.attention_grad ... -> tensor<4x16x2048x64xf32>, ...
+    %dq = kf.cast %acc : tensor<4x16x2048x64xf32> -> tensor<4x16x2048x64xbf16>
     ```
   }];
   let dependentDialects = ["kfuse::kf::KFDialect"];

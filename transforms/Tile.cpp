@@ -305,17 +305,22 @@ Decision decideFlashAttention(AttentionOp op) {
 
 /// FlashAttention's backward: blocks of 128 keys (dk, dv) then blocks of
 /// 128 query rows (dq), two warpgroups each, over tiles of 64.
-Decision decideFlashAttentionGrad(AttentionGradOp op) {
+Decision decideFlashAttentionGrad(AttentionGradOp op, TargetAttr target) {
   ArrayRef<int64_t> q = shapeOf(op.getQ()), k = shapeOf(op.getK());
   constexpr int64_t rows = 128;
   int64_t kvBlocks = k[0] * k[1] * ((k[2] + rows - 1) / rows);
   int64_t qBlocks = q[0] * q[1] * ((q[2] + rows - 1) / rows);
   int64_t headDim = (q[3] + 63) / 64 * 64;
   int64_t valueDim = (shapeOf(op.getV())[3] + 63) / 64 * 64;
-  int64_t blocks = kvBlocks + qBlocks;
+  // Where adds may come in any order, an f32 dq (kf-atomic-dq's) is added
+  // into by the key blocks, with no query blocks.
+  bool dqAtomic =
+      target.getUnorderedAdds() &&
+      getElementTypeOrSelf(op.getDq().getType()).isF32();
+  int64_t blocks = dqAtomic ? kvBlocks : kvBlocks + qBlocks;
   return {blocks, 2 * rows, blocks,
           FlashGradTilingAttr::get(op.getContext(), rows, 64, headDim,
-                                   valueDim, kvBlocks)};
+                                   valueDim, kvBlocks, dqAtomic)};
 }
 
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
@@ -388,7 +393,7 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
         !flashAttentionRefusal(kernel, aligned, target.getWgmma()))
       return decideFlashAttention(attentionOf(kernel));
     if (kernel.getKind() == KernelKind::attention_grad)
-      return decideFlashAttentionGrad(attentionGradOf(kernel));
+      return decideFlashAttentionGrad(attentionGradOf(kernel), target);
     return {std::min((items + blockSize - 1) / blockSize, sms * 32), blockSize,
             items};
   }

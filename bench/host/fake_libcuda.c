@@ -35,6 +35,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr d, const void *s, size_t n) { memcpy((void 
 CUresult cuMemcpyDtoH_v2(void *d, CUdeviceptr s, size_t n) { memcpy(d, (void *)s, n); return 0; }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, CUstream st) { return 0; }
 CUresult cuMemsetD8_v2(CUdeviceptr d, unsigned char v, size_t n) { return 0; }
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, CUstream s) { return 0; }
 CUresult cuModuleLoadData(CUmodule *m, const void *img) { *m = H(CUmodule); return 0; }
 CUresult cuModuleUnload(CUmodule m) { return 0; }
 CUresult cuModuleGetFunction(CUfunction *f, CUmodule m, const char *n) { *f = H(CUfunction); return 0; }
@@ -59,6 +60,8 @@ CUresult cuGraphCreate(CUgraph *g, unsigned f) { *g = H(CUgraph); return 0; }
 CUresult cuGraphDestroy(CUgraph g) { return 0; }
 CUresult cuGraphAddKernelNode_v2(CUgraphNode *n, CUgraph g, const CUgraphNode *d, size_t nd, const CUDA_KERNEL_NODE_PARAMS *p) { *n = H(CUgraphNode); return 0; }
 CUresult cuGraphAddMemcpyNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d, size_t nd, const CUDA_MEMCPY3D *p, CUcontext c) { *n = H(CUgraphNode); return 0; }
+CUresult cuGraphAddMemsetNode(CUgraphNode *n, CUgraph g, const CUgraphNode *d, size_t nd, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext c) { *n = H(CUgraphNode); return 0; }
+CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext c) { return 0; }
 CUresult cuGraphInstantiateWithFlags(CUgraphExec *e, CUgraph g, unsigned long long f) { *e = H(CUgraphExec); return 0; }
 CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec e, CUgraphNode n, const CUDA_KERNEL_NODE_PARAMS *p) { return 0; }
 CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec e, CUgraphNode n, const CUDA_MEMCPY3D *p, CUcontext c) { return 0; }

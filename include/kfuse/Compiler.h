@@ -80,6 +80,13 @@ struct CompileOptions {
   /// session 41's decode step (KV 4096: 2.04x its floor split, 2.60x
   /// whole, same run on an H200).
   bool splitKeys = true;
+  /// Results are the same bits from run to run. Off, kernels may add
+  /// partial results with atomics in whatever order they come: today
+  /// FlashAttention's backward, whose key blocks then add up dq themselves
+  /// (kf-atomic-dq) instead of query blocks recomputing the probabilities
+  /// for it. Off is PyTorch's default; on here until the GPU has measured
+  /// the atomic kernel.
+  bool deterministic = true;
   /// Disk cache directory; empty means $KFUSE_CACHE_DIR, else
   /// $XDG_CACHE_HOME/kfuse, else ~/.cache/kfuse.
   std::string cacheDir;

@@ -227,6 +227,7 @@ typedef struct kfuse_compile_options {
      ("L" or "L,B"; NULL: none): kfuse::CompileOptions::dynamicDims. */
   const char *dynamic_dims;
   int split_keys; /* kfuse::CompileOptions::splitKeys */
+  int deterministic; /* kfuse::CompileOptions::deterministic */
 } kfuse_compile_options;
 
 /* The defaults of kfuse::CompileOptions. */

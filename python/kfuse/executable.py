@@ -276,7 +276,8 @@ _LAUNCH_MODES = {"auto": 0, "kernels": 1, "graph": 2}
 
 
 def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
-            allow_tf32=False, split_k=True, split_keys=True, disk_cache=True,
+            allow_tf32=False, split_k=True, split_keys=True,
+            deterministic=True, disk_cache=True,
             cache_dir=None, launch="auto", dynamic=()):
     """Compiles `graph` (works without a GPU; running needs one).
 
@@ -287,6 +288,10 @@ def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
     `split_keys` runs an attention whose query tiles leave most SMs idle
     (a decode step over a long KV cache) over chunks of its keys at once
     (flash-decoding; kfuse::CompileOptions::splitKeys).
+
+    `deterministic=False` lets kernels add partial results with atomics
+    in any order (FlashAttention's backward: dq), faster, the last bits of
+    such results then varying from run to run.
 
     `dynamic` names symbolic dims whose sizes change from call to call (a
     KV cache's length): sizes share a compile per power of two (64 at
@@ -305,6 +310,7 @@ def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
     options.allow_tf32 = int(allow_tf32)
     options.split_k = int(split_k)
     options.split_keys = int(split_keys)
+    options.deterministic = int(deterministic)
     options.disk_cache = int(disk_cache)
     options.cache_dir = cache_dir.encode() if cache_dir else None
     options.launch = _LAUNCH_MODES[launch]

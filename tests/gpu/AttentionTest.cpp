@@ -295,4 +295,63 @@ INSTANTIATE_TEST_SUITE_P(
                        bench::AttentionShape{1, 4, 4, 640, 64, false, true})),
     [](const auto &info) { return info.param.first; });
 
+/// FlashAttention's backward with `deterministic` off: key blocks add dq up
+/// with atomics into an f32 buffer the launch zeroes (kf-atomic-dq). Every
+/// joint attention graph of the gradient cases, each launch mode, three
+/// runs of one executable (a run whose dq were not zeroed first would add
+/// onto the last one's), each against the evaluator.
+class AtomicDq : public ::testing::TestWithParam<kfuse::testing::OpCase> {};
+
+TEST_P(AtomicDq, MatchesEvaluatorRunAfterRun) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  const kfuse::testing::OpCase &c = GetParam();
+  Graph g(c.name);
+  c.build(g);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  uint64_t seed = freshSeed();
+  std::vector<HostTensor> inputs;
+  std::vector<TensorInfo> infos = g.inputs();
+  for (size_t i = 0; i < infos.size(); ++i)
+    inputs.push_back(HostTensor::random(infos[i].dtype, c.shapes[i], seed + i));
+  Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
+  ASSERT_TRUE(reference) << reference.error().message();
+  for (Launch launch : {Launch::Kernels, Launch::Graph}) {
+    CompileOptions options;
+    options.diskCache = false;
+    options.deterministic = false;
+    options.launch = launch;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    Expected<std::string> fused = exe->dump(Stage::Fused);
+    ASSERT_TRUE(fused) << fused.error().message();
+    EXPECT_NE(fused->find("dqAtomic = true"), std::string::npos) << *fused;
+    for (int run = 0; run < 3; ++run) {
+      Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
+      ASSERT_TRUE(out) << out.error().message();
+      std::vector<TensorInfo> outputs = g.outputs();
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        double error = relativeError((*out)[i], (*reference)[i]);
+        EXPECT_LE(error, kfuse::testing::outputTolerance(g, outputs[i], 1024))
+            << outputs[i].name << ", run " << run << ", "
+            << (launch == Launch::Graph ? "graph" : "kernels") << ", seed "
+            << seed;
+      }
+    }
+  }
+}
+
+std::vector<kfuse::testing::OpCase> attentionGradientCases() {
+  std::vector<kfuse::testing::OpCase> all = kfuse::testing::allOpCases(), out;
+  for (const kfuse::testing::OpCase &c : all)
+    if (c.name.rfind("grad_attention_flash", 0) == 0)
+      out.push_back(c);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    FlashGradients, AtomicDq, ::testing::ValuesIn(attentionGradientCases()),
+    [](const auto &info) { return info.param.name; });
+
 } // namespace

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 #include <fstream>
@@ -44,6 +45,7 @@ Plan samplePlan() {
   rows.box[2] = 1;
   rows.rowsExtent = 0;
   p.launches[1].tensorMaps = {map, rows};
+  p.zeroes = {{1, 1}};
   p.copies = {{1, 0}};
   p.inPlace = {{0, 1}};
   p.ptx = ".version 8.0\n.target sm_90\n";
@@ -89,6 +91,11 @@ void expectEqual(const Plan &a, const Plan &b) {
     }
   }
   EXPECT_EQ(a.copies.size(), b.copies.size());
+  ASSERT_EQ(a.zeroes.size(), b.zeroes.size());
+  for (size_t i = 0; i < a.zeroes.size(); ++i) {
+    EXPECT_EQ(a.zeroes[i].launch, b.zeroes[i].launch);
+    EXPECT_EQ(a.zeroes[i].buffer, b.zeroes[i].buffer);
+  }
   ASSERT_EQ(a.inPlace.size(), b.inPlace.size());
   for (size_t i = 0; i < a.inPlace.size(); ++i)
     EXPECT_TRUE(b.allowsInPlace(a.inPlace[i].input, a.inPlace[i].output));
@@ -139,7 +146,9 @@ TEST(Plan, RejectsCorruptFields) {
   EXPECT_FALSE(corrupt("blob ptx " + ptxSize,
                        "blob ptx " + ptxSize + "1")); // wrong length
   EXPECT_FALSE(corrupt("launches 2", "launches 3"));
-  EXPECT_FALSE(corrupt("kfuse-plan 5", "kfuse-plan 4"));
+  EXPECT_FALSE(corrupt("kfuse-plan 6", "kfuse-plan 5"));
+  EXPECT_FALSE(corrupt("z 1 1", "z 2 1"));         // zeroed before no launch
+  EXPECT_FALSE(corrupt("z 1 1", "z 1 3"));         // zeroes no buffer
   EXPECT_FALSE(corrupt("i 0 1", "i 0 7"));         // in place on no buffer
   EXPECT_FALSE(corrupt("m 0 2 -1 8 8", "m 0 2 -1 8 0")); // an empty box
   EXPECT_FALSE(corrupt("m 0 2", "m 5 2"));         // map of no buffer
@@ -169,6 +178,47 @@ inPlacePairs(const std::function<void(Graph &)> &build) {
     for (const InPlaceDesc &p : plan->inPlace)
       pairs.push_back({p.input, p.output});
   return pairs;
+}
+
+/// Attention's backward compiled with and without `deterministic`: only
+/// without does its plan zero a buffer, the f32 dq its launch adds into.
+TEST(Plan, ZeroesWhatAKernelAddsInto) {
+  Graph forward("attention");
+  Tensor q = forward.input("q", DType::bf16, {1, 2, 200, 64});
+  Tensor k = forward.input("k", DType::bf16, {1, 2, 200, 64});
+  Tensor v = forward.input("v", DType::bf16, {1, 2, 200, 64});
+  AttentionOptions o;
+  o.causal = true;
+  forward.output("o", attention(q, k, v, o));
+  Expected<Graph> joint = vjp(forward);
+  ASSERT_TRUE(joint) << joint.error().message();
+  Expected<std::string> text = joint->toMLIR();
+  ASSERT_TRUE(text) << text.error().message();
+  for (bool deterministic : {true, false}) {
+    compiler::CompileRequest request;
+    request.graphText = *text;
+    request.stopAfter = Stage::GPU;
+    request.deterministic = deterministic;
+    Expected<Plan> plan = compiler::compileGraph(request);
+    ASSERT_TRUE(plan) << plan.error().message();
+    if (deterministic) {
+      EXPECT_TRUE(plan->zeroes.empty());
+      continue;
+    }
+    ASSERT_EQ(plan->zeroes.size(), 1u);
+    const ZeroDesc &z = plan->zeroes[0];
+    ASSERT_LT(z.launch, plan->launches.size());
+    const LaunchDesc &launch = plan->launches[z.launch];
+    EXPECT_NE(launch.kernel.find("attention_grad"), std::string::npos)
+        << launch.kernel;
+    EXPECT_NE(std::find(launch.buffers.begin(), launch.buffers.end(),
+                        z.buffer),
+              launch.buffers.end());
+    const BufferDesc &dq = plan->buffers[z.buffer];
+    EXPECT_EQ(dq.role, BufferRole::Temp);
+    EXPECT_EQ(dq.dtype, DType::f32);
+    EXPECT_EQ(dq.shape, (std::vector<int64_t>{1, 2, 200, 64}));
+  }
 }
 
 /// Only a lone pointwise kernel's streamed inputs may share memory with

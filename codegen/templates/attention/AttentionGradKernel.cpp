@@ -24,6 +24,13 @@
 // from run to run. dk and dv are summed over the heads of a group in the
 // loop.
 //
+// With dqAtomic (an f32 dq, zeroed by the launch) there are no query
+// blocks: a key block also stores each tile's dS^T to shared memory, and
+// after a barrier each warpgroup multiplies it by half of the block's K
+// columns, dQ_i += dS K (M = the tile's 64 queries, K = the block's 128
+// keys), adding the partial into dq with atomics. That is FlashAttention
+// 3's five tile products a tile instead of seven, the exponentials once.
+//
 //===----------------------------------------------------------------------===//
 
 #include "codegen/emitter/Wgmma.h"
@@ -92,6 +99,8 @@ private:
   void copyTile(const Roles &roles, Value slice, Value row0, Value stage);
   Value stageA(Value stage);
   Value stageB(Value stage);
+  /// dqAtomic's dS^T tile, after the stages.
+  int64_t dsAt() const { return (kRows + 2 * kTile) * (dp + dvp); }
   /// Issues X = ownA tileA^T and Y = ownB tileB^T for the warpgroup's 64
   /// rows, a wgmma group each; returns their accumulator structs (read
   /// only after waiting for their group).
@@ -130,6 +139,15 @@ private:
   /// `tileAt`, read M/N-major (its rows along K), `width` columns.
   SmallVector<Value> accumulate(SmallVector<Value> acc, ArrayRef<Value> a,
                                 Value tileAt, int64_t width);
+  /// dqAtomic: dS^T (the warpgroup's 64 keys by the tile's 64 queries, as
+  /// accumulators) into shared memory, M-major for dQ's product.
+  void storeTransposedDs(ArrayRef<Value> ds);
+  /// dqAtomic: issues dS K for the warpgroup's half of the head dim (after
+  /// both warpgroups stored dS^T); returns the accumulator struct.
+  Value issueDqProduct();
+  /// dqAtomic: adds the product's accumulators `part` into dq's rows of
+  /// the tile (query slice `slice`, rows from `row0`).
+  void addDq(ArrayRef<Value> part, Value slice, Value row0);
   /// Row (of the warpgroup's 64) and column (of the tile's 64) of
   /// accumulator i of a 64-column product.
   std::pair<Value, Value> position(int64_t i);
@@ -149,6 +167,7 @@ private:
 
   AttentionGradOp op;
   int64_t heads, kvHeads, group, sq, sk, d, dv, dp, dvp, kvBlocks;
+  bool dqAtomic;
   double scale;
   Type dtype;
   LogicalResult status = success();
@@ -171,6 +190,7 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
   dp = tiling.getHeadDim();
   dvp = tiling.getValueDim();
   kvBlocks = tiling.getKvBlocks();
+  dqAtomic = tiling.getDqAtomic();
   scale = op.getScale().convertToDouble();
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
   // q, k, v and dout: kernel arguments or views of them; lse and delta:
@@ -217,6 +237,11 @@ LogicalResult FlashAttentionGrad::emit() {
     return failure();
   setUp();
   Value block = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
+  if (dqAtomic) {
+    if (failed(emitKeyBlock(block)))
+      return failure();
+    return status;
+  }
   auto which = scf::IfOp::create(b, l, less(block, idx(kvBlocks)), true);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -232,7 +257,8 @@ LogicalResult FlashAttentionGrad::emit() {
 }
 
 void FlashAttentionGrad::setUp() {
-  shared = dynamicSharedView(b, l, (kRows + 2 * kTile) * (dp + dvp), dtype);
+  shared = dynamicSharedView(
+      b, l, dsAt() + (dqAtomic ? kRows * kTile : 0), dtype);
   sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
   tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   lane = rem(tid, 32);
@@ -242,7 +268,8 @@ void FlashAttentionGrad::setUp() {
 
 /// Shared memory: ownA [dp / 64][128][64], ownB [dvp / 64][128][64], then
 /// two stages of tileA [dp / 64][64][64] and tileB [dvp / 64][64][64] (the
-/// head dims of k and v: q and dout have the same).
+/// head dims of k and v: q and dout have the same), then (dqAtomic) dS^T
+/// [128][64].
 Value FlashAttentionGrad::stageA(Value stage) {
   return add(idx(kRows * (dp + dvp)), mul(stage, kTile * (dp + dvp)));
 }
@@ -516,13 +543,109 @@ SmallVector<Value> FlashAttentionGrad::step(const Roles &roles,
     ds.push_back(arith::MulFOp::create(
         b, l, p[i], arith::SubFOp::create(b, l, y[i], stats.deltaOf(roles, i))));
   SmallVector<Value> dsPacked = packHalfPairs(b, l, ds, dtype);
+  if (dqAtomic)
+    storeTransposedDs(ds);
   SmallVector<Value> first(state.begin(), state.begin() + dp / 2);
   first = accumulate(first, dsPacked, stageA(stage), dp);
   std::copy(first.begin(), first.end(), state.begin());
+  Value dqPart;
+  if (dqAtomic) {
+    // Both warpgroups' dS^T stored and visible to wgmma.
+    wgmma::fenceSharedForAsyncProxy(b, l);
+    gpu::BarrierOp::create(b, l);
+    dqPart = issueDqProduct();
+  }
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
   packed.append(dsPacked);
   wgmma::keepRegistersUntilHere(b, l, packed);
+  if (dqAtomic) {
+    SmallVector<Value> part;
+    for (int64_t i = 0; i < dp / 4; ++i)
+      part.push_back(LLVM::ExtractValueOp::create(b, l, dqPart, i));
+    addDq(part, slice, row0);
+  }
   return state;
+}
+
+void FlashAttentionGrad::storeTransposedDs(ArrayRef<Value> ds) {
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  for (int64_t i = 0; i + 1 < kTile / 2; i += 2) {
+    auto [key, query] = position(i);
+    Value pair = vector::FromElementsOp::create(b, l, pairType,
+                                                ValueRange{ds[i], ds[i + 1]});
+    Value half = arith::TruncFOp::create(b, l, VectorType::get({2}, dtype), pair);
+    // (swizzledOffset gives the 16-byte chunk; the pair lies inside it.)
+    Value at = add(add(idx(dsAt()), rem(query, 8)),
+                   wgmma::swizzledOffset(b, l, key, query, false));
+    // (An even element of a 16-byte chunk: one 4-byte store.)
+    vector::StoreOp::create(b, l, half, shared, ValueRange{at},
+                            /*nontemporal=*/false, llvm::MaybeAlign(4));
+  }
+}
+
+Value FlashAttentionGrad::issueDqProduct() {
+  MLIRContext *ctx = b.getContext();
+  int64_t n = dp / 2;
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(n / 2, b.getF32Type()));
+  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, n, 16);
+  NVVM::WGMMATypes type =
+      dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
+  // A: dS^T's rows are keys (K), 64 queries (M) each; B: the block's own K
+  // rows (K) from column warpgroup * n, within one 64-column atom column
+  // (n <= 64). Both M/N-major; a step of 16 keys is 16 rows of 128 bytes.
+  Value col = mul(warpgroup, n);
+  Value kAt = add(mul(div(col, 64), kRows * 64), rem(col, 64));
+  Value aBase = wgmma::descriptor(b, l, add(sharedBase, idx(2 * dsAt())), false);
+  Value bBase = wgmma::descriptor(b, l, add(sharedBase, mul(kAt, 2)), false);
+  SmallVector<std::pair<Value, Value>> steps;
+  for (int64_t j = 0; j < kRows / 16; ++j)
+    steps.push_back({wgmma::offsetDescriptor(b, l, aBase, 2048 * j),
+                     wgmma::offsetDescriptor(b, l, bBase, 2048 * j)});
+  NVVM::WgmmaFenceAlignedOp::create(b, l);
+  Value all = LLVM::UndefOp::create(b, l, accType);
+  for (auto [j, step] : llvm::enumerate(steps))
+    all = NVVM::WgmmaMmaAsyncOp::create(
+        b, l, accType, all, step.first, step.second, shape, type, type,
+        NVVM::WGMMATypes::f32,
+        j == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
+        NVVM::MMALayout::col, NVVM::MMALayout::row, /*satfinite=*/nullptr);
+  NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
+  return all;
+}
+
+void FlashAttentionGrad::addDq(ArrayRef<Value> part, Value slice, Value row0) {
+  std::optional<unsigned> result = resultIndexOf(e.kernel(), op.getDq());
+  if (!result)
+    return;
+  unsigned arg = e.kernel().getNumOperands() + *result;
+  Value memref = e.gpuFunc().getArgument(arg);
+  Value scaleBy = e.f32(scale);
+  // Accumulator i of the warpgroup's m64nN product: row (query of the
+  // tile) and column as position(), within the warpgroup's 64 rows.
+  Value rowBase = add(mul(div(rem(tid, 128), 32), 16), div(lane, 4));
+  Value colBase = add(mul(warpgroup, dp / 2), mul(rem(lane, 4), 2));
+  for (int64_t i = 0; i < int64_t(part.size()); i += 2) {
+    int64_t c = 8 * (i / 4);
+    if (c >= d) // padding columns of the warpgroup's half, where d < dp
+      continue;
+    Value query = add(row0, add(rowBase, idx(i % 4 >= 2 ? 8 : 0)));
+    Value col = add(colBase, idx(c));
+    Value inside = arith::AndIOp::create(b, l, less(query, idx(sq)),
+                                         less(col, idx(d)));
+    auto ifInside = scf::IfOp::create(b, l, inside, false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(ifInside.thenBlock());
+    Value linear = add(mul(add(mul(slice, sq), query), d), col);
+    Value at = e.offsetOf(arg, BufferIndex(linear, add(mul(slice, sq), query),
+                                           col));
+    for (int64_t j = 0; j < 2; ++j)
+      memref::AtomicRMWOp::create(
+          b, l, arith::AtomicRMWKind::addf,
+          arith::MulFOp::create(b, l, part[i + j], scaleBy), memref,
+          ValueRange{add(at, idx(j))});
+  }
 }
 
 /// A block of 128 keys of one kv head: the query tiles of each head of its
