@@ -89,9 +89,12 @@ public:
   static Expected<Driver *> get();
   /// A driver that opened nothing, its calls null until the caller sets
   /// them: for testing the runtime's bookkeeping (workspaces, graphs)
-  /// against fakes on a machine without a GPU.
-  static std::unique_ptr<Driver> unopened() {
-    return std::unique_ptr<Driver>(new Driver());
+  /// against fakes on a machine without a GPU. `graphs`: the caller sets
+  /// the graph calls too (hasGraphs()).
+  static std::unique_ptr<Driver> unopened(bool graphs = false) {
+    std::unique_ptr<Driver> d(new Driver());
+    d->graphs = graphs;
+    return d;
   }
 
 #define KFUSE_DECLARE(name) decltype(&::name) name = nullptr;

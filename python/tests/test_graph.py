@@ -141,6 +141,24 @@ def test_split_keys_runs_a_decode_attention_over_chunks_of_keys():
     assert "tensor<1x32x1024x128xbf16>" in split
 
 
+def test_deterministic_false_lets_attention_backward_add_up_dq():
+    # kf-atomic-dq: the backward kernel's key blocks add dq into an f32
+    # buffer (dqAtomic) and a cast follows; deterministic (the default)
+    # keeps dq's own blocks of query rows.
+    f = kfuse.Graph("attention")
+    q = f.input("q", kfuse.bfloat16, (1, 2, 200, 64))
+    k = f.input("k", kfuse.bfloat16, (1, 2, 200, 64))
+    v = f.input("v", kfuse.bfloat16, (1, 2, 200, 64))
+    f.output("o", kfuse.attention(q, k, v, is_causal=True))
+    joint = kfuse.vjp(f)
+    ordered = kfuse.compile(joint, disk_cache=False).dump("fused")
+    unordered = kfuse.compile(joint, deterministic=False,
+                              disk_cache=False).dump("fused")
+    assert "dqAtomic = false" in ordered and "dqAtomic = true" not in ordered
+    assert "dqAtomic = true" in unordered
+    assert "tensor<1x2x200x64xf32> -> tensor<1x2x200x64xbf16>" in unordered
+
+
 def test_explain_fusion_names_each_edge():
     g = kfuse.Graph()
     x = g.input("x", kfuse.float32, (4, 4))
