@@ -124,9 +124,11 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
                     const std::function<void(Executable &)> &inspectFused = {},
                     const CompileOptions &base = {});
 
-/// `g` compiled fused and timed on zeroed buffers (buffersFor): its median
-/// ms, its kernels and the bytes of its inputs and outputs (Main.cpp).
-Expected<double> timeOnZeros(const Graph &g, int &kernels, double &bytes);
+/// `g` compiled fused (with `options`) and timed on zeroed buffers
+/// (buffersFor): its median ms, its kernels and the bytes of its inputs
+/// and outputs (Main.cpp).
+Expected<double> timeOnZeros(const Graph &g, int &kernels, double &bytes,
+                             const CompileOptions &options = {});
 
 /// The sizes of a tensor of static shape, and its bytes.
 std::vector<int64_t> staticShape(const TensorInfo &info, uint64_t &bytes);

@@ -113,11 +113,12 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
 
 /// `g` compiled fused, timed on zeroed buffers; its kernels and the bytes
 /// of its inputs and outputs.
-Expected<double> timeOnZeros(const Graph &g, int &kernels, double &bytes) {
+Expected<double> timeOnZeros(const Graph &g, int &kernels, double &bytes,
+                             const CompileOptions &options) {
   Expected<Buffers> buffers = buffersFor(g);
   if (!buffers)
     return buffers.error();
-  Expected<Executable> exe = Compiler().compile(g);
+  Expected<Executable> exe = Compiler(options).compile(g);
   if (!exe)
     return exe.error();
   Expected<std::string> fused = exe->dump(Stage::Fused);

@@ -35,7 +35,41 @@ struct TrainingWorkload {
   /// Forward + backward (the block) or the backward alone.
   bool withForward = false;
   std::string peerArg; ///< bench/peers.py --training's argument
+  /// CompileOptions::deterministic (off: attention's dq added up by its
+  /// key blocks, kf-atomic-dq).
+  bool deterministic = true;
 };
+
+struct AttentionShape {
+  int64_t batch, heads, seq, dim;
+  bool causal;
+};
+
+/// The backward of a bf16 attention of shape `a`, against the backward's
+/// FLOPs (five products of the forward's size, half of them for causal) /
+/// 679 TFLOP/s.
+TrainingWorkload attentionBackward(AttentionShape a, bool deterministic) {
+  std::string name = "attn_bwd_s" + std::to_string(a.seq) + "_d" +
+                     std::to_string(a.dim) + (a.causal ? "_causal" : "") +
+                     (deterministic ? "" : "_atomic");
+  double flops =
+      10.0 * a.batch * a.heads * a.seq * a.seq * a.dim / (a.causal ? 2 : 1);
+  auto build = [a, name] {
+    Graph g(name);
+    Shape shape = {a.batch, a.heads, a.seq, a.dim};
+    Tensor q = g.input("q", DType::bf16, shape);
+    Tensor k = g.input("k", DType::bf16, shape);
+    Tensor v = g.input("v", DType::bf16, shape);
+    AttentionOptions o;
+    o.causal = a.causal;
+    g.output("o", attention(q, k, v, o));
+    return g;
+  };
+  return {name, build, flops, false,
+          "attention," + joinInts({a.batch, a.heads, a.seq, a.dim,
+                                   int64_t(a.causal)}),
+          deterministic};
+}
 
 std::vector<TrainingWorkload> trainingWorkloads() {
   std::vector<TrainingWorkload> all;
@@ -53,35 +87,13 @@ std::vector<TrainingWorkload> trainingWorkloads() {
                        },
                        0, false, w.name});
   // FlashAttention's backward alone (kf.attention_grad) against SDPA's,
-  // bf16, against the backward's FLOPs (five products of the forward's
-  // size, half of them for causal) / 679 TFLOP/s.
-  struct AttentionShape {
-    int64_t batch, heads, seq, dim;
-    bool causal;
-  };
+  // each deterministic and not (`_atomic`: dq added up by the key blocks).
   for (AttentionShape a : {AttentionShape{4, 16, 2048, 64, true},
+                           AttentionShape{4, 16, 2048, 64, false},
                            AttentionShape{4, 16, 2048, 128, true},
-                           AttentionShape{4, 16, 2048, 128, false}}) {
-    std::string name = "attn_bwd_s" + std::to_string(a.seq) + "_d" +
-                       std::to_string(a.dim) + (a.causal ? "_causal" : "");
-    double flops = 10.0 * a.batch * a.heads * a.seq * a.seq * a.dim /
-                   (a.causal ? 2 : 1);
-    all.push_back({name,
-                   [a, name] {
-                     Graph g(name);
-                     Shape shape = {a.batch, a.heads, a.seq, a.dim};
-                     Tensor q = g.input("q", DType::bf16, shape);
-                     Tensor k = g.input("k", DType::bf16, shape);
-                     Tensor v = g.input("v", DType::bf16, shape);
-                     AttentionOptions o;
-                     o.causal = a.causal;
-                     g.output("o", attention(q, k, v, o));
-                     return g;
-                   },
-                   flops, false,
-                   "attention," + joinInts({a.batch, a.heads, a.seq, a.dim,
-                                            int64_t(a.causal)})});
-  }
+                           AttentionShape{4, 16, 2048, 128, false}})
+    for (bool deterministic : {true, false})
+      all.push_back(attentionBackward(a, deterministic));
   const BlockShape block{4, 2048, 1024, 16};
   all.push_back({"prenorm_b4_s2048_d1024",
                  [block] { return preNormStack(block, 1, "prenorm_train"); },
@@ -108,8 +120,10 @@ Expected<TrainingRow> measure(const TrainingWorkload &w, double copyGBs,
     return split.error();
   TrainingRow row;
   double backwardBytes = 0, forwardBytes = 0;
-  Expected<double> backward =
-      timeOnZeros(split->backward, row.backwardKernels, backwardBytes);
+  CompileOptions options;
+  options.deterministic = w.deterministic;
+  Expected<double> backward = timeOnZeros(split->backward, row.backwardKernels,
+                                          backwardBytes, options);
   if (!backward)
     return backward.error();
   row.backwardMs = *backward;
