@@ -106,6 +106,11 @@ private:
   /// only after waiting for their group).
   std::pair<Value, Value> issueProducts(Value stage);
   SmallVector<Value> unpack(Value all);
+  /// One wgmma group of m64nNk16 products summed over `steps` (A's and
+  /// B's descriptors, both operands in shared memory, K-major where the
+  /// layout is row for A or col for B); returns the accumulator struct.
+  Value issueGroup(ArrayRef<std::pair<Value, Value>> steps, int64_t n,
+                   NVVM::MMALayout layoutA, NVVM::MMALayout layoutB);
   /// The query rows' statistics in the order of a thread's accumulators:
   /// exp2's shift (-lse log2 e) and delta, two rows (query blocks) or the
   /// 16 columns of the tile (key blocks: the queries are the columns).
@@ -335,12 +340,6 @@ Value FlashAttentionGrad::negShift(Value rowLse) {
 }
 
 std::pair<Value, Value> FlashAttentionGrad::issueProducts(Value stage) {
-  MLIRContext *ctx = b.getContext();
-  auto accType = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(kTile / 2, b.getF32Type()));
-  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, kTile, 16);
-  NVVM::WGMMATypes type =
-      dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   // Every descriptor before the first product: ptxas serialises wgmma
   // when other instructions define their inputs between it and the wait.
   auto descriptors = [&](int64_t ownAt, Value tileAt, int64_t width) {
@@ -359,20 +358,9 @@ std::pair<Value, Value> FlashAttentionGrad::issueProducts(Value stage) {
   auto x = descriptors(0, stageA(stage), dp);
   auto y = descriptors(kRows * dp, stageB(stage), dvp);
   NVVM::WgmmaFenceAlignedOp::create(b, l);
-  auto issue = [&](ArrayRef<std::pair<Value, Value>> steps) {
-    Value all = LLVM::UndefOp::create(b, l, accType);
-    for (auto [i, step] : llvm::enumerate(steps))
-      all = NVVM::WgmmaMmaAsyncOp::create(
-          b, l, accType, all, step.first, step.second, shape, type, type,
-          NVVM::WGMMATypes::f32,
-          i == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-          NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-          NVVM::MMALayout::row, NVVM::MMALayout::col, /*satfinite=*/nullptr);
-    NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
-    return all;
-  };
-  Value xAll = issue(x);
-  return {xAll, issue(y)};
+  Value xAll = issueGroup(x, kTile, NVVM::MMALayout::row, NVVM::MMALayout::col);
+  return {xAll,
+          issueGroup(y, kTile, NVVM::MMALayout::row, NVVM::MMALayout::col)};
 }
 
 SmallVector<Value> FlashAttentionGrad::unpack(Value all) {
@@ -584,13 +572,7 @@ void FlashAttentionGrad::storeTransposedDs(ArrayRef<Value> ds) {
 }
 
 Value FlashAttentionGrad::issueDqProduct() {
-  MLIRContext *ctx = b.getContext();
   int64_t n = dp / 2;
-  auto accType = LLVM::LLVMStructType::getLiteral(
-      ctx, SmallVector<Type>(n / 2, b.getF32Type()));
-  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, n, 16);
-  NVVM::WGMMATypes type =
-      dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   // A: dS^T's rows are keys (K), 64 queries (M) each; B: the block's own K
   // rows (K) from column warpgroup * n, within one 64-column atom column
   // (n <= 64). Both M/N-major; a step of 16 keys is 16 rows of 128 bytes.
@@ -603,14 +585,26 @@ Value FlashAttentionGrad::issueDqProduct() {
     steps.push_back({wgmma::offsetDescriptor(b, l, aBase, 2048 * j),
                      wgmma::offsetDescriptor(b, l, bBase, 2048 * j)});
   NVVM::WgmmaFenceAlignedOp::create(b, l);
+  return issueGroup(steps, n, NVVM::MMALayout::col, NVVM::MMALayout::row);
+}
+
+Value FlashAttentionGrad::issueGroup(ArrayRef<std::pair<Value, Value>> steps,
+                                     int64_t n, NVVM::MMALayout layoutA,
+                                     NVVM::MMALayout layoutB) {
+  MLIRContext *ctx = b.getContext();
+  auto accType = LLVM::LLVMStructType::getLiteral(
+      ctx, SmallVector<Type>(n / 2, b.getF32Type()));
+  auto shape = NVVM::MMAShapeAttr::get(ctx, 64, n, 16);
+  NVVM::WGMMATypes type =
+      dtype.isBF16() ? NVVM::WGMMATypes::bf16 : NVVM::WGMMATypes::f16;
   Value all = LLVM::UndefOp::create(b, l, accType);
   for (auto [j, step] : llvm::enumerate(steps))
     all = NVVM::WgmmaMmaAsyncOp::create(
         b, l, accType, all, step.first, step.second, shape, type, type,
         NVVM::WGMMATypes::f32,
         j == 0 ? NVVM::WGMMAScaleOut::zero : NVVM::WGMMAScaleOut::one,
-        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
-        NVVM::MMALayout::col, NVVM::MMALayout::row, /*satfinite=*/nullptr);
+        NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one, layoutA, layoutB,
+        /*satfinite=*/nullptr);
   NVVM::WgmmaGroupSyncAlignedOp::create(b, l);
   return all;
 }
