@@ -94,29 +94,4 @@ void loadBox(OpBuilder &b, Location l, Value map, ValueRange coords, Value dst,
       NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
 }
 
-void addToGlobalInBulk(OpBuilder &b, Location l, Value to, Value from,
-                       Value bytes) {
-  auto i32 = [&](Value v) {
-    return arith::IndexCastOp::create(b, l, b.getI32Type(), v);
-  };
-  Value global = arith::IndexCastOp::create(b, l, b.getI64Type(), to);
-  // NVVM has the bulk reduction only for tensor maps; this one takes plain
-  // addresses. `to` is generic: the instruction wants a global one.
-  LLVM::InlineAsmOp::create(
-      b, l, TypeRange(), ValueRange{global, i32(from), i32(bytes)},
-      "{ .reg .u64 g; cvta.to.global.u64 g, $0; "
-      "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
-      "[g], [$1], $2; }",
-      "l,r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
-      LLVM::tailcallkind::TailCallKind::None,
-      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
-      ArrayAttr());
-  NVVM::CpAsyncBulkCommitGroupOp::create(b, l);
-}
-
-void waitBulkGroups(OpBuilder &b, Location l, bool readOnly) {
-  NVVM::CpAsyncBulkWaitGroupOp::create(b, l, b.getI32IntegerAttr(0),
-                                       readOnly ? b.getUnitAttr() : UnitAttr());
-}
-
 } // namespace kfuse::kf::async
