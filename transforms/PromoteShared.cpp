@@ -77,13 +77,15 @@ void promoteAttention(KernelOp kernel, FlashTilingAttr tiling, bool tma) {
 
 /// FlashAttention's backward: a block's own 128 rows of two operands (K and
 /// V, or Q and dO) and two stages of the 64-row tiles of the other two;
-/// with dqAtomic, dS^T of a tile ([blockRows][blockCols], 16-bit) too.
+/// with dqAtomic, dS^T of a tile ([blockRows][blockCols], 16-bit) and the
+/// tile's f32 share of dq ([blockCols][headDim]) too.
 void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling) {
   int64_t width = tiling.getHeadDim() + tiling.getValueDim(), stages = 2;
   int64_t bytes =
       2 * width * (tiling.getBlockRows() + stages * tiling.getBlockCols());
   if (tiling.getDqAtomic())
-    bytes += 2 * tiling.getBlockRows() * tiling.getBlockCols();
+    bytes += 2 * tiling.getBlockRows() * tiling.getBlockCols() +
+             4 * tiling.getBlockCols() * tiling.getHeadDim();
   LaunchAttr launch = kernel.getLaunchAttr();
   kernel.setLaunchAttr(LaunchAttr::get(kernel.getContext(), launch.getGrid(),
                                        launch.getBlock(), launch.getItems(),

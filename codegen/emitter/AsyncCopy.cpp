@@ -94,4 +94,43 @@ void loadBox(OpBuilder &b, Location l, Value map, ValueRange coords, Value dst,
       NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
 }
 
+Value globalAddress(OpBuilder &b, Location l, Value memref, Value offset) {
+  // kf-lower-nvgpu lowers the cast to the descriptor's aligned pointer: an
+  // address of 64 bits, where one taken as an index would be cut to the
+  // kernel's 32-bit indices.
+  auto global = LLVM::LLVMPointerType::get(
+      b.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Global));
+  Value base =
+      UnrealizedConversionCastOp::create(b, l, TypeRange{global}, memref)
+          .getResult(0);
+  Type element = mlir::cast<MemRefType>(memref.getType()).getElementType();
+  Value at = LLVM::GEPOp::create(
+      b, l, global, element, base,
+      ValueRange{arith::IndexCastOp::create(b, l, b.getI32Type(), offset)});
+  return LLVM::PtrToIntOp::create(b, l, b.getI64Type(), at);
+}
+
+void addToGlobalInBulk(OpBuilder &b, Location l, Value to, Value from,
+                       Value bytes) {
+  auto i32 = [&](Value v) {
+    return arith::IndexCastOp::create(b, l, b.getI32Type(), v);
+  };
+  // NVVM has the bulk reduction only for tensor maps; this one takes plain
+  // addresses.
+  LLVM::InlineAsmOp::create(
+      b, l, TypeRange(), ValueRange{to, i32(from), i32(bytes)},
+      "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 "
+      "[$0], [$1], $2;",
+      "l,r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+  NVVM::CpAsyncBulkCommitGroupOp::create(b, l);
+}
+
+void waitBulkGroups(OpBuilder &b, Location l, bool readOnly) {
+  NVVM::CpAsyncBulkWaitGroupOp::create(b, l, b.getI32IntegerAttr(0),
+                                       readOnly ? b.getUnitAttr() : UnitAttr());
+}
+
 } // namespace kfuse::kf::async

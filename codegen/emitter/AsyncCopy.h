@@ -54,6 +54,21 @@ void waitParity(mlir::OpBuilder &b, mlir::Location l, mlir::Value barrier,
 void loadBox(mlir::OpBuilder &b, mlir::Location l, mlir::Value map,
              mlir::ValueRange coords, mlir::Value dst, mlir::Value barrier);
 
+/// The global address (an i64) of element `offset` (an index) of global
+/// `memref`'s aligned buffer.
+mlir::Value globalAddress(mlir::OpBuilder &b, mlir::Location l,
+                          mlir::Value memref, mlir::Value offset);
+/// Adds `bytes` (an index, a multiple of 16) of f32s from shared memory at
+/// byte address `from` (an index) into global memory at address `to` (from
+/// globalAddress), both 16-byte aligned, with one bulk asynchronous
+/// reduction (cp.reduce.async.bulk ... add.f32), committed as a bulk group
+/// of the issuing thread.
+void addToGlobalInBulk(mlir::OpBuilder &b, mlir::Location l, mlir::Value to,
+                       mlir::Value from, mlir::Value bytes);
+/// The issuing thread waits until its bulk groups have read their shared
+/// memory (`readOnly`) or are complete.
+void waitBulkGroups(mlir::OpBuilder &b, mlir::Location l, bool readOnly);
+
 } // namespace kfuse::kf::async
 
 #endif // KFUSE_CODEGEN_ASYNCCOPY_H

@@ -28,11 +28,22 @@
 // blocks: a key block also stores each tile's dS^T to shared memory, and
 // after a barrier each warpgroup multiplies it by half of the block's K
 // columns, dQ_i += dS K (M = the tile's 64 queries, K = the block's 128
-// keys), adding the partial into dq with atomics. That is FlashAttention
-// 3's five tile products a tile instead of seven, the exponentials once.
+// keys), and adds the partial into dq. That is FlashAttention 3's five
+// tile products a tile instead of seven, the exponentials once; the adds
+// cost more than the two products save on the bench rows (bench/NOTES.md),
+// so it is taken only where CompileOptions::deterministic is off. Where
+// dq's rows are contiguous whole 16-byte chunks, the block stages the
+// tile's partial in shared memory and one thread adds it with a single
+// bulk reduction (the TMA's, as FlashAttention 3 does): 1.2-1.4x faster
+// than per-element atomics from registers, which touch a 32-byte sector
+// for every 8 bytes, and than a bulk add a row from one warp. Other shapes
+// take the atomics. Non-causal key blocks of a kv head start at different
+// query tiles, so that few of them add into the same rows at once (causal
+// ones start at their diagonals).
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/emitter/AsyncCopy.h"
 #include "codegen/emitter/Wgmma.h"
 #include "codegen/templates/attention/AttentionKernel.h"
 
@@ -101,6 +112,10 @@ private:
   Value stageB(Value stage);
   /// dqAtomic's dS^T tile, after the stages.
   int64_t dsAt() const { return (kRows + 2 * kTile) * (dp + dvp); }
+  /// dqAtomic's f32 staging tile of dq ([kTile][d], dense: one bulk add
+  /// takes it whole), after dS^T (in 16-bit elements, as the other
+  /// offsets).
+  int64_t dqStagingAt() const { return dsAt() + kRows * kTile; }
   /// Issues X = ownA tileA^T and Y = ownB tileB^T for the warpgroup's 64
   /// rows, a wgmma group each; returns their accumulator structs (read
   /// only after waiting for their group).
@@ -151,8 +166,13 @@ private:
   /// both warpgroups stored dS^T); returns the accumulator struct.
   Value issueDqProduct();
   /// dqAtomic: adds the product's accumulators `part` into dq's rows of
-  /// the tile (query slice `slice`, rows from `row0`).
+  /// the tile (query slice `slice`, rows from `row0`), with atomics.
   void addDq(ArrayRef<Value> part, Value slice, Value row0);
+  /// dqAtomic with bulkDq: stores `part` (scaled) into the staging tile;
+  /// after a barrier thread 0 adds the tile's rows into dq in bulk.
+  void addDqInBulk(ArrayRef<Value> part, Value slice, Value row0);
+  /// Runs `body` on thread 0 of the block (the bulk add's issuer).
+  void onFirstThread(function_ref<void()> body);
   /// Row (of the warpgroup's 64) and column (of the tile's 64) of
   /// accumulator i of a 64-column product.
   std::pair<Value, Value> position(int64_t i);
@@ -172,7 +192,7 @@ private:
 
   AttentionGradOp op;
   int64_t heads, kvHeads, group, sq, sk, d, dv, dp, dvp, kvBlocks;
-  bool dqAtomic;
+  bool dqAtomic, bulkDq;
   double scale;
   Type dtype;
   LogicalResult status = success();
@@ -196,6 +216,9 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
   dvp = tiling.getValueDim();
   kvBlocks = tiling.getKvBlocks();
   dqAtomic = tiling.getDqAtomic();
+  std::optional<unsigned> dqResult = resultIndexOf(e.kernel(), op.getDq());
+  bulkDq = dqAtomic && dqResult && d % 4 == 0 &&
+           !e.paddedStride(e.kernel().getNumOperands() + *dqResult);
   scale = op.getScale().convertToDouble();
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
   // q, k, v and dout: kernel arguments or views of them; lse and delta:
@@ -263,7 +286,7 @@ LogicalResult FlashAttentionGrad::emit() {
 
 void FlashAttentionGrad::setUp() {
   shared = dynamicSharedView(
-      b, l, dsAt() + (dqAtomic ? kRows * kTile : 0), dtype);
+      b, l, dqAtomic ? dqStagingAt() + 2 * kTile * dp : dsAt(), dtype);
   sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
   tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   lane = rem(tid, 32);
@@ -540,6 +563,9 @@ SmallVector<Value> FlashAttentionGrad::step(const Roles &roles,
   if (dqAtomic) {
     // Both warpgroups' dS^T stored and visible to wgmma.
     wgmma::fenceSharedForAsyncProxy(b, l);
+    // The staging tile is free again once the last tile's bulk add read it.
+    if (bulkDq)
+      onFirstThread([&] { async::waitBulkGroups(b, l, /*readOnly=*/true); });
     gpu::BarrierOp::create(b, l);
     dqPart = issueDqProduct();
   }
@@ -550,7 +576,10 @@ SmallVector<Value> FlashAttentionGrad::step(const Roles &roles,
     SmallVector<Value> part;
     for (int64_t i = 0; i < dp / 4; ++i)
       part.push_back(LLVM::ExtractValueOp::create(b, l, dqPart, i));
-    addDq(part, slice, row0);
+    if (bulkDq)
+      addDqInBulk(part, slice, row0);
+    else
+      addDq(part, slice, row0);
   }
   return state;
 }
@@ -642,6 +671,55 @@ void FlashAttentionGrad::addDq(ArrayRef<Value> part, Value slice, Value row0) {
   }
 }
 
+void FlashAttentionGrad::addDqInBulk(ArrayRef<Value> part, Value slice,
+                                     Value row0) {
+  Value scaleBy = e.f32(scale);
+  Value staging = add(sharedBase, idx(2 * dqStagingAt()));
+  Value rowBase = add(mul(div(rem(tid, 128), 32), 16), div(lane, 4));
+  Value colBase = add(mul(warpgroup, dp / 2), mul(rem(lane, 4), 2));
+  auto pairType = VectorType::get({2}, b.getF32Type());
+  for (int64_t i = 0; i < int64_t(part.size()); i += 2) {
+    int64_t c = 8 * (i / 4);
+    if (c >= d) // padding columns of the warpgroup's half, where d < dp
+      continue;
+    Value row = add(rowBase, idx(i % 4 >= 2 ? 8 : 0));
+    Value col = add(colBase, idx(c));
+    Value pair = vector::FromElementsOp::create(
+        b, l, pairType,
+        ValueRange{arith::MulFOp::create(b, l, part[i], scaleBy),
+                   arith::MulFOp::create(b, l, part[i + 1], scaleBy)});
+    auto inside = scf::IfOp::create(b, l, less(col, idx(d)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inside.thenBlock());
+    Value at = add(staging, mul(add(mul(row, d), col), 4));
+    LLVM::StoreOp::create(b, l, pair, async::sharedPointer(b, l, at),
+                          /*alignment=*/8);
+  }
+  // Both warpgroups' halves stored and visible to the bulk copy.
+  wgmma::fenceSharedForAsyncProxy(b, l);
+  gpu::BarrierOp::create(b, l);
+  std::optional<unsigned> result = resultIndexOf(e.kernel(), op.getDq());
+  Value dq = e.gpuFunc().getArgument(e.kernel().getNumOperands() + *result);
+  onFirstThread([&] {
+    // The tile's rows of the slice are consecutive rows of dq.
+    Value rows =
+        minIndex(idx(kTile), arith::SubIOp::create(b, l, idx(sq), row0));
+    Value to =
+        async::globalAddress(b, l, dq, mul(add(mul(slice, sq), row0), d));
+    async::addToGlobalInBulk(b, l, to, staging, mul(rows, 4 * d));
+  });
+}
+
+void FlashAttentionGrad::onFirstThread(function_ref<void()> body) {
+  auto first = scf::IfOp::create(
+      b, l,
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, idx(0)),
+      false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(first.thenBlock());
+  body();
+}
+
 /// A block of 128 keys of one kv head: the query tiles of each head of its
 /// group in turn (causal: from the tile of its first key on).
 LogicalResult FlashAttentionGrad::emitKeyBlock(Value block) {
@@ -660,11 +738,22 @@ LogicalResult FlashAttentionGrad::emitKeyBlock(Value block) {
     Value head = add(mul(kvHead, group), arith::DivUIOp::create(b, l, t, divisor));
     return add(mul(batch, heads), head);
   };
+  // Adding into dq, the key blocks of a head start at different tiles.
+  // Causal ones do already, each at its diagonal; rotating them measured
+  // slower.
+  Value shift =
+      dqAtomic && !op.getCausal() ? div(roles.ownRow0, kRows) : Value();
   auto rowOf = [&](Value t) {
-    return mul(add(first, arith::RemUIOp::create(b, l, t, divisor)), kTile);
+    Value tile = arith::RemUIOp::create(b, l, t, divisor);
+    if (shift)
+      tile = arith::RemUIOp::create(b, l, add(tile, shift), divisor);
+    return mul(add(first, tile), kTile);
   };
   SmallVector<Value> acc((dp + dvp) / 2, e.f32(0));
   acc = runTiles(roles, count, sliceOf, rowOf, acc);
+  // The last bulk add has read its staging tile before the block exits.
+  if (bulkDq)
+    onFirstThread([&] { async::waitBulkGroups(b, l, /*readOnly=*/true); });
   store(op.getDk(), ArrayRef<Value>(acc).take_front(dp / 2), roles.ownSlice,
         roles.ownRow0, sk, d, scale);
   store(op.getDv(), ArrayRef<Value>(acc).drop_front(dp / 2), roles.ownSlice,

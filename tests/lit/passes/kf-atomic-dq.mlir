@@ -13,10 +13,11 @@
 // ORDERED: kf.attention_grad {{.*}} -> tensor<2x4x200x64xbf16>, tensor<2x2x200x64xbf16>, tensor<2x2x200x64xbf16>
 // ORDERED-NOT: kf.cast
 // Only key blocks (2 x 2 heads x 2 blocks of 128 keys), and shared memory
-// for dS^T: 2 x (64 + 64) x (128 + 2 x 64) + 2 x 128 x 64 bytes.
+// for dS^T and the f32 tile of dq: 2 x (64 + 64) x (128 + 2 x 64)
+// + 2 x 128 x 64 + 4 x 64 x 64 bytes.
 // TILED-LABEL: func.func @grad
 // TILED: kf.kernel attention_grad
-// TILED-SAME: launch = #kf.launch<grid = 8, block = 256, items = 8, sharedBytes = 81920>
+// TILED-SAME: launch = #kf.launch<grid = 8, block = 256, items = 8, sharedBytes = 98304>
 // TILED-SAME: tiling = #kf.flash_grad_tiling<blockRows = 128, blockCols = 64, headDim = 64, valueDim = 64, kvBlocks = 8, dqAtomic = true>
 // TILED: kf.kernel pointwise
 // TILED: kf.cast {{.*}} tensor<2x4x200x64xf32> -> tensor<2x4x200x64xbf16>
