@@ -54,8 +54,8 @@ void waitParity(mlir::OpBuilder &b, mlir::Location l, mlir::Value barrier,
 void loadBox(mlir::OpBuilder &b, mlir::Location l, mlir::Value map,
              mlir::ValueRange coords, mlir::Value dst, mlir::Value barrier);
 
-/// The global address (an i64) of element `offset` (an index) of global
-/// `memref`'s aligned buffer.
+/// The global address (an i64) of the element `offset` (an index) places
+/// past the first element of global `memref`.
 mlir::Value globalAddress(mlir::OpBuilder &b, mlir::Location l,
                           mlir::Value memref, mlir::Value offset);
 /// Adds `bytes` (an index, a multiple of 16) of f32s from shared memory at
