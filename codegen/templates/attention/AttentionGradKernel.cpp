@@ -193,6 +193,8 @@ private:
   AttentionGradOp op;
   int64_t heads, kvHeads, group, sq, sk, d, dv, dp, dvp, kvBlocks;
   bool dqAtomic, bulkDq;
+  /// The gpu.func argument of dq where the kernel writes it.
+  std::optional<unsigned> dqArgument;
   double scale;
   Type dtype;
   LogicalResult status = success();
@@ -216,9 +218,10 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
   dvp = tiling.getValueDim();
   kvBlocks = tiling.getKvBlocks();
   dqAtomic = tiling.getDqAtomic();
-  std::optional<unsigned> dqResult = resultIndexOf(e.kernel(), op.getDq());
-  bulkDq = dqAtomic && dqResult && d % 4 == 0 &&
-           !e.paddedStride(e.kernel().getNumOperands() + *dqResult);
+  if (std::optional<unsigned> result = resultIndexOf(e.kernel(), op.getDq()))
+    dqArgument = e.kernel().getNumOperands() + *result;
+  bulkDq =
+      dqAtomic && dqArgument && d % 4 == 0 && !e.paddedStride(*dqArgument);
   scale = op.getScale().convertToDouble();
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
   // q, k, v and dout: kernel arguments or views of them; lse and delta:
@@ -639,11 +642,9 @@ Value FlashAttentionGrad::issueGroup(ArrayRef<std::pair<Value, Value>> steps,
 }
 
 void FlashAttentionGrad::addDq(ArrayRef<Value> part, Value slice, Value row0) {
-  std::optional<unsigned> result = resultIndexOf(e.kernel(), op.getDq());
-  if (!result)
+  if (!dqArgument)
     return;
-  unsigned arg = e.kernel().getNumOperands() + *result;
-  Value memref = e.gpuFunc().getArgument(arg);
+  Value memref = e.gpuFunc().getArgument(*dqArgument);
   Value scaleBy = e.f32(scale);
   // Accumulator i of the warpgroup's m64nN product: row (query of the
   // tile) and column as position(), within the warpgroup's 64 rows.
@@ -661,8 +662,8 @@ void FlashAttentionGrad::addDq(ArrayRef<Value> part, Value slice, Value row0) {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifInside.thenBlock());
     Value linear = add(mul(add(mul(slice, sq), query), d), col);
-    Value at = e.offsetOf(arg, BufferIndex(linear, add(mul(slice, sq), query),
-                                           col));
+    Value at = e.offsetOf(
+        *dqArgument, BufferIndex(linear, add(mul(slice, sq), query), col));
     for (int64_t j = 0; j < 2; ++j)
       memref::AtomicRMWOp::create(
           b, l, arith::AtomicRMWKind::addf,
@@ -698,8 +699,7 @@ void FlashAttentionGrad::addDqInBulk(ArrayRef<Value> part, Value slice,
   // Both warpgroups' halves stored and visible to the bulk copy.
   wgmma::fenceSharedForAsyncProxy(b, l);
   gpu::BarrierOp::create(b, l);
-  std::optional<unsigned> result = resultIndexOf(e.kernel(), op.getDq());
-  Value dq = e.gpuFunc().getArgument(e.kernel().getNumOperands() + *result);
+  Value dq = e.gpuFunc().getArgument(*dqArgument);
   onFirstThread([&] {
     // The tile's rows of the slice are consecutive rows of dq.
     Value rows =
