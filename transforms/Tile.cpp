@@ -177,8 +177,14 @@ constexpr int64_t kRowThreadsPerSM = 1024;
 /// row (16 threads, the rest idle) or a warp per 1000-column row left most
 /// of the SM's block slots and warps unused (H200, bf16 softmax 131072 x
 /// 128 at 5.2x its floor, LayerNorm 32768 x 1000 at 5.3x).
+///
+/// A thread holds the lanes of every streamed input (`heldInputs`): rows
+/// of more than a warp take more threads until it holds at most 32 values
+/// in all. A softmax backward (y and dy) of 4096 bf16 columns, 128 threads
+/// a row, spilled 76 bytes under the 64 registers of 1024 threads an SM.
 Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
-                    int64_t vec, bool groupRows, int64_t sms) {
+                    int64_t vec, int64_t heldInputs, bool groupRows,
+                    int64_t sms) {
   auto divides = [&](int64_t v) {
     return llvm::all_of(strides, [&](int64_t s) { return s % v == 0; });
   };
@@ -193,6 +199,10 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
     threads *= 2;
   if (threads > 512)
     threads = 256;
+  auto chunksOf = [&](int64_t t) { return (vectors + t - 1) / t; };
+  if (threads > 32 && chunksOf(threads) * vec <= 32)
+    while (threads < 512 && heldInputs * chunksOf(threads) * vec > 32)
+      threads *= 2;
   int64_t perBlock = 1;
   if (groupRows && threads <= 32) {
     perBlock = 256 / threads;
@@ -202,7 +212,7 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
     // A block is at least a warp: fewer rows a block, more threads a row.
     threads = std::max<int64_t>(threads, 32 / perBlock);
   }
-  int64_t chunks = (vectors + threads - 1) / threads;
+  int64_t chunks = chunksOf(threads);
   // A block per row group: the hardware balances rows across the SMs
   // better than a grid-stride loop over waves of resident blocks.
   int64_t groups = (rows.rows + perBlock - 1) / perBlock;
@@ -377,8 +387,9 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       if (std::optional<BlockColumnPartials> partials =
               columnPartialsOf(kernel))
         return decidePartialRows(ctx, *rows, *partials, vec);
+      int64_t held = streamedRowInputs(kernel, *rows).size();
       return decideRows(ctx, *rows, rowStrides(kernel, *rows), vec,
-                        !lineKernel, sms);
+                        std::max<int64_t>(held, 1), !lineKernel, sms);
     }
     if (int64_t stride = kernel.getKind() == KernelKind::pointwise
                              ? paddedRowStride(kernel.getResult(0))

@@ -67,6 +67,15 @@ void addGradientCases(std::vector<OpCase> &cases) {
              differentiate(g, f, nullptr);
            },
            {{rows, cols}, {cols}, {cols}, {rows, cols}}});
+    // A softmax's backward reads y and dy along the row: a thread of a
+    // row kernel holds both (kf-tile takes more threads a row for them).
+    cases.push_back({"grad_softmax_4096" + suffix,
+                     [d](Graph &g) {
+                       Graph f("softmax");
+                       f.output("y", softmax(f.input("x", d, {300, 4096})));
+                       differentiate(g, f, nullptr);
+                     },
+                     {{300, 4096}, {300, 4096}}});
     // The loss through its primitives (the max's gradient found by
     // comparison) and through logsumexp (no gradient through the max: one
     // pass over the logits).
