@@ -62,6 +62,12 @@ private:
   /// emit() for a kernel with column partials: a block per partial,
   /// `group` its place among the rows a block takes at once.
   LogicalResult emitWithPartials(Value group);
+  /// Whether emitWithPartials loads each row's streamed vectors one
+  /// iteration ahead (whole vectors of at most 16 bytes).
+  bool prefetchesRows() const;
+  /// The streamed inputs' raw vectors of row `r`, chunk by chunk, then
+  /// each row scalar input's value there, as `prefetched` holds them.
+  SmallVector<Value> loadRowVectors(Value r);
   /// `sums` (a running sum per partial, chunk and lane) plus this row's
   /// values of each partial's source.
   SmallVector<Value> accumulate(ValueRange sums);
@@ -127,6 +133,13 @@ private:
   // taking part in its shuffles, and store nothing).
   Value row, rowBase, rowExists;
   SmallVector<RowLanes> unrolled;
+  /// Inputs of one value a row (a LayerNorm's saved mean), read by the
+  /// row's broadcasts.
+  SmallVector<BlockArgument> rowScalars;
+  /// The row's streamed vectors, loaded before the row is emitted (chunk
+  /// c's input i at c * streamed.size() + i), then its `rowScalars`; or
+  /// empty: lanesOf and the broadcasts load them.
+  SmallVector<Value> prefetched;
   /// Sums computed with their max by emitOnlineLogSumExp.
   llvm::SmallPtrSet<Operation *, 2> computedSums;
   /// The column partials the kernel yields: the result and the row-shaped
@@ -184,6 +197,9 @@ LogicalResult RowKernel::emitRow(Value r) {
   rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
   unrolled.clear();
   rowStaged = false;
+  if (!prefetched.empty())
+    for (auto [i, arg] : llvm::enumerate(rowScalars))
+      e.setElement(arg, row, prefetched[chunks * streamed.size() + i]);
   if (inShared)
     stageRow();
   if (inRegisters)
@@ -247,13 +263,17 @@ RowLanes RowKernel::lanesOf(Value c, bool load) {
   if (!load)
     return lanes;
   for (auto [i, arg] : llvm::enumerate(streamed)) {
-    if (!rowStaged) {
+    Value raw;
+    if (rowStaged)
+      raw = e.loadRaw(stage[i], lanes.first, vec);
+    else if (!prefetched.empty())
+      raw = prefetched[*getConstantIntValue(c) * streamed.size() + i];
+    if (!raw) {
       e.loadLanes(arg, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
                   lanes.linears);
       continue;
     }
-    SmallVector<Value> values =
-        e.computeLanes(e.loadRaw(stage[i], lanes.first, vec));
+    SmallVector<Value> values = e.computeLanes(raw);
     for (auto [linear, value] : llvm::zip_equal(lanes.linears, values))
       e.setElement(arg, linear, value);
   }
@@ -557,9 +577,28 @@ LogicalResult RowKernel::emitWithPartials(Value group) {
       return e.kernel().emitOpError(
           "sums column partials of a value that is not of its rows");
   Value block = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
+  int64_t groups = space.rows / rowsPerBlock;
+  auto rowOf = [&](Value item) -> Value {
+    if (rowsPerBlock == 1)
+      return item;
+    return arith::AddIOp::create(
+        b, l, arith::MulIOp::create(b, l, item, e.index(rowsPerBlock)),
+        group);
+  };
+  // A block takes a row at a time, and its two block reductions leave no
+  // load in flight: the next row's vectors are loaded before this row's
+  // are reduced. Every block has a first row (columnPartialLayout gives
+  // each four or more); the last iteration loads its own row again.
+  bool prefetch = prefetchesRows();
+  for (BlockArgument arg : body.getArguments())
+    if (mlir::cast<ShapedType>(arg.getType()).getNumElements() == space.rows &&
+        space.length > 1)
+      rowScalars.push_back(arg);
   SmallVector<Value> init(partials.size() * chunks * vec, e.f32(0));
-  auto loop = scf::ForOp::create(b, l, block,
-                                 e.index(space.rows / rowsPerBlock),
+  size_t sumCount = init.size();
+  if (prefetch)
+    llvm::append_range(init, loadRowVectors(rowOf(block)));
+  auto loop = scf::ForOp::create(b, l, block, e.index(groups),
                                  e.index(blocks), init);
   {
     OpBuilder::InsertionGuard guard(b);
@@ -567,19 +606,61 @@ LogicalResult RowKernel::emitWithPartials(Value group) {
       loop.getBody()->getTerminator()->erase();
     b.setInsertionPointToEnd(loop.getBody());
     Value item = loop.getInductionVar();
-    Value r = rowsPerBlock == 1
-                  ? item
-                  : arith::AddIOp::create(
-                        b, l,
-                        arith::MulIOp::create(b, l, item,
-                                              e.index(rowsPerBlock)),
-                        group);
-    if (failed(emitRow(r)))
+    ValueRange carried = loop.getRegionIterArgs();
+    SmallVector<Value> next;
+    if (prefetch) {
+      Value after = arith::AddIOp::create(b, l, item, e.index(blocks));
+      Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                           after, e.index(groups));
+      next = loadRowVectors(
+          rowOf(arith::SelectOp::create(b, l, inside, after, item)));
+      prefetched.assign(carried.begin() + sumCount, carried.end());
+    }
+    if (failed(emitRow(rowOf(item))))
       return failure();
-    scf::YieldOp::create(b, l, accumulate(loop.getRegionIterArgs()));
+    prefetched.clear();
+    SmallVector<Value> yielded = accumulate(carried.take_front(sumCount));
+    llvm::append_range(yielded, next);
+    scf::YieldOp::create(b, l, yielded);
   }
-  storePartials(loop.getResults(), block, group);
+  storePartials(loop.getResults().take_front(sumCount), block, group);
   return status;
+}
+
+/// The next row's vectors take registers beside this row's, under the
+/// 64 a thread of two blocks of 512 an SM: at most 8 more. ptxas, sm_90:
+/// LayerNorm backward, bf16 rows of 4096 (8 more) used 64 registers and
+/// spilled nothing; f32 rows of 1000 (16 more) spilled 152 bytes, not 40.
+bool RowKernel::prefetchesRows() const {
+  constexpr int64_t kPrefetchRegisters = 8;
+  if (ragged && !wholeVectors)
+    return false;
+  int64_t bits = 0;
+  for (BlockArgument arg : streamed) {
+    int64_t width = getElementTypeOrSelf(arg.getType()).getIntOrFloatBitWidth();
+    if (vec * width > 128)
+      return false;
+    bits += chunks * vec * width;
+  }
+  return bits <= kPrefetchRegisters * 32;
+}
+
+SmallVector<Value> RowKernel::loadRowVectors(Value r) {
+  row = r;
+  rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
+  SmallVector<Value> vectors;
+  for (int64_t c = 0; c < chunks; ++c) {
+    RowLanes lanes = lanesOf(e.index(c), /*load=*/false);
+    for (BlockArgument arg : streamed)
+      vectors.push_back(e.loadRaw(
+          e.gpuFunc().getArgument(arg.getArgNumber()),
+          e.offsetOf(arg.getArgNumber(),
+                     BufferIndex(lanes.linears[0], row, lanes.columns[0])),
+          vec));
+  }
+  for (BlockArgument arg : rowScalars)
+    vectors.push_back(e.loadVector(arg, BufferIndex(row), 1)[0]);
+  return vectors;
 }
 
 SmallVector<Value> RowKernel::accumulate(ValueRange sums) {
