@@ -133,11 +133,25 @@ kfuse::kf::columnPartialLayout(RowSpace space, int64_t sms) {
   return std::nullopt;
 }
 
+ReduceOp kfuse::kf::resultReduceOf(KernelOp kernel) {
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  Value root = yield.getValues()[0];
+  if (auto reduce = root.getDefiningOp<ReduceOp>())
+    return reduce;
+  auto reduces = kernel.getBody().getOps<ReduceOp>();
+  if (reduces.empty() || std::next(reduces.begin()) != reduces.end())
+    return ReduceOp();
+  ReduceOp reduce = *reduces.begin();
+  auto elements = [](Value v) {
+    return mlir::cast<ShapedType>(v.getType()).getNumElements();
+  };
+  return elements(reduce.getResult()) == elements(root) ? reduce : ReduceOp();
+}
+
 std::optional<RowSpace> kfuse::kf::columnSpaceOf(KernelOp kernel) {
   if (kernel.getKind() != KernelKind::reduction)
     return std::nullopt;
-  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
-  auto reduce = yield.getValues()[0].getDefiningOp<ReduceOp>();
+  ReduceOp reduce = resultReduceOf(kernel);
   if (!reduce || !isa<FloatType>(reduce.getType().getElementType()))
     return std::nullopt;
   ArrayRef<int64_t> axes = reduce.getAxes(), in = shapeOf(reduce.getInput());
@@ -151,6 +165,12 @@ std::optional<RowSpace> kfuse::kf::columnSpaceOf(KernelOp kernel) {
   for (size_t d = axes.size(); d < in.size(); ++d)
     columns *= in[d];
   if (columns < 32)
+    return std::nullopt;
+  // An epilogue over a sum of few rows (kf-split-k's partial products)
+  // would leave most of the template's 32 row groups idle: a thread an
+  // output (emitReduction) sums them.
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  if (yield.getValues()[0] != reduce.getResult() && rows < 32)
     return std::nullopt;
   return RowSpace{rows, columns};
 }

@@ -90,6 +90,11 @@ llvm::SmallVector<mlir::BlockArgument> streamedRowInputs(KernelOp kernel,
 /// shifts together), once a softmax, once more for row-shaped outputs.
 int64_t loopedRowPasses(KernelOp kernel, RowSpace space);
 
+/// The reduce a reduction kernel's one result is computed from: its root,
+/// or its one reduce of as many elements, which an elementwise epilogue
+/// follows (kf-split-k's sums, a column sum with its cast). Null if none.
+ReduceOp resultReduceOf(KernelOp kernel);
+
 /// A reduction kernel that reduces the leading dims of its input
 /// ([rows..., columns...] to [columns...]): [rows, columns].
 std::optional<RowSpace> columnSpaceOf(KernelOp kernel);

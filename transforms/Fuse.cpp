@@ -336,6 +336,11 @@ KernelKind kernelKindFor(ArrayRef<Operation *> ops) {
   }
   if (pointwise)
     return KernelKind::pointwise;
+  // A column reduction with its elementwise epilogue.
+  if (!rowOps && llvm::any_of(ops, [](Operation *op) {
+        return isa<ReduceOp>(op);
+      }))
+    return KernelKind::reduction;
   if (ops.size() == 1 || !rowOps)
     return kernelKindOf(ops.back());
   // A row kernel: per-row root (a reduction) or row-shaped (a normalization).

@@ -287,7 +287,10 @@ std::pair<bool, std::string> canJoinAsPointwise(Operation *op, Cluster &c) {
   bool prologueOfReduction = c.kind == KernelKind::reduction && !c.rows;
   int64_t elements = numElements(op->getResult(0));
   int64_t space = c.rows                ? c.rows->rows * c.rows->length
-                  : prologueOfReduction ? numElements(c.root->getOperand(0))
+                  : prologueOfReduction
+                      ? numElements((c.columnReduction ? c.columnReduction
+                                                       : c.root)
+                                        ->getOperand(0))
                                         : c.elements;
   if (isTranscendental(op) && elements * 64 <= space)
     return {false, "it would recompute '" +
@@ -299,11 +302,45 @@ std::pair<bool, std::string> canJoinAsPointwise(Operation *op, Cluster &c) {
                                       : "pointwise into pointwise"};
 }
 
+/// Whether `reduce` sums (or maxes) a static float tensor over its leading
+/// dims into 32 columns or more: the column template's (columnSpaceOf).
+bool isColumnReduction(ReduceOp reduce) {
+  RankedTensorType in = reduce.getInput().getType();
+  ArrayRef<int64_t> axes = reduce.getAxes();
+  if (!in.hasStaticShape() || !isa<FloatType>(in.getElementType()) ||
+      axes.empty() || int64_t(axes.size()) >= in.getRank())
+    return false;
+  for (auto [i, axis] : llvm::enumerate(axes))
+    if (axis != int64_t(i))
+      return false;
+  return numElements(reduce.getResult()) >= 32;
+}
+
+/// A column reduction into pointwise cluster `c` over its result: the
+/// epilogue (a weight gradient's cast, which was a kernel of its own) is
+/// computed at each column where the template stores the sum, so it may
+/// read the sum only in place.
+std::pair<bool, std::string> canJoinAsColumnReduction(ReduceOp reduce,
+                                                      Cluster &c) {
+  if (c.kind != KernelKind::pointwise || c.rows ||
+      c.elements != numElements(reduce.getResult()))
+    return {false, "a column reduction joins only an elementwise epilogue "
+                   "over its result"};
+  if (!readInPlaceUpTo(reduce, c.root))
+    return {false, "its consumers read the reduced columns out of place"};
+  c.kind = KernelKind::reduction;
+  c.columnReduction = reduce;
+  return {true, "epilogue of a column reduction, computed at each column"};
+}
+
 /// A reduction or normalization into cluster `c`: more of a row kernel
 /// over the same rows, or the row kept on chip for a pointwise consumer.
 std::pair<bool, std::string> canJoinAsRowOp(Operation *op, KernelKind kind,
                                             Cluster &c) {
   std::optional<RowSpace> rows = rowOpSpace(op);
+  auto reduce = dyn_cast<ReduceOp>(op);
+  if (!rows && reduce && isColumnReduction(reduce))
+    return canJoinAsColumnReduction(reduce, c);
   if (!rows)
     return {false, std::string(stringifyKernelKind(kind)) +
                        " kernels are not fused with others yet"};

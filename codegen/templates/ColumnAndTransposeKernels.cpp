@@ -21,7 +21,8 @@ namespace {
 /// block per 32 columns, 32 row groups a block, so that every warp reads
 /// 32 consecutive columns; each thread keeps 8 accumulators (8 loads in
 /// flight), and the groups' partials meet in shared memory in a fixed
-/// order (deterministic).
+/// order (deterministic). An elementwise epilogue of the sum (a weight
+/// gradient's cast) is computed at each column where it is stored.
 class ColumnKernel {
 public:
   ColumnKernel(KernelEmitter &e, RowSpace space);
@@ -54,7 +55,7 @@ private:
 
 ColumnKernel::ColumnKernel(KernelEmitter &e, RowSpace space)
     : e(e), b(e.builder()), l(e.loc()),
-      reduce(rootValue(e.kernel()).getDefiningOp<ReduceOp>()),
+      reduce(resultReduceOf(e.kernel())),
       kind(reduce.getKind()), rows(space.rows), columns(space.length),
       steps(space.rows / (32 * kAccumulators)),
       inShape(shapeOf(reduce.getInput())) {}
@@ -145,6 +146,17 @@ void ColumnKernel::combinePartials(Value total) {
   }
   if (kind == ReduceKind::mean)
     sum = arith::DivFOp::create(b, l, sum, e.f32(static_cast<double>(rows)));
+  Value root = rootValue(e.kernel());
+  if (root != reduce.getResult()) {
+    e.setElement(reduce.getResult(), column, sum);
+    FailureOr<Value> out =
+        e.elementAt(root, ElementIndex::linear(shapeOf(root), column));
+    if (failed(out)) {
+      status = failure();
+      return;
+    }
+    sum = *out;
+  }
   e.storeResult(0, column, sum);
 }
 

@@ -23,13 +23,8 @@ LogicalResult kfuse::kf::emitReduction(KernelEmitter &e, int64_t items) {
   // [B, S, N] for its residual add). An op between them that reads the sum
   // elsewhere is refused where the emitter meets it.
   Value root = rootValue(e.kernel());
-  auto reduce = root.getDefiningOp<ReduceOp>();
+  ReduceOp reduce = resultReduceOf(e.kernel());
   if (!reduce)
-    e.kernel().getBody().walk([&](ReduceOp op) { reduce = op; });
-  auto elements = [](Value v) {
-    return mlir::cast<RankedTensorType>(v.getType()).getNumElements();
-  };
-  if (!reduce || elements(reduce.getResult()) != elements(root))
     return e.kernel().emitOpError("has no reduction with as many elements "
                                   "as the kernel result");
   ArrayRef<int64_t> inShape = shapeOf(reduce.getInput());

@@ -5,7 +5,8 @@
 // summed over its rows and rounded for the next matmul. The sums over
 // each 16 rows, their prologue (the derivative reads %h) and the rounding
 // join the matmul kernel, whose result is then the bf16 copy: the f32
-// product is never written. The reduction kernel sums the 64 partial rows.
+// product is never written. The reduction kernel sums the 64 partial rows
+// and rounds the sums (the cast is its epilogue).
 // The matmul kernel still stages its tile: the partials leave from
 // registers.
 // CHECK-LABEL: func.func @bias_grad
@@ -18,7 +19,7 @@
 // CHECK:   kf.yield %[[ROUNDED]], %[[S]]
 // CHECK: kf.kernel reduction(%[[MM]]#1 : tensor<64x512xf32>)
 // CHECK:   kf.reduce sum %{{.*}} [0] : tensor<64x512xf32> -> tensor<512xf32>
-// CHECK: kf.kernel pointwise
+// CHECK-NEXT: kf.cast %{{.*}} : tensor<512xf32> -> tensor<512xbf16>
 // CHECK: kf.kernel matmul(%[[MM]]#0,
 // CHECK-NOT: kf.kernel
 // CHECK: return

@@ -428,3 +428,32 @@ func.func @saved_rows(%x: tensor<8x64xf32>, %z: tensor<8x64xf32>) -> (tensor<8x6
   %y = kf.div %e, %mb : tensor<8x64xf32>
   return %y, %s : tensor<8x64xf32>, tensor<8x64xf32>
 }
+
+// -----
+
+// A column sum rounded to bf16 (a weight gradient): the cast is the
+// reduction kernel's epilogue, computed at each column. A transpose of
+// the sums reads other columns than the thread's: its own kernel.
+// CHECK-LABEL: func.func @column_sum_epilogue
+// CHECK: kf.kernel reduction(%{{.*}} : tensor<64x128xf32>)
+// CHECK:   kf.reduce sum %{{.*}} [0] : tensor<64x128xf32> -> tensor<128xf32>
+// CHECK-NEXT: kf.cast %{{.*}} : tensor<128xf32> -> tensor<128xbf16>
+// CHECK-NEXT: kf.yield
+// CHECK: kf.kernel reduction(%{{.*}} : tensor<64x8x16xf32>)
+// CHECK:   kf.reduce sum %{{.*}} [0] : tensor<64x8x16xf32> -> tensor<8x16xf32>
+// CHECK-NEXT: kf.yield
+// CHECK: kf.kernel pointwise
+// CHECK:   kf.transpose
+// CHECK-NOT: kf.kernel
+// UNFUSED-LABEL: func.func @column_sum_epilogue
+// UNFUSED-COUNT-5: kf.kernel
+// UNFUSED-NOT: kf.kernel
+func.func @column_sum_epilogue(%x: tensor<64x128xf32>, %y: tensor<64x8x16xf32>)
+    -> (tensor<128xbf16>, tensor<16x8xf32>) {
+  %s = kf.reduce sum %x [0] : tensor<64x128xf32> -> tensor<128xf32>
+  %c = kf.cast %s : tensor<128xf32> -> tensor<128xbf16>
+  %t = kf.reduce sum %y [0] : tensor<64x8x16xf32> -> tensor<8x16xf32>
+  %u = kf.transpose %t [1, 0] : tensor<8x16xf32> -> tensor<16x8xf32>
+  %e = kf.exp %u : tensor<16x8xf32>
+  return %c, %e : tensor<128xbf16>, tensor<16x8xf32>
+}
