@@ -133,26 +133,53 @@ kfuse::kf::columnPartialLayout(RowSpace space, int64_t sms) {
   return std::nullopt;
 }
 
-ReduceOp kfuse::kf::resultReduceOf(KernelOp kernel) {
-  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
-  Value root = yield.getValues()[0];
-  if (auto reduce = root.getDefiningOp<ReduceOp>())
-    return reduce;
-  auto reduces = kernel.getBody().getOps<ReduceOp>();
-  if (reduces.empty() || std::next(reduces.begin()) != reduces.end())
-    return ReduceOp();
-  ReduceOp reduce = *reduces.begin();
+/// The one reduce `result` is computed from inside its kernel, of as many
+/// elements; null if none or several.
+static ReduceOp reduceFeeding(Value result) {
+  SmallVector<Value> pending = {result};
+  llvm::SmallPtrSet<Operation *, 8> seen;
+  ReduceOp found;
+  while (!pending.empty()) {
+    Operation *op = pending.pop_back_val().getDefiningOp();
+    if (!op || !seen.insert(op).second)
+      continue;
+    if (auto reduce = dyn_cast<ReduceOp>(op)) {
+      if (found)
+        return ReduceOp();
+      found = reduce;
+      continue;
+    }
+    llvm::append_range(pending, op->getOperands());
+  }
   auto elements = [](Value v) {
     return mlir::cast<ShapedType>(v.getType()).getNumElements();
   };
-  return elements(reduce.getResult()) == elements(root) ? reduce : ReduceOp();
+  return found && elements(found.getResult()) == elements(result)
+             ? found
+             : ReduceOp();
 }
 
-std::optional<RowSpace> kfuse::kf::columnSpaceOf(KernelOp kernel) {
-  if (kernel.getKind() != KernelKind::reduction)
-    return std::nullopt;
-  ReduceOp reduce = resultReduceOf(kernel);
-  if (!reduce || !isa<FloatType>(reduce.getType().getElementType()))
+SmallVector<ReduceOp> kfuse::kf::resultReducesOf(KernelOp kernel) {
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  SmallVector<ReduceOp> reduces;
+  for (Value result : yield.getValues()) {
+    ReduceOp reduce = reduceFeeding(result);
+    if (!reduce)
+      return {};
+    reduces.push_back(reduce);
+  }
+  return reduces;
+}
+
+ReduceOp kfuse::kf::resultReduceOf(KernelOp kernel) {
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  return reduceFeeding(yield.getValues()[0]);
+}
+
+/// [rows, columns] of a float reduce over leading dims leaving 32 columns
+/// or more.
+static std::optional<RowSpace> leadingDimsSpace(ReduceOp reduce) {
+  if (!isa<FloatType>(reduce.getType().getElementType()))
     return std::nullopt;
   ArrayRef<int64_t> axes = reduce.getAxes(), in = shapeOf(reduce.getInput());
   int64_t rows = 1;
@@ -166,13 +193,28 @@ std::optional<RowSpace> kfuse::kf::columnSpaceOf(KernelOp kernel) {
     columns *= in[d];
   if (columns < 32)
     return std::nullopt;
-  // An epilogue over a sum of few rows (kf-split-k's partial products)
-  // would leave most of the template's 32 row groups idle: a thread an
-  // output (emitReduction) sums them.
-  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
-  if (yield.getValues()[0] != reduce.getResult() && rows < 32)
-    return std::nullopt;
   return RowSpace{rows, columns};
+}
+
+std::optional<RowSpace> kfuse::kf::columnSpaceOf(KernelOp kernel) {
+  if (kernel.getKind() != KernelKind::reduction)
+    return std::nullopt;
+  SmallVector<ReduceOp> reduces = resultReducesOf(kernel);
+  if (reduces.empty())
+    return std::nullopt;
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  std::optional<RowSpace> space;
+  for (auto [reduce, result] : llvm::zip_equal(reduces, yield.getValues())) {
+    std::optional<RowSpace> own = leadingDimsSpace(reduce);
+    // An epilogue over a sum of few rows (kf-split-k's partial products)
+    // would leave most of the template's 32 row groups idle: a thread an
+    // output (emitReduction) sums them.
+    if (!own || (result != reduce.getResult() && own->rows < 32) ||
+        (space && (space->rows != own->rows || space->length != own->length)))
+      return std::nullopt;
+    space = own;
+  }
+  return space;
 }
 
 TransposeOp kfuse::kf::tiledTransposeOf(KernelOp kernel) {

@@ -90,9 +90,12 @@ llvm::SmallVector<mlir::BlockArgument> streamedRowInputs(KernelOp kernel,
 /// shifts together), once a softmax, once more for row-shaped outputs.
 int64_t loopedRowPasses(KernelOp kernel, RowSpace space);
 
-/// The reduce a reduction kernel's one result is computed from: its root,
-/// or its one reduce of as many elements, which an elementwise epilogue
-/// follows (kf-split-k's sums, a column sum with its cast). Null if none.
+/// The reduce each result of a reduction kernel is computed from: the
+/// result itself, or the one reduce among the ops it is computed from, of
+/// as many elements, which an elementwise epilogue follows (kf-split-k's
+/// sums, a column sum with its cast). Empty unless every result has one.
+llvm::SmallVector<ReduceOp> resultReducesOf(KernelOp kernel);
+/// The reduce the kernel's first result is computed from, or null.
 ReduceOp resultReduceOf(KernelOp kernel);
 
 /// A reduction kernel that reduces the leading dims of its input

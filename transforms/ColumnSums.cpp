@@ -291,7 +291,12 @@ struct KFFuseColumnSumsPass
   Value sumGroupsOfRows(OpBuilder &b, ColumnSum sum, IRMapping &map);
   Value sumOverBlocks(OpBuilder &b, ColumnSum sum, IRMapping &map,
                       ColumnPartialLayout layout);
-  void finishSum(ColumnSum sum, Value partials);
+  /// The kernels of `sums` become one (where their users allow) that sums
+  /// each one's `partials` over their groups, then computes what followed
+  /// that sum.
+  void finishSums(ArrayRef<ColumnSum> sums, ValueRange partials);
+  void finishTogether(ArrayRef<ColumnSum> sums, ArrayRef<Value> partials,
+                      KernelOp at);
 
   TargetAttr target;
 };
@@ -417,8 +422,7 @@ void KFFuseColumnSumsPass::rewrite(KernelOp kernel, ArrayRef<ColumnSum> sums,
   auto fused = KernelOp::create(b, loc, ValueRange(yields).getTypes(),
                                 inputs.getArrayRef(), KernelKind::matmul);
   fused.getBody().push_back(block.release());
-  for (auto [i, sum] : llvm::enumerate(sums))
-    finishSum(sum, fused.getResult(i + 1));
+  finishSums(sums, fused.getResults().slice(1, sums.size()));
   if (copy) {
     copy.getResult(0).replaceAllUsesWith(fused.getResult(0));
     copy.erase();
@@ -484,48 +488,97 @@ void KFFuseColumnSumsPass::rewriteRows(KernelOp host, ArrayRef<ColumnSum> sums,
                        inputs.getArrayRef(), KernelKind::normalization);
   fused.getBody().push_back(block.release());
   unsigned own = host.getNumResults();
-  for (auto [i, sum] : llvm::enumerate(sums))
-    finishSum(sum, fused.getResult(own + i));
+  finishSums(sums, fused.getResults().slice(own, sums.size()));
   host.replaceAllUsesWith(fused.getResults().take_front(own));
   host.erase();
 }
 
-/// `sum`'s kernel becomes the sum of `partials` over their groups, then
-/// what followed its sum.
-void KFFuseColumnSumsPass::finishSum(ColumnSum sum, Value partials) {
-  KernelOp old = sum.kernel;
-  Block &body = old.getBody().front();
-  llvm::SmallPtrSet<Operation *, 8> prologue(sum.prologue.begin(),
-                                             sum.prologue.end());
-  auto after = [&](Operation &op) {
-    return !prologue.contains(&op) && &op != sum.reduce;
-  };
-  // Its inputs: the partials, and what the ops after the sum read.
-  SmallVector<Value> inputs = {partials};
-  SmallVector<BlockArgument> args;
-  for (BlockArgument arg : body.getArguments())
-    if (llvm::any_of(arg.getUsers(),
-                     [&](Operation *user) { return after(*user); })) {
-      args.push_back(arg);
-      inputs.push_back(old.getInputs()[arg.getArgNumber()]);
+/// A LayerNorm's weight and bias gradients sum partials of one shape: one
+/// kernel reads both (one launch, not two). It stands where the last of
+/// the sums' kernels stood; a sum read before that is finished alone.
+void KFFuseColumnSumsPass::finishSums(ArrayRef<ColumnSum> sums,
+                                     ValueRange partials) {
+  KernelOp last = sums.front().kernel;
+  for (const ColumnSum &sum : sums)
+    if (last->isBeforeInBlock(sum.kernel))
+      last = sum.kernel;
+  SmallVector<ColumnSum> together;
+  SmallVector<Value> togetherPartials;
+  for (auto [sum, partial] : llvm::zip_equal(sums, partials)) {
+    bool readAfter = llvm::all_of(sum.kernel->getUsers(), [&](Operation *u) {
+      return last->isBeforeInBlock(u);
+    });
+    if (sum.kernel == last || readAfter) {
+      together.push_back(sum);
+      togetherPartials.push_back(partial);
+    } else {
+      finishTogether({sum}, {partial}, sum.kernel);
     }
-  OpBuilder b(old);
-  auto finished = KernelOp::create(b, old.getLoc(), old.getResultTypes(),
-                                   inputs, KernelKind::reduction);
-  Block *block = b.createBlock(&finished.getBody());
-  IRMapping map;
-  Value groups = block->addArgument(partials.getType(), partials.getLoc());
-  for (BlockArgument arg : args)
-    map.map(arg, block->addArgument(arg.getType(), arg.getLoc()));
-  map.map(sum.reduce.getResult(),
-          ReduceOp::create(b, sum.reduce.getLoc(), sum.reduce.getType(),
-                           ReduceKind::sum, groups, ArrayRef<int64_t>{0},
-                           /*keep_dims=*/false));
-  for (Operation &op : body)
-    if (after(op))
-      b.clone(op, map);
-  old.replaceAllUsesWith(finished.getResults());
-  old.erase();
+  }
+  finishTogether(together, togetherPartials, last);
+}
+
+/// One reduction kernel at `at` for `sums`: each sum of its partials over
+/// their groups, then the ops that followed it in its own kernel.
+void KFFuseColumnSumsPass::finishTogether(ArrayRef<ColumnSum> sums,
+                                          ArrayRef<Value> partials,
+                                          KernelOp at) {
+  // Its inputs: the partials, and what the ops after each sum read.
+  llvm::SetVector<Value> inputs(partials.begin(), partials.end());
+  SmallVector<SmallVector<Operation *>> after(sums.size());
+  for (auto [i, sum] : llvm::enumerate(llvm::to_vector(sums))) {
+    llvm::SmallPtrSet<Operation *, 8> prologue(sum.prologue.begin(),
+                                               sum.prologue.end());
+    for (Operation &op : sum.kernel.getBody().front())
+      if (!prologue.contains(&op) && &op != sum.reduce)
+        after[i].push_back(&op);
+    for (BlockArgument arg : sum.kernel.getBody().getArguments())
+      if (llvm::any_of(arg.getUsers(), [&](Operation *user) {
+            return llvm::is_contained(after[i], user);
+          }))
+        inputs.insert(sum.kernel.getInputs()[arg.getArgNumber()]);
+  }
+  auto block = std::make_unique<Block>();
+  for (Value input : inputs)
+    block->addArgument(input.getType(), input.getLoc());
+  auto argFor = [&](Value input) {
+    return block->getArgument(llvm::find(inputs, input) - inputs.begin());
+  };
+  OpBuilder b(at);
+  b.setInsertionPointToEnd(block.get());
+  SmallVector<Value> yields;
+  for (auto [i, sum] : llvm::enumerate(llvm::to_vector(sums))) {
+    IRMapping map;
+    for (auto [arg, input] : llvm::zip(sum.kernel.getBody().getArguments(),
+                                       sum.kernel.getInputs()))
+      if (inputs.contains(input))
+        map.map(arg, argFor(input));
+    map.map(sum.reduce.getResult(),
+            ReduceOp::create(b, sum.reduce.getLoc(), sum.reduce.getType(),
+                             ReduceKind::sum, argFor(partials[i]),
+                             ArrayRef<int64_t>{0}, /*keep_dims=*/false));
+    for (Operation *op : after[i]) {
+      if (auto yield = dyn_cast<YieldOp>(op)) {
+        for (Value v : yield.getValues())
+          yields.push_back(map.lookupOrDefault(v));
+        continue;
+      }
+      b.clone(*op, map);
+    }
+  }
+  YieldOp::create(b, at.getLoc(), yields);
+  b.setInsertionPoint(at);
+  auto finished =
+      KernelOp::create(b, at.getLoc(), ValueRange(yields).getTypes(),
+                       inputs.getArrayRef(), KernelKind::reduction);
+  finished.getBody().push_back(block.release());
+  unsigned next = 0;
+  for (ColumnSum sum : sums) {
+    unsigned n = sum.kernel.getNumResults();
+    sum.kernel.replaceAllUsesWith(finished.getResults().slice(next, n));
+    next += n;
+    sum.kernel.erase();
+  }
 }
 
 } // namespace

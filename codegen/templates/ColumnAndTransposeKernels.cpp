@@ -22,7 +22,9 @@ namespace {
 /// 32 consecutive columns; each thread keeps 8 accumulators (8 loads in
 /// flight), and the groups' partials meet in shared memory in a fixed
 /// order (deterministic). An elementwise epilogue of the sum (a weight
-/// gradient's cast) is computed at each column where it is stored.
+/// gradient's cast) is computed at each column where it is stored. A
+/// kernel of several results (a LayerNorm's weight and bias gradients)
+/// reduces each one's input over the same space in the same pass.
 class ColumnKernel {
 public:
   ColumnKernel(KernelEmitter &e, RowSpace space);
@@ -31,38 +33,42 @@ public:
 private:
   static constexpr int64_t kAccumulators = 8;
   LogicalResult emitTile(Value tile);
-  /// The input at `row` of this tile's column (the identity on failure).
-  Value at(Value row);
-  /// This thread's partial over its rows: full steps, then the tail.
-  Value accumulate();
-  /// Group 0 combines the 32 groups' partials in order and stores.
-  void combinePartials(Value total);
+  /// Reduce `r`'s input at `row` of this tile's column (the identity on
+  /// failure).
+  Value at(size_t r, Value row);
+  /// This thread's partial of each reduce over its rows: full steps, then
+  /// the tail.
+  SmallVector<Value> accumulate();
+  /// Group 0 combines the 32 groups' partials of each reduce in order and
+  /// stores every result.
+  void combinePartials(ArrayRef<Value> totals);
 
   KernelEmitter &e;
   OpBuilder &b;
   Location l;
-  ReduceOp reduce;
-  ReduceKind kind;
+  /// The reduces the results are computed from (resultReducesOf), each once.
+  SmallVector<ReduceOp> reduces;
+  SmallVector<Value> identities;
   int64_t rows, columns, steps;
-  /// The reduced input's shape: its prologue computes through broadcasts
-  /// that index it by dims. (Row-major, [rows, columns] flattened.)
-  ArrayRef<int64_t> inShape;
-  Value identity, partials, lane, group;
+  Value partials, lane, group;
   // The tile being emitted.
   Value column, valid, safeColumn;
   LogicalResult status = success();
 };
 
 ColumnKernel::ColumnKernel(KernelEmitter &e, RowSpace space)
-    : e(e), b(e.builder()), l(e.loc()),
-      reduce(resultReduceOf(e.kernel())),
-      kind(reduce.getKind()), rows(space.rows), columns(space.length),
-      steps(space.rows / (32 * kAccumulators)),
-      inShape(shapeOf(reduce.getInput())) {}
+    : e(e), b(e.builder()), l(e.loc()), rows(space.rows),
+      columns(space.length), steps(space.rows / (32 * kAccumulators)) {
+  for (ReduceOp reduce : resultReducesOf(e.kernel()))
+    if (!llvm::is_contained(reduces, reduce))
+      reduces.push_back(reduce);
+}
 
 LogicalResult ColumnKernel::emit() {
-  identity = reductionInit(e, kind, b.getF32Type());
-  partials = workgroupBuffer(e, 32 * 33);
+  for (ReduceOp reduce : reduces)
+    identities.push_back(
+        reductionInit(e, reduce.getKind(), b.getF32Type()));
+  partials = workgroupBuffer(e, reduces.size() * 32 * 33);
   Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   lane = arith::RemUIOp::create(b, l, tid, e.index(32));
   group = arith::DivUIOp::create(b, l, tid, e.index(32));
@@ -82,37 +88,48 @@ LogicalResult ColumnKernel::emitTile(Value tile) {
   return status;
 }
 
-Value ColumnKernel::at(Value row) {
+Value ColumnKernel::at(size_t r, Value row) {
   Value linear = arith::AddIOp::create(
       b, l, arith::MulIOp::create(b, l, row, e.index(columns)), safeColumn);
+  Value input = reduces[r].getInput();
   FailureOr<Value> v =
-      e.elementAt(reduce.getInput(), ElementIndex::linear(inShape, linear));
+      e.elementAt(input, ElementIndex::linear(shapeOf(input), linear));
   if (failed(v)) {
     status = failure();
-    return identity;
+    return identities[r];
   }
   return *v;
 }
 
-Value ColumnKernel::accumulate() {
-  SmallVector<Value> init(kAccumulators, identity);
+SmallVector<Value> ColumnKernel::accumulate() {
+  size_t n = reduces.size();
+  SmallVector<Value> init;
+  for (Value identity : identities)
+    init.append(kAccumulators, identity);
   SmallVector<Value> acc = e.loop(steps, init, [&](Value s, ValueRange c) {
     SmallVector<Value> next;
     Value base = arith::MulIOp::create(b, l, s, e.index(32 * kAccumulators));
-    for (int64_t a = 0; a < kAccumulators; ++a) {
-      Value row = arith::AddIOp::create(
-          b, l, arith::AddIOp::create(b, l, base, e.index(32 * a)), group);
-      next.push_back(combine(e, kind, c[a], at(row)));
-    }
+    for (size_t r = 0; r < n; ++r)
+      for (int64_t a = 0; a < kAccumulators; ++a) {
+        Value row = arith::AddIOp::create(
+            b, l, arith::AddIOp::create(b, l, base, e.index(32 * a)), group);
+        next.push_back(combine(e, reduces[r].getKind(),
+                               c[r * kAccumulators + a], at(r, row)));
+      }
     return next;
   });
-  Value total = acc[0];
-  for (int64_t a = 1; a < kAccumulators; ++a)
-    total = combine(e, kind, total, acc[a]);
+  SmallVector<Value> totals;
+  for (size_t r = 0; r < n; ++r) {
+    Value total = acc[r * kAccumulators];
+    for (int64_t a = 1; a < kAccumulators; ++a)
+      total = combine(e, reduces[r].getKind(), total,
+                      acc[r * kAccumulators + a]);
+    totals.push_back(total);
+  }
   // The rows past the last full step.
   int64_t done = steps * 32 * kAccumulators;
   int64_t tail = (rows - done + 31) / 32;
-  return e.loop(tail, {total}, [&](Value t, ValueRange c) {
+  return e.loop(tail, totals, [&](Value t, ValueRange c) {
     Value row = arith::AddIOp::create(
         b, l,
         arith::AddIOp::create(b, l, e.index(done),
@@ -121,15 +138,27 @@ Value ColumnKernel::accumulate() {
     Value inRange = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, row,
                                           e.index(rows));
     Value safeRow = arith::SelectOp::create(b, l, inRange, row, e.index(0));
-    Value v = arith::SelectOp::create(b, l, inRange, at(safeRow), identity);
-    return SmallVector<Value>{combine(e, kind, c[0], v)};
-  })[0];
+    SmallVector<Value> next;
+    for (size_t r = 0; r < n; ++r) {
+      Value v = arith::SelectOp::create(b, l, inRange, at(r, safeRow),
+                                        identities[r]);
+      next.push_back(combine(e, reduces[r].getKind(), c[r], v));
+    }
+    return next;
+  });
 }
 
-void ColumnKernel::combinePartials(Value total) {
-  Value slot = arith::AddIOp::create(
-      b, l, arith::MulIOp::create(b, l, group, e.index(33)), lane);
-  memref::StoreOp::create(b, l, total, partials, ValueRange{slot});
+void ColumnKernel::combinePartials(ArrayRef<Value> totals) {
+  auto slot = [&](size_t r, Value g) -> Value {
+    return arith::AddIOp::create(
+        b, l,
+        arith::MulIOp::create(b, l, arith::AddIOp::create(
+                                        b, l, g, e.index(r * 32)),
+                              e.index(33)),
+        lane);
+  };
+  for (auto [r, total] : llvm::enumerate(totals))
+    memref::StoreOp::create(b, l, total, partials, ValueRange{slot(r, group)});
   gpu::BarrierOp::create(b, l);
   Value first =
       arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, group, e.index(0));
@@ -137,27 +166,29 @@ void ColumnKernel::combinePartials(Value total) {
   auto guard = scf::IfOp::create(b, l, store);
   OpBuilder::InsertionGuard insertion(b);
   b.setInsertionPoint(guard.thenBlock()->getTerminator());
-  Value sum = identity;
-  for (int64_t g = 0; g < 32; ++g) {
-    Value p = memref::LoadOp::create(
-        b, l, partials,
-        ValueRange{arith::AddIOp::create(b, l, e.index(g * 33), lane)});
-    sum = combine(e, kind, sum, p);
-  }
-  if (kind == ReduceKind::mean)
-    sum = arith::DivFOp::create(b, l, sum, e.f32(static_cast<double>(rows)));
-  Value root = rootValue(e.kernel());
-  if (root != reduce.getResult()) {
+  for (auto [r, reduce] : llvm::enumerate(reduces)) {
+    Value sum = identities[r];
+    for (int64_t g = 0; g < 32; ++g) {
+      Value p = memref::LoadOp::create(b, l, partials,
+                                       ValueRange{slot(r, e.index(g))});
+      sum = combine(e, reduce.getKind(), sum, p);
+    }
+    if (reduce.getKind() == ReduceKind::mean)
+      sum = arith::DivFOp::create(b, l, sum,
+                                  e.f32(static_cast<double>(rows)));
     e.setElement(reduce.getResult(), column, sum);
+  }
+  auto yield =
+      mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
+  for (auto [i, root] : llvm::enumerate(yield.getValues())) {
     FailureOr<Value> out =
         e.elementAt(root, ElementIndex::linear(shapeOf(root), column));
     if (failed(out)) {
       status = failure();
       return;
     }
-    sum = *out;
+    e.storeResult(i, column, *out);
   }
-  e.storeResult(0, column, sum);
 }
 
 /// A pointwise kernel around the transpose of the last two dims of an

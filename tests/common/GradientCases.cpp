@@ -67,6 +67,19 @@ void addGradientCases(std::vector<OpCase> &cases) {
              differentiate(g, f, nullptr);
            },
            {{rows, cols}, {cols}, {cols}, {rows, cols}}});
+    // Weights in the input's dtype: their gradients are rounded where one
+    // kernel adds up both gradients' column partials.
+    cases.push_back(
+        {"grad_layernorm_4096_rounded_weight_grads" + suffix,
+         [d](Graph &g) {
+           Graph f("layernorm");
+           Tensor x = f.input("x", d, {1056, 4096});
+           Tensor w = cast(f.input("w", d, {4096}), DType::f32);
+           Tensor b = cast(f.input("b", d, {4096}), DType::f32);
+           f.output("y", layerNormOf(x, w, b));
+           differentiate(g, f, nullptr);
+         },
+         {{1056, 4096}, {4096}, {4096}, {1056, 4096}}});
     // A softmax's backward reads y and dy along the row: a thread of a
     // row kernel holds both (kf-tile takes more threads a row for them).
     cases.push_back({"grad_softmax_4096" + suffix,

@@ -89,3 +89,33 @@ func.func @rows_too_long(%x: tensor<2112x5120xf32>, %dy: tensor<2112x5120xf32>)
   %s = kf.softmax %g {axis = 1} : tensor<2112x5120xf32>
   return %s, %db : tensor<2112x5120xf32>, tensor<5120xf32>
 }
+
+// -----
+
+// A LayerNorm's weight and bias gradients, each rounded to bf16: both sums
+// join the input gradient's row kernel, and one reduction kernel adds up
+// both partials and rounds them (its epilogues).
+// CHECK-LABEL: func.func @weight_and_bias_grads
+// CHECK: %[[ROWS:.*]]:3 = kf.kernel normalization(
+// CHECK: %[[SUMS:.*]]:2 = kf.kernel reduction(%[[ROWS]]#1, %[[ROWS]]#2 : tensor<264x1000xf32>, tensor<264x1000xf32>)
+// CHECK:   kf.reduce sum %{{.*}} [0] : tensor<264x1000xf32> -> tensor<1000xf32>
+// CHECK-NEXT: kf.cast %{{.*}} : tensor<1000xf32> -> tensor<1000xbf16>
+// CHECK:   kf.reduce sum %{{.*}} [0] : tensor<264x1000xf32> -> tensor<1000xf32>
+// CHECK-NEXT: kf.cast %{{.*}} : tensor<1000xf32> -> tensor<1000xbf16>
+// CHECK-NOT: kf.kernel
+// CHECK: return %[[ROWS]]#0, %[[SUMS]]#{{[01]}}, %[[SUMS]]#{{[01]}}
+// STAGED-LABEL: func.func @weight_and_bias_grads
+// STAGED: kf.kernel reduction({{.*}}) attributes {launch = #kf.launch<grid = 32, block = 1024, items = 1000>, tiling = #kf.column_tiling}
+func.func @weight_and_bias_grads(%x: tensor<4224x1000xbf16>, %dy: tensor<4224x1000xbf16>)
+    -> (tensor<4224x1000xbf16>, tensor<1000xbf16>, tensor<1000xbf16>) {
+  %xf = kf.cast %x : tensor<4224x1000xbf16> -> tensor<4224x1000xf32>
+  %dyf = kf.cast %dy : tensor<4224x1000xbf16> -> tensor<4224x1000xf32>
+  %gx = kf.mul %dyf, %xf : tensor<4224x1000xf32>
+  %dw = kf.reduce sum %gx [0] : tensor<4224x1000xf32> -> tensor<1000xf32>
+  %dwb = kf.cast %dw : tensor<1000xf32> -> tensor<1000xbf16>
+  %db = kf.reduce sum %dyf [0] : tensor<4224x1000xf32> -> tensor<1000xf32>
+  %dbb = kf.cast %db : tensor<1000xf32> -> tensor<1000xbf16>
+  %s = kf.softmax %gx {axis = 1} : tensor<4224x1000xf32>
+  %sb = kf.cast %s : tensor<4224x1000xf32> -> tensor<4224x1000xbf16>
+  return %sb, %dwb, %dbb : tensor<4224x1000xbf16>, tensor<1000xbf16>, tensor<1000xbf16>
+}

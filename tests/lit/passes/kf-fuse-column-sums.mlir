@@ -41,13 +41,15 @@ func.func @bias_grad(%dy: tensor<4x256x64xbf16>, %w: tensor<512x64xbf16>, %h: te
 // -----
 
 // The product read by a row kernel too: the matmul kernel keeps its f32
-// result and adds the partials of both column sums.
+// result and adds the partials of both column sums, which one reduction
+// kernel finishes.
 // CHECK-LABEL: func.func @beside_f32
 // CHECK: %[[MM:.*]]:3 = kf.kernel matmul
 // CHECK:   kf.yield %{{.*}}, %{{.*}}, %{{.*}} : tensor<512x384xf32>, tensor<32x384xf32>, tensor<32x384xf32>
 // CHECK: kf.kernel reduction(%[[MM]]#0 : tensor<512x384xf32>)
-// CHECK: kf.kernel reduction(%[[MM]]#{{[12]}} : tensor<32x384xf32>)
-// CHECK: kf.kernel reduction(%[[MM]]#{{[12]}} : tensor<32x384xf32>)
+// CHECK: kf.kernel reduction(%[[MM]]#1, %[[MM]]#2 : tensor<32x384xf32>, tensor<32x384xf32>)
+// CHECK-COUNT-2: kf.reduce sum %{{.*}} [0] : tensor<32x384xf32> -> tensor<384xf32>
+// CHECK-NOT: kf.kernel
 func.func @beside_f32(%a: tensor<512x128xbf16>, %b: tensor<128x384xbf16>, %c: tensor<512x384xf32>)
     -> (tensor<512xf32>, tensor<384xf32>, tensor<384xf32>) {
   %p = kf.matmul %a, %b : tensor<512x128xbf16>, tensor<128x384xbf16> -> tensor<512x384xf32>
