@@ -319,6 +319,20 @@ bool inputsDefinedBefore(KernelOp kernel, Operation *at) {
                       [&](Value v) { return definedBefore(v, at); });
 }
 
+/// A kernel of `kind` before `at` over `inputs`, whose body is `block` (its
+/// arguments the inputs', the builder at its end) ending in a yield of
+/// `yields`.
+KernelOp wrapInKernel(OpBuilder &b, Location loc, std::unique_ptr<Block> block,
+                      ArrayRef<Value> yields, ArrayRef<Value> inputs,
+                      KernelKind kind, Operation *at) {
+  YieldOp::create(b, loc, yields);
+  b.setInsertionPoint(at);
+  auto kernel =
+      KernelOp::create(b, loc, ValueRange(yields).getTypes(), inputs, kind);
+  kernel.getBody().push_back(block.release());
+  return kernel;
+}
+
 SmallVector<ColumnSum>
 KFFuseColumnSumsPass::rowColumnSums(KernelOp host, RowSpace space,
                                     Operation *&at) {
@@ -417,11 +431,9 @@ void KFFuseColumnSumsPass::rewrite(KernelOp kernel, ArrayRef<ColumnSum> sums,
         sumMap.map(arg, argFor(input));
     yields.push_back(sumGroupsOfRows(b, sum, sumMap));
   }
-  YieldOp::create(b, loc, yields);
-  b.setInsertionPoint(kernel);
-  auto fused = KernelOp::create(b, loc, ValueRange(yields).getTypes(),
-                                inputs.getArrayRef(), KernelKind::matmul);
-  fused.getBody().push_back(block.release());
+  KernelOp fused = wrapInKernel(b, loc, std::move(block), yields,
+                                inputs.getArrayRef(), KernelKind::matmul,
+                                kernel);
   finishSums(sums, fused.getResults().slice(1, sums.size()));
   if (copy) {
     copy.getResult(0).replaceAllUsesWith(fused.getResult(0));
@@ -481,12 +493,9 @@ void KFFuseColumnSumsPass::rewriteRows(KernelOp host, ArrayRef<ColumnSum> sums,
       sumMap.map(arg, argFor(input));
     yields.push_back(sumOverBlocks(b, sum, sumMap, layout));
   }
-  YieldOp::create(b, host.getLoc(), yields);
-  b.setInsertionPoint(at);
-  auto fused =
-      KernelOp::create(b, host.getLoc(), ValueRange(yields).getTypes(),
-                       inputs.getArrayRef(), KernelKind::normalization);
-  fused.getBody().push_back(block.release());
+  KernelOp fused =
+      wrapInKernel(b, host.getLoc(), std::move(block), yields,
+                   inputs.getArrayRef(), KernelKind::normalization, at);
   unsigned own = host.getNumResults();
   finishSums(sums, fused.getResults().slice(own, sums.size()));
   host.replaceAllUsesWith(fused.getResults().take_front(own));
@@ -566,12 +575,9 @@ void KFFuseColumnSumsPass::finishTogether(ArrayRef<ColumnSum> sums,
       b.clone(*op, map);
     }
   }
-  YieldOp::create(b, at.getLoc(), yields);
-  b.setInsertionPoint(at);
-  auto finished =
-      KernelOp::create(b, at.getLoc(), ValueRange(yields).getTypes(),
-                       inputs.getArrayRef(), KernelKind::reduction);
-  finished.getBody().push_back(block.release());
+  KernelOp finished =
+      wrapInKernel(b, at.getLoc(), std::move(block), yields,
+                   inputs.getArrayRef(), KernelKind::reduction, at);
   unsigned next = 0;
   for (ColumnSum sum : sums) {
     unsigned n = sum.kernel.getNumResults();
