@@ -71,6 +71,10 @@ KernelEmitter::KernelEmitter(KernelOp kernel, gpu::GPUFuncOp func)
     padding.push_back(
         {type.getRank() ? type.getShape().back() : 1, paddedRowStride(buffer)});
   }
+  halfResults = llvm::all_of(kernel.getResults(), [](Value result) {
+    Type dtype = getElementTypeOrSelf(result.getType());
+    return isa<FloatType>(dtype) && dtype.getIntOrFloatBitWidth() == 16;
+  });
 }
 
 Type KernelEmitter::computeType(Type dtype) {
@@ -649,7 +653,10 @@ FailureOr<Value> KernelEmitter::unaryScalarOp(Operation *op, Type dtype,
                    ? Value(arith::MaximumFOp::create(b, l, x, zeroOf(dtype)))
                    : Value(arith::MaxSIOp::create(b, l, x, zeroOf(dtype)));
       })
-      .Case([&](ExpOp) -> Value { return math::ExpOp::create(b, l, x); })
+      .Case([&](ExpOp) -> Value {
+        return halfResults ? emitExpForHalfResults(b, l, x)
+                           : Value(math::ExpOp::create(b, l, x));
+      })
       .Case([&](LogOp) -> Value { return math::LogOp::create(b, l, x); })
       .Case([&](SqrtOp) -> Value { return math::SqrtOp::create(b, l, x); })
       .Case([&](RsqrtOp) -> Value { return math::RsqrtOp::create(b, l, x); })

@@ -278,6 +278,9 @@ private:
     int64_t length = 0, stride = 0;
   };
   llvm::SmallVector<RowPadding> padding;
+  /// Every result is a 16-bit float: f32 math whose error stays far below
+  /// their rounding may be cheaper (emitExpForHalfResults).
+  bool halfResults = false;
   mlir::OpBuilder b;
   mlir::Location location;
   /// Elements already computed, by (tensor, linear index): a thread reuses
@@ -329,6 +332,10 @@ mlir::Value emitSigmoid(mlir::OpBuilder &b, mlir::Location l, mlir::Value x);
 /// roundings) for GELUs whose results are f16, to 3.7e-4 for bf16 ones.
 mlir::Value emitGeluForHalfResults(mlir::OpBuilder &b, mlir::Location l,
                                    mlir::Value x, bool bf16);
+/// e^x for a kernel whose results are rounded to 16 bits: one MUFU.EX2
+/// of x log2 e, within |x| 2^-24 + 2^-22 relative (FastMath.cpp).
+mlir::Value emitExpForHalfResults(mlir::OpBuilder &b, mlir::Location l,
+                                  mlir::Value x);
 /// The f32 GELU of an element of `dtype`: emitGeluForHalfResults for
 /// 16-bit results, else x (1 + erf(x / sqrt 2)) / 2 with libdevice's erf.
 /// tanh(x) of f32 `x` for a result of `dtype` (FastMath.cpp).

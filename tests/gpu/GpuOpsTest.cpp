@@ -201,6 +201,36 @@ TEST(Gpu, Bf16GeluAcrossTheRange) {
   expectElementwiseClose(g, xs, std::ldexp(1.0, -7), 2e-6, DType::bf16);
 }
 
+/// e^x in kernels whose results are 16-bit (one MUFU.EX2 of x log2 e):
+/// within one rounding of the result across the range, from subnormal
+/// results to overflow, infinities and NaN.
+TEST(Gpu, ExpForHalfResultsAcrossTheRange) {
+  SKIP_WITHOUT_GPU();
+  struct Range {
+    DType dtype;
+    float low, high; ///< past the subnormal results and the overflow
+    double rel, flushed;
+  };
+  for (Range r : {Range{DType::bf16, -95.0f, 90.0f, std::ldexp(1.0, -7),
+                        std::ldexp(1.0, -132)},
+                  Range{DType::f16, -18.0f, 12.0f, std::ldexp(1.0, -10),
+                        std::ldexp(1.0, -24)}}) {
+    SCOPED_TRACE(dtypeName(r.dtype));
+    std::mt19937_64 rng(freshSeed());
+    std::vector<float> xs = {0.0f, -0.0f, 1e-30f, INFINITY, -INFINITY, NAN,
+                             r.low, r.high};
+    std::uniform_real_distribution<double> wide(r.low, r.high),
+        narrow(-2, 2);
+    while (xs.size() < 20000) {
+      xs.push_back(float(wide(rng)));
+      xs.push_back(float(narrow(rng)));
+    }
+    Graph g("exp_half");
+    g.output("exp", exp(g.input("x", r.dtype, {int64_t(xs.size())})));
+    expectElementwiseClose(g, xs, r.rel, r.flushed, r.dtype);
+  }
+}
+
 /// 64-bit indexing: an i1 tensor of more than 2^31 elements.
 TEST(Gpu, MoreThan2To31Elements) {
   SKIP_WITHOUT_GPU();
