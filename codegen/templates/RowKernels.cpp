@@ -169,6 +169,10 @@ LogicalResult RowKernel::emit() {
   tid = arith::RemUIOp::create(b, l, thread, e.index(threads));
   Value group = arith::DivUIOp::create(b, l, thread, e.index(threads));
   streamed = streamedRowInputs(e.kernel(), space);
+  if (space.length > 1)
+    for (BlockArgument arg : body.getArguments())
+      if (mlir::cast<ShapedType>(arg.getType()).getNumElements() == space.rows)
+        rowScalars.push_back(arg);
   if (inShared)
     allocateStage();
   for (auto [i, value] : llvm::enumerate(yield.getValues()))
@@ -590,10 +594,6 @@ LogicalResult RowKernel::emitWithPartials(Value group) {
   // are reduced. Every block has a first row (columnPartialLayout gives
   // each four or more); the last iteration loads its own row again.
   bool prefetch = prefetchesRows();
-  for (BlockArgument arg : body.getArguments())
-    if (mlir::cast<ShapedType>(arg.getType()).getNumElements() == space.rows &&
-        space.length > 1)
-      rowScalars.push_back(arg);
   SmallVector<Value> init(partials.size() * chunks * vec, e.f32(0));
   size_t sumCount = init.size();
   if (prefetch)
