@@ -176,9 +176,7 @@ ReduceOp kfuse::kf::resultReduceOf(KernelOp kernel) {
   return reduceFeeding(yield.getValues()[0]);
 }
 
-/// [rows, columns] of a float reduce over leading dims leaving 32 columns
-/// or more.
-static std::optional<RowSpace> leadingDimsSpace(ReduceOp reduce) {
+std::optional<RowSpace> kfuse::kf::leadingDimsSpace(ReduceOp reduce) {
   if (!isa<FloatType>(reduce.getType().getElementType()))
     return std::nullopt;
   ArrayRef<int64_t> axes = reduce.getAxes(), in = shapeOf(reduce.getInput());

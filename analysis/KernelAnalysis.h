@@ -98,6 +98,10 @@ llvm::SmallVector<ReduceOp> resultReducesOf(KernelOp kernel);
 /// The reduce the kernel's first result is computed from, or null.
 ReduceOp resultReduceOf(KernelOp kernel);
 
+/// [rows, columns] of a float reduce over the leading dims of its input
+/// into 32 columns or more (what the column template reduces).
+std::optional<RowSpace> leadingDimsSpace(ReduceOp reduce);
+
 /// A reduction kernel that reduces the leading dims of its input
 /// ([rows..., columns...] to [columns...]): [rows, columns].
 std::optional<RowSpace> columnSpaceOf(KernelOp kernel);

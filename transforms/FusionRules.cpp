@@ -302,18 +302,11 @@ std::pair<bool, std::string> canJoinAsPointwise(Operation *op, Cluster &c) {
                                       : "pointwise into pointwise"};
 }
 
-/// Whether `reduce` sums (or maxes) a static float tensor over its leading
-/// dims into 32 columns or more: the column template's (columnSpaceOf).
+/// Whether `reduce` is one the column template takes: over the leading
+/// dims of a static shape into 32 columns or more.
 bool isColumnReduction(ReduceOp reduce) {
-  RankedTensorType in = reduce.getInput().getType();
-  ArrayRef<int64_t> axes = reduce.getAxes();
-  if (!in.hasStaticShape() || !isa<FloatType>(in.getElementType()) ||
-      axes.empty() || int64_t(axes.size()) >= in.getRank())
-    return false;
-  for (auto [i, axis] : llvm::enumerate(axes))
-    if (axis != int64_t(i))
-      return false;
-  return numElements(reduce.getResult()) >= 32;
+  return reduce.getInput().getType().hasStaticShape() &&
+         !reduce.getAxes().empty() && leadingDimsSpace(reduce).has_value();
 }
 
 /// A column reduction into pointwise cluster `c` over its result: the
