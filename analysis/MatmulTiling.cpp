@@ -308,33 +308,53 @@ int64_t kfuse::kf::stagedOutputCols(const MatmulTile &t, bool tma,
   return tma ? std::min<int64_t>(t.bn, outputBytes > 2 ? 32 : 128) : t.bn;
 }
 
+/// An attention operand (a kernel argument, [B, H, S, D]) as [B H][S][D]
+/// rows, copied `boxRows` rows by `paddedCols` (whole 64-column boxes) at
+/// a time.
+static TmaOperand attentionOperandRows(KernelOp kernel, Value operand,
+                                       int64_t boxRows, int64_t paddedCols) {
+  unsigned input = mlir::cast<BlockArgument>(operand).getArgNumber();
+  ArrayRef<int64_t> shape =
+      mlir::cast<RankedTensorType>(operand.getType()).getShape();
+  int64_t stride = rowStrideOf(kernel.getInputs()[input]);
+  return TmaOperand{input,
+                    3,
+                    {shape[3], shape[2], shape[0] * shape[1]},
+                    {stride, shape[2] * stride},
+                    boxRows,
+                    64,
+                    paddedCols / 64,
+                    2};
+}
+
 SmallVector<TmaOperand, 3> kfuse::kf::attentionTmaOperands(KernelOp kernel) {
   AttentionOp op = attentionOf(kernel);
   auto tiling = kernel.getTilingAs<FlashTilingAttr>();
   int64_t blockQ = tiling.getBlockQ(), blockK = tiling.getBlockK();
-  auto describe = [&](Value operand, int64_t boxRows, int64_t paddedCols) {
-    auto arg = mlir::cast<BlockArgument>(operand);
-    unsigned input = arg.getArgNumber();
-    ArrayRef<int64_t> shape =
-        mlir::cast<RankedTensorType>(operand.getType()).getShape();
-    int64_t stride = rowStrideOf(kernel.getInputs()[input]);
-    return TmaOperand{input,
-                      3,
-                      {shape[3], shape[2], shape[0] * shape[1]},
-                      {stride, shape[2] * stride},
-                      boxRows,
-                      64,
-                      paddedCols / 64,
-                      2};
-  };
-  return {describe(op.getQ(), blockQ, tiling.getHeadDim()),
-          describe(op.getK(), blockK, tiling.getHeadDim()),
-          describe(op.getV(), 64, tiling.getValueDim())};
+  return {attentionOperandRows(kernel, op.getQ(), blockQ, tiling.getHeadDim()),
+          attentionOperandRows(kernel, op.getK(), blockK, tiling.getHeadDim()),
+          attentionOperandRows(kernel, op.getV(), 64, tiling.getValueDim())};
 }
 
-SmallVector<TmaOperand, 3> kfuse::kf::tmaOperands(KernelOp kernel) {
+SmallVector<TmaOperand, 4>
+kfuse::kf::attentionGradTmaOperands(KernelOp kernel) {
+  AttentionGradOp op = attentionGradOf(kernel);
+  auto tiling = kernel.getTilingAs<FlashGradTilingAttr>();
+  // Owned rows are copied as two boxes of the streamed tiles' 64 rows:
+  // every operand is owned by one kind of block and streamed by the other.
+  int64_t rows = tiling.getBlockCols();
+  return {attentionOperandRows(kernel, op.getQ(), rows, tiling.getHeadDim()),
+          attentionOperandRows(kernel, op.getK(), rows, tiling.getHeadDim()),
+          attentionOperandRows(kernel, op.getV(), rows, tiling.getValueDim()),
+          attentionOperandRows(kernel, op.getDout(), rows,
+                               tiling.getValueDim())};
+}
+
+SmallVector<TmaOperand, 4> kfuse::kf::tmaOperands(KernelOp kernel) {
+  if (kernel.getTilingAs<FlashGradTilingAttr>())
+    return attentionGradTmaOperands(kernel);
   if (attentionOf(kernel))
-    return attentionTmaOperands(kernel);
+    return SmallVector<TmaOperand, 4>(attentionTmaOperands(kernel));
   MatmulOp op = matmulOf(kernel);
   MatmulProblem p = MatmulProblem::of(op);
   MatmulTile t = matmulTileOf(kernel);

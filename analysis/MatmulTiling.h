@@ -175,10 +175,13 @@ struct TmaOperand {
 constexpr int64_t kTmaBoxBytes = 128;
 /// The operands that the warp-specialised kernel `kernel` (pipeline `tma`)
 /// copies with the TMA, one tensor-map parameter each: a matmul's A and B,
-/// an attention's Q, K and V, in that order.
-llvm::SmallVector<TmaOperand, 3> tmaOperands(KernelOp kernel);
+/// an attention's Q, K and V, its backward's Q, K, V and dO, in that order.
+llvm::SmallVector<TmaOperand, 4> tmaOperands(KernelOp kernel);
 /// Q, K and V of the attention kernel `kernel` (AttentionTmaPipeline.cpp).
 llvm::SmallVector<TmaOperand, 3> attentionTmaOperands(KernelOp kernel);
+/// Q, K, V and dO of the attention backward kernel `kernel`
+/// (AttentionGradTmaPipeline.cpp), each in boxes of 64 rows.
+llvm::SmallVector<TmaOperand, 4> attentionGradTmaOperands(KernelOp kernel);
 
 /// Columns of the output tile that the epilogue stages in shared memory at
 /// a time: all of them, or with the TMA's pipeline (which keeps filling

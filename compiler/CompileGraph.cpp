@@ -426,6 +426,7 @@ static kf::KernelPipelineOptions kernelOptionsFor(const CompileRequest &r) {
   options.splitK = r.splitK;
   options.splitKeys = r.splitKeys;
   options.deterministic = r.deterministic;
+  options.attentionGradTma = r.attentionGradTma;
   return options;
 }
 

@@ -81,6 +81,7 @@ ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
                     // (Only when on: keys from before the option still hit.)
                     (options.splitKeys ? "\nsplit keys yes" : "") +
                     (options.deterministic ? "" : "\ndeterministic no") +
+                    (options.attentionGradTma ? "\nattention grad tma" : "") +
                     "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
@@ -152,6 +153,7 @@ compiler::CompileRequest ExecutableImpl::compileRequest(
   request.splitK = options.splitK;
   request.splitKeys = options.splitKeys;
   request.deterministic = options.deterministic;
+  request.attentionGradTma = options.attentionGradTma;
   request.aligned = aligned;
   return request;
 }

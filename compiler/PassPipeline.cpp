@@ -53,7 +53,9 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   if (options.splitK)
     pm.addPass(createKFSplitKPass());
   pm.addPass(createKFTilePass());
-  pm.addPass(createKFPromoteSharedPass());
+  KFPromoteSharedPassOptions promote;
+  promote.gradTma = options.attentionGradTma;
+  pm.addPass(createKFPromoteSharedPass(promote));
   // After the templates are chosen: which of them take a size at run time.
   pm.addPass(createKFRuntimeExtentsPass());
 }

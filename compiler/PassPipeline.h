@@ -42,6 +42,8 @@ struct KernelPipelineOptions {
   bool splitKeys = true;
   /// Else run kf-atomic-dq (fused compiles).
   bool deterministic = true;
+  /// kf-promote-shared's `grad-tma`.
+  bool attentionGradTma = false;
 };
 
 /// Partitioning and launch shapes: kf-attach-target, kf-online-softmax

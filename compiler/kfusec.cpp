@@ -73,6 +73,10 @@ cl::opt<bool> nondeterministic(
     cl::desc("Kernels may add partial results with atomics, in any order "
              "(kf-atomic-dq: FlashAttention's backward adds up dq in its key "
              "blocks)"));
+cl::opt<bool> gradTma(
+    "grad-tma",
+    cl::desc("FlashAttention's backward copies its tiles with the TMA from a "
+             "warpgroup of its own (CompileOptions::attentionGradTma)"));
 cl::list<std::string> shapeArgs("shape",
                                 cl::desc("An input's shape, NAME=128x64"));
 cl::list<std::string> bindArgs("bind",
@@ -302,6 +306,7 @@ int profileOnGPU(const kfuse::Graph &graph) {
   options.splitK = !noSplitK;
   options.splitKeys = !noSplitKeys;
   options.deterministic = !nondeterministic;
+  options.attentionGradTma = gradTma;
   options.arch = arch;
   auto exe = kfuse::Compiler(options).compile(graph);
   if (!exe)
@@ -416,6 +421,7 @@ int compileAndPrint(const kfuse::Graph &graph) {
   request.splitK = !noSplitK;
   request.splitKeys = !noSplitKeys;
   request.deterministic = !nondeterministic;
+  request.attentionGradTma = gradTma;
   request.stopAfter = emit == Emit::SASS
                           ? kfuse::Stage::PTX
                           : static_cast<kfuse::Stage>(emit.getValue());
@@ -494,6 +500,7 @@ int main(int argc, char **argv) {
                        &noSplitK,
                        &noSplitKeys,
                        &nondeterministic,
+                       &gradTma,
                        std::addressof(shapeArgs),
                        std::addressof(bindArgs),
                        &evalFlag,

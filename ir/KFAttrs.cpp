@@ -46,7 +46,8 @@ LogicalResult kfuse::kf::verifyDecisionAttr(Attribute attr,
   return llvm::TypeSwitch<Attribute, LogicalResult>(attr)
       .Case<LaunchAttr, PointwiseTilingAttr, RowTilingAttr,
             ColumnScanTilingAttr, MmaTilingAttr, FlashTilingAttr,
-            FlashGradTilingAttr, MmaPipelineAttr, FlashPipelineAttr>(
+            FlashGradTilingAttr, MmaPipelineAttr, FlashPipelineAttr,
+            FlashGradPipelineAttr>(
           [&](auto decision) { return verifyAgain(decision, emitError); })
       .Default([](Attribute) { return success(); });
 }
@@ -250,6 +251,17 @@ LogicalResult MmaPipelineAttr::verify(EmitError emitError, int64_t stages,
                        << ": interleaved rows need the TMA pipeline and a "
                           "staged output";
   return success();
+}
+
+LogicalResult FlashGradPipelineAttr::verify(EmitError emitError,
+                                            int64_t stages, bool tma) {
+  // Without the TMA every thread copies and then waits at one barrier a
+  // tile: two stages, the next tile's copies in flight.
+  if (!tma && stages != 2)
+    return emitError() << "stages = " << stages
+                       << " without tma: the cp.async copies double-buffer "
+                          "(2)";
+  return checkRange(emitError, "stages", stages, 2, 4);
 }
 
 LogicalResult FlashPipelineAttr::verify(EmitError emitError, int64_t stages,

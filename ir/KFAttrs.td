@@ -242,11 +242,26 @@ def KF_FlashPipelineAttr : KF_Attr<"FlashPipeline", "flash_pipeline"> {
                         KF_Flag:$stageScoresInput);
 }
 
+def KF_FlashGradPipelineAttr
+    : KF_Attr<"FlashGradPipeline", "flash_grad_pipeline"> {
+  let summary = "the shared-memory pipeline of FlashAttention's backward";
+  let description = [{
+    The streamed 64-row tiles are copied `stages` tiles ahead. Without
+    `tma` all threads copy them with cp.async, two stages and a block
+    barrier a tile; with `tma` a third warpgroup copies the owned rows and
+    the streamed tiles with the TMA, stages handed over by mbarriers
+    (deterministic kernels only: the dqAtomic template exchanges dS^T at
+    block barriers of its two computing warpgroups).
+  }];
+  let parameters = (ins "int64_t":$stages, KF_Flag:$tma);
+}
+
 def KF_TilingAttr : AnyAttrOf<[KF_PointwiseTilingAttr, KF_RowTilingAttr,
                                KF_ColumnTilingAttr, KF_ColumnScanTilingAttr,
                                KF_TransposeTilingAttr,
                                KF_MmaTilingAttr, KF_FlashTilingAttr,
                                KF_FlashGradTilingAttr]>;
-def KF_PipelineAttr : AnyAttrOf<[KF_MmaPipelineAttr, KF_FlashPipelineAttr]>;
+def KF_PipelineAttr : AnyAttrOf<[KF_MmaPipelineAttr, KF_FlashPipelineAttr,
+                                 KF_FlashGradPipelineAttr]>;
 
 #endif // KF_ATTRS

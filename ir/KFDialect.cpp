@@ -599,11 +599,19 @@ static LogicalResult verifyDecisions(KernelOp kernel) {
           "the kernel, used by nothing else");
   }
   auto mma = kernel.getTilingAs<MmaTilingAttr>();
+  auto grad = kernel.getTilingAs<FlashGradTilingAttr>();
   if (isa_and_nonnull<MmaPipelineAttr>(pipeline) != bool(pipeline && mma) ||
       isa_and_nonnull<FlashPipelineAttr>(pipeline) !=
-          bool(pipeline && kernel.getTilingAs<FlashTilingAttr>()))
+          bool(pipeline && kernel.getTilingAs<FlashTilingAttr>()) ||
+      isa_and_nonnull<FlashGradPipelineAttr>(pipeline) !=
+          bool(pipeline && grad))
     return kernel.emitOpError()
            << "has " << pipeline << " for tiling " << tiling;
+  if (auto p = kernel.getPipelineAs<FlashGradPipelineAttr>();
+      p && p.getTma() && grad.getDqAtomic())
+    return kernel.emitOpError(
+        "has a TMA pipeline for a dqAtomic attention_grad: the atomic "
+        "template's warpgroups exchange dS^T at block barriers");
   if (auto p = kernel.getPipelineAs<MmaPipelineAttr>();
       p && p.getTma() && !mma.getWgmma())
     return kernel.emitOpError("has a TMA pipeline for an mma.sync tiling: "
@@ -674,6 +682,8 @@ SmallVector<unsigned> KernelOp::resultsAddedInto() {
 bool KernelOp::copiesWithTma() {
   if (auto mma = getPipelineAs<MmaPipelineAttr>())
     return mma.getTma();
+  if (auto grad = getPipelineAs<FlashGradPipelineAttr>())
+    return grad.getTma();
   auto flash = getPipelineAs<FlashPipelineAttr>();
   return flash && flash.getTma();
 }

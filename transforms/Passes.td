@@ -474,7 +474,12 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
     stages of K and V tiles, and of a bias or mask input with whole
     16-byte rows (`stageScoresInput`); with `tma`, head dims of 128 or
     more and nothing staged, a third warpgroup copies Q, K and V with the
-    TMA (`tma`, block = 384): its `#kf.flash_pipeline`. Records the
+    TMA (`tma`, block = 384): its `#kf.flash_pipeline`. FlashAttention's
+    backward (`#kf.flash_grad_tiling`) keeps its own 128 rows and two
+    stages of the streamed tiles; with `grad-tma`, where it is
+    deterministic and the TMA can copy q, k, v and dO, a third warpgroup
+    copies them into three stages where they fit: its
+    `#kf.flash_grad_pipeline`. Records the
     dynamic shared memory the launch needs (the launch's `sharedBytes`).
     Other kernels are untouched.
 
@@ -491,6 +496,9 @@ def KFPromoteSharedPass : Pass<"kf-promote-shared", "mlir::ModuleOp"> {
   let options = [
     Option<"tma", "tma", "bool", /*default=*/"true",
            "warp-specialise wgmma matmuls around TMA copies">,
+    Option<"gradTma", "grad-tma", "bool", /*default=*/"false",
+           "warp-specialise FlashAttention's deterministic backward around "
+           "TMA copies (off until measured on the GPU)">,
   ];
   // They read `kf.target`, which needs the dialect loaded.
   let dependentDialects = ["kfuse::kf::KFDialect"];

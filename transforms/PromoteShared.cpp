@@ -78,18 +78,41 @@ void promoteAttention(KernelOp kernel, FlashTilingAttr tiling, bool tma) {
 /// FlashAttention's backward: a block's own 128 rows of two operands (K and
 /// V, or Q and dO) and two stages of the 64-row tiles of the other two;
 /// with dqAtomic, dS^T of a tile ([blockRows][blockCols], 16-bit) and the
-/// tile's f32 share of dq ([blockCols][headDim]) too.
-void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling) {
+/// tile's f32 share of dq ([blockCols][headDim]) too. With `tma`, where the
+/// kernel is deterministic and the TMA can copy the rows of q, k, v and dO,
+/// a third warpgroup copies them (block = 384; see
+/// AttentionGradTmaPipeline.cpp) into three stages where they fit, an
+/// mbarrier for the owned rows and two a stage past the tiles.
+void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling,
+                          bool tma) {
   int64_t width = tiling.getHeadDim() + tiling.getValueDim(), stages = 2;
-  int64_t bytes =
-      2 * width * (tiling.getBlockRows() + stages * tiling.getBlockCols());
+  auto bytesFor = [&](int64_t stages) {
+    return 2 * width * (tiling.getBlockRows() + stages * tiling.getBlockCols());
+  };
+  AttentionGradOp op = attentionGradOf(kernel);
+  bool warpSpecialized =
+      tma && !tiling.getDqAtomic() &&
+      llvm::all_of(
+          ValueRange{op.getQ(), op.getK(), op.getV(), op.getDout()},
+          [&](Value x) { return copiesWithTma(kernel, x); });
+  int64_t bytes = bytesFor(stages);
+  int64_t block = kernel.getLaunchAttr().getBlock();
+  if (warpSpecialized) {
+    if (bytesFor(3) + 8 * (1 + 2 * 3) <= kSharedPerSM)
+      stages = 3;
+    bytes = bytesFor(stages) + 8 * (1 + 2 * stages);
+    block = 3 * 128;
+  }
   if (tiling.getDqAtomic())
     bytes += 2 * tiling.getBlockRows() * tiling.getBlockCols() +
              4 * tiling.getBlockCols() * tiling.getHeadDim();
   LaunchAttr launch = kernel.getLaunchAttr();
-  kernel.setLaunchAttr(LaunchAttr::get(kernel.getContext(), launch.getGrid(),
-                                       launch.getBlock(), launch.getItems(),
-                                       bytes, /*minBlocksPerSM=*/0));
+  MLIRContext *ctx = kernel.getContext();
+  kernel.setPipelineAttr(
+      FlashGradPipelineAttr::get(ctx, stages, warpSpecialized));
+  kernel.setLaunchAttr(LaunchAttr::get(ctx, launch.getGrid(), block,
+                                       launch.getItems(), bytes,
+                                       /*minBlocksPerSM=*/0));
 }
 
 /// The most shared memory a row kernel stages its rows in: an H200 block
@@ -245,7 +268,7 @@ struct KFPromoteSharedPass
       if (auto flash = kernel.getTilingAs<FlashTilingAttr>())
         return promoteAttention(kernel, flash, tma);
       if (auto grad = kernel.getTilingAs<FlashGradTilingAttr>())
-        return promoteAttentionGrad(kernel, grad);
+        return promoteAttentionGrad(kernel, grad, gradTma);
       if (auto rows = kernel.getTilingAs<RowTilingAttr>())
         return promoteRows(kernel, rows);
       if (!kernel.getTilingAs<MmaTilingAttr>())

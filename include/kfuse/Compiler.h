@@ -87,6 +87,11 @@ struct CompileOptions {
   /// for it. Off is PyTorch's default; on here until the GPU has measured
   /// the atomic kernel.
   bool deterministic = true;
+  /// FlashAttention's deterministic backward copies its tiles with the TMA
+  /// from a warpgroup of its own, on mbarriers (kf-promote-shared's
+  /// `grad-tma`), instead of cp.async by every thread and a block barrier
+  /// a tile. Off until measured on the GPU.
+  bool attentionGradTma = false;
   /// Disk cache directory; empty means $KFUSE_CACHE_DIR, else
   /// $XDG_CACHE_HOME/kfuse, else ~/.cache/kfuse.
   std::string cacheDir;

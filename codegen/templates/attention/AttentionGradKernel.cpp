@@ -43,6 +43,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "codegen/templates/attention/AttentionGradKernel.h"
+
 #include "codegen/emitter/AsyncCopy.h"
 #include "codegen/emitter/Wgmma.h"
 #include "codegen/templates/attention/AttentionKernel.h"
@@ -55,153 +57,6 @@
 using namespace mlir;
 using namespace kfuse::kf;
 using namespace kfuse::kf::detail;
-
-namespace {
-
-/// q, k, v or dout as the copies read it: `rows` rows a slice of `cols`
-/// elements. Dense, slice s's row r starts at element (s rows + r) cols of
-/// `memref`. Where the operand is a view of a kernel argument (q, k and v
-/// split into heads out of one projection's [B, S, 3 H D]), it starts at
-/// offset + (s / heads) batchStride + (s % heads) headStride + r rowStride.
-struct OperandRows {
-  Value memref;
-  int64_t heads, rows, cols;
-  std::optional<StridedView> view;
-};
-
-/// What a block owns and streams. Rows are of the operands' [slice, row]
-/// view: q, dout, lse and delta by query head, k and v by kv head.
-struct Roles {
-  bool keys; ///< a key block (dk, dv), else a query block (dq)
-  /// The owned operands (k, v or q, dout), their slice and first row.
-  const OperandRows *ownA, *ownB;
-  Value ownSlice, ownRow0;
-  /// The streamed operands (q, dout or k, v).
-  const OperandRows *tileA, *tileB;
-};
-
-class FlashAttentionGrad : IndexArithmetic {
-public:
-  FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op);
-  LogicalResult emit();
-
-private:
-  static constexpr int64_t kRows = 128, kTile = 64, kThreads = 256;
-
-  void setUp();
-  LogicalResult emitKeyBlock(Value block);
-  LogicalResult emitQueryBlock(Value block);
-  /// The streamed loop of `roles` over `count` tiles, tile t's rows of
-  /// slice `sliceOf(t)` from row `rowOf(t)`; returns the accumulators
-  /// (dq, or dk then dv).
-  SmallVector<Value> runTiles(const Roles &roles, Value count,
-                              function_ref<Value(Value)> sliceOf,
-                              function_ref<Value(Value)> rowOf,
-                              SmallVector<Value> acc);
-  /// Element offset of row `row` of slice `slice` of `operand`; `dense`
-  /// is slice rows + row, the row's index where the operand is dense.
-  Value rowAt(const OperandRows &operand, Value dense, Value slice,
-              Value row);
-  /// The elements between the rows of `operand`.
-  static int64_t rowStride(const OperandRows &operand) {
-    return operand.view ? operand.view->strides[2] : operand.cols;
-  }
-  void copyOwn(const Roles &roles);
-  void copyTile(const Roles &roles, Value slice, Value row0, Value stage);
-  Value stageA(Value stage);
-  Value stageB(Value stage);
-  /// dqAtomic's dS^T tile, after the stages.
-  int64_t dsAt() const { return (kRows + 2 * kTile) * (dp + dvp); }
-  /// dqAtomic's f32 staging tile of dq ([kTile][d], dense: one bulk add
-  /// takes it whole), after dS^T (in 16-bit elements, as the other
-  /// offsets).
-  int64_t dqStagingAt() const { return dsAt() + kRows * kTile; }
-  /// Issues X = ownA tileA^T and Y = ownB tileB^T for the warpgroup's 64
-  /// rows, a wgmma group each; returns their accumulator structs (read
-  /// only after waiting for their group).
-  std::pair<Value, Value> issueProducts(Value stage);
-  SmallVector<Value> unpack(Value all);
-  /// One wgmma group of m64nNk16 products summed over `steps` (A's and
-  /// B's descriptors, both operands in shared memory, K-major where the
-  /// layout is row for A or col for B); returns the accumulator struct.
-  Value issueGroup(ArrayRef<std::pair<Value, Value>> steps, int64_t n,
-                   NVVM::MMALayout layoutA, NVVM::MMALayout layoutB);
-  /// The query rows' statistics in the order of a thread's accumulators:
-  /// exp2's shift (-lse log2 e) and delta, two rows (query blocks) or the
-  /// 16 columns of the tile (key blocks: the queries are the columns).
-  struct RowStats {
-    SmallVector<Value> shift, delta;
-    Value shiftOf(const Roles &roles, int64_t i) const {
-      return shift[roles.keys ? i / 4 * 2 + i % 2 : i % 4 / 2];
-    }
-    Value deltaOf(const Roles &roles, int64_t i) const {
-      return delta[roles.keys ? i / 4 * 2 + i % 2 : i % 4 / 2];
-    }
-  };
-  /// Loads the shifts (before P) or the deltas (after: fewer registers
-  /// live while P is computed).
-  void loadStats(const Roles &roles, Value slice, Value row0, bool shifts,
-                 RowStats &stats);
-  /// Whether the tile from row `row0` holds positions to mask: rows past
-  /// the end of the streamed operand, or (causal) a key after a query.
-  Value tileNeedsMask(const Roles &roles, Value row0);
-  /// P = exp(scale X - lse), 0 where masked (when `masked`).
-  SmallVector<Value> probabilities(const Roles &roles, ArrayRef<Value> x,
-                                   const RowStats &stats, Value row0,
-                                   bool masked);
-  /// One streamed tile (in `stage`, from row `row0`): the accumulators
-  /// `state` (dq, or dk then dv) updated.
-  /// `ownStats`: a query block's, read once; key blocks read each tile's.
-  SmallVector<Value> step(const Roles &roles, SmallVector<Value> state,
-                          Value stage, const std::optional<RowStats> &ownStats,
-                          Value slice, Value row0);
-  /// acc += a (16-bit pairs in registers) times the 64-row tile at element
-  /// `tileAt`, read M/N-major (its rows along K), `width` columns.
-  SmallVector<Value> accumulate(SmallVector<Value> acc, ArrayRef<Value> a,
-                                Value tileAt, int64_t width);
-  /// dqAtomic: dS^T (the warpgroup's 64 keys by the tile's 64 queries, as
-  /// accumulators) into shared memory, M-major for dQ's product.
-  void storeTransposedDs(ArrayRef<Value> ds);
-  /// dqAtomic: issues dS K for the warpgroup's half of the head dim (after
-  /// both warpgroups stored dS^T); returns the accumulator struct.
-  Value issueDqProduct();
-  /// dqAtomic: adds the product's accumulators `part` into dq's rows of
-  /// the tile (query slice `slice`, rows from `row0`), with atomics.
-  void addDq(ArrayRef<Value> part, Value slice, Value row0);
-  /// dqAtomic with bulkDq: stores `part` (scaled) into the staging tile;
-  /// after a barrier thread 0 adds the tile's rows into dq in bulk.
-  void addDqInBulk(ArrayRef<Value> part, Value slice, Value row0);
-  /// Runs `body` on thread 0 of the block (the bulk add's issuer).
-  void onFirstThread(function_ref<void()> body);
-  /// Row (of the warpgroup's 64) and column (of the tile's 64) of
-  /// accumulator i of a 64-column product.
-  std::pair<Value, Value> position(int64_t i);
-  /// exp2's shift for a row's log-sum-exp (-inf for a row with nothing to
-  /// attend, so that its probabilities are 0).
-  Value negShift(Value lse);
-  /// Stores accumulators `acc` (times `scale`) as rows from `row0` of
-  /// result `value`, `cols` columns a row of `rows` of the slice.
-  void store(Value value, ArrayRef<Value> acc, Value slice, Value row0,
-             int64_t rows, int64_t cols, double scale);
-  Value load(Value memref, Value offset) {
-    return memref::LoadOp::create(b, l, memref, ValueRange{offset});
-  }
-  Value select(Value keep, Value x) {
-    return arith::SelectOp::create(b, l, keep, x, e.f32(0));
-  }
-
-  AttentionGradOp op;
-  int64_t heads, kvHeads, group, sq, sk, d, dv, dp, dvp, kvBlocks;
-  bool dqAtomic, bulkDq;
-  /// The gpu.func argument of dq where the kernel writes it.
-  std::optional<unsigned> dqArgument;
-  double scale;
-  Type dtype;
-  LogicalResult status = success();
-  OperandRows q, k, v, dout;
-  Value lse, delta, shared, sharedBase, tid, lane, warpgroup,
-      warpRow;
-};
 
 FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
     : IndexArithmetic(e), op(op) {
@@ -224,6 +79,10 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
       dqAtomic && dqArgument && d % 4 == 0 && !e.paddedStride(*dqArgument);
   scale = op.getScale().convertToDouble();
   dtype = mlir::cast<RankedTensorType>(op.getQ().getType()).getElementType();
+  auto pipeline = e.kernel().getPipelineAs<FlashGradPipelineAttr>();
+  stages = pipeline ? pipeline.getStages() : 2;
+  warpSpecialized = pipeline && pipeline.getTma();
+  barrierOffset = 2 * (kRows + stages * kTile) * (dp + dvp);
   // q, k, v and dout: kernel arguments or views of them; lse and delta:
   // kernel arguments.
   Value operands[] = {op.getQ(), op.getK(), op.getV(), op.getDout()};
@@ -258,6 +117,13 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
     }
     *arg = e.gpuFunc().getArgument(block.getArgNumber());
   }
+  if (warpSpecialized) {
+    // The tensor maps follow the buffers (kf-grid-constants), in
+    // attentionGradTmaOperands' order.
+    unsigned maps = e.kernel().getInputs().size() + e.kernel().getNumResults();
+    for (auto [i, operand] : llvm::enumerate(rows))
+      operand->map = e.gpuFunc().getArgument(maps + i);
+  }
   if (d % 8 || dv % 8 || !(dtype.isF16() || dtype.isBF16()))
     status = e.kernel().emitOpError("attention_grad's template takes f16 or "
                                     "bf16 rows of whole 16-byte chunks");
@@ -267,6 +133,8 @@ LogicalResult FlashAttentionGrad::emit() {
   if (failed(status))
     return failure();
   setUp();
+  if (warpSpecialized)
+    initBarriers();
   Value block = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
   if (dqAtomic) {
     if (failed(emitKeyBlock(block)))
@@ -289,7 +157,10 @@ LogicalResult FlashAttentionGrad::emit() {
 
 void FlashAttentionGrad::setUp() {
   shared = dynamicSharedView(
-      b, l, dqAtomic ? dqStagingAt() + 2 * kTile * dp : dsAt(), dtype);
+      b, l,
+      dqAtomic ? dqStagingAt() + 2 * kTile * dp
+               : (kRows + stages * kTile) * (dp + dvp),
+      dtype);
   sharedBase = memref::ExtractAlignedPointerAsIndexOp::create(b, l, shared);
   tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   lane = rem(tid, 32);
@@ -297,10 +168,18 @@ void FlashAttentionGrad::setUp() {
   warpRow = add(mul(warpgroup, 64), mul(div(rem(tid, 128), 32), 16));
 }
 
+Value FlashAttentionGrad::load(Value memref, Value offset) {
+  return memref::LoadOp::create(b, l, memref, ValueRange{offset});
+}
+
+Value FlashAttentionGrad::select(Value keep, Value x) {
+  return arith::SelectOp::create(b, l, keep, x, e.f32(0));
+}
+
 /// Shared memory: ownA [dp / 64][128][64], ownB [dvp / 64][128][64], then
-/// two stages of tileA [dp / 64][64][64] and tileB [dvp / 64][64][64] (the
+/// `stages` stages of tileA [dp / 64][64][64] and tileB [dvp / 64][64][64] (the
 /// head dims of k and v: q and dout have the same), then (dqAtomic) dS^T
-/// [128][64].
+/// [128][64] (two stages), or (`tma`) the mbarriers.
 Value FlashAttentionGrad::stageA(Value stage) {
   return add(idx(kRows * (dp + dvp)), mul(stage, kTile * (dp + dvp)));
 }
@@ -469,9 +348,28 @@ SmallVector<Value> FlashAttentionGrad::accumulate(SmallVector<Value> acc,
   return acc;
 }
 
-SmallVector<Value> FlashAttentionGrad::runTiles(
-    const Roles &roles, Value count, function_ref<Value(Value)> sliceOf,
-    function_ref<Value(Value)> rowOf, SmallVector<Value> acc) {
+void FlashAttentionGrad::runTiles(
+    const Roles &roles, const Tiles &tiles, SmallVector<Value> acc,
+    function_ref<void(ArrayRef<Value>)> finish) {
+  if (!warpSpecialized)
+    return finish(runTilesWithCopies(roles, tiles, std::move(acc)));
+  (void)async::splitRoles(
+      b, l, tid, kThreads,
+      [&] {
+        produceTiles(roles, tiles);
+        return success();
+      },
+      [&] {
+        consumeTiles(roles, tiles, std::move(acc), finish);
+        return success();
+      });
+}
+
+SmallVector<Value>
+FlashAttentionGrad::runTilesWithCopies(const Roles &roles, const Tiles &tiles,
+                                       SmallVector<Value> acc) {
+  Value count = tiles.count;
+  auto sliceOf = tiles.sliceOf, rowOf = tiles.rowOf;
   copyOwn(roles);
   auto any = scf::IfOp::create(b, l, less(idx(0), count), false);
   {
@@ -750,14 +648,15 @@ LogicalResult FlashAttentionGrad::emitKeyBlock(Value block) {
     return mul(add(first, tile), kTile);
   };
   SmallVector<Value> acc((dp + dvp) / 2, e.f32(0));
-  acc = runTiles(roles, count, sliceOf, rowOf, acc);
-  // The last bulk add has read its staging tile before the block exits.
-  if (bulkDq)
-    onFirstThread([&] { async::waitBulkGroups(b, l, /*readOnly=*/true); });
-  store(op.getDk(), ArrayRef<Value>(acc).take_front(dp / 2), roles.ownSlice,
-        roles.ownRow0, sk, d, scale);
-  store(op.getDv(), ArrayRef<Value>(acc).drop_front(dp / 2), roles.ownSlice,
-        roles.ownRow0, sk, dv, 1.0);
+  runTiles(roles, {count, sliceOf, rowOf}, acc, [&](ArrayRef<Value> acc) {
+    // The last bulk add has read its staging tile before the block exits.
+    if (bulkDq)
+      onFirstThread([&] { async::waitBulkGroups(b, l, /*readOnly=*/true); });
+    store(op.getDk(), acc.take_front(dp / 2), roles.ownSlice, roles.ownRow0,
+          sk, d, scale);
+    store(op.getDv(), acc.drop_front(dp / 2), roles.ownSlice, roles.ownRow0,
+          sk, dv, 1.0);
+  });
   return success();
 }
 
@@ -778,8 +677,9 @@ LogicalResult FlashAttentionGrad::emitQueryBlock(Value block) {
   auto sliceOf = [&](Value) { return kvSlice; };
   auto rowOf = [&](Value t) { return mul(t, kTile); };
   SmallVector<Value> acc(dp / 2, e.f32(0));
-  acc = runTiles(roles, count, sliceOf, rowOf, acc);
-  store(op.getDq(), acc, roles.ownSlice, roles.ownRow0, sq, d, scale);
+  runTiles(roles, {count, sliceOf, rowOf}, acc, [&](ArrayRef<Value> acc) {
+    store(op.getDq(), acc, roles.ownSlice, roles.ownRow0, sq, d, scale);
+  });
   return success();
 }
 
@@ -807,8 +707,6 @@ void FlashAttentionGrad::store(Value value, ArrayRef<Value> acc, Value slice,
     e.storeLanes(*result, at, pair);
   }
 }
-
-} // namespace
 
 LogicalResult kfuse::kf::emitFlashAttentionGrad(KernelEmitter &e,
                                                 AttentionGradOp op) {

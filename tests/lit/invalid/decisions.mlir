@@ -72,6 +72,16 @@ func.func private @f() attributes {p = #kf.flash_pipeline<stages = 2, tma = true
 
 // -----
 
+// expected-error @+1 {{stages = 3 without tma: the cp.async copies double-buffer (2)}}
+func.func private @f() attributes {p = #kf.flash_grad_pipeline<stages = 3>}
+
+// -----
+
+// expected-error @+1 {{stages = 5: needs 2 to 4}}
+func.func private @f() attributes {p = #kf.flash_grad_pipeline<stages = 5, tma = true>}
+
+// -----
+
 // expected-error @+1 {{wgmma on chip "sm_80": only sm_90 and sm_90a have it}}
 func.func private @f() attributes {t = #kf.target<chip = "sm_80", wgmma = true>}
 

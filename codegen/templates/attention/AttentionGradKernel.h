@@ -1,0 +1,207 @@
+//===- AttentionGradKernel.h - FlashAttention backward's class -*- C++ -*-===//
+//
+// Internal to kf-lower-to-gpu: the template of AttentionGradKernel.cpp,
+// whose warp-specialised TMA pipeline (pipeline `tma`) lives in
+// AttentionGradTmaPipeline.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef KFUSE_CODEGEN_ATTENTIONGRADKERNEL_H
+#define KFUSE_CODEGEN_ATTENTIONGRADKERNEL_H
+
+#include "analysis/StridedViews.h"
+#include "codegen/templates/KernelTemplates.h"
+#include "ir/KFDialect.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
+namespace kfuse::kf::detail {
+
+using llvm::ArrayRef;
+using llvm::function_ref;
+using mlir::LogicalResult;
+using mlir::SmallVector;
+using mlir::Type;
+using mlir::Value;
+namespace NVVM = mlir::NVVM;
+
+/// q, k, v or dout as the copies read it: `rows` rows a slice of `cols`
+/// elements. Dense, slice s's row r starts at element (s rows + r) cols of
+/// `memref`. Where the operand is a view of a kernel argument (q, k and v
+/// split into heads out of one projection's [B, S, 3 H D]), it starts at
+/// offset + (s / heads) batchStride + (s % heads) headStride + r rowStride.
+struct OperandRows {
+  Value memref;
+  int64_t heads, rows, cols;
+  std::optional<StridedView> view;
+  /// Its TMA tensor map (pipeline `tma`): [slices][rows][cols] in boxes
+  /// of 64 rows by 64 columns.
+  Value map = {};
+};
+
+/// What a block owns and streams. Rows are of the operands' [slice, row]
+/// view: q, dout, lse and delta by query head, k and v by kv head.
+struct Roles {
+  bool keys; ///< a key block (dk, dv), else a query block (dq)
+  /// The owned operands (k, v or q, dout), their slice and first row.
+  const OperandRows *ownA, *ownB;
+  Value ownSlice, ownRow0;
+  /// The streamed operands (q, dout or k, v).
+  const OperandRows *tileA, *tileB;
+};
+
+class FlashAttentionGrad : IndexArithmetic {
+public:
+  FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op);
+  LogicalResult emit();
+
+private:
+  static constexpr int64_t kRows = 128, kTile = 64, kThreads = 256;
+
+  void setUp();
+  LogicalResult emitKeyBlock(Value block);
+  LogicalResult emitQueryBlock(Value block);
+  /// Which streamed tiles a block takes: `count` of them, tile t's rows of
+  /// slice `sliceOf(t)` from row `rowOf(t)`.
+  struct Tiles {
+    Value count;
+    function_ref<Value(Value)> sliceOf, rowOf;
+  };
+  /// The streamed loop of `roles` over `tiles` from accumulators `acc`
+  /// (dq, or dk then dv); `finish` stores them.
+  void runTiles(const Roles &roles, const Tiles &tiles,
+                SmallVector<Value> acc,
+                function_ref<void(ArrayRef<Value>)> finish);
+  /// runTiles with cp.async copies by every thread, a block barrier a tile.
+  SmallVector<Value> runTilesWithCopies(const Roles &roles, const Tiles &tiles,
+                                        SmallVector<Value> acc);
+
+  // --- AttentionGradTmaPipeline.cpp: pipeline `tma` ---
+  /// The mbarriers: the owned rows landed; per stage, its tiles landed
+  /// (full) and both computing warpgroups done with them (empty).
+  enum class Barrier { OwnFull, Full, Empty };
+  Value barrier(Barrier kind, Value stage = {});
+  /// The parity of the phase of tile `tile`'s stage barriers.
+  Value phaseOf(Value tile);
+  void initBarriers();
+  /// The copying thread: the owned rows, then every streamed tile.
+  void produceTiles(const Roles &roles, const Tiles &tiles);
+  /// The computing warpgroups' loop over the tiles; then `finish`.
+  void consumeTiles(const Roles &roles, const Tiles &tiles,
+                    SmallVector<Value> acc,
+                    function_ref<void(ArrayRef<Value>)> finish);
+  /// Copies `rows` (64 or 128) rows of `operand`'s slice `slice` from row
+  /// `row0`, `width` columns, to shared memory at element `at` (as
+  /// copyOwn and copyTile place them), counted on `full`.
+  void copyBoxes(const OperandRows &operand, Value slice, Value row0,
+                 int64_t rows, int64_t width, int64_t at, Value stageAt,
+                 Value full);
+  /// Element offset of row `row` of slice `slice` of `operand`; `dense`
+  /// is slice rows + row, the row's index where the operand is dense.
+  Value rowAt(const OperandRows &operand, Value dense, Value slice,
+              Value row);
+  /// The elements between the rows of `operand`.
+  static int64_t rowStride(const OperandRows &operand) {
+    return operand.view ? operand.view->strides[2] : operand.cols;
+  }
+  void copyOwn(const Roles &roles);
+  void copyTile(const Roles &roles, Value slice, Value row0, Value stage);
+  Value stageA(Value stage);
+  Value stageB(Value stage);
+  /// dqAtomic's dS^T tile, after the stages.
+  int64_t dsAt() const { return (kRows + 2 * kTile) * (dp + dvp); }
+  /// dqAtomic's f32 staging tile of dq ([kTile][d], dense: one bulk add
+  /// takes it whole), after dS^T (in 16-bit elements, as the other
+  /// offsets).
+  int64_t dqStagingAt() const { return dsAt() + kRows * kTile; }
+  /// Issues X = ownA tileA^T and Y = ownB tileB^T for the warpgroup's 64
+  /// rows, a wgmma group each; returns their accumulator structs (read
+  /// only after waiting for their group).
+  std::pair<Value, Value> issueProducts(Value stage);
+  SmallVector<Value> unpack(Value all);
+  /// One wgmma group of m64nNk16 products summed over `steps` (A's and
+  /// B's descriptors, both operands in shared memory, K-major where the
+  /// layout is row for A or col for B); returns the accumulator struct.
+  Value issueGroup(ArrayRef<std::pair<Value, Value>> steps, int64_t n,
+                   NVVM::MMALayout layoutA, NVVM::MMALayout layoutB);
+  /// The query rows' statistics in the order of a thread's accumulators:
+  /// exp2's shift (-lse log2 e) and delta, two rows (query blocks) or the
+  /// 16 columns of the tile (key blocks: the queries are the columns).
+  struct RowStats {
+    SmallVector<Value> shift, delta;
+    Value shiftOf(const Roles &roles, int64_t i) const {
+      return shift[roles.keys ? i / 4 * 2 + i % 2 : i % 4 / 2];
+    }
+    Value deltaOf(const Roles &roles, int64_t i) const {
+      return delta[roles.keys ? i / 4 * 2 + i % 2 : i % 4 / 2];
+    }
+  };
+  /// Loads the shifts (before P) or the deltas (after: fewer registers
+  /// live while P is computed).
+  void loadStats(const Roles &roles, Value slice, Value row0, bool shifts,
+                 RowStats &stats);
+  /// Whether the tile from row `row0` holds positions to mask: rows past
+  /// the end of the streamed operand, or (causal) a key after a query.
+  Value tileNeedsMask(const Roles &roles, Value row0);
+  /// P = exp(scale X - lse), 0 where masked (when `masked`).
+  SmallVector<Value> probabilities(const Roles &roles, ArrayRef<Value> x,
+                                   const RowStats &stats, Value row0,
+                                   bool masked);
+  /// One streamed tile (in `stage`, from row `row0`): the accumulators
+  /// `state` (dq, or dk then dv) updated.
+  /// `ownStats`: a query block's, read once; key blocks read each tile's.
+  SmallVector<Value> step(const Roles &roles, SmallVector<Value> state,
+                          Value stage, const std::optional<RowStats> &ownStats,
+                          Value slice, Value row0);
+  /// acc += a (16-bit pairs in registers) times the 64-row tile at element
+  /// `tileAt`, read M/N-major (its rows along K), `width` columns.
+  SmallVector<Value> accumulate(SmallVector<Value> acc, ArrayRef<Value> a,
+                                Value tileAt, int64_t width);
+  /// dqAtomic: dS^T (the warpgroup's 64 keys by the tile's 64 queries, as
+  /// accumulators) into shared memory, M-major for dQ's product.
+  void storeTransposedDs(ArrayRef<Value> ds);
+  /// dqAtomic: issues dS K for the warpgroup's half of the head dim (after
+  /// both warpgroups stored dS^T); returns the accumulator struct.
+  Value issueDqProduct();
+  /// dqAtomic: adds the product's accumulators `part` into dq's rows of
+  /// the tile (query slice `slice`, rows from `row0`), with atomics.
+  void addDq(ArrayRef<Value> part, Value slice, Value row0);
+  /// dqAtomic with bulkDq: stores `part` (scaled) into the staging tile;
+  /// after a barrier thread 0 adds the tile's rows into dq in bulk.
+  void addDqInBulk(ArrayRef<Value> part, Value slice, Value row0);
+  /// Runs `body` on thread 0 of the block (the bulk add's issuer).
+  void onFirstThread(function_ref<void()> body);
+  /// Row (of the warpgroup's 64) and column (of the tile's 64) of
+  /// accumulator i of a 64-column product.
+  std::pair<Value, Value> position(int64_t i);
+  /// exp2's shift for a row's log-sum-exp (-inf for a row with nothing to
+  /// attend, so that its probabilities are 0).
+  Value negShift(Value lse);
+  /// Stores accumulators `acc` (times `scale`) as rows from `row0` of
+  /// result `value`, `cols` columns a row of `rows` of the slice.
+  void store(Value value, ArrayRef<Value> acc, Value slice, Value row0,
+             int64_t rows, int64_t cols, double scale);
+  Value load(Value memref, Value offset);
+  Value select(Value keep, Value x);
+
+  AttentionGradOp op;
+  int64_t heads, kvHeads, group, sq, sk, d, dv, dp, dvp, kvBlocks;
+  bool dqAtomic, bulkDq;
+  /// The pipeline's stages and `tma`; the byte offset of the mbarriers
+  /// past the tiles.
+  int64_t stages;
+  bool warpSpecialized;
+  int64_t barrierOffset;
+  /// The gpu.func argument of dq where the kernel writes it.
+  std::optional<unsigned> dqArgument;
+  double scale;
+  Type dtype;
+  LogicalResult status = mlir::success();
+  OperandRows q, k, v, dout;
+  Value lse, delta, shared, sharedBase, tid, lane, warpgroup,
+      warpRow;
+};
+
+} // namespace kfuse::kf::detail
+
+#endif // KFUSE_CODEGEN_ATTENTIONGRADKERNEL_H
