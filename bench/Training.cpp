@@ -38,6 +38,8 @@ struct TrainingWorkload {
   /// CompileOptions::deterministic (off: attention's dq added up by its
   /// key blocks, kf-atomic-dq).
   bool deterministic = true;
+  /// CompileOptions::attentionGradTma (the backward's TMA pipeline).
+  bool attentionGradTma = false;
 };
 
 struct AttentionShape {
@@ -48,10 +50,11 @@ struct AttentionShape {
 /// The backward of a bf16 attention of shape `a`, against the backward's
 /// FLOPs (five products of the forward's size, half of them for causal) /
 /// 679 TFLOP/s.
-TrainingWorkload attentionBackward(AttentionShape a, bool deterministic) {
+TrainingWorkload attentionBackward(AttentionShape a, bool deterministic,
+                                   bool tma) {
   std::string name = "attn_bwd_s" + std::to_string(a.seq) + "_d" +
                      std::to_string(a.dim) + (a.causal ? "_causal" : "") +
-                     (deterministic ? "" : "_atomic");
+                     (deterministic ? "" : "_atomic") + (tma ? "_tma" : "");
   double flops =
       10.0 * a.batch * a.heads * a.seq * a.seq * a.dim / (a.causal ? 2 : 1);
   auto build = [a, name] {
@@ -68,7 +71,7 @@ TrainingWorkload attentionBackward(AttentionShape a, bool deterministic) {
   return {name, build, flops, false,
           "attention," + joinInts({a.batch, a.heads, a.seq, a.dim,
                                    int64_t(a.causal)}),
-          deterministic};
+          deterministic, tma};
 }
 
 std::vector<TrainingWorkload> trainingWorkloads() {
@@ -87,13 +90,15 @@ std::vector<TrainingWorkload> trainingWorkloads() {
                        },
                        0, false, w.name});
   // FlashAttention's backward alone (kf.attention_grad) against SDPA's,
-  // each deterministic and not (`_atomic`: dq added up by the key blocks).
+  // each deterministic and not (`_atomic`: dq added up by the key blocks),
+  // and deterministic with the TMA pipeline (`_tma`).
   for (AttentionShape a : {AttentionShape{4, 16, 2048, 64, true},
                            AttentionShape{4, 16, 2048, 64, false},
                            AttentionShape{4, 16, 2048, 128, true},
                            AttentionShape{4, 16, 2048, 128, false}})
-    for (bool deterministic : {true, false})
-      all.push_back(attentionBackward(a, deterministic));
+    for (auto [deterministic, tma] :
+         {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}})
+      all.push_back(attentionBackward(a, deterministic, tma));
   const BlockShape block{4, 2048, 1024, 16};
   all.push_back({"prenorm_b4_s2048_d1024",
                  [block] { return preNormStack(block, 1, "prenorm_train"); },
@@ -122,6 +127,7 @@ Expected<TrainingRow> measure(const TrainingWorkload &w, double copyGBs,
   double backwardBytes = 0, forwardBytes = 0;
   CompileOptions options;
   options.deterministic = w.deterministic;
+  options.attentionGradTma = w.attentionGradTma;
   Expected<double> backward = timeOnZeros(split->backward, row.backwardKernels,
                                           backwardBytes, options);
   if (!backward)

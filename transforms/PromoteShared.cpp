@@ -82,7 +82,8 @@ void promoteAttention(KernelOp kernel, FlashTilingAttr tiling, bool tma) {
 /// kernel is deterministic and the TMA can copy the rows of q, k, v and dO,
 /// a third warpgroup copies them (block = 384; see
 /// AttentionGradTmaPipeline.cpp) into three stages where they fit, an
-/// mbarrier for the owned rows and two a stage past the tiles.
+/// mbarrier for the owned rows and two a stage past the tiles, then a
+/// stage's lse and delta.
 void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling,
                           bool tma) {
   int64_t width = tiling.getHeadDim() + tiling.getValueDim(), stages = 2;
@@ -90,17 +91,24 @@ void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling,
     return 2 * width * (tiling.getBlockRows() + stages * tiling.getBlockCols());
   };
   AttentionGradOp op = attentionGradOf(kernel);
+  // Its key blocks' copying thread stages each tile's lse and delta in
+  // whole 16-byte pieces: query lengths of a multiple of 4.
+  int64_t queries = mlir::cast<ShapedType>(op.getQ().getType()).getDimSize(2);
   bool warpSpecialized =
-      tma && !tiling.getDqAtomic() &&
+      tma && TargetAttr::of(kernel).getAligned() && !tiling.getDqAtomic() &&
+      queries % 4 == 0 &&
       llvm::all_of(
           ValueRange{op.getQ(), op.getK(), op.getV(), op.getDout()},
           [&](Value x) { return copiesWithTma(kernel, x); });
   int64_t bytes = bytesFor(stages);
   int64_t block = kernel.getLaunchAttr().getBlock();
   if (warpSpecialized) {
-    if (bytesFor(3) + 8 * (1 + 2 * 3) <= kSharedPerSM)
+    if (bytesFor(3) + 16 * 4 + 3 * 512 <= kSharedPerSM)
       stages = 3;
-    bytes = bytesFor(stages) + 8 * (1 + 2 * stages);
+    // Past the tiles the mbarriers, then each stage's lse and delta (64
+    // floats each) where key blocks stage them.
+    bytes = bytesFor(stages) + llvm::alignTo(8 * (1 + 2 * stages), 16) +
+            stages * 2 * 4 * tiling.getBlockCols();
     block = 3 * 128;
   }
   if (tiling.getDqAtomic())

@@ -94,6 +94,19 @@ void loadBox(OpBuilder &b, Location l, Value map, ValueRange coords, Value dst,
       NVVM::TMALoadMode::TILE, false, NVVM::CTAGroupKindAttr(), Value());
 }
 
+void loadBulk(OpBuilder &b, Location l, Value dst, Value src, Value bytes,
+              Value barrier) {
+  auto global = LLVM::LLVMPointerType::get(
+      b.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Global));
+  // The CTA's own shared memory, as the cluster's window addresses it (the
+  // CTA form needs PTX 8.6).
+  Value window = LLVM::AddrSpaceCastOp::create(
+      b, l, LLVM::LLVMPointerType::get(b.getContext(), 7), dst);
+  NVVM::CpAsyncBulkGlobalToSharedClusterOp::create(
+      b, l, window, LLVM::IntToPtrOp::create(b, l, global, src), barrier, bytes,
+      /*multicastMask=*/Value(), /*l2CacheHint=*/Value());
+}
+
 Value globalAddress(OpBuilder &b, Location l, Value memref, Value offset) {
   // kf-lower-nvgpu lowers the cast to the descriptor's aligned pointer: an
   // address of 64 bits, where one taken as an index would be cut to the

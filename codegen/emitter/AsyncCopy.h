@@ -54,6 +54,12 @@ void waitParity(mlir::OpBuilder &b, mlir::Location l, mlir::Value barrier,
 void loadBox(mlir::OpBuilder &b, mlir::Location l, mlir::Value map,
              mlir::ValueRange coords, mlir::Value dst, mlir::Value barrier);
 
+/// One bulk copy (not a tensor map's) of `bytes` (an i32, a multiple of
+/// 16) from global address `src` (an i64 from globalAddress, 16-byte
+/// aligned) into shared memory at `dst`, counted on mbarrier `barrier`.
+void loadBulk(mlir::OpBuilder &b, mlir::Location l, mlir::Value dst,
+              mlir::Value src, mlir::Value bytes, mlir::Value barrier);
+
 /// The global address (an i64) of the element `offset` (an index) places
 /// past the first element of global `memref`.
 mlir::Value globalAddress(mlir::OpBuilder &b, mlir::Location l,

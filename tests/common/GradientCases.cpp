@@ -139,7 +139,8 @@ void addGradientCases(std::vector<OpCase> &cases) {
   };
   for (FlashCase c : {FlashCase{"s200_d64_causal", 2, 4, 2, 200, 200, 64, 64, true},
                       FlashCase{"cross_d128_dv96", 1, 2, 1, 77, 150, 128, 96, false},
-                      FlashCase{"causal_s300_d40", 1, 3, 3, 300, 300, 40, 40, true}})
+                      FlashCase{"causal_s300_d40", 1, 3, 3, 300, 300, 40, 40, true},
+                      FlashCase{"gqa_causal_s320_d128", 1, 4, 2, 320, 320, 128, 128, true}})
     for (DType d : {DType::f16, DType::bf16})
       cases.push_back(
           {std::string("grad_attention_flash_") + c.name + "_" + dtypeName(d),

@@ -342,6 +342,60 @@ TEST_P(AtomicDq, MatchesEvaluatorRunAfterRun) {
   }
 }
 
+/// FlashAttention's backward with CompileOptions::attentionGradTma: a
+/// warpgroup of its own copies the tiles with the TMA, each key block's
+/// lse and delta too (AttentionGradTmaPipeline.cpp), wherever q's length
+/// is a multiple of 4 and q, k, v and dO are kernel arguments; the
+/// other cases keep the cp.async kernel. Each launch mode, two runs of one
+/// executable, against the evaluator.
+class AttentionGradTma
+    : public ::testing::TestWithParam<kfuse::testing::OpCase> {};
+
+TEST_P(AttentionGradTma, MatchesEvaluator) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  const kfuse::testing::OpCase &c = GetParam();
+  Graph g(c.name);
+  c.build(g);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  uint64_t seed = freshSeed();
+  std::vector<HostTensor> inputs;
+  std::vector<TensorInfo> infos = g.inputs();
+  for (size_t i = 0; i < infos.size(); ++i)
+    inputs.push_back(HostTensor::random(infos[i].dtype, c.shapes[i], seed + i));
+  Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
+  ASSERT_TRUE(reference) << reference.error().message();
+  bool eligible = c.name.find("cross_") == std::string::npos &&
+                  c.name.find("split_heads") == std::string::npos;
+  for (Launch launch : {Launch::Kernels, Launch::Graph}) {
+    CompileOptions options;
+    options.diskCache = false;
+    options.attentionGradTma = true;
+    options.launch = launch;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    Expected<std::string> fused = exe->dump(Stage::Fused);
+    ASSERT_TRUE(fused) << fused.error().message();
+    EXPECT_EQ(fused->find("flash_grad_pipeline<stages = 3, tma = true>") !=
+                  std::string::npos,
+              eligible)
+        << *fused;
+    for (int run = 0; run < 2; ++run) {
+      Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
+      ASSERT_TRUE(out) << out.error().message();
+      std::vector<TensorInfo> outputs = g.outputs();
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        double error = relativeError((*out)[i], (*reference)[i]);
+        EXPECT_LE(error, kfuse::testing::outputTolerance(g, outputs[i], 1024))
+            << outputs[i].name << ", run " << run << ", "
+            << (launch == Launch::Graph ? "graph" : "kernels") << ", seed "
+            << seed;
+      }
+    }
+  }
+}
+
 std::vector<kfuse::testing::OpCase> attentionGradientCases() {
   std::vector<kfuse::testing::OpCase> all = kfuse::testing::allOpCases(), out;
   for (const kfuse::testing::OpCase &c : all)
@@ -352,6 +406,11 @@ std::vector<kfuse::testing::OpCase> attentionGradientCases() {
 
 INSTANTIATE_TEST_SUITE_P(
     FlashGradients, AtomicDq, ::testing::ValuesIn(attentionGradientCases()),
+    [](const auto &info) { return info.param.name; });
+
+INSTANTIATE_TEST_SUITE_P(
+    FlashGradients, AttentionGradTma,
+    ::testing::ValuesIn(attentionGradientCases()),
     [](const auto &info) { return info.param.name; });
 
 } // namespace

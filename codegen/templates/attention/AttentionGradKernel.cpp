@@ -83,6 +83,7 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
   stages = pipeline ? pipeline.getStages() : 2;
   warpSpecialized = pipeline && pipeline.getTma();
   barrierOffset = 2 * (kRows + stages * kTile) * (dp + dvp);
+  statsOffset = barrierOffset + llvm::alignTo(8 * (1 + 2 * stages), 16);
   // q, k, v and dout: kernel arguments or views of them; lse and delta:
   // kernel arguments.
   Value operands[] = {op.getQ(), op.getK(), op.getV(), op.getDout()};
@@ -124,6 +125,11 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
     for (auto [i, operand] : llvm::enumerate(rows))
       operand->map = e.gpuFunc().getArgument(maps + i);
   }
+  if (warpSpecialized && (sq % 4 || dqAtomic))
+    status = e.kernel().emitOpError(
+        "has a TMA pipeline for an attention_grad with " + Twine(sq) +
+        " queries or dqAtomic: it stages lse and delta in whole 16-byte "
+        "pieces and is deterministic");
   if (d % 8 || dv % 8 || !(dtype.isF16() || dtype.isBF16()))
     status = e.kernel().emitOpError("attention_grad's template takes f16 or "
                                     "bf16 rows of whole 16-byte chunks");
@@ -133,8 +139,25 @@ LogicalResult FlashAttentionGrad::emit() {
   if (failed(status))
     return failure();
   setUp();
-  if (warpSpecialized)
-    initBarriers();
+  if (!warpSpecialized)
+    return emitBlocks();
+  clearStats();
+  initBarriers();
+  // The roles split first: each computes its block's work itself, so that
+  // nothing is live across setmaxnreg (ptxas spills what is).
+  return async::splitRoles(
+      b, l, tid, kThreads,
+      [&] {
+        role = Role::Copy;
+        return emitBlocks();
+      },
+      [&] {
+        role = Role::Compute;
+        return emitBlocks();
+      });
+}
+
+LogicalResult FlashAttentionGrad::emitBlocks() {
   Value block = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
   if (dqAtomic) {
     if (failed(emitKeyBlock(block)))
@@ -276,18 +299,30 @@ SmallVector<Value> FlashAttentionGrad::unpack(Value all) {
 }
 
 void FlashAttentionGrad::loadStats(const Roles &roles, Value slice,
-                                   Value row0, bool shifts, RowStats &stats) {
+                                   Value row0, bool shifts, RowStats &stats,
+                                   Value stage) {
   // Query blocks: the thread's two rows; key blocks: its 16 columns.
   int64_t count = roles.keys ? 16 : 2;
   for (int64_t j = 0; j < count; ++j) {
     int64_t i = roles.keys ? j / 2 * 4 + j % 2 : 2 * j;
     auto [r, c] = position(i);
-    Value query = roles.keys ? add(row0, c) : add(roles.ownRow0, r);
-    Value at = add(mul(slice, sq), minIndex(query, idx(sq - 1)));
+    Value query = minIndex(roles.keys ? add(row0, c) : add(roles.ownRow0, r),
+                           idx(sq - 1));
+    Value value;
+    if (stage && stagesStats(roles)) {
+      // (Columns past the queries' end hold another tile's or clearStats'
+      // finite values: their probabilities are masked to 0.)
+      Value at = add(statsAt(stage),
+                     add(mul(c, 4), idx(shifts ? 0 : 4 * kTile)));
+      value = LLVM::LoadOp::create(b, l, b.getF32Type(),
+                                   async::sharedPointer(b, l, at));
+    } else {
+      value = load(shifts ? lse : delta, add(mul(slice, sq), query));
+    }
     if (shifts)
-      stats.shift.push_back(negShift(load(lse, at)));
+      stats.shift.push_back(negShift(value));
     else
-      stats.delta.push_back(load(delta, at));
+      stats.delta.push_back(value);
   }
 }
 
@@ -353,16 +388,9 @@ void FlashAttentionGrad::runTiles(
     function_ref<void(ArrayRef<Value>)> finish) {
   if (!warpSpecialized)
     return finish(runTilesWithCopies(roles, tiles, std::move(acc)));
-  (void)async::splitRoles(
-      b, l, tid, kThreads,
-      [&] {
-        produceTiles(roles, tiles);
-        return success();
-      },
-      [&] {
-        consumeTiles(roles, tiles, std::move(acc), finish);
-        return success();
-      });
+  if (role == Role::Copy)
+    return produceTiles(roles, tiles);
+  consumeTiles(roles, tiles, std::move(acc), finish);
 }
 
 SmallVector<Value>
@@ -422,7 +450,7 @@ SmallVector<Value> FlashAttentionGrad::step(const Roles &roles,
   auto [xAll, yAll] = issueProducts(stage);
   RowStats stats = ownStats ? *ownStats : RowStats();
   if (!ownStats)
-    loadStats(roles, slice, row0, /*shifts=*/true, stats);
+    loadStats(roles, slice, row0, /*shifts=*/true, stats, stage);
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, 1);
   SmallVector<Value> x = unpack(xAll);
   auto masked = scf::IfOp::create(
@@ -449,7 +477,7 @@ SmallVector<Value> FlashAttentionGrad::step(const Roles &roles,
   // Y (and not the dV product issued after it) is done.
   NVVM::WgmmaWaitGroupSyncOp::create(b, l, roles.keys ? 1 : 0);
   if (!ownStats)
-    loadStats(roles, slice, row0, /*shifts=*/false, stats);
+    loadStats(roles, slice, row0, /*shifts=*/false, stats, stage);
   SmallVector<Value> y = unpack(yAll), ds;
   for (int64_t i = 0; i < kTile / 2; ++i)
     ds.push_back(arith::MulFOp::create(

@@ -59,6 +59,8 @@ private:
   static constexpr int64_t kRows = 128, kTile = 64, kThreads = 256;
 
   void setUp();
+  /// Key blocks, then query blocks (none with dqAtomic).
+  LogicalResult emitBlocks();
   LogicalResult emitKeyBlock(Value block);
   LogicalResult emitQueryBlock(Value block);
   /// Which streamed tiles a block takes: `count` of them, tile t's rows of
@@ -69,8 +71,7 @@ private:
   };
   /// The streamed loop of `roles` over `tiles` from accumulators `acc`
   /// (dq, or dk then dv); `finish` stores them.
-  void runTiles(const Roles &roles, const Tiles &tiles,
-                SmallVector<Value> acc,
+  void runTiles(const Roles &roles, const Tiles &tiles, SmallVector<Value> acc,
                 function_ref<void(ArrayRef<Value>)> finish);
   /// runTiles with cp.async copies by every thread, a block barrier a tile.
   SmallVector<Value> runTilesWithCopies(const Roles &roles, const Tiles &tiles,
@@ -96,10 +97,28 @@ private:
   void copyBoxes(const OperandRows &operand, Value slice, Value row0,
                  int64_t rows, int64_t width, int64_t at, Value stageAt,
                  Value full);
+  /// Whether the copying thread stages each query tile's lse and delta
+  /// (key blocks of pipeline `tma`, whose sq is a multiple of 4: whole
+  /// 16-byte pieces). Read from global memory, their 32 loads a tile a
+  /// thread took key blocks past the registers ptxas gave them (spills, at
+  /// any setmaxnreg).
+  bool stagesStats(const Roles &roles) const {
+    return warpSpecialized && roles.keys;
+  }
+  /// The shared byte address (an index) of stage `stage`'s lse, then 64
+  /// floats on its delta.
+  Value statsAt(Value stage);
+  /// Zeroes every stage's statistics: the copies fill only a tile's
+  /// queries, and P (dS - delta) must see finite numbers past them.
+  void clearStats();
+  /// The bytes of each of lse and delta of the tile's queries from row
+  /// `row0` (an i32).
+  Value statsBytes(Value row0);
+  /// Copies them (slice `slice`) into stage `stage`, counted on `full`.
+  void copyStats(Value slice, Value row0, Value bytes, Value stage, Value full);
   /// Element offset of row `row` of slice `slice` of `operand`; `dense`
   /// is slice rows + row, the row's index where the operand is dense.
-  Value rowAt(const OperandRows &operand, Value dense, Value slice,
-              Value row);
+  Value rowAt(const OperandRows &operand, Value dense, Value slice, Value row);
   /// The elements between the rows of `operand`.
   static int64_t rowStride(const OperandRows &operand) {
     return operand.view ? operand.view->strides[2] : operand.cols;
@@ -137,9 +156,10 @@ private:
     }
   };
   /// Loads the shifts (before P) or the deltas (after: fewer registers
-  /// live while P is computed).
+  /// live while P is computed), from the stage `stage` where the copying
+  /// thread staged them (stagesStats), else from global memory.
   void loadStats(const Roles &roles, Value slice, Value row0, bool shifts,
-                 RowStats &stats);
+                 RowStats &stats, Value stage = {});
   /// Whether the tile from row `row0` holds positions to mask: rows past
   /// the end of the streamed operand, or (causal) a key after a query.
   Value tileNeedsMask(const Roles &roles, Value row0);
@@ -191,6 +211,12 @@ private:
   /// past the tiles.
   int64_t stages;
   bool warpSpecialized;
+  /// With `tma`, the byte offset of the staged statistics past the
+  /// mbarriers.
+  int64_t statsOffset;
+  /// With `tma`, whose part of the block is being emitted: the copying
+  /// thread's or the computing warpgroups'.
+  enum class Role { Copy, Compute } role = Role::Compute;
   int64_t barrierOffset;
   /// The gpu.func argument of dq where the kernel writes it.
   std::optional<unsigned> dqArgument;
@@ -198,8 +224,7 @@ private:
   Type dtype;
   LogicalResult status = mlir::success();
   OperandRows q, k, v, dout;
-  Value lse, delta, shared, sharedBase, tid, lane, warpgroup,
-      warpRow;
+  Value lse, delta, shared, sharedBase, tid, lane, warpgroup, warpRow;
 };
 
 } // namespace kfuse::kf::detail

@@ -16,6 +16,7 @@
 #include "codegen/templates/attention/AttentionGradKernel.h"
 
 #include "codegen/emitter/AsyncCopy.h"
+#include "codegen/emitter/Wgmma.h"
 
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
@@ -28,8 +29,8 @@ using namespace kfuse::kf::detail;
 Value FlashAttentionGrad::barrier(Barrier kind, Value stage) {
   Value at = idx(barrierOffset);
   if (kind != Barrier::OwnFull)
-    at = add(at, mul(add(idx(1 + (kind == Barrier::Empty ? stages : 0)), stage),
-                     8));
+    at = add(
+        at, mul(add(idx(1 + (kind == Barrier::Empty ? stages : 0)), stage), 8));
   return async::sharedPointer(b, l, add(sharedBase, at));
 }
 
@@ -46,8 +47,7 @@ void FlashAttentionGrad::initBarriers() {
     async::initBarrier(b, l, barrier(Barrier::OwnFull), 1);
     for (int64_t s = 0; s < stages; ++s) {
       async::initBarrier(b, l, barrier(Barrier::Full, idx(s)), 1);
-      async::initBarrier(b, l, barrier(Barrier::Empty, idx(s)),
-                         kThreads / 128);
+      async::initBarrier(b, l, barrier(Barrier::Empty, idx(s)), kThreads / 128);
     }
   });
 }
@@ -60,20 +60,57 @@ void FlashAttentionGrad::copyBoxes(const OperandRows &operand, Value slice,
   for (int64_t c = 0; c < width / 64; ++c)
     for (int64_t r = 0; r < rows; r += kTile) {
       Value element = add(stageAt, idx(at + c * rows * 64 + r * 64));
-      async::loadBox(b, l, operand.map, {idx(c * 64), add(row0, idx(r)), slice},
-                     async::sharedPointer(b, l, add(sharedBase, mul(element, 2))),
-                     full);
+      async::loadBox(
+          b, l, operand.map, {idx(c * 64), add(row0, idx(r)), slice},
+          async::sharedPointer(b, l, add(sharedBase, mul(element, 2))), full);
     }
 }
 
+Value FlashAttentionGrad::statsAt(Value stage) {
+  return add(sharedBase, add(idx(statsOffset), mul(stage, 8 * kTile)));
+}
+
+void FlashAttentionGrad::clearStats() {
+  int64_t floats = stages * 2 * kTile;
+  for (int64_t first = 0; first < floats; first += 3 * 128) {
+    Value at = add(idx(first), tid);
+    auto inside = scf::IfOp::create(b, l, less(at, idx(floats)), false);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(inside.thenBlock());
+    LLVM::StoreOp::create(
+        b, l, e.f32(0),
+        async::sharedPointer(b, l, add(statsAt(idx(0)), mul(at, 4))));
+  }
+  // Before the copies (the async proxy) write there; initBarriers' block
+  // barrier orders the stores before them.
+  wgmma::fenceSharedForAsyncProxy(b, l);
+}
+
+Value FlashAttentionGrad::statsBytes(Value row0) {
+  // The tile's queries of the slice (sq - row0 is a multiple of 4: whole
+  // 16-byte pieces); none past the slice, so none past the buffer.
+  Value rows = minIndex(idx(kTile), arith::SubIOp::create(b, l, idx(sq), row0));
+  return arith::IndexCastOp::create(b, l, b.getI32Type(), mul(rows, 4));
+}
+
+void FlashAttentionGrad::copyStats(Value slice, Value row0, Value bytes,
+                                   Value stage, Value full) {
+  Value first = add(mul(slice, sq), row0);
+  Value stats[] = {lse, delta};
+  for (auto [i, stat] : llvm::enumerate(stats))
+    async::loadBulk(
+        b, l,
+        async::sharedPointer(b, l, add(statsAt(stage), idx(4 * kTile * i))),
+        async::globalAddress(b, l, stat, first), bytes, full);
+}
+
 void FlashAttentionGrad::produceTiles(const Roles &roles, const Tiles &tiles) {
-  auto expect = [&](Value full, int64_t bytes) {
+  auto expect = [&](Value full, Value bytes) {
     NVVM::MBarrierArriveExpectTxOp::create(
-        b, l, Type(), full, e.constant(b.getI32Type(), bytes),
-        NVVM::MemScopeKind::CTA, false, Value());
+        b, l, Type(), full, bytes, NVVM::MemScopeKind::CTA, false, Value());
   };
   Value ownFull = barrier(Barrier::OwnFull);
-  expect(ownFull, 2 * kRows * (dp + dvp));
+  expect(ownFull, e.constant(b.getI32Type(), 2 * kRows * (dp + dvp)));
   copyBoxes(*roles.ownA, roles.ownSlice, roles.ownRow0, kRows, dp, 0, idx(0),
             ownFull);
   copyBoxes(*roles.ownB, roles.ownSlice, roles.ownRow0, kRows, dvp, kRows * dp,
@@ -88,8 +125,16 @@ void FlashAttentionGrad::produceTiles(const Roles &roles, const Tiles &tiles) {
       b, l, barrier(Barrier::Empty, stage),
       arith::XOrIOp::create(b, l, phaseOf(t), e.constant(b.getI32Type(), 1)));
   Value full = barrier(Barrier::Full, stage);
-  expect(full, 2 * kTile * (dp + dvp));
   Value slice = tiles.sliceOf(t), row0 = tiles.rowOf(t);
+  // The stage's bytes announced before its copies are issued.
+  Value bytes = e.constant(b.getI32Type(), 2 * kTile * (dp + dvp));
+  Value statBytes = stagesStats(roles) ? statsBytes(row0) : Value();
+  if (statBytes)
+    bytes = arith::AddIOp::create(
+        b, l, bytes, arith::AddIOp::create(b, l, statBytes, statBytes));
+  expect(full, bytes);
+  if (statBytes)
+    copyStats(slice, row0, statBytes, stage, full);
   copyBoxes(*roles.tileA, slice, row0, kTile, dp, 0, stageA(stage), full);
   copyBoxes(*roles.tileB, slice, row0, kTile, dvp, 0, stageB(stage), full);
 }
@@ -116,16 +161,16 @@ void FlashAttentionGrad::consumeTiles(
         step(roles, SmallVector<Value>(loop.getRegionIterArgs()), stage,
              ownStats, tiles.sliceOf(t), tiles.rowOf(t));
     // step waited for all of the warpgroup's products: the stage is free.
-    auto signals = scf::IfOp::create(
-        b, l,
-        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, rem(tid, 128),
-                              idx(0)),
-        false);
+    auto signals =
+        scf::IfOp::create(b, l,
+                          arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                rem(tid, 128), idx(0)),
+                          false);
     {
       OpBuilder::InsertionGuard inner(b);
       b.setInsertionPointToStart(signals.thenBlock());
-      NVVM::MBarrierArriveOp::create(b, l, Type(), barrier(Barrier::Empty, stage),
-                                     Value());
+      NVVM::MBarrierArriveOp::create(b, l, Type(),
+                                     barrier(Barrier::Empty, stage), Value());
     }
     scf::YieldOp::create(b, l, state);
   }

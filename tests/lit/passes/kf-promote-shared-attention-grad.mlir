@@ -9,10 +9,11 @@
 // CHECK-LABEL: func.func @grad
 // CHECK: launch = #kf.launch<grid = 32, block = 256, items = 32, sharedBytes = 65536>, pipeline = #kf.flash_grad_pipeline<stages = 2>
 // With grad-tma: a third warpgroup copies with the TMA into three stages,
-// past them seven mbarriers (the own rows', a full and an empty a stage):
-// 2 x (64 + 64) x (128 + 3 x 64) + 8 x 7 bytes.
+// past them seven mbarriers (the own rows', a full and an empty a stage),
+// then each stage's lse and delta of 64 queries:
+// 2 x (64 + 64) x (128 + 3 x 64) + 64 + 3 x 512 bytes.
 // TMA-LABEL: func.func @grad
-// TMA: launch = #kf.launch<grid = 32, block = 384, items = 32, sharedBytes = 81976>, pipeline = #kf.flash_grad_pipeline<stages = 3, tma = true>
+// TMA: launch = #kf.launch<grid = 32, block = 384, items = 32, sharedBytes = 83520>, pipeline = #kf.flash_grad_pipeline<stages = 3, tma = true>
 // The atomic template exchanges dS^T between its two warpgroups at block
 // barriers: it keeps its cp.async copies.
 // ATOMIC-LABEL: func.func @grad
@@ -21,13 +22,18 @@
 // ATOMIC-SAME: pipeline = #kf.flash_grad_pipeline<stages = 2>
 // ATOMIC-SAME: dqAtomic = true
 // The kernel takes q's, k's, v's and dO's tensor maps after its buffers.
-// A key block's computing warpgroups raise their registers and wait for
-// their own rows, then each tile's stage, and release it when its products
-// are done; its copying thread copies k and v (two 64-row boxes each) and
-// then a box of q and of dO a tile, once the stage is released.
+// It zeroes the staged statistics and splits into roles first: the
+// computing warpgroups raise their registers and, in key blocks and then
+// in query blocks, wait for their own rows, then each tile's stage, and
+// release it when their products are done; the copying thread copies a key
+// block's k and v (two 64-row boxes each) and then, once a stage is
+// released, announces its bytes and copies the tile's lse and delta and a
+// box of q and of dO; a query block's q and dO, then k and v a tile.
 // GPU-LABEL: gpu.func @k0_attention_grad
 // GPU-SAME: %[[QMAP:[^:]*]]: !llvm.ptr, %[[KMAP:[^:]*]]: !llvm.ptr, %[[VMAP:[^:]*]]: !llvm.ptr, %[[DOMAP:[^:]*]]: !llvm.ptr)
 // GPU-SAME: kf.tensor_maps = 4
+// GPU: llvm.store %{{.*}} : f32, !llvm.ptr<3>
+// GPU: nvvm.fence.proxy
 // GPU-COUNT-7: nvvm.mbarrier.init
 // GPU: nvvm.fence.mbarrier.init
 // GPU: nvvm.setmaxregister  increase 232
@@ -36,21 +42,24 @@
 // GPU: nvvm.mbarrier.try_wait.parity
 // GPU: nvvm.wgmma.mma_async
 // GPU: nvvm.mbarrier.arrive %
+// GPU: nvvm.mbarrier.try_wait.parity
+// GPU: scf.for
+// GPU: nvvm.mbarrier.try_wait.parity
+// GPU: nvvm.mbarrier.arrive %
 // GPU: nvvm.setmaxregister  decrease 40
 // GPU: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
 // GPU-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[KMAP]]
 // GPU-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[VMAP]]
 // GPU: scf.for
 // GPU: nvvm.mbarrier.try_wait.parity
-// GPU: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
+// GPU: nvvm.mbarrier.arrive.expect_tx
+// GPU-COUNT-2: nvvm.cp.async.bulk.shared.cluster.global
 // GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[QMAP]]
 // GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[DOMAP]]
-// A query block's copying thread copies q and dO, then streams k and v.
-// GPU: nvvm.setmaxregister  increase 232
-// GPU: nvvm.setmaxregister  decrease 40
 // GPU-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[QMAP]]
 // GPU-COUNT-2: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[DOMAP]]
 // GPU: scf.for
+// GPU-NOT: nvvm.cp.async.bulk.shared.cluster.global
 // GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[KMAP]]
 // GPU: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[VMAP]]
 func.func @grad(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x4x256x64xbf16>, %v: tensor<2x4x256x64xbf16>,
@@ -60,4 +69,20 @@ func.func @grad(%q: tensor<2x4x256x64xbf16>, %k: tensor<2x4x256x64xbf16>, %v: te
       : tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>, tensor<2x4x256x64xbf16>,
         tensor<2x4x256xf32>, tensor<2x4x256xf32> -> tensor<2x4x256x64xf32>, tensor<2x4x256x64xf32>, tensor<2x4x256x64xf32>
   return %dq, %dk, %dv : tensor<2x4x256x64xf32>, tensor<2x4x256x64xf32>, tensor<2x4x256x64xf32>
+}
+
+// -----
+
+// 250 queries: the copying thread would stage the last tile's lse and
+// delta in pieces of 8 bytes, which a bulk copy cannot take. Every thread
+// copies, as without grad-tma.
+// TMA-LABEL: func.func @odd_queries
+// TMA: launch = #kf.launch<grid = 16, block = 256, items = 16, sharedBytes = 65536>, pipeline = #kf.flash_grad_pipeline<stages = 2>
+func.func @odd_queries(%q: tensor<1x4x250x64xbf16>, %k: tensor<1x4x250x64xbf16>, %v: tensor<1x4x250x64xbf16>,
+                       %do: tensor<1x4x250x64xbf16>, %lse: tensor<1x4x250xf32>, %delta: tensor<1x4x250xf32>)
+    -> (tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>) {
+  %dq, %dk, %dv = kf.attention_grad %q, %k, %v, %do, %lse, %delta {causal = false, scale = 0.125 : f64}
+      : tensor<1x4x250x64xbf16>, tensor<1x4x250x64xbf16>, tensor<1x4x250x64xbf16>, tensor<1x4x250x64xbf16>,
+        tensor<1x4x250xf32>, tensor<1x4x250xf32> -> tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>
+  return %dq, %dk, %dv : tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>
 }
