@@ -336,6 +336,24 @@ SmallVector<TmaOperand, 3> kfuse::kf::attentionTmaOperands(KernelOp kernel) {
           attentionOperandRows(kernel, op.getV(), 64, tiling.getValueDim())};
 }
 
+AttentionGradShared kfuse::kf::attentionGradShared(FlashGradTilingAttr tiling,
+                                                   int64_t stages, bool tma) {
+  int64_t rows = tiling.getBlockRows(), cols = tiling.getBlockCols();
+  AttentionGradShared s;
+  s.bytes = 2 * (tiling.getHeadDim() + tiling.getValueDim()) *
+            (rows + stages * cols);
+  if (tiling.getDqAtomic())
+    s.bytes += 2 * rows * cols + 4 * cols * tiling.getHeadDim();
+  if (!tma)
+    return s;
+  // The own rows' mbarrier, a full and an empty one a stage; then 64
+  // floats of lse and 64 of delta a stage, for 16-byte bulk copies.
+  s.barriers = s.bytes;
+  s.stats = s.barriers + llvm::alignTo(8 * (1 + 2 * stages), 16);
+  s.bytes = s.stats + stages * 2 * 4 * cols;
+  return s;
+}
+
 SmallVector<TmaOperand, 4>
 kfuse::kf::attentionGradTmaOperands(KernelOp kernel) {
   AttentionGradOp op = attentionGradOf(kernel);

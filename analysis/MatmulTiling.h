@@ -199,6 +199,16 @@ int64_t stageBytes(const MatmulTile &t, const MatmulProblem &p);
 constexpr int64_t kMaxPipelineBytes = 113 * 1024;
 /// Shared memory one block may take on a Hopper SM.
 constexpr int64_t kSharedPerSM = 227 * 1024;
+/// Shared memory of FlashAttention's backward (AttentionGradKernel.cpp), in
+/// bytes: its own 128 rows and `stages` stages of 64-row tiles, then with
+/// dqAtomic dS^T and dq's f32 staging tile, or with the TMA pipeline its
+/// mbarriers (`barriers` on) and each stage's lse and delta (`stats` on).
+struct AttentionGradShared {
+  int64_t barriers = 0, stats = 0, bytes = 0;
+};
+AttentionGradShared attentionGradShared(FlashGradTilingAttr tiling,
+                                        int64_t stages, bool tma);
+
 /// Stages of a warp-specialised (TMA) pipeline at most.
 constexpr int64_t kMaxTmaStages = 8;
 constexpr int64_t kMaxWgmmaPipelineBytes = 200 * 1024;

@@ -81,15 +81,10 @@ void promoteAttention(KernelOp kernel, FlashTilingAttr tiling, bool tma) {
 /// tile's f32 share of dq ([blockCols][headDim]) too. With `tma`, where the
 /// kernel is deterministic and the TMA can copy the rows of q, k, v and dO,
 /// a third warpgroup copies them (block = 384; see
-/// AttentionGradTmaPipeline.cpp) into three stages where they fit, an
-/// mbarrier for the owned rows and two a stage past the tiles, then a
-/// stage's lse and delta.
+/// AttentionGradTmaPipeline.cpp) into three stages where they fit, and
+/// each key tile's lse and delta too (attentionGradShared).
 void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling,
                           bool tma) {
-  int64_t width = tiling.getHeadDim() + tiling.getValueDim(), stages = 2;
-  auto bytesFor = [&](int64_t stages) {
-    return 2 * width * (tiling.getBlockRows() + stages * tiling.getBlockCols());
-  };
   AttentionGradOp op = attentionGradOf(kernel);
   // Its key blocks' copying thread stages each tile's lse and delta in
   // whole 16-byte pieces: query lengths of a multiple of 4.
@@ -100,27 +95,19 @@ void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling,
       llvm::all_of(
           ValueRange{op.getQ(), op.getK(), op.getV(), op.getDout()},
           [&](Value x) { return copiesWithTma(kernel, x); });
-  int64_t bytes = bytesFor(stages);
-  int64_t block = kernel.getLaunchAttr().getBlock();
-  if (warpSpecialized) {
-    if (bytesFor(3) + 16 * 4 + 3 * 512 <= kSharedPerSM)
-      stages = 3;
-    // Past the tiles the mbarriers, then each stage's lse and delta (64
-    // floats each) where key blocks stage them.
-    bytes = bytesFor(stages) + llvm::alignTo(8 * (1 + 2 * stages), 16) +
-            stages * 2 * 4 * tiling.getBlockCols();
-    block = 3 * 128;
-  }
-  if (tiling.getDqAtomic())
-    bytes += 2 * tiling.getBlockRows() * tiling.getBlockCols() +
-             4 * tiling.getBlockCols() * tiling.getHeadDim();
+  int64_t stages = 2;
+  if (warpSpecialized &&
+      attentionGradShared(tiling, 3, true).bytes <= kSharedPerSM)
+    stages = 3;
   LaunchAttr launch = kernel.getLaunchAttr();
   MLIRContext *ctx = kernel.getContext();
   kernel.setPipelineAttr(
       FlashGradPipelineAttr::get(ctx, stages, warpSpecialized));
-  kernel.setLaunchAttr(LaunchAttr::get(ctx, launch.getGrid(), block,
-                                       launch.getItems(), bytes,
-                                       /*minBlocksPerSM=*/0));
+  kernel.setLaunchAttr(LaunchAttr::get(
+      ctx, launch.getGrid(), warpSpecialized ? 3 * 128 : launch.getBlock(),
+      launch.getItems(),
+      attentionGradShared(tiling, stages, warpSpecialized).bytes,
+      /*minBlocksPerSM=*/0));
 }
 
 /// The most shared memory a row kernel stages its rows in: an H200 block

@@ -45,6 +45,7 @@
 
 #include "codegen/templates/attention/AttentionGradKernel.h"
 
+#include "analysis/MatmulTiling.h"
 #include "codegen/emitter/AsyncCopy.h"
 #include "codegen/emitter/Wgmma.h"
 #include "codegen/templates/attention/AttentionKernel.h"
@@ -82,8 +83,10 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
   auto pipeline = e.kernel().getPipelineAs<FlashGradPipelineAttr>();
   stages = pipeline ? pipeline.getStages() : 2;
   warpSpecialized = pipeline && pipeline.getTma();
-  barrierOffset = 2 * (kRows + stages * kTile) * (dp + dvp);
-  statsOffset = barrierOffset + llvm::alignTo(8 * (1 + 2 * stages), 16);
+  AttentionGradShared layout =
+      attentionGradShared(tiling, stages, warpSpecialized);
+  barrierOffset = layout.barriers;
+  statsOffset = layout.stats;
   // q, k, v and dout: kernel arguments or views of them; lse and delta:
   // kernel arguments.
   Value operands[] = {op.getQ(), op.getK(), op.getV(), op.getDout()};
@@ -306,8 +309,6 @@ void FlashAttentionGrad::loadStats(const Roles &roles, Value slice,
   for (int64_t j = 0; j < count; ++j) {
     int64_t i = roles.keys ? j / 2 * 4 + j % 2 : 2 * j;
     auto [r, c] = position(i);
-    Value query = minIndex(roles.keys ? add(row0, c) : add(roles.ownRow0, r),
-                           idx(sq - 1));
     Value value;
     if (stage && stagesStats(roles)) {
       // (Columns past the queries' end hold another tile's or clearStats'
@@ -317,6 +318,8 @@ void FlashAttentionGrad::loadStats(const Roles &roles, Value slice,
       value = LLVM::LoadOp::create(b, l, b.getF32Type(),
                                    async::sharedPointer(b, l, at));
     } else {
+      Value query = minIndex(
+          roles.keys ? add(row0, c) : add(roles.ownRow0, r), idx(sq - 1));
       value = load(shifts ? lse : delta, add(mul(slice, sq), query));
     }
     if (shifts)

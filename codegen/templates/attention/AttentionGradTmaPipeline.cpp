@@ -161,6 +161,9 @@ void FlashAttentionGrad::consumeTiles(
         step(roles, SmallVector<Value>(loop.getRegionIterArgs()), stage,
              ownStats, tiles.sliceOf(t), tiles.rowOf(t));
     // step waited for all of the warpgroup's products: the stage is free.
+    // (One thread a warpgroup releases it, as CUTLASS does: the other
+    // warps' reads of the stage, the statistics included, feed the
+    // warpgroup's products, which its wait covers.)
     auto signals =
         scf::IfOp::create(b, l,
                           arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
