@@ -22,7 +22,8 @@ Value index(OpBuilder &b, Location l, int64_t v) {
 
 LogicalResult splitRoles(OpBuilder &b, Location l, Value tid, int64_t computing,
                          function_ref<LogicalResult()> copy,
-                         function_ref<LogicalResult()> compute) {
+                         function_ref<LogicalResult()> compute,
+                         RegisterSplit split) {
   auto roles =
       scf::IfOp::create(b, l,
                         arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
@@ -30,7 +31,7 @@ LogicalResult splitRoles(OpBuilder &b, Location l, Value tid, int64_t computing,
                         true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(roles.elseBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, kProducerRegisters,
+  NVVM::SetMaxRegisterOp::create(b, l, split.copying,
                                  NVVM::SetMaxRegisterAction::decrease);
   auto leader =
       scf::IfOp::create(b, l,
@@ -41,7 +42,7 @@ LogicalResult splitRoles(OpBuilder &b, Location l, Value tid, int64_t computing,
   if (failed(copy()))
     return failure();
   b.setInsertionPointToStart(roles.thenBlock());
-  NVVM::SetMaxRegisterOp::create(b, l, kConsumerRegisters,
+  NVVM::SetMaxRegisterOp::create(b, l, split.computing,
                                  NVVM::SetMaxRegisterAction::increase);
   return compute();
 }

@@ -15,19 +15,35 @@
 
 namespace kfuse::kf::async {
 
-/// Registers a thread of the copying warpgroup and of each of the two
-/// computing ones (setmaxnreg): 2 x 128 x 232 + 128 x 40 registers fill an
-/// SM's 64 Ki.
-constexpr int32_t kProducerRegisters = 40, kConsumerRegisters = 232;
+/// Registers a thread of each of the two computing warpgroups and of the
+/// copying one take (setmaxnreg) from the 168 a thread of 384 is launched
+/// with. setmaxnreg.inc waits until setmaxnreg.dec has released what it
+/// takes, so the two must balance: 2 x 128 x (computing - 168) = 128 x
+/// (168 - copying).
+struct RegisterSplit {
+  int32_t computing, copying;
+  constexpr bool balanced() const {
+    return 2 * (computing - 168) == 168 - copying;
+  }
+};
+/// The matmul's and the forward attention's: 40 registers leave the
+/// copying thread room for its loop's addresses.
+constexpr RegisterSplit kRegisterSplit{232, 40};
+/// FlashAttention 3's: the backward's computing warpgroups hold three
+/// accumulators (ptxas spilled 28 bytes a thread at d128 with 232, none
+/// with 240).
+constexpr RegisterSplit kWideRegisterSplit{240, 24};
+static_assert(kRegisterSplit.balanced() && kWideRegisterSplit.balanced());
 
 /// Splits a warp-specialised block: threads [0, `computing`) raise their
-/// registers to kConsumerRegisters and run `compute`; the copying
-/// warpgroup past them lowers its registers to kProducerRegisters, and its
-/// first thread runs `copy`. Both at the builder's insertion point.
+/// registers to `split.computing` and run `compute`; the copying warpgroup
+/// past them lowers its registers to `split.copying`, and its first thread
+/// runs `copy`. Both at the builder's insertion point.
 mlir::LogicalResult
 splitRoles(mlir::OpBuilder &b, mlir::Location l, mlir::Value tid,
            int64_t computing, llvm::function_ref<mlir::LogicalResult()> copy,
-           llvm::function_ref<mlir::LogicalResult()> compute);
+           llvm::function_ref<mlir::LogicalResult()> compute,
+           RegisterSplit split = kRegisterSplit);
 
 /// Thread 0 (`tid`) initialises the block's mbarriers (`init`, through
 /// initBarrier) and fences them; the block then waits for it.

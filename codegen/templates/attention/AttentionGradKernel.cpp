@@ -157,7 +157,8 @@ LogicalResult FlashAttentionGrad::emit() {
       [&] {
         role = Role::Compute;
         return emitBlocks();
-      });
+      },
+      async::kWideRegisterSplit);
 }
 
 LogicalResult FlashAttentionGrad::emitBlocks() {
