@@ -146,7 +146,7 @@ kfuse_compile_options kfuse_default_compile_options(void) {
           d.splitK,  d.diskCache,
           nullptr,   KFUSE_LAUNCH_AUTO,
           nullptr,   d.splitKeys,
-          d.deterministic};
+          d.deterministic, d.attentionGradTma};
 }
 
 kfuse_status kfuse_compile(kfuse_graph graph,
@@ -165,6 +165,7 @@ kfuse_status kfuse_compile(kfuse_graph graph,
   o.splitK = c.split_k != 0;
   o.splitKeys = c.split_keys != 0;
   o.deterministic = c.deterministic != 0;
+  o.attentionGradTma = c.attention_grad_tma != 0;
   o.diskCache = c.disk_cache != 0;
   if (c.cache_dir)
     o.cacheDir = c.cache_dir;

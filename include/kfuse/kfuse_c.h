@@ -228,6 +228,7 @@ typedef struct kfuse_compile_options {
   const char *dynamic_dims;
   int split_keys; /* kfuse::CompileOptions::splitKeys */
   int deterministic; /* kfuse::CompileOptions::deterministic */
+  int attention_grad_tma; /* kfuse::CompileOptions::attentionGradTma */
 } kfuse_compile_options;
 
 /* The defaults of kfuse::CompileOptions. */

@@ -68,7 +68,8 @@ class CompileOptions(ctypes.Structure):
                 ("split_k", ctypes.c_int), ("disk_cache", ctypes.c_int),
                 ("cache_dir", ctypes.c_char_p), ("launch", ctypes.c_int),
                 ("dynamic_dims", ctypes.c_char_p), ("split_keys", ctypes.c_int),
-                ("deterministic", ctypes.c_int)]
+                ("deterministic", ctypes.c_int),
+                ("attention_grad_tma", ctypes.c_int)]
 
 
 class CacheStats(ctypes.Structure):

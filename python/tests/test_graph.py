@@ -159,6 +159,22 @@ def test_deterministic_false_lets_attention_backward_add_up_dq():
     assert "tensor<1x2x200x64xf32> -> tensor<1x2x200x64xbf16>" in unordered
 
 
+def test_attention_grad_tma_warp_specialises_the_backward():
+    # kf-promote-shared's grad-tma: a third warpgroup copies the tiles with
+    # the TMA (block = 384) where q's length is a multiple of 4; the
+    # default keeps every thread copying.
+    f = kfuse.Graph("attention")
+    shape = (1, 2, 200, 64)
+    q, k, v = (f.input(n, kfuse.bfloat16, shape) for n in "qkv")
+    f.output("o", kfuse.attention(q, k, v, is_causal=True))
+    joint = kfuse.vjp(f)
+    default = kfuse.compile(joint, disk_cache=False).dump("fused")
+    tma = kfuse.compile(joint, attention_grad_tma=True,
+                        disk_cache=False).dump("fused")
+    assert "flash_grad_pipeline<stages = 2>" in default
+    assert "flash_grad_pipeline<stages = 3, tma = true>" in tma
+
+
 def test_explain_fusion_names_each_edge():
     g = kfuse.Graph()
     x = g.input("x", kfuse.float32, (4, 4))
