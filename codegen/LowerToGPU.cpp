@@ -143,6 +143,19 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
   llvm_unreachable("unknown kernel kind");
 }
 
+/// A template that wrote no element of a result would leave the caller's
+/// buffer as it was: a silent wrong answer rather than an error (a merged
+/// kernel's second column sum once went unwritten that way).
+LogicalResult checkResultsWritten(KernelOp kernel, gpu::GPUFuncOp func) {
+  unsigned first = kernel.getInputs().size();
+  for (unsigned r = 0; r < kernel->getNumResults(); ++r)
+    if (func.getArgument(first + r).use_empty())
+      return kernel.emitOpError()
+             << "has result " << r << " (" << kernel.getResult(r).getType()
+             << ") that its template writes nowhere";
+  return success();
+}
+
 LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
                           StringRef name) {
   SmallVector<Type> args;
@@ -185,6 +198,8 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
     func->setAttr(kTensorMapArgs, b.getI64IntegerAttr(args.size() - scalars));
   KernelEmitter emitter(kernel, func);
   LogicalResult status = emitBody(emitter, launch.getItems());
+  if (succeeded(status))
+    status = checkResultsWritten(kernel, func);
   gpu::ReturnOp::create(emitter.builder(), kernel.getLoc());
   kernel.setGpuFuncAttr(b.getStringAttr(name));
   return status;

@@ -14,19 +14,16 @@
 using namespace mlir;
 using namespace kfuse::kf;
 
-/// One thread per output element of a reduction over any axes, looping
-/// over the reduced elements.
-LogicalResult kfuse::kf::emitReduction(KernelEmitter &e, int64_t items) {
-  // The reduction is the result, or (kf-split-k's epilogue kernels) feeds
-  // elementwise ops and reshapes of the result: item i of the result reads
-  // item i of the sum (a GPT-2 projection's [B*S, N] sum reshaped to
-  // [B, S, N] for its residual add). An op between them that reads the sum
-  // elsewhere is refused where the emitter meets it.
-  Value root = rootValue(e.kernel());
-  ReduceOp reduce = resultReduceOf(e.kernel());
-  if (!reduce)
-    return e.kernel().emitOpError("has no reduction with as many elements "
-                                  "as the kernel result");
+namespace {
+
+/// Item `item` of result `index`: the sum `reduce` computes there, looping
+/// over the reduced elements, then through the elementwise ops between it
+/// and `root`, the value the result yields (kf-split-k's epilogue kernels:
+/// item i of the result reads item i of the sum, a GPT-2 projection's
+/// [B*S, N] sum reshaped to [B, S, N] for its residual add). An op between
+/// them that reads the sum elsewhere is refused where the emitter meets it.
+LogicalResult emitReducedItem(KernelEmitter &e, ReduceOp reduce, Value root,
+                              unsigned index, Value item) {
   ArrayRef<int64_t> inShape = shapeOf(reduce.getInput());
   ArrayRef<int64_t> axes = reduce.getAxes();
   SmallVector<int64_t> reducedShape;
@@ -36,46 +33,73 @@ LogicalResult kfuse::kf::emitReduction(KernelEmitter &e, int64_t items) {
     count *= inShape[a];
   }
   Type type = KernelEmitter::computeType(reduce.getType().getElementType());
-  return e.forEachItem(items, false, [&](Value item) -> LogicalResult {
-    SmallVector<Value> outIdx = e.delinearize(item, shapeOf(reduce));
-    LogicalResult inner = success();
-    SmallVector<Value> acc = e.loop(
-        count, {reductionInit(e, reduce.getKind(), type)},
-        [&](Value r, ValueRange carried) -> SmallVector<Value> {
-          SmallVector<Value> reducedIdx = e.delinearize(r, reducedShape);
-          SmallVector<Value> idx;
-          size_t nextKept = 0, nextReduced = 0;
-          for (size_t d = 0; d < inShape.size(); ++d) {
-            if (llvm::is_contained(axes, static_cast<int64_t>(d))) {
-              idx.push_back(reducedIdx[nextReduced++]);
-              if (reduce.getKeepDims())
-                ++nextKept;
-            } else {
-              idx.push_back(outIdx[nextKept++]);
-            }
+  SmallVector<Value> outIdx = e.delinearize(item, shapeOf(reduce));
+  LogicalResult inner = success();
+  SmallVector<Value> acc = e.loop(
+      count, {reductionInit(e, reduce.getKind(), type)},
+      [&](Value r, ValueRange carried) -> SmallVector<Value> {
+        SmallVector<Value> reducedIdx = e.delinearize(r, reducedShape);
+        SmallVector<Value> idx;
+        size_t nextKept = 0, nextReduced = 0;
+        for (size_t d = 0; d < inShape.size(); ++d) {
+          if (llvm::is_contained(axes, static_cast<int64_t>(d))) {
+            idx.push_back(reducedIdx[nextReduced++]);
+            if (reduce.getKeepDims())
+              ++nextKept;
+          } else {
+            idx.push_back(outIdx[nextKept++]);
           }
-          FailureOr<Value> v =
-              e.elementAt(reduce.getInput(), ElementIndex::multi(inShape, idx));
-          if (failed(v)) {
-            inner = failure();
-            return {carried[0]};
-          }
-          return {combine(e, reduce.getKind(), carried[0], *v)};
-        });
-    Value result = acc[0];
-    if (reduce.getKind() == ReduceKind::mean)
-      result = arith::DivFOp::create(e.builder(), e.loc(), result,
-                                     e.f32(static_cast<double>(count)));
-    if (failed(inner) || reduce.getResult() == root) {
-      e.storeResult(0, item, result);
-      return inner;
-    }
+        }
+        FailureOr<Value> v =
+            e.elementAt(reduce.getInput(), ElementIndex::multi(inShape, idx));
+        if (failed(v)) {
+          inner = failure();
+          return {carried[0]};
+        }
+        return {combine(e, reduce.getKind(), carried[0], *v)};
+      });
+  if (failed(inner))
+    return failure();
+  Value result = acc[0];
+  if (reduce.getKind() == ReduceKind::mean)
+    result = arith::DivFOp::create(e.builder(), e.loc(), result,
+                                   e.f32(static_cast<double>(count)));
+  if (reduce.getResult() != root) {
     e.setElement(reduce.getResult(), item, result);
     FailureOr<Value> out =
         e.elementAt(root, ElementIndex::linear(shapeOf(root), item));
     if (failed(out))
       return failure();
-    e.storeResult(0, item, *out);
+    result = *out;
+  }
+  e.storeResult(index, item, result);
+  return success();
+}
+
+} // namespace
+
+/// One thread per output element of a reduction over any axes: item i of
+/// every result (kf-fuse-column-sums merges sums of one partial layout into
+/// one kernel, whose results then have as many elements each).
+LogicalResult kfuse::kf::emitReduction(KernelEmitter &e, int64_t items) {
+  KernelOp kernel = e.kernel();
+  SmallVector<ReduceOp> reduces = resultReducesOf(kernel);
+  if (reduces.empty())
+    return kernel.emitOpError("has a result that no reduction with as many "
+                              "elements computes");
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  ValueRange roots = yield.getValues();
+  for (Value root : roots)
+    if (mlir::cast<ShapedType>(root.getType()).getNumElements() !=
+        mlir::cast<ShapedType>(roots[0].getType()).getNumElements())
+      return kernel.emitOpError()
+             << "has reductions of different sizes (" << roots[0].getType()
+             << ", " << root.getType() << "), which one thread an output "
+             << "does not compute together";
+  return e.forEachItem(items, false, [&](Value item) -> LogicalResult {
+    for (auto [index, reduce, root] : llvm::enumerate(reduces, roots))
+      if (failed(emitReducedItem(e, reduce, root, index, item)))
+        return failure();
     return success();
   });
 }

@@ -39,6 +39,44 @@ void addGradientCases(std::vector<OpCase> &cases) {
                        differentiate(g, f, "loss");
                      },
                      {{64, 96}, {96, 128}, {128}}});
+    // PyTorch's LayerNorm -> Linear -> GELU -> Linear with a residual, its
+    // weights in the input's dtype (python/tests' NormMLP): the LayerNorm
+    // weight and bias gradients are summed over each 16 rows in the epilogue
+    // of the matmul that makes the input gradient (kf-fuse-column-sums), at
+    // fewer rows and columns than the tile and at whole tiles.
+    for (auto [rows, width] : {std::pair<int64_t, int64_t>{64, 16},
+                               {256, 128}})
+      cases.push_back(
+          {"grad_norm_mlp_" + std::to_string(rows) + "x" +
+               std::to_string(width) + suffix,
+           [d, rows = rows, width = width](Graph &g) {
+             Graph f("norm_mlp");
+             Tensor x = f.input("x", d, {rows, width});
+             Tensor w = f.input("norm_w", d, {width});
+             Tensor b = f.input("norm_b", d, {width});
+             Tensor up = f.input("up_w", d, {width, 2 * width});
+             Tensor upB = f.input("up_b", d, {2 * width});
+             Tensor down = f.input("down_w", d, {2 * width, width});
+             Tensor downB = f.input("down_b", d, {width});
+             // In the input's dtype throughout, as PyTorch's bf16 module
+             // is converted.
+             Tensor centred = x - reduceMean(x, {-1}, true);
+             Tensor var = reduceMean(centred * centred, {-1}, true);
+             Tensor n = centred * rsqrt(var + 1e-5) * w + b;
+             Tensor h = matmul(gelu(matmul(n, up) + upB), down) + downB;
+             f.output("y", x + h);
+             f.output("loss", reduceMean(cast(h * h, DType::f32)));
+             differentiate(g, f, nullptr);
+           },
+           {{rows, width},
+            {width},
+            {width},
+            {width, 2 * width},
+            {2 * width},
+            {2 * width, width},
+            {width},
+            {rows, width},
+            {}}});
     cases.push_back({"grad_layernorm" + suffix,
                      [d](Graph &g) {
                        Graph f("layernorm");
