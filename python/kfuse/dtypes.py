@@ -63,15 +63,19 @@ def as_dtype(value):
 
 def to_bfloat16_bits(array):
     """float32 values as bf16 bits (uint16), rounded to nearest even."""
-    bits = np.ascontiguousarray(array, dtype=np.float32).view(np.uint32)
+    array = np.asarray(array, dtype=np.float32)
+    # (ascontiguousarray makes a 0-d array 1-d: the shape is put back.)
+    bits = np.ascontiguousarray(array).view(np.uint32)
     rounding = ((bits >> 16) & 1) + 0x7FFF
-    nan = np.isnan(array)
     out = ((bits + rounding) >> 16).astype(np.uint16)
-    out[nan] = 0x7FC0
-    return out
+    out[np.isnan(bits.view(np.float32))] = 0x7FC0
+    return out.reshape(array.shape)
 
 
 def from_bfloat16_bits(bits):
     """bf16 bits (uint16) as float32, exactly."""
-    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32)
-            << 16).view(np.float32)
+    bits = np.asarray(bits, dtype=np.uint16)
+    # Flat first: a 0-d array's shift gives a NumPy scalar, whose view
+    # cannot change its dtype.
+    wide = bits.reshape(-1).astype(np.uint32) << 16
+    return wide.view(np.float32).reshape(bits.shape)

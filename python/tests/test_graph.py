@@ -91,6 +91,19 @@ def test_bfloat16_inputs_round_and_results_widen():
     assert np.all(y.view(np.uint32) & 0xFFFF == 0)
 
 
+def test_bfloat16_scalars_keep_their_rank():
+    # A loss's scalar bf16 cotangent (kfuse.torch's training path): NumPy
+    # made 0-d bf16 arrays rank 1 on the way in and refused them on the way
+    # out.
+    g = kfuse.Graph()
+    s = g.input("s", kfuse.bfloat16, ())
+    g.output("t", s * 3.0)
+    (t,) = kfuse.evaluate(g, np.float32(1.5))
+    assert t.shape == () and t.dtype == np.float32 and float(t) == 4.5
+    (n,) = kfuse.evaluate(g, np.float32("nan"))
+    assert np.isnan(n)
+
+
 def test_attention_matches_numpy():
     g = kfuse.Graph()
     q = g.input("q", kfuse.float32, (1, 2, 16, 8))
