@@ -39,7 +39,7 @@ struct TrainingWorkload {
   /// key blocks, kf-atomic-dq).
   bool deterministic = true;
   /// CompileOptions::attentionGradTma (the backward's TMA pipeline).
-  bool attentionGradTma = false;
+  bool attentionGradTma = true;
 };
 
 struct AttentionShape {
@@ -54,7 +54,8 @@ TrainingWorkload attentionBackward(AttentionShape a, bool deterministic,
                                    bool tma) {
   std::string name = "attn_bwd_s" + std::to_string(a.seq) + "_d" +
                      std::to_string(a.dim) + (a.causal ? "_causal" : "") +
-                     (deterministic ? "" : "_atomic") + (tma ? "_tma" : "");
+                     (deterministic ? "" : "_atomic") +
+                     (deterministic && !tma ? "_cpasync" : "");
   double flops =
       10.0 * a.batch * a.heads * a.seq * a.seq * a.dim / (a.causal ? 2 : 1);
   auto build = [a, name] {
@@ -90,14 +91,15 @@ std::vector<TrainingWorkload> trainingWorkloads() {
                        },
                        0, false, w.name});
   // FlashAttention's backward alone (kf.attention_grad) against SDPA's,
-  // each deterministic and not (`_atomic`: dq added up by the key blocks),
-  // and deterministic with the TMA pipeline (`_tma`).
+  // deterministic with the TMA pipeline (the default), without it
+  // (`_cpasync`), and not deterministic (`_atomic`: dq added up by the key
+  // blocks, which keeps cp.async).
   for (AttentionShape a : {AttentionShape{4, 16, 2048, 64, true},
                            AttentionShape{4, 16, 2048, 64, false},
                            AttentionShape{4, 16, 2048, 128, true},
                            AttentionShape{4, 16, 2048, 128, false}})
     for (auto [deterministic, tma] :
-         {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}})
+         {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}})
       all.push_back(attentionBackward(a, deterministic, tma));
   const BlockShape block{4, 2048, 1024, 16};
   all.push_back({"prenorm_b4_s2048_d1024",

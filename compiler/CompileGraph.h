@@ -32,7 +32,7 @@ struct CompileRequest {
   bool splitKeys = true;  ///< run kf-split-keys
   bool deterministic = true; ///< else run kf-atomic-dq
   /// kf-promote-shared's `grad-tma` (CompileOptions::attentionGradTma).
-  bool attentionGradTma = false;
+  bool attentionGradTma = true;
   int64_t multiprocessors = 132;
   /// Every buffer starts on a 16-byte boundary: kernels may use 16-byte
   /// accesses. An alignment fact, so part of the cache key.

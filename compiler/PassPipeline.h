@@ -43,7 +43,7 @@ struct KernelPipelineOptions {
   /// Else run kf-atomic-dq (fused compiles).
   bool deterministic = true;
   /// kf-promote-shared's `grad-tma`.
-  bool attentionGradTma = false;
+  bool attentionGradTma = true;
 };
 
 /// Partitioning and launch shapes: kf-attach-target, kf-online-softmax

@@ -76,7 +76,8 @@ cl::opt<bool> nondeterministic(
 cl::opt<bool> gradTma(
     "grad-tma",
     cl::desc("FlashAttention's backward copies its tiles with the TMA from a "
-             "warpgroup of its own (CompileOptions::attentionGradTma)"));
+             "warpgroup of its own (CompileOptions::attentionGradTma)"),
+    cl::init(true));
 cl::list<std::string> shapeArgs("shape",
                                 cl::desc("An input's shape, NAME=128x64"));
 cl::list<std::string> bindArgs("bind",

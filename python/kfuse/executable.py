@@ -277,7 +277,7 @@ _LAUNCH_MODES = {"auto": 0, "kernels": 1, "graph": 2}
 
 def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
             allow_tf32=False, split_k=True, split_keys=True,
-            deterministic=True, attention_grad_tma=False, disk_cache=True,
+            deterministic=True, attention_grad_tma=True, disk_cache=True,
             cache_dir=None, launch="auto", dynamic=()):
     """Compiles `graph` (works without a GPU; running needs one).
 
@@ -293,9 +293,10 @@ def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
     in any order (FlashAttention's backward: dq), faster, the last bits of
     such results then varying from run to run.
 
-    `attention_grad_tma=True` gives FlashAttention's deterministic
-    backward a warpgroup that copies its tiles with the TMA
-    (kfuse::CompileOptions::attentionGradTma; off until measured).
+    `attention_grad_tma` gives FlashAttention's deterministic backward a
+    warpgroup that copies its tiles with the TMA where they fit it
+    (kfuse::CompileOptions::attentionGradTma); False keeps cp.async by
+    every thread.
 
     `dynamic` names symbolic dims whose sizes change from call to call (a
     KV cache's length): sizes share a compile per power of two (64 at

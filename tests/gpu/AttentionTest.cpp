@@ -360,8 +360,9 @@ TEST_P(AtomicDq, MatchesEvaluatorRunAfterRun) {
 /// lse and delta too (AttentionGradTmaPipeline.cpp), wherever q's length
 /// is a multiple of 4 and q, k, v and dO are kernel arguments (not the
 /// cross-attention case's 77 queries, nor the heads split out of one
-/// projection); the others keep the cp.async kernel. Two runs of one
-/// executable (the second over stale stages and statistics).
+/// projection); the others keep the cp.async kernel, as every case does
+/// with the option off. Two runs of one executable (the second over stale
+/// stages and statistics).
 class AttentionGradTma
     : public ::testing::TestWithParam<kfuse::testing::OpCase> {};
 
@@ -375,6 +376,15 @@ TEST_P(AttentionGradTma, MatchesEvaluator) {
   expectGradientsMatch(
       GetParam(), [](CompileOptions &o) { o.attentionGradTma = true; },
       "flash_grad_pipeline<stages = 3, tma = true>", eligible, 2);
+}
+
+TEST_P(AttentionGradTma, OffKeepsCpAsyncAndMatchesEvaluator) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  expectGradientsMatch(
+      GetParam(), [](CompileOptions &o) { o.attentionGradTma = false; },
+      "flash_grad_pipeline<stages = 2>", true, 2);
 }
 
 std::vector<kfuse::testing::OpCase> attentionGradientCases() {
