@@ -5,7 +5,7 @@
 # so that one device call does a session's GPU work without losing it all
 # to one step that runs long.
 #   bash scripts/gpu-steps.sh pytest,gpu-tests,capi,replay,fuzz,memory,hf
-# Environment: GTEST (a --gtest_filter), FUZZ_TIME / FUZZ_SEED (fuzz-many:
+# Environment: GTEST (a --gtest_filter), PYTEST_MAXFAIL, FUZZ_TIME / FUZZ_SEED (fuzz-many:
 # FUZZ_JOBS processes, FUZZ_ARGS such as --backward), PYTEST_ARGS,
 # BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT / TORCH_FUZZ_DTYPE,
 # CMD / CMD_LIMIT (any command, with $bin and $dest exported), NPROC (distributed).
@@ -35,7 +35,9 @@ for s in "${steps[@]}"; do
     fuzz-many) step fuzz-many $(( ${FUZZ_TIME:-300} + 120 )) \
         "$root/scripts/gpu-fuzz.sh" "${FUZZ_JOBS:-12}" "${FUZZ_TIME:-300}" \
         "${FUZZ_SEED:-500000}" ${FUZZ_ARGS:-} ;;
-    pytest) step pytest 300 python3 -m pytest -q -x python/tests ${PYTEST_ARGS:-} ;;
+    # Past the first failure (session 47's -x hid every test after it).
+    pytest) step pytest 300 python3 -m pytest -q -p no:cacheprovider \
+              --maxfail="${PYTEST_MAXFAIL:-10}" python/tests ${PYTEST_ARGS:-} ;;
     memory) step memory 200 "$bin/kfuse-bench" memory ;;
     matmul) step matmul 200 "$bin/kfuse-bench" matmul ;;
     attention) step attention 200 "$bin/kfuse-bench" attention --peers "$bin/peers.py" ;;
