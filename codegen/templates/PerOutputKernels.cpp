@@ -16,6 +16,25 @@ using namespace kfuse::kf;
 
 namespace {
 
+/// The index into `reduce`'s input of the element at output index
+/// `outIdx` and reduced index `reducedIdx`.
+SmallVector<Value> inputIndex(ReduceOp reduce, ArrayRef<Value> outIdx,
+                              ArrayRef<Value> reducedIdx) {
+  ArrayRef<int64_t> axes = reduce.getAxes();
+  SmallVector<Value> idx;
+  size_t nextKept = 0, nextReduced = 0;
+  for (size_t d = 0; d < shapeOf(reduce.getInput()).size(); ++d) {
+    if (llvm::is_contained(axes, static_cast<int64_t>(d))) {
+      idx.push_back(reducedIdx[nextReduced++]);
+      if (reduce.getKeepDims())
+        ++nextKept;
+    } else {
+      idx.push_back(outIdx[nextKept++]);
+    }
+  }
+  return idx;
+}
+
 /// Item `item` of result `index`: the sum `reduce` computes there, looping
 /// over the reduced elements, then through the elementwise ops between it
 /// and `root`, the value the result yields (kf-split-k's epilogue kernels:
@@ -38,18 +57,8 @@ LogicalResult emitReducedItem(KernelEmitter &e, ReduceOp reduce, Value root,
   SmallVector<Value> acc = e.loop(
       count, {reductionInit(e, reduce.getKind(), type)},
       [&](Value r, ValueRange carried) -> SmallVector<Value> {
-        SmallVector<Value> reducedIdx = e.delinearize(r, reducedShape);
-        SmallVector<Value> idx;
-        size_t nextKept = 0, nextReduced = 0;
-        for (size_t d = 0; d < inShape.size(); ++d) {
-          if (llvm::is_contained(axes, static_cast<int64_t>(d))) {
-            idx.push_back(reducedIdx[nextReduced++]);
-            if (reduce.getKeepDims())
-              ++nextKept;
-          } else {
-            idx.push_back(outIdx[nextKept++]);
-          }
-        }
+        SmallVector<Value> idx = inputIndex(
+            reduce, outIdx, e.delinearize(r, reducedShape));
         FailureOr<Value> v =
             e.elementAt(reduce.getInput(), ElementIndex::multi(inShape, idx));
         if (failed(v)) {
