@@ -171,11 +171,6 @@ SmallVector<ReduceOp> kfuse::kf::resultReducesOf(KernelOp kernel) {
   return reduces;
 }
 
-ReduceOp kfuse::kf::resultReduceOf(KernelOp kernel) {
-  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
-  return reduceFeeding(yield.getValues()[0]);
-}
-
 std::optional<RowSpace> kfuse::kf::leadingDimsSpace(ReduceOp reduce) {
   if (!isa<FloatType>(reduce.getType().getElementType()))
     return std::nullopt;

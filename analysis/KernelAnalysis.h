@@ -95,8 +95,6 @@ int64_t loopedRowPasses(KernelOp kernel, RowSpace space);
 /// as many elements, which an elementwise epilogue follows (kf-split-k's
 /// sums, a column sum with its cast). Empty unless every result has one.
 llvm::SmallVector<ReduceOp> resultReducesOf(KernelOp kernel);
-/// The reduce the kernel's first result is computed from, or null.
-ReduceOp resultReduceOf(KernelOp kernel);
 
 /// [rows, columns] of a float reduce over the leading dims of its input
 /// into 32 columns or more (what the column template reduces).

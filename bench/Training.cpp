@@ -99,7 +99,8 @@ std::vector<TrainingWorkload> trainingWorkloads() {
                            AttentionShape{4, 16, 2048, 128, true},
                            AttentionShape{4, 16, 2048, 128, false}})
     for (auto [deterministic, tma] :
-         {std::pair{true, true}, std::pair{true, false}, std::pair{false, false}})
+         {std::pair{true, true}, std::pair{true, false},
+          std::pair{false, false}})
       all.push_back(attentionBackward(a, deterministic, tma));
   const BlockShape block{4, 2048, 1024, 16};
   all.push_back({"prenorm_b4_s2048_d1024",

@@ -81,7 +81,8 @@ ExecutableImpl::keyFor(const std::vector<std::vector<int64_t>> &shapes,
                     // (Only when on: keys from before the option still hit.)
                     (options.splitKeys ? "\nsplit keys yes" : "") +
                     (options.deterministic ? "" : "\ndeterministic no") +
-                    (options.attentionGradTma ? "" : "\nattention grad cp.async") +
+                    (options.attentionGradTma ? ""
+                                              : "\nattention grad cp.async") +
                     "\nalign " + (aligned ? "16" : "element") + "\nshapes";
   for (const std::vector<int64_t> &shape : shapes)
     key += " " + shapeText(shape);
