@@ -81,6 +81,9 @@ void kfuse::kf::buildGraphRewrites(OpPassManager &pm,
   // Before fusion, so that each of the two reductions gathers its own
   // producers and consumers.
   pm.addPass(createKFSplitReductionPass());
+  // After kf-split-reduction, which would take the sums this adds (not
+  // broadcast back over their rows themselves) out of their row kernel.
+  pm.addPass(createKFSeparateRowSumsPass());
 }
 
 void kfuse::kf::buildGPUPipeline(OpPassManager &pm) {

@@ -195,6 +195,41 @@ def KFSplitReductionPass : Pass<"kf-split-reduction", "mlir::ModuleOp"> {
   let dependentDialects = ["kfuse::kf::KFDialect"];
 }
 
+def KFSeparateRowSumsPass : Pass<"kf-separate-row-sums", "mlir::ModuleOp"> {
+  let summary = "Split a sum that waits on another sum of its rows into sums that do not";
+  let description = [{
+    A row kernel reduces each of its reductions in a block-wide round of
+    shuffles and barriers, and a reduction whose input needs another
+    one's result waits for that round first. A LayerNorm backward's two
+    sums are such a chain: the second sums terms scaled by a row scalar
+    computed from the first. Sums are linear: sum(a + b) = sum(a) + sum(b),
+    sum(-a) = -sum(a), and sum(s * a) = s * sum(a) for an `s` constant
+    along the reduced axes (a broadcast of a value per row, a splat
+    constant). A sum or mean of f32 with static shapes whose input
+    expands so into terms is rewritten into the terms' sums, combined
+    per row, where that shortens its chain of reductions in a row (counted
+    through elementwise ops, broadcasts and reshapes); the row kernel then
+    reduces the independent sums together. At most four distinct terms.
+    For fused compiles only; the sums round differently, within f32.
+
+    Before:
+    ```mlir
+    %f = kf.broadcast %s : tensor<8x1xf32> -> tensor<8x256xf32>
+    %t = kf.mul %f, %z : tensor<8x256xf32>
+    %u = kf.add %a, %t : tensor<8x256xf32>
+    %r = kf.reduce sum %u [1] {keep_dims = true} : tensor<8x256xf32> -> tensor<8x1xf32>
+    ```
+    After:
+    ```mlir
+    %ra = kf.reduce sum %a [1] {keep_dims = true} : tensor<8x256xf32> -> tensor<8x1xf32>
+    %rz = kf.reduce sum %z [1] {keep_dims = true} : tensor<8x256xf32> -> tensor<8x1xf32>
+    %m = kf.mul %s, %rz : tensor<8x1xf32>
+    %r = kf.add %ra, %m : tensor<8x1xf32>
+    ```
+  }];
+  let dependentDialects = ["kfuse::kf::KFDialect"];
+}
+
 def KFAtomicDqPass : Pass<"kf-atomic-dq", "mlir::ModuleOp"> {
   let summary = "Let attention backward's key blocks add up dq (not deterministic)";
   let description = [{

@@ -183,24 +183,46 @@ Value KernelEmitter::warpReduce(Value value,
 Value KernelEmitter::blockReduce(Value value, Value identity, Value scratch,
                                  int64_t threads,
                                  function_ref<Value(Value, Value)> combine) {
+  return blockReduce(ArrayRef<Value>{value}, ArrayRef<Value>{identity},
+                     scratch, threads, [&](unsigned, Value x, Value y) {
+                       return combine(x, y);
+                     })[0];
+}
+
+SmallVector<Value>
+KernelEmitter::blockReduce(ArrayRef<Value> values, ArrayRef<Value> identities,
+                           Value scratch, int64_t threads,
+                           function_ref<Value(unsigned, Value, Value)> combine) {
   // Fewer threads than a warp: aligned groups of `threads` lanes, each a
   // reduction of its own (rows sharing a block).
-  value = warpReduce(value, combine, std::min<int64_t>(threads, 32));
+  SmallVector<Value> reduced;
+  for (auto [i, value] : llvm::enumerate(values))
+    reduced.push_back(warpReduce(
+        value, [&, i = i](Value x, Value y) { return combine(i, x, y); },
+        std::min<int64_t>(threads, 32)));
   if (threads <= 32)
-    return value;
+    return reduced;
   Value tid = gpu::ThreadIdOp::create(b, location, gpu::Dimension::x);
   Value lane = arith::RemUIOp::create(b, location, tid, index(32));
   Value warp = arith::DivUIOp::create(b, location, tid, index(32));
   Value zero = index(0);
-  // Lane 0 of each warp publishes its partial; every warp then reads all
-  // partials and reduces them again, so every thread gets the result.
+  // Slot `warp` of value i's 32: a value's slots past the first at 32 i.
+  auto slot = [&](unsigned i, Value at) {
+    return i ? arith::AddIOp::create(b, location, at, index(32 * i))
+             : at;
+  };
+  // Lane 0 of each warp publishes its partials; every warp then reads all
+  // partials and reduces them again, so every thread gets the results.
+  // One barrier for all the values: their rounds overlap.
   Value isLeader = arith::CmpIOp::create(b, location, arith::CmpIPredicate::eq,
                                          lane, zero);
   auto publish = scf::IfOp::create(b, location, isLeader);
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPoint(publish.thenBlock()->getTerminator());
-    memref::StoreOp::create(b, location, value, scratch, ValueRange{warp});
+    for (auto [i, value] : llvm::enumerate(reduced))
+      memref::StoreOp::create(b, location, value, scratch,
+                              ValueRange{slot(i, warp)});
   }
   gpu::BarrierOp::create(b, location);
   int64_t warps = (threads + 31) / 32;
@@ -216,13 +238,18 @@ Value KernelEmitter::blockReduce(Value value, Value identity, Value scratch,
   Value safeLane = arith::SelectOp::create(b, location, inRange, lane, zero);
   if (first != zero)
     safeLane = arith::AddIOp::create(b, location, first, safeLane);
-  Value partial =
-      memref::LoadOp::create(b, location, scratch, ValueRange{safeLane});
-  partial = arith::SelectOp::create(b, location, inRange, partial, identity);
-  Value result = warpReduce(partial, combine);
+  SmallVector<Value> results;
+  for (unsigned i = 0; i < reduced.size(); ++i) {
+    Value partial = memref::LoadOp::create(b, location, scratch,
+                                           ValueRange{slot(i, safeLane)});
+    partial =
+        arith::SelectOp::create(b, location, inRange, partial, identities[i]);
+    results.push_back(warpReduce(
+        partial, [&](Value x, Value y) { return combine(i, x, y); }));
+  }
   // The scratch buffer is reused by the next reduction.
   gpu::BarrierOp::create(b, location);
-  return result;
+  return results;
 }
 
 Value KernelEmitter::offsetOf(unsigned argNumber, const BufferIndex &at) {

@@ -157,6 +157,15 @@ public:
       mlir::Value value, mlir::Value identity, mlir::Value scratch,
       int64_t threads,
       llvm::function_ref<mlir::Value(mlir::Value, mlir::Value)> combine);
+  /// blockReduce of several values at once, `combine(i, x, y)` combining
+  /// value i's: one round of barriers for all of them. `scratch` holds 32
+  /// elements a value.
+  mlir::SmallVector<mlir::Value> blockReduce(
+      llvm::ArrayRef<mlir::Value> values,
+      llvm::ArrayRef<mlir::Value> identities, mlir::Value scratch,
+      int64_t threads,
+      llvm::function_ref<mlir::Value(unsigned, mlir::Value, mlir::Value)>
+          combine);
 
   /// Row-major index of `linear` in `shape`, and back.
   mlir::SmallVector<mlir::Value> delinearize(mlir::Value linear,

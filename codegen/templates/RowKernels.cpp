@@ -19,138 +19,16 @@
 // A padded output is written to its whole stride, zeros past the row's
 // end, as kf-pad promises its consumers.
 //
-// A kernel that yields column partials (kf-fuse-column-sums: a LayerNorm
-// backward's weight and bias gradients beside its input gradient) runs a
-// block per partial over a grid-stride loop of its rows, carrying each
-// thread's running column sums across the rows in registers, and writes
-// them once at the end (combined through shared memory over the rows a
-// block takes at once). The sums' order is fixed: every run is the same.
+// A kernel that also yields column partials (a LayerNorm backward's weight
+// and bias gradients) loops over its rows: RowKernelPartials.cpp.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ir/KFDialect.h"
-#include "codegen/templates/KernelTemplates.h"
-
-#include "llvm/ADT/SmallPtrSet.h"
+#include "codegen/templates/RowKernel.h"
 
 using namespace mlir;
 using namespace kfuse::kf;
-
-namespace {
-
-/// The lanes of one row a thread owns: `chunks` vectors of `vec` elements,
-/// at columns (chunk * threads + tid) * vec + lane. Lanes past the row's
-/// end are not `valid`, and read column 0 instead (a whole vector from
-/// column 0 where `vec` divides the row); `first` is the vector's first
-/// column as it is (where padded rows are written).
-struct RowLanes {
-  SmallVector<Value> columns, linears, valid;
-  /// The first lane's column before a vector past the row is moved back
-  /// into it: distinct for every thread and chunk.
-  Value first;
-};
-
-using LaneFn = function_ref<Value(Value, const RowLanes &, int64_t)>;
-
-class RowKernel {
-public:
-  RowKernel(KernelEmitter &e, RowSpace space, RowTilingAttr tiling);
-  LogicalResult emit();
-
-private:
-  LogicalResult emitRow(Value row);
-  /// emit() for a kernel with column partials: a block per partial,
-  /// `group` its place among the rows a block takes at once.
-  LogicalResult emitWithPartials(Value group);
-  /// Whether emitWithPartials loads each row's streamed vectors one
-  /// iteration ahead (whole vectors of at most 16 bytes).
-  bool prefetchesRows() const;
-  /// The streamed inputs' raw vectors of row `r`, chunk by chunk, then
-  /// each row scalar input's value there, as `prefetched` holds them.
-  SmallVector<Value> loadRowVectors(Value r);
-  /// `sums` (a running sum per partial, chunk and lane) plus this row's
-  /// values of each partial's source.
-  SmallVector<Value> accumulate(ValueRange sums);
-  /// Writes each partial's running sums, added up over the block's rows
-  /// first, as row `block` of its result.
-  void storePartials(ValueRange sums, Value block, Value group);
-  /// Stores `values`, the lanes `lanes` of a partial's row, into result
-  /// `result`: lanes past the row's end are not stored.
-  void storePartialLanes(unsigned result, const RowLanes &lanes,
-                         ArrayRef<Value> values);
-  bool isPartial(unsigned result) const {
-    return llvm::any_of(partials,
-                        [&](const Partial &p) { return p.result == result; });
-  }
-  /// The shared-memory copy of each streamed input's row (`inShared`).
-  void allocateStage();
-  /// The first pass of an `inShared` row: the streamed inputs' vectors,
-  /// all chunks unrolled, from global into shared memory.
-  void stageRow();
-  /// The lanes of chunk `c` (an index, constant when unrolled); loads the
-  /// streamed inputs there unless `load` is false.
-  RowLanes lanesOf(Value c, bool load = true);
-  /// Runs `fn` on every lane of the row, threading `acc` through.
-  Value overRow(Value acc, LaneFn fn);
-  Value element(Value tensor, const RowLanes &lanes, int64_t k);
-  /// A block-wide reduction of `map` of every element of `tensor`'s row.
-  Value reduceRow(Value tensor, ReduceKind kind, Type type,
-                  function_ref<Value(Value)> map);
-  LogicalResult emitReduce(ReduceOp reduce);
-  void emitOnlineSoftmax(SoftmaxOp softmax);
-  /// The row's max of `x` and the sum of exp(x - max), in one pass.
-  std::pair<Value, Value> onlineMaxAndSum(Value x);
-  /// `max` and its shifted-exponential sum `sum` (shiftedExpSumOf).
-  void emitOnlineLogSumExp(ReduceOp max, ReduceOp sum);
-  void emitSoftmaxInRegisters(SoftmaxOp softmax);
-  /// Row-shaped outputs at every lane, row scalars once per row.
-  LogicalResult storeOutputs();
-  /// Result `i` (padded to `stride`): whole vectors up to the stride.
-  void storePadded(unsigned i, Value value, int64_t stride);
-
-  KernelEmitter &e;
-  OpBuilder &b;
-  Location l;
-  RowSpace space;
-  /// A row's threads (`threads` of the block's `rowsPerBlock` rows).
-  int64_t threads, vec, chunks, rowsPerBlock;
-  /// `ragged`: the lanes reach past the row's end; `wholeVectors`: each
-  /// vector lies wholly inside the row or wholly past it.
-  bool inRegisters, inShared, ragged, wholeVectors;
-  /// `tid` is the thread's place among its row's threads.
-  Value scratch, tid;
-  Block &body;
-  YieldOp yield;
-  /// Row-shaped inputs read only lane by lane (elementwise ops, the row's
-  /// reductions and softmaxes): loaded a vector at a time.
-  SmallVector<BlockArgument> streamed;
-  /// With `inShared`: each streamed input's row in shared memory, and
-  /// whether the row being emitted is already there.
-  SmallVector<Value> stage;
-  bool rowStaged = false;
-  // The row being emitted, and whether it exists (the last block's group
-  // may reach past the last row: those threads compute the last row again,
-  // taking part in its shuffles, and store nothing).
-  Value row, rowBase, rowExists;
-  SmallVector<RowLanes> unrolled;
-  /// Inputs of one value a row (a LayerNorm's saved mean), read by the
-  /// row's broadcasts.
-  SmallVector<BlockArgument> rowScalars;
-  /// The row's streamed vectors, loaded before the row is emitted (chunk
-  /// c's input i at c * streamed.size() + i), then its `rowScalars`; or
-  /// empty: lanesOf and the broadcasts load them.
-  SmallVector<Value> prefetched;
-  /// Sums computed with their max by emitOnlineLogSumExp.
-  llvm::SmallPtrSet<Operation *, 2> computedSums;
-  /// The column partials the kernel yields: the result and the row-shaped
-  /// value it sums.
-  struct Partial {
-    unsigned result;
-    Value source;
-  };
-  SmallVector<Partial> partials;
-  LogicalResult status = success();
-};
+using namespace kfuse::kf::detail;
 
 RowKernel::RowKernel(KernelEmitter &e, RowSpace space, RowTilingAttr tiling)
     : e(e), b(e.builder()), l(e.loc()), space(space),
@@ -164,7 +42,12 @@ RowKernel::RowKernel(KernelEmitter &e, RowSpace space, RowTilingAttr tiling)
       yield(mlir::cast<YieldOp>(body.getTerminator())) {}
 
 LogicalResult RowKernel::emit() {
-  scratch = workgroupBuffer(e, 32);
+  if (inRegisters)
+    planRounds();
+  size_t widest = 1;
+  for (auto &round : rounds)
+    widest = std::max(widest, round.second.size());
+  scratch = workgroupBuffer(e, 32 * widest);
   Value thread = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   tid = arith::RemUIOp::create(b, l, thread, e.index(threads));
   Value group = arith::DivUIOp::create(b, l, thread, e.index(threads));
@@ -214,12 +97,16 @@ LogicalResult RowKernel::emitRow(Value r) {
     if (auto reduce = dyn_cast<ReduceOp>(op)) {
       if (blockColumnPartialsOf(reduce.getResult()))
         continue; // accumulate() adds the row to its running sums
+      if (inEarlierRound.contains(reduce))
+        continue;
       ReduceOp sum = inRegisters ? ReduceOp() : shiftedExpSumOf(reduce);
+      auto round = rounds.find(reduce);
       if (sum && reduce->isBeforeInBlock(sum)) {
         emitOnlineLogSumExp(reduce, sum);
         computedSums.insert(sum);
       } else if (!computedSums.contains(reduce) &&
-                 failed(emitReduce(reduce))) {
+                 failed(round == rounds.end() ? emitReduces({reduce})
+                                              : emitReduces(round->second))) {
         return failure();
       }
     } else if (auto softmax = dyn_cast<SoftmaxOp>(op)) {
@@ -365,30 +252,87 @@ Value RowKernel::element(Value tensor, const RowLanes &lanes, int64_t k) {
   return *v;
 }
 
+Value RowKernel::threadPartial(Value tensor, ReduceKind kind, Value identity,
+                               function_ref<Value(Value)> map) {
+  return overRow(identity, [&](Value acc, const RowLanes &lanes, int64_t k) {
+    Value v = map(element(tensor, lanes, k));
+    if (ragged)
+      v = arith::SelectOp::create(b, l, lanes.valid[k], v, identity);
+    return combine(e, kind, acc, v);
+  });
+}
+
 Value RowKernel::reduceRow(Value tensor, ReduceKind kind, Type type,
                            function_ref<Value(Value)> map) {
   Value identity = reductionInit(e, kind, type);
-  Value partial =
-      overRow(identity, [&](Value acc, const RowLanes &lanes, int64_t k) {
-        Value v = map(element(tensor, lanes, k));
-        if (ragged)
-          v = arith::SelectOp::create(b, l, lanes.valid[k], v, identity);
-        return combine(e, kind, acc, v);
-      });
+  Value partial = threadPartial(tensor, kind, identity, map);
   return e.blockReduce(partial, identity, scratch, threads,
                        [&](Value x, Value y) { return combine(e, kind, x, y); });
 }
 
-LogicalResult RowKernel::emitReduce(ReduceOp reduce) {
-  Type type = KernelEmitter::computeType(reduce.getType().getElementType());
-  if (!isa<FloatType>(type))
-    return reduce.emitOpError("row kernels reduce floats only");
-  Value v = reduceRow(reduce.getInput(), reduce.getKind(), type,
-                      [](Value x) { return x; });
-  if (reduce.getKind() == ReduceKind::mean)
-    v = arith::DivFOp::create(b, l, v, e.f32(static_cast<double>(space.length)));
-  e.setElement(reduce.getResult(), row, v);
+LogicalResult RowKernel::emitReduces(ArrayRef<ReduceOp> round) {
+  SmallVector<Value> partials, identities;
+  for (ReduceOp reduce : round) {
+    Type type = KernelEmitter::computeType(reduce.getType().getElementType());
+    if (!isa<FloatType>(type))
+      return reduce.emitOpError("row kernels reduce floats only");
+    identities.push_back(reductionInit(e, reduce.getKind(), type));
+    partials.push_back(threadPartial(reduce.getInput(), reduce.getKind(),
+                                     identities.back(),
+                                     [](Value x) { return x; }));
+  }
+  SmallVector<Value> reduced = e.blockReduce(
+      partials, identities, scratch, threads,
+      [&](unsigned i, Value x, Value y) {
+        return combine(e, ReduceOp(round[i]).getKind(), x, y);
+      });
+  for (auto [i, v] : llvm::enumerate(reduced)) {
+    ReduceOp reduce = round[i];
+    if (reduce.getKind() == ReduceKind::mean)
+      v = arith::DivFOp::create(b, l, v,
+                                e.f32(static_cast<double>(space.length)));
+    e.setElement(reduce.getResult(), row, v);
+  }
   return success();
+}
+
+bool RowKernel::needsRowValueFrom(Value v, Operation *op) const {
+  SmallVector<Value> pending = {v};
+  llvm::SmallPtrSet<Operation *, 16> seen;
+  while (!pending.empty()) {
+    Operation *def = pending.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != &body || !seen.insert(def).second)
+      continue;
+    if (isa<ReduceOp, SoftmaxOp>(def) && !def->isBeforeInBlock(op))
+      return true;
+    llvm::append_range(pending, def->getOperands());
+  }
+  return false;
+}
+
+void RowKernel::planRounds() {
+  // A LayerNorm backward's two sums (kf-separate-row-sums made them
+  // independent) then wait on one round of shuffles and barriers, not on
+  // two in a row.
+  SmallVector<ReduceOp> open;
+  for (auto reduce : body.getOps<ReduceOp>()) {
+    if (blockColumnPartialsOf(reduce.getResult()) ||
+        !isa<FloatType>(KernelEmitter::computeType(
+            reduce.getType().getElementType())))
+      continue;
+    auto joinable = llvm::find_if(open, [&](ReduceOp first) {
+      return !needsRowValueFrom(reduce.getInput(), first);
+    });
+    if (joinable == open.end()) {
+      open.push_back(reduce);
+      continue;
+    }
+    SmallVector<ReduceOp> &round = rounds[*joinable];
+    if (round.empty())
+      round.push_back(*joinable);
+    round.push_back(reduce);
+    inEarlierRound.insert(reduce);
+  }
 }
 
 /// sum * exp(from - to), with an empty sum (from = -inf) staying 0.
@@ -561,204 +505,6 @@ void RowKernel::storePadded(unsigned i, Value value, int64_t stride) {
   });
 }
 
-LogicalResult RowKernel::emitWithPartials(Value group) {
-  Value first = yield.getValues()[partials.front().result];
-  BlockColumnPartials layout = *blockColumnPartialsOf(first);
-  int64_t blocks = e.kernel().getLaunchAttr().getGrid();
-  if (!inRegisters || blocks != layout.blocks ||
-      rowsPerBlock != layout.rowsPerBlock ||
-      space.rows % (rowsPerBlock * blocks))
-    return e.kernel().emitOpError()
-           << "sums column partials over " << layout.blocks << " blocks of "
-           << layout.rowsPerBlock
-           << " rows each held in registers, but kf-tile decided a grid of "
-           << blocks << " blocks of " << rowsPerBlock << " rows"
-           << (inRegisters ? "" : " not in registers");
-  for (const Partial &p : partials)
-    if (shapeOf(p.source).back() != space.length ||
-        mlir::cast<ShapedType>(p.source.getType()).getNumElements() !=
-            space.rows * space.length)
-      return e.kernel().emitOpError(
-          "sums column partials of a value that is not of its rows");
-  Value block = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
-  int64_t groups = space.rows / rowsPerBlock;
-  auto rowOf = [&](Value item) -> Value {
-    if (rowsPerBlock == 1)
-      return item;
-    return arith::AddIOp::create(
-        b, l, arith::MulIOp::create(b, l, item, e.index(rowsPerBlock)),
-        group);
-  };
-  // A block takes a row at a time, and its two block reductions leave no
-  // load in flight: the next row's vectors are loaded before this row's
-  // are reduced. Every block has a first row (columnPartialLayout gives
-  // each four or more); the last iteration loads its own row again.
-  bool prefetch = prefetchesRows();
-  SmallVector<Value> init(partials.size() * chunks * vec, e.f32(0));
-  size_t sumCount = init.size();
-  if (prefetch)
-    llvm::append_range(init, loadRowVectors(rowOf(block)));
-  auto loop = scf::ForOp::create(b, l, block, e.index(groups),
-                                 e.index(blocks), init);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    if (!loop.getBody()->empty())
-      loop.getBody()->getTerminator()->erase();
-    b.setInsertionPointToEnd(loop.getBody());
-    Value item = loop.getInductionVar();
-    ValueRange carried = loop.getRegionIterArgs();
-    SmallVector<Value> next;
-    if (prefetch) {
-      Value after = arith::AddIOp::create(b, l, item, e.index(blocks));
-      Value inside = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
-                                           after, e.index(groups));
-      next = loadRowVectors(
-          rowOf(arith::SelectOp::create(b, l, inside, after, item)));
-      prefetched.assign(carried.begin() + sumCount, carried.end());
-    }
-    if (failed(emitRow(rowOf(item))))
-      return failure();
-    prefetched.clear();
-    SmallVector<Value> yielded = accumulate(carried.take_front(sumCount));
-    llvm::append_range(yielded, next);
-    scf::YieldOp::create(b, l, yielded);
-  }
-  storePartials(loop.getResults().take_front(sumCount), block, group);
-  return status;
-}
-
-/// The next row's vectors take registers beside this row's, under the
-/// 64 a thread of two blocks of 512 an SM: at most 8 more. ptxas, sm_90:
-/// LayerNorm backward, bf16 rows of 4096 (8 more) used 64 registers and
-/// spilled nothing; f32 rows of 1000 (16 more) spilled 152 bytes, not 40.
-bool RowKernel::prefetchesRows() const {
-  constexpr int64_t kPrefetchRegisters = 8;
-  if (ragged && !wholeVectors)
-    return false;
-  int64_t bits = 0;
-  for (BlockArgument arg : streamed) {
-    int64_t width = getElementTypeOrSelf(arg.getType()).getIntOrFloatBitWidth();
-    if (vec * width > 128)
-      return false;
-    bits += chunks * vec * width;
-  }
-  return bits <= kPrefetchRegisters * 32;
-}
-
-SmallVector<Value> RowKernel::loadRowVectors(Value r) {
-  row = r;
-  rowBase = arith::MulIOp::create(b, l, row, e.index(space.length));
-  SmallVector<Value> vectors;
-  for (int64_t c = 0; c < chunks; ++c) {
-    RowLanes lanes = lanesOf(e.index(c), /*load=*/false);
-    for (BlockArgument arg : streamed)
-      vectors.push_back(e.loadRaw(
-          e.gpuFunc().getArgument(arg.getArgNumber()),
-          e.offsetOf(arg.getArgNumber(),
-                     BufferIndex(lanes.linears[0], row, lanes.columns[0])),
-          vec));
-  }
-  for (BlockArgument arg : rowScalars)
-    vectors.push_back(e.loadVector(arg, BufferIndex(row), 1)[0]);
-  return vectors;
-}
-
-SmallVector<Value> RowKernel::accumulate(ValueRange sums) {
-  SmallVector<Value> next;
-  for (const Partial &p : partials)
-    for (const RowLanes &lanes : unrolled)
-      for (int64_t k = 0; k < vec; ++k) {
-        Value v = element(p.source, lanes, k);
-        if (ragged)
-          v = arith::SelectOp::create(b, l, lanes.valid[k], v, e.f32(0));
-        next.push_back(arith::AddFOp::create(b, l, sums[next.size()], v));
-      }
-  return next;
-}
-
-void RowKernel::storePartials(ValueRange sums, Value block, Value group) {
-  // The lanes of the partial's row `block`, as lanesOf finds them.
-  row = block;
-  rowBase = arith::MulIOp::create(b, l, block, e.index(space.length));
-  rowStaged = false;
-  SmallVector<RowLanes> lanes;
-  for (int64_t c = 0; c < chunks; ++c)
-    lanes.push_back(lanesOf(e.index(c), /*load=*/false));
-  // Rows a block takes at once: each group's sums into shared memory at
-  // its lanes' own slots, then the first group adds them up.
-  int64_t span = threads * chunks * vec;
-  Value stage, isFirst;
-  if (rowsPerBlock > 1) {
-    stage = workgroupBuffer(e, rowsPerBlock * span);
-    isFirst = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, group,
-                                    e.index(0));
-  }
-  auto slot = [&](Value g, const RowLanes &at, int64_t k) -> Value {
-    return arith::AddIOp::create(
-        b, l, arith::MulIOp::create(b, l, g, e.index(span)),
-        arith::AddIOp::create(b, l, at.first, e.index(k)));
-  };
-  size_t n = 0;
-  for (const Partial &p : partials) {
-    ValueRange own = sums.slice(n, chunks * vec);
-    n += chunks * vec;
-    if (!stage) {
-      for (int64_t c = 0; c < chunks; ++c)
-        storePartialLanes(p.result, lanes[c],
-                          llvm::to_vector(own.slice(c * vec, vec)));
-      continue;
-    }
-    for (int64_t c = 0; c < chunks; ++c)
-      for (int64_t k = 0; k < vec; ++k)
-        memref::StoreOp::create(b, l, own[c * vec + k], stage,
-                                ValueRange{slot(group, lanes[c], k)});
-    gpu::BarrierOp::create(b, l);
-    {
-      OpBuilder::InsertionGuard guard(b);
-      auto first = scf::IfOp::create(b, l, isFirst);
-      b.setInsertionPoint(first.thenBlock()->getTerminator());
-      for (int64_t c = 0; c < chunks; ++c) {
-        SmallVector<Value> total;
-        for (int64_t k = 0; k < vec; ++k) {
-          Value t = e.f32(0);
-          for (int64_t g = 0; g < rowsPerBlock; ++g)
-            t = arith::AddFOp::create(
-                b, l, t,
-                memref::LoadOp::create(b, l, stage,
-                                       ValueRange{slot(e.index(g), lanes[c],
-                                                       k)}));
-          total.push_back(t);
-        }
-        storePartialLanes(p.result, lanes[c], total);
-      }
-    }
-    // The next partial reuses the stage.
-    gpu::BarrierOp::create(b, l);
-  }
-}
-
-void RowKernel::storePartialLanes(unsigned result, const RowLanes &lanes,
-                                  ArrayRef<Value> values) {
-  OpBuilder::InsertionGuard guard(b);
-  if (!ragged || wholeVectors) {
-    if (ragged) {
-      auto inside = scf::IfOp::create(b, l, lanes.valid[0]);
-      b.setInsertionPoint(inside.thenBlock()->getTerminator());
-    }
-    e.storeLanes(result, BufferIndex(lanes.linears[0], row, lanes.columns[0]),
-                 values);
-    return;
-  }
-  for (int64_t k = 0; k < vec; ++k) {
-    OpBuilder::InsertionGuard lane(b);
-    auto inside = scf::IfOp::create(b, l, lanes.valid[k]);
-    b.setInsertionPoint(inside.thenBlock()->getTerminator());
-    e.storeResult(result, BufferIndex(lanes.linears[k], row, lanes.columns[k]),
-                  values[k]);
-  }
-}
-
-} // namespace
 
 LogicalResult kfuse::kf::emitRows(KernelEmitter &e, RowSpace space) {
   return RowKernel(e, space, e.kernel().getTilingAs<RowTilingAttr>()).emit();
