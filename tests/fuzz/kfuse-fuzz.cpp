@@ -144,9 +144,11 @@ bool parse(int argc, char **argv, Options &o) {
   return true;
 }
 
-/// Writes the shrunk graph as a regression test that replays it.
+/// Writes the shrunk graph as a regression test that replays it, with the
+/// seed of its random inputs: some failures show only for some values.
 void writeRegression(const std::string &dir, const Recipe &recipe,
-                     const BuiltGraph &built, const CheckResult &result) {
+                     const BuiltGraph &built, const CheckResult &result,
+                     uint64_t inputSeed) {
   Expected<std::string> text = built.graph.toMLIR();
   if (!text) {
     std::cerr << "  cannot print the graph: " << text.error().message() << "\n";
@@ -159,6 +161,7 @@ void writeRegression(const std::string &dir, const Recipe &recipe,
       << "// kfuse-fuzz: reduction-length " << built.reductionLength
       << " least-precise " << dtypeName(built.leastPrecise)
       << (built.discrete ? " discrete" : "") << "\n"
+      << "// kfuse-fuzz: input-seed " << inputSeed << "\n"
       << "// kfuse-fuzz: shapes";
   for (const std::vector<int64_t> &shape : built.inputShapes) {
     out << " ";
@@ -177,6 +180,7 @@ void writeRegression(const std::string &dir, const Recipe &recipe,
 int replay(const Options &o, CheckConfig config) {
   int failures = 0;
   for (const std::string &path : o.replay) {
+    config.inputSeed = CheckConfig().inputSeed;
     Expected<Graph> graph = Graph::fromFile(path);
     if (!graph) {
       std::cerr << graph.error().message() << "\n";
@@ -203,6 +207,8 @@ int replay(const Options &o, CheckConfig config) {
             built.inputShapes.back().push_back(std::stoll(dim));
         }
       }
+      if (tag == "kfuse-fuzz:" && key == "input-seed")
+        words >> config.inputSeed;
       if (tag == "kfuse-fuzz:" && key == "reduction-length") {
         words >> built.reductionLength;
         for (std::string word; words >> word;) {
@@ -249,9 +255,9 @@ void reportFailure(const Options &o, const CheckConfig &config,
   // as any graph.
   CheckResult found = check(*b, config);
   if (!config.backward) {
-    writeRegression(o.regressions, small, *b, found);
+    writeRegression(o.regressions, small, *b, found, config.inputSeed);
   } else if (Expected<BuiltGraph> joint = backwardGraph(*b)) {
-    writeRegression(o.regressions, small, *joint, found);
+    writeRegression(o.regressions, small, *joint, found, config.inputSeed);
   }
 }
 
