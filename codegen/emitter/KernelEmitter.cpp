@@ -523,8 +523,12 @@ Value KernelEmitter::iotaAt(IotaOp op, ElementIndex &idx) {
   Type dtype = computeType(op.getType().getElementType());
   if (isa<FloatType>(dtype))
     return arith::SIToFPOp::create(b, location, dtype, i);
-  if (dtype == i.getType())
+  if (dtype == i.getType()) {
+    int64_t bound = op.getType().getDimSize(op.getDim());
+    if (!ShapedType::isDynamic(bound) && bound <= INT32_MAX)
+      i64Positions[i] = bound;
     return i;
+  }
   return arith::TruncIOp::create(b, location, dtype, i);
 }
 
@@ -780,19 +784,58 @@ Value KernelEmitter::flooredMod(Type dtype, Value lhs, Value rhs) {
                 : result;
 }
 
+/// An i64 equality with an iota's position p < bound <= 2^31 (a one-hot
+/// of labels: label == column) is one of i32s: x itself where x < bound,
+/// else -1, which no position is. The select is the same for a vector's
+/// lanes where x is broadcast, and a lane's compare is one 32-bit ISETP
+/// where an i64 one takes two.
+Value KernelEmitter::compareIntegers(ComparePredicate predicate, Value lhs,
+                                     Value rhs) {
+  Location l = location;
+  bool equality =
+      predicate == ComparePredicate::eq || predicate == ComparePredicate::ne;
+  if (equality && !i64Positions.count(rhs))
+    std::swap(lhs, rhs);
+  auto position = i64Positions.find(rhs);
+  if (!equality || position == i64Positions.end())
+    return arith::CmpIOp::create(b, l, intPredicate(predicate), lhs, rhs);
+  Type i32 = b.getI32Type();
+  Value inRange = arith::CmpIOp::create(
+      b, l, arith::CmpIPredicate::ult, lhs,
+      arith::ConstantOp::create(b, l, b.getI64IntegerAttr(position->second)));
+  Value narrowed = arith::SelectOp::create(
+      b, l, inRange, arith::TruncIOp::create(b, l, i32, lhs),
+      arith::ConstantOp::create(b, l, b.getI32IntegerAttr(-1)));
+  return arith::CmpIOp::create(b, l, intPredicate(predicate), narrowed,
+                               arith::TruncIOp::create(b, l, i32, rhs));
+}
+
+/// The kf graph's products and sums may fuse into FMAs (one rounding where
+/// two were), as nvcc's and Triton's defaults let them.
+static arith::FastMathFlagsAttr contract(OpBuilder &b) {
+  return arith::FastMathFlagsAttr::get(b.getContext(),
+                                       arith::FastMathFlags::contract);
+}
+
 FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
                                                ValueRange x) {
   Location l = location;
   bool isFloat = isa<FloatType>(dtype);
   return TypeSwitch<Operation *, FailureOr<Value>>(op)
-      .Case([&](AddOp) {
-        return floatOrInt<arith::AddFOp, arith::AddIOp>(b, l, isFloat, x);
+      .Case([&](AddOp) -> Value {
+        if (isFloat)
+          return arith::AddFOp::create(b, l, x[0], x[1], contract(b));
+        return arith::AddIOp::create(b, l, x[0], x[1]);
       })
-      .Case([&](SubOp) {
-        return floatOrInt<arith::SubFOp, arith::SubIOp>(b, l, isFloat, x);
+      .Case([&](SubOp) -> Value {
+        if (isFloat)
+          return arith::SubFOp::create(b, l, x[0], x[1], contract(b));
+        return arith::SubIOp::create(b, l, x[0], x[1]);
       })
-      .Case([&](MulOp) {
-        return floatOrInt<arith::MulFOp, arith::MulIOp>(b, l, isFloat, x);
+      .Case([&](MulOp) -> Value {
+        if (isFloat)
+          return arith::MulFOp::create(b, l, x[0], x[1], contract(b));
+        return arith::MulIOp::create(b, l, x[0], x[1]);
       })
       .Case([&](DivOp) -> Value {
         if (isFloat)
@@ -823,8 +866,7 @@ FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
         if (isFloat)
           return arith::CmpFOp::create(b, l, floatPredicate(c.getPredicate()),
                                        x[0], x[1]);
-        return arith::CmpIOp::create(b, l, intPredicate(c.getPredicate()),
-                                     x[0], x[1]);
+        return compareIntegers(c.getPredicate(), x[0], x[1]);
       })
       .Case([&](SelectOp) -> Value {
         return arith::SelectOp::create(b, l, x[0], x[1], x[2]);

@@ -269,6 +269,9 @@ private:
   mlir::Value power(mlir::Value base, mlir::Value exponent);
   /// kf.mod on scalars of `dtype`.
   mlir::Value flooredMod(mlir::Type dtype, mlir::Value lhs, mlir::Value rhs);
+  /// kf.compare of integer scalars.
+  mlir::Value compareIntegers(ComparePredicate predicate, mlir::Value lhs,
+                              mlir::Value rhs);
   /// 0 of the compute type of `dtype`.
   mlir::Value zeroOf(mlir::Type dtype);
   mlir::Value castScalar(mlir::Value v, mlir::Type from, mlir::Type to);
@@ -300,6 +303,9 @@ private:
     mlir::Value max, sum, shift;
   };
   llvm::DenseMap<mlir::Operation *, SoftmaxStats> softmaxStats;
+  /// The i64 positions iotaAt made along static dims of at most 2^31, by
+  /// that bound: an equality with one is an i32 compare (compareIntegers).
+  llvm::DenseMap<mlir::Value, int64_t> i64Positions;
   /// Philox blocks computed, by (kf.random, a vector's first index, block
   /// within the vector).
   llvm::DenseMap<std::tuple<mlir::Operation *, mlir::Value, int64_t>,

@@ -112,6 +112,25 @@ void addGathers(std::vector<OpCase> &cases) {
                        g.output("picked", takeAlongAxis(logits, labels, 1));
                      },
                      {{8, 50}, {8, 1}}});
+  // A one-hot of i64 labels against an iota of columns (cross-entropy's
+  // backward): the compare narrows to i32, so labels past the columns, below
+  // 0 (labels are in [-8, 8]) or 2^32 past one (its low half is a column)
+  // must not match.
+  cases.push_back({"one_hot_i64_labels", [](Graph &g) {
+                     Tensor labels = g.input("labels", DType::i64, {6, 1});
+                     Tensor y = g.input("y", DType::f32, {6, 5});
+                     Tensor cols = iota(g, {6, 5}, 1, DType::i64);
+                     auto hot = [&](Tensor l, Compare c) {
+                       return compare(c, broadcastTo(l, {6, 5}), cols);
+                     };
+                     Tensor zero = y * 0.0;
+                     g.output("hot", where(hot(labels, Compare::eq), y, zero));
+                     g.output("cold", hot(labels, Compare::ne));
+                     g.output("far", where(hot(labels + 4294967296.0,
+                                                Compare::eq),
+                                            y, zero));
+                   },
+                   {{6, 1}, {6, 5}}});
   // Rows too long for registers: the max and the sum of exponentials in
   // one online pass (40003 is ragged against any thread count).
   cases.push_back({"cross_entropy_long_rows", [](Graph &g) {
