@@ -8,12 +8,13 @@
 // 2 x (64 + 64) x (128 + 2 x 64) bytes.
 // CHECK-LABEL: func.func @grad
 // CHECK: launch = #kf.launch<grid = 32, block = 256, items = 32, sharedBytes = 65536>, pipeline = #kf.flash_grad_pipeline<stages = 2>
-// With grad-tma: a third warpgroup copies with the TMA into three stages,
-// past them seven mbarriers (the own rows', a full and an empty a stage),
-// then each stage's lse and delta of 64 queries:
-// 2 x (64 + 64) x (128 + 3 x 64) + 64 + 3 x 512 bytes.
+// With grad-tma: a third warpgroup copies with the TMA into four stages (a
+// head dim of 64: three where it is wider), past them nine mbarriers (the
+// own rows', a full and an empty a stage, 72 bytes in 80), then each
+// stage's lse and delta of 64 queries:
+// 2 x (64 + 64) x (128 + 4 x 64) + 80 + 4 x 512 bytes.
 // TMA-LABEL: func.func @grad
-// TMA: launch = #kf.launch<grid = 32, block = 384, items = 32, sharedBytes = 83520>, pipeline = #kf.flash_grad_pipeline<stages = 3, tma = true>
+// TMA: launch = #kf.launch<grid = 32, block = 384, items = 32, sharedBytes = 100432>, pipeline = #kf.flash_grad_pipeline<stages = 4, tma = true>
 // The atomic template exchanges dS^T between its two warpgroups at block
 // barriers: it keeps its cp.async copies.
 // ATOMIC-LABEL: func.func @grad
@@ -35,7 +36,7 @@
 // GPU-SAME: kf.tensor_maps = 4
 // GPU: llvm.store %{{.*}} : f32, !llvm.ptr<3>
 // GPU: nvvm.fence.proxy
-// GPU-COUNT-7: nvvm.mbarrier.init
+// GPU-COUNT-9: nvvm.mbarrier.init
 // GPU: nvvm.fence.mbarrier.init
 // GPU: nvvm.setmaxregister  increase 240
 // GPU: nvvm.mbarrier.try_wait.parity
