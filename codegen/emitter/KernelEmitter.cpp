@@ -810,11 +810,17 @@ Value KernelEmitter::compareIntegers(ComparePredicate predicate, Value lhs,
                                arith::TruncIOp::create(b, l, i32, rhs));
 }
 
-/// The kf graph's products and sums may fuse into FMAs (one rounding where
-/// two were), as nvcc's and Triton's defaults let them.
-static arith::FastMathFlagsAttr contract(OpBuilder &b) {
-  return arith::FastMathFlagsAttr::get(b.getContext(),
-                                       arith::FastMathFlags::contract);
+/// A sum, difference or product: `Float` on floats, else `Int`. The graph's
+/// float products and sums may fuse into FMAs (one rounding where two
+/// were), as nvcc's and Triton's defaults let them: contract.
+template <typename Float, typename Int>
+static Value contractible(OpBuilder &b, Location l, bool isFloat,
+                          ValueRange x) {
+  if (isFloat)
+    return Float::create(b, l, x[0], x[1],
+                         arith::FastMathFlagsAttr::get(
+                             b.getContext(), arith::FastMathFlags::contract));
+  return Int::create(b, l, x[0], x[1]);
 }
 
 FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
@@ -822,20 +828,14 @@ FailureOr<Value> KernelEmitter::binaryScalarOp(Operation *op, Type dtype,
   Location l = location;
   bool isFloat = isa<FloatType>(dtype);
   return TypeSwitch<Operation *, FailureOr<Value>>(op)
-      .Case([&](AddOp) -> Value {
-        if (isFloat)
-          return arith::AddFOp::create(b, l, x[0], x[1], contract(b));
-        return arith::AddIOp::create(b, l, x[0], x[1]);
+      .Case([&](AddOp) {
+        return contractible<arith::AddFOp, arith::AddIOp>(b, l, isFloat, x);
       })
-      .Case([&](SubOp) -> Value {
-        if (isFloat)
-          return arith::SubFOp::create(b, l, x[0], x[1], contract(b));
-        return arith::SubIOp::create(b, l, x[0], x[1]);
+      .Case([&](SubOp) {
+        return contractible<arith::SubFOp, arith::SubIOp>(b, l, isFloat, x);
       })
-      .Case([&](MulOp) -> Value {
-        if (isFloat)
-          return arith::MulFOp::create(b, l, x[0], x[1], contract(b));
-        return arith::MulIOp::create(b, l, x[0], x[1]);
+      .Case([&](MulOp) {
+        return contractible<arith::MulFOp, arith::MulIOp>(b, l, isFloat, x);
       })
       .Case([&](DivOp) -> Value {
         if (isFloat)
