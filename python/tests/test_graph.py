@@ -174,8 +174,9 @@ def test_deterministic_false_lets_attention_backward_add_up_dq():
 
 def test_attention_grad_tma_warp_specialises_the_backward():
     # kf-promote-shared's grad-tma: a third warpgroup copies the tiles with
-    # the TMA (block = 384) where q's length is a multiple of 4, by default;
-    # attention_grad_tma=False keeps every thread copying.
+    # the TMA (block = 384) where q's length is a multiple of 4, by default,
+    # into four stages at head dim 64; attention_grad_tma=False keeps every
+    # thread copying.
     f = kfuse.Graph("attention")
     shape = (1, 2, 200, 64)
     q, k, v = (f.input(n, kfuse.bfloat16, shape) for n in "qkv")
@@ -184,7 +185,7 @@ def test_attention_grad_tma_warp_specialises_the_backward():
     tma = kfuse.compile(joint, disk_cache=False).dump("fused")
     cp_async = kfuse.compile(joint, attention_grad_tma=False,
                              disk_cache=False).dump("fused")
-    assert "flash_grad_pipeline<stages = 3, tma = true>" in tma
+    assert "flash_grad_pipeline<stages = 4, tma = true>" in tma
     assert "flash_grad_pipeline<stages = 2>" in cp_async
 
 
