@@ -101,9 +101,8 @@ void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling,
   // -> 0.722).
   bool narrow = tiling.getHeadDim() <= 64 && tiling.getValueDim() <= 64;
   int64_t stages = 2;
-  for (int64_t more : {narrow ? 4 : 3, 3})
-    if (warpSpecialized &&
-        attentionGradShared(tiling, more, true).bytes <= kSharedPerSM) {
+  for (int64_t more = narrow ? 4 : 3; warpSpecialized && more > 2; --more)
+    if (attentionGradShared(tiling, more, true).bytes <= kSharedPerSM) {
       stages = more;
       break;
     }
