@@ -27,6 +27,48 @@ int64_t kfuse::kf::paddedRowStride(Value value) {
   return strides[result.getResultNumber()];
 }
 
+std::optional<BroadcastSplit> kfuse::kf::splitBroadcast(BroadcastOp op) {
+  ArrayRef<int64_t> in = op.getInput().getType().getShape();
+  ArrayRef<int64_t> out = op.getType().getShape();
+  size_t rank = out.size(), offset = rank - in.size();
+  auto padded = [&](size_t d) { return d < offset ? 1 : in[d - offset]; };
+  auto spans = [&](size_t from, size_t to, bool equal) {
+    for (size_t d = from; d < to; ++d)
+      if (equal ? padded(d) != out[d] : padded(d) != 1)
+        return false;
+    return true;
+  };
+  for (size_t k = 0; k <= rank; ++k) {
+    int64_t rest = 1;
+    for (size_t d = k; d < rank; ++d)
+      rest *= out[d];
+    if (spans(0, k, false) && spans(k, rank, true))
+      return BroadcastSplit{BroadcastSplit::trailing, rest};
+    if (spans(0, k, true) && spans(k, rank, false))
+      return BroadcastSplit{BroadcastSplit::leading, rest};
+  }
+  return std::nullopt;
+}
+
+std::optional<LeadingBroadcastReads>
+kfuse::kf::leadingBroadcastReadsOf(KernelOp kernel) {
+  auto yield = cast<YieldOp>(kernel.getBody().front().getTerminator());
+  auto shape = cast<RankedTensorType>(yield.getValues()[0].getType());
+  std::optional<LeadingBroadcastReads> widest;
+  kernel.getBody().walk([&](BroadcastOp op) {
+    auto input = dyn_cast<BlockArgument>(op.getInput());
+    std::optional<BroadcastSplit> split = splitBroadcast(op);
+    if (!input || op.getType().getShape() != shape.getShape() || !split ||
+        split->kind != BroadcastSplit::trailing || split->rest == 0 ||
+        split->rest == shape.getNumElements())
+      return;
+    if (!widest || split->rest > widest->rest)
+      widest = LeadingBroadcastReads{
+          input, shape.getNumElements() / split->rest, split->rest};
+  });
+  return widest;
+}
+
 int64_t kfuse::kf::rowStrideOf(Value value) {
   if (int64_t stride = paddedRowStride(value))
     return stride;

@@ -26,6 +26,28 @@ int64_t paddedRowStride(mlir::Value value);
 /// stride, else its last dim.
 int64_t rowStrideOf(mlir::Value value);
 
+/// How a broadcast maps output elements to input elements when it does by
+/// one division of the linear index: the input spans the output's trailing
+/// dims (element linear % rest: a row vector, a bias) or its leading dims
+/// (element linear / rest: a row scalar). `rest` is the product of the
+/// output dims from the split on.
+struct BroadcastSplit {
+  enum Kind { trailing, leading } kind;
+  int64_t rest;
+};
+std::optional<BroadcastSplit> splitBroadcast(BroadcastOp op);
+
+/// An input of a pointwise kernel broadcast over the output's leading dims
+/// (positions added to every sequence of a batch): the kernel reads each of
+/// its elements `groups` times, once for each index of those dims, and in
+/// the output's order those reads are `rest` output elements apart.
+struct LeadingBroadcastReads {
+  mlir::BlockArgument input;
+  int64_t groups, rest;
+};
+/// The one of `kernel`'s such inputs with the most elements, if any.
+std::optional<LeadingBroadcastReads> leadingBroadcastReadsOf(KernelOp kernel);
+
 /// The kernel template that computes `op` on its own.
 KernelKind kernelKindOf(mlir::Operation *op);
 

@@ -130,9 +130,11 @@ LogicalResult LaunchAttr::verify(EmitError emitError, int64_t grid,
 //===----------------------------------------------------------------------===//
 
 LogicalResult PointwiseTilingAttr::verify(EmitError emitError, int64_t vector,
-                                          int64_t unroll, bool interleave) {
+                                          int64_t unroll, bool interleave,
+                                          int64_t groups, bool) {
   if (failed(checkPowerOfTwo(emitError, "vector", vector, 16)) ||
-      failed(checkRange(emitError, "unroll", unroll, 1, 16)))
+      failed(checkRange(emitError, "unroll", unroll, 1, 16)) ||
+      failed(checkRange(emitError, "groups", groups, 1, INT32_MAX)))
     return failure();
   if (interleave && unroll == 1)
     return emitError() << "interleave with unroll = 1: there is nothing to "

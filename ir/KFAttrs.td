@@ -99,9 +99,18 @@ def KF_PointwiseTilingAttr : KF_Attr<"PointwiseTiling", "pointwise_tiling"> {
     step are interleaved across its threads (each warp access one
     contiguous run), else a thread's vectors are adjacent. The padded-rows
     copy uses `vector` only.
+
+    With `groups` = G > 1 the output is G equal parts (the indices of the
+    leading dims an input is broadcast over) and the blocks take their
+    chunks (a block's thread step each) from the G parts in turn: the G
+    reads of each element of that input come together, where L2 still
+    holds it, instead of an output part apart. With `streamStores` results
+    are stored evict-first (`st.global.cs`), so that they do not push the
+    inputs being reused out of L2.
   }];
   let parameters = (ins KF_Int<"1">:$vector, KF_Int<"1">:$unroll,
-                        KF_Flag:$interleave);
+                        KF_Flag:$interleave, KF_Int<"1">:$groups,
+                        KF_Flag:$streamStores);
 }
 
 def KF_RowTilingAttr : KF_Attr<"RowTiling", "row_tiling"> {

@@ -550,6 +550,23 @@ static LogicalResult verifyPaddedRows(KernelOp kernel) {
   return success();
 }
 
+/// A pointwise tiling in groups deals the blocks' chunks (a block's thread
+/// step each) out among them: every group takes the same whole number.
+static LogicalResult verifyPointwiseGroups(KernelOp kernel) {
+  auto tiling = kernel.getTilingAs<PointwiseTilingAttr>();
+  if (!tiling || tiling.getGroups() == 1 || !kernel.getLaunchAttr())
+    return success();
+  LaunchAttr launch = kernel.getLaunchAttr();
+  int64_t chunk =
+      tiling.getVector() * tiling.getUnroll() * launch.getBlock();
+  if (launch.getItems() % (chunk * tiling.getGroups()) == 0)
+    return success();
+  return kernel.emitOpError()
+         << "splits " << launch.getItems() << " elements into "
+         << tiling.getGroups() << " groups of whole chunks of " << chunk
+         << " (vector x unroll x block): they do not divide";
+}
+
 /// The decision attributes agree with each other and with the kernel: a
 /// tiling for its kind under a launch, a pipeline for its tiling, TF32
 /// tiles exactly for f32 operands.
@@ -569,6 +586,8 @@ static LogicalResult verifyDecisions(KernelOp kernel) {
     return kernel.emitOpError()
            << "of kind " << stringifyKernelKind(kernel.getKind())
            << " cannot take " << tiling;
+  if (failed(verifyPointwiseGroups(kernel)))
+    return failure();
   if (auto rows = kernel.getTilingAs<RowTilingAttr>();
       rows && rows.getInShared() && kernel.getLaunchAttr().getSharedBytes() == 0)
     return kernel.emitOpError(

@@ -3,8 +3,10 @@
 #include "codegen/emitter/KernelEmitter.h"
 #include "analysis/KernelAnalysis.h"
 #include "codegen/Passes.h"
+#include "codegen/emitter/AsyncCopy.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -340,8 +342,41 @@ void KernelEmitter::loadLanes(BlockArgument arg, BufferIndex first,
     setElement(arg, linear, value);
 }
 
+/// Stores `vector` at `offset` of global `memref` with PTX's evict-first
+/// cache operator (NVPTX drops LLVM's !nontemporal), when the vector is 1,
+/// 2 or 4 whole 32-bit words; false where it is not.
+static bool storeEvictFirst(OpBuilder &b, Location l, Value vector,
+                            Value memref, Value offset) {
+  auto type = cast<VectorType>(vector.getType());
+  int64_t bits = type.getNumElements() * type.getElementTypeBitWidth();
+  int64_t words = bits / 32;
+  if (bits % 32 || (words != 1 && words != 2 && words != 4))
+    return false;
+  Value packed = vector::BitCastOp::create(
+      b, l, VectorType::get({words}, b.getI32Type()), vector);
+  SmallVector<Value> operands = {async::globalAddress(b, l, memref, offset)};
+  std::string lanes, constraints = "l";
+  for (int64_t k = 0; k < words; ++k) {
+    operands.push_back(
+        vector::ExtractOp::create(b, l, packed, ArrayRef<int64_t>{k}));
+    lanes += (k ? ", $" : "$") + std::to_string(k + 1);
+    constraints += ",r";
+  }
+  if (words > 1)
+    lanes = "{" + lanes + "}";
+  std::string shape = words == 1 ? "" : ".v" + std::to_string(words);
+  LLVM::InlineAsmOp::create(
+      b, l, TypeRange(), operands,
+      "st.global.cs" + shape + ".b32 [$0], " + lanes + ";", constraints,
+      /*has_side_effects=*/true, /*is_align_stack=*/false,
+      LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+  return true;
+}
+
 void KernelEmitter::storeLanes(unsigned result, BufferIndex first,
-                               ArrayRef<Value> values) {
+                               ArrayRef<Value> values, bool evictFirst) {
   if (values.size() == 1) {
     storeResult(result, first, values[0]);
     return;
@@ -356,8 +391,10 @@ void KernelEmitter::storeLanes(unsigned result, BufferIndex first,
                         : v);
   auto type = VectorType::get({static_cast<int64_t>(values.size())}, dtype);
   Value vector = vector::FromElementsOp::create(b, location, type, lanes);
-  vector::StoreOp::create(b, location, vector, memref,
-                          ValueRange{offsetOf(argNumber, first)},
+  Value offset = offsetOf(argNumber, first);
+  if (evictFirst && storeEvictFirst(b, location, vector, memref, offset))
+    return;
+  vector::StoreOp::create(b, location, vector, memref, ValueRange{offset},
                           /*nontemporal=*/false, vectorAlignment(type));
 }
 
@@ -378,28 +415,6 @@ FailureOr<Value> KernelEmitter::elementAt(Value tensor, ElementIndex idx) {
   return result;
 }
 
-std::optional<BroadcastSplit> kfuse::kf::splitBroadcast(BroadcastOp op) {
-  ArrayRef<int64_t> in = op.getInput().getType().getShape();
-  ArrayRef<int64_t> out = op.getType().getShape();
-  size_t rank = out.size(), offset = rank - in.size();
-  auto padded = [&](size_t d) { return d < offset ? 1 : in[d - offset]; };
-  auto spans = [&](size_t from, size_t to, bool equal) {
-    for (size_t d = from; d < to; ++d)
-      if (equal ? padded(d) != out[d] : padded(d) != 1)
-        return false;
-    return true;
-  };
-  for (size_t k = 0; k <= rank; ++k) {
-    int64_t rest = 1;
-    for (size_t d = k; d < rank; ++d)
-      rest *= out[d];
-    if (spans(0, k, false) && spans(k, rank, true))
-      return BroadcastSplit{BroadcastSplit::trailing, rest};
-    if (spans(0, k, true) && spans(k, rank, false))
-      return BroadcastSplit{BroadcastSplit::leading, rest};
-  }
-  return std::nullopt;
-}
 
 /// Broadcast: an input that spans the trailing output dims (a row vector,
 /// a bias) is read at `linear % its size`; one that spans the leading dims

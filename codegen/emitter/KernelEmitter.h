@@ -125,9 +125,10 @@ public:
   llvm::SmallVector<mlir::Value> loadVector(mlir::BlockArgument arg,
                                             BufferIndex first, int64_t lanes);
   /// Stores consecutive `values` of result `result` from `first` on, as
-  /// one vector access.
+  /// one vector access; with `evictFirst` marked as streamed past L2
+  /// (`st.global.cs`, for whole 4-byte words).
   void storeLanes(unsigned result, BufferIndex first,
-                  llvm::ArrayRef<mlir::Value> values);
+                  llvm::ArrayRef<mlir::Value> values, bool evictFirst = false);
   /// The element offset of `at` in gpu.func argument `argNumber`.
   mlir::Value offsetOf(unsigned argNumber, const BufferIndex &at);
   /// The row stride kf-pad gave gpu.func argument `argNumber`, or 0.
@@ -312,17 +313,6 @@ private:
                  std::array<mlir::Value, 4>>
       philoxBlocks;
 };
-
-/// How a broadcast maps output elements to input elements when it does by
-/// one division of the linear index: the input spans the output's trailing
-/// dims (element linear % rest: a row vector, a bias) or its leading dims
-/// (element linear / rest: a row scalar). `rest` is the product of the
-/// output dims from the split on.
-struct BroadcastSplit {
-  enum Kind { trailing, leading } kind;
-  int64_t rest;
-};
-std::optional<BroadcastSplit> splitBroadcast(BroadcastOp op);
 
 /// f32 sin(x) (or cos(x)) with a shared, conversion-free argument
 /// reduction; libdevice for |x| >= 105615, infinities and NaN.

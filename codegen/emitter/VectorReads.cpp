@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/emitter/KernelEmitter.h"
+#include "analysis/KernelAnalysis.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"

@@ -28,6 +28,8 @@ public:
   LogicalResult emit();
 
 private:
+  /// The step of the output's order that launch step `item` computes.
+  Value groupedStep(Value item);
   /// The linear indices of step `item`'s lanes, a vector per unroll.
   SmallVector<SmallVector<Value>> lanesOf(Value item);
   /// Every streamed input of step `item`, flattened (unroll, input, lane).
@@ -71,8 +73,31 @@ PointwiseKernel::PointwiseKernel(KernelEmitter &e, int64_t items)
 
 LogicalResult PointwiseKernel::emit() {
   return e.forEachItem(steps, false, [&](Value item) {
-    return computeStep(lanesOf(item), loadStreamed(item));
+    Value step = groupedStep(item);
+    return computeStep(lanesOf(step), loadStreamed(step));
   });
+}
+
+Value PointwiseKernel::groupedStep(Value item) {
+  // Launch step `item` is thread item % block of chunk c = item / block;
+  // chunk c is chunk c / groups of group c % groups, so that consecutive
+  // blocks take the same chunk of every group (the verifier checks that
+  // each group has the same whole number of chunks).
+  int64_t groups = tiling.getGroups();
+  if (groups == 1)
+    return item;
+  Location l = e.loc();
+  int64_t block = e.kernel().getLaunchAttr().getBlock();
+  int64_t chunksPerGroup = steps / block / groups;
+  Value chunk = arith::DivUIOp::create(b, l, item, e.index(block));
+  Value group = arith::RemUIOp::create(b, l, chunk, e.index(groups));
+  Value inGroup = arith::DivUIOp::create(b, l, chunk, e.index(groups));
+  Value source = arith::AddIOp::create(
+      b, l, arith::MulIOp::create(b, l, group, e.index(chunksPerGroup)),
+      inGroup);
+  return arith::AddIOp::create(
+      b, l, arith::MulIOp::create(b, l, source, e.index(block)),
+      arith::RemUIOp::create(b, l, item, e.index(block)));
 }
 
 SmallVector<SmallVector<Value>> PointwiseKernel::lanesOf(Value item) {
@@ -167,7 +192,7 @@ LogicalResult PointwiseKernel::computeStep(ArrayRef<SmallVector<Value>> lanes,
     }
   for (auto [u, linears] : llvm::enumerate(lanes))
     for (auto [i, values] : llvm::enumerate(results[u]))
-      e.storeLanes(i, linears[0], values);
+      e.storeLanes(i, linears[0], values, tiling.getStreamStores());
   return success();
 }
 

@@ -81,6 +81,20 @@ void addVectorIndexMaps(std::vector<OpCase> &cases) {
          {{6, 32}, {7, 16}, {3, 5}, {5, 16}, {4, 6, 16}, {6, 1, 16}}});
 }
 
+/// Embedding rows plus positions plus a residual, large enough that kf-tile
+/// deals the blocks' chunks out among the 4 sequences (9.4 MB of the
+/// kernel's bytes between two reads of a position) and streams the stores.
+void addPositionsInGroups(std::vector<OpCase> &cases) {
+  cases.push_back({"embedding_positions_in_groups_bf16", [](Graph &g) {
+                     Tensor table = g.input("table", DType::bf16, {64, 2048});
+                     Tensor ids = g.input("ids", DType::i64, {4, 1024});
+                     Tensor pos = g.input("pos", DType::bf16, {1024, 2048});
+                     Tensor x = g.input("x", DType::bf16, {4, 1024, 2048});
+                     g.output("y", gather(table, ids, 0) + pos + x);
+                   },
+                   {{64, 2048}, {4, 1024}, {1024, 2048}, {4, 1024, 2048}}});
+}
+
 void addGathers(std::vector<OpCase> &cases) {
   for (DType d : {DType::f32, DType::bf16, DType::i32, DType::i1})
     for (DType index : {DType::i32, DType::i64})
@@ -253,6 +267,7 @@ void addIndexingCases(std::vector<OpCase> &cases) {
   addSliceConcatPad(cases);
   addVectorIndexMaps(cases);
   addGathers(cases);
+  addPositionsInGroups(cases);
   addAxisOps(cases);
   addRandomAndScalars(cases);
 }

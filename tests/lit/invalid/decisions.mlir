@@ -52,6 +52,11 @@ func.func private @f() attributes {t = #kf.pointwise_tiling<vector = 4, interlea
 
 // -----
 
+// expected-error @+1 {{groups = 0: needs 1 to 2147483647}}
+func.func private @f() attributes {t = #kf.pointwise_tiling<vector = 4, groups = 0>}
+
+// -----
+
 // expected-error @+1 {{tileM = 80: needs a positive multiple of 32}}
 func.func private @f() attributes {t = #kf.mma_tiling<tileM = 80, tileN = 128, tileK = 32, warpsM = 2, warpsN = 2>}
 
@@ -212,5 +217,18 @@ func.func @padded_rows_short(%x: tensor<8x100xf32>) {
   ^bb0(%a: tensor<8x100xf32>):
     kf.yield %a : tensor<8x100xf32>
   } -> (tensor<8x100xf32>)
+  return
+}
+
+// -----
+
+func.func @groups_not_dividing(%x: tensor<3x4096xf32>, %p: tensor<4096xf32>) {
+  // expected-error @+1 {{'kf.kernel' op splits 12288 elements into 3 groups of whole chunks of 8192 (vector x unroll x block): they do not divide}}
+  %0 = kf.kernel pointwise(%x, %p : tensor<3x4096xf32>, tensor<4096xf32>) attributes {launch = #kf.launch<grid = 2, block = 256, items = 12288>, tiling = #kf.pointwise_tiling<vector = 4, unroll = 8, groups = 3>} {
+  ^bb0(%a: tensor<3x4096xf32>, %b: tensor<4096xf32>):
+    %c = kf.broadcast %b : tensor<4096xf32> -> tensor<3x4096xf32>
+    %d = kf.add %a, %c : tensor<3x4096xf32>
+    kf.yield %d : tensor<3x4096xf32>
+  } -> (tensor<3x4096xf32>)
   return
 }

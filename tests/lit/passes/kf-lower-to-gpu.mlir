@@ -445,3 +445,25 @@ func.func @repeated(%x: tensor<16x512xf32>, %y: tensor<16x512xf32>, %z: tensor<1
   %c = kf.sin %z : tensor<16x512xf32>
   return %a, %b, %c : tensor<16x512xf32>, tensor<16x512xf32>, tensor<16x512xf32>
 }
+
+// -----
+
+// Positions added to every sequence of a batch, in 8 groups (kf-tile's
+// pointwise_tiling): launch step s is thread s % 256 of chunk s / 256,
+// which computes chunk (s / 256) / 8 of sequence (s / 256) % 8, a sequence
+// 512 chunks long; results are stored evict-first.
+// CHECK-LABEL: func.func @positions_over_batch
+// CHECK: scf.for %[[STEP:.*]] = %{{.*}} to %c1048576 step
+// CHECK: %[[CHUNK:.*]] = arith.divui %[[STEP]], %c256
+// CHECK: %[[GROUP:.*]] = arith.remui %[[CHUNK]], %c8
+// CHECK: %[[IN:.*]] = arith.divui %[[CHUNK]], %c8
+// CHECK: %[[FIRST:.*]] = arith.muli %[[GROUP]], %c512
+// CHECK: arith.addi %[[FIRST]], %[[IN]]
+// CHECK: vector.bitcast %{{.*}} : vector<8xbf16> to vector<4xi32>
+// CHECK: llvm.inline_asm has_side_effects {{.*}}"st.global.cs.v4.b32 [$0], {$1, $2, $3, $4};", "l,r,r,r,r"
+// CHECK-NOT: vector.store
+func.func @positions_over_batch(%x: tensor<8x2048x1024xbf16>, %pos: tensor<2048x1024xbf16>) -> tensor<8x2048x1024xbf16> {
+  %p = kf.broadcast %pos : tensor<2048x1024xbf16> -> tensor<8x2048x1024xbf16>
+  %s = kf.add %x, %p : tensor<8x2048x1024xbf16>
+  return %s : tensor<8x2048x1024xbf16>
+}

@@ -234,3 +234,26 @@ func.func @column_sum_prologue(%x: tensor<512x1000xbf16>, %dy: tensor<512x1000xb
   %s = kf.reduce sum %p [0] : tensor<512x1000xf32> -> tensor<1000xf32>
   return %s : tensor<1000xf32>
 }
+
+// -----
+
+// Positions added to every sequence of a batch: in the output's order each
+// position is read again 8.9 MB of the kernel's bytes later (a sequence's
+// input and output, and an eighth of the positions), so the blocks take
+// their chunks from the 8 sequences in turn and stream their results past
+// L2. The RoPE-sized table below is read again 1 MB later: no groups.
+// CHECK-LABEL: func.func @broadcast_over_batch
+// CHECK: tiling = #kf.pointwise_tiling<vector = 8, unroll = 2, groups = 8, streamStores = true>
+// CHECK: tiling = #kf.pointwise_tiling<vector = 8, unroll = 2>
+// UNALIGNED-LABEL: func.func @broadcast_over_batch
+// UNALIGNED: tiling = #kf.pointwise_tiling<groups = 8, streamStores = true>
+// UNALIGNED: tiling = #kf.pointwise_tiling<>
+func.func @broadcast_over_batch(%x: tensor<8x2048x1024xbf16>, %pos: tensor<2048x1024xbf16>,
+                                %y: tensor<64x2048x128xbf16>, %cos: tensor<2048x128xbf16>)
+    -> (tensor<8x2048x1024xbf16>, tensor<64x2048x128xbf16>) {
+  %p = kf.broadcast %pos : tensor<2048x1024xbf16> -> tensor<8x2048x1024xbf16>
+  %s = kf.add %x, %p : tensor<8x2048x1024xbf16>
+  %c = kf.broadcast %cos : tensor<2048x128xbf16> -> tensor<64x2048x128xbf16>
+  %t = kf.mul %y, %c : tensor<64x2048x128xbf16>
+  return %s, %t : tensor<8x2048x1024xbf16>, tensor<64x2048x128xbf16>
+}
