@@ -22,7 +22,10 @@
 // (the caller's input, or a buffer kf-pad could not pad) would run on the
 // one-thread-per-output fallback. When the cost model says the copy pays,
 // kf-pad copies the operand into a padded buffer first (a pointwise kernel
-// whose result has `padded_rows`), and the matmul takes tensor cores. With
+// whose result has `padded_rows`), and the matmul takes tensor cores. A B
+// read as [K, N] gets rows on whole 128-byte lines, which the tensor-core
+// template reads at full speed; where its rows are whole vectors off the
+// lines, it is copied onto them when the cost model says that pays. With
 // allow-tf32 the same holds for an f32 matmul whose operand is not K-major
 // (TF32 products take no transposed operands): kf-pad copies it
 // transposed (a tiled transpose kernel) and flips the matmul's flag.
@@ -104,6 +107,37 @@ bool readsPaddedRows(KernelOp consumer, unsigned index, int64_t stride,
                             {{arg, stride}});
 }
 
+/// A tensor-core matmul's B (as [K, N]) is read at full speed only where
+/// each of its rows starts on a 128-byte line. H100, bf16 4096 x N x 4096
+/// (ms): N = 4096 0.177; 4104, whose rows start 16 bytes apart from line
+/// to line, 0.338; B copied into rows of 4160 first, 0.024-0.031 + 0.238
+/// -0.241. The same with B given as [N, K] (rows of K, on the lines) is
+/// 0.260, and writing its result in rows on the lines gains nothing
+/// (0.263-0.268); nor do A's rows (K = 4104: 0.187).
+constexpr int64_t kMatmulRowLineBytes = 128;
+
+/// The row stride that pads `length` elements of `elementBytes` to whole
+/// 128-byte lines, or to whole 16-byte vectors where lines would grow the
+/// row by more than an eighth.
+int64_t paddedRowLength(int64_t length, int64_t elementBytes) {
+  int64_t line = kMatmulRowLineBytes / elementBytes,
+          vector = 16 / elementBytes;
+  int64_t lines = (length + line - 1) / line * line;
+  return 8 * (lines - length) <= length
+             ? lines
+             : (length + vector - 1) / vector * vector;
+}
+
+/// Whether copying a tensor-core matmul's B of `copyBytes` into rows on
+/// 128-byte lines pays: the copy (read and written at 3 TB/s, plus a
+/// launch) against the quarter of the matmul's time (at 600 TFLOP/s) that
+/// rows off the lines cost.
+bool lineCopyPays(MatmulOp matmul, int64_t copyBytes) {
+  MatmulProblem p = MatmulProblem::of(matmul);
+  double flops = 2.0 * p.batch * p.m * p.n * p.k;
+  return 2.0 * copyBytes / 3e12 + 4e-6 < 0.25 * flops / 600e12;
+}
+
 /// Estimated seconds of `matmul` on the one-thread-per-output fallback
 /// against tensor cores after copying operands of `copyBytes` into padded
 /// buffers (read and written, plus a launch). Rates measured on the H200
@@ -132,36 +166,52 @@ void copyIntoPaddedRows(KernelOp kernel, BlockArgument arg, int64_t stride) {
   kernel->setOperand(number, copy.getResult(0));
 }
 
+/// The kernel argument a matmul `operand` reads, when the matmul and views
+/// of it are its only users: a copy of it would change nothing else.
+BlockArgument copyableOperand(MatmulOp matmul, Value operand) {
+  // (A reshape that regroups an operand's rows takes whole 16-byte rows
+  // only: its argument needs no copy.)
+  auto arg = dyn_cast<BlockArgument>(matmulOperandSource(operand));
+  if (!arg || !llvm::all_of(arg.getUsers(), [&](Operation *u) {
+        return u == matmul || isMatmulOperandView(u);
+      }))
+    return BlockArgument();
+  return arg;
+}
+
 /// Copies the operands of `kernel` (a matmul kernel) whose rows keep it
-/// off tensor cores into padded buffers, when that pays.
+/// off tensor cores into padded buffers, when that pays; and a B whose
+/// rows are whole 16-byte vectors but start off 128-byte lines into rows
+/// on them, when that pays.
 void copyUnalignedOperands(KernelOp kernel, TargetAttr target) {
   MatmulOp matmul = matmulOf(kernel);
-  int64_t elementBytes = MatmulProblem::of(matmul).elementBytes;
-  int64_t chunk = 16 / elementBytes;
+  MatmulProblem problem = MatmulProblem::of(matmul);
+  int64_t elementBytes = problem.elementBytes;
+  int64_t chunk = 16 / elementBytes, line = kMatmulRowLineBytes / elementBytes;
   SmallVector<std::pair<Value, int64_t>> padded;
   int64_t bytes = 0;
+  bool offVectors = false;
   for (Value operand : {matmul.getA(), matmul.getB()}) {
-    // (A reshape that regroups an operand's rows takes whole 16-byte rows
-    // only: its argument needs no copy.)
-    auto arg = dyn_cast<BlockArgument>(matmulOperandSource(operand));
-    if (!arg || !llvm::all_of(arg.getUsers(), [&](Operation *u) {
-          return u == matmul || isMatmulOperandView(u);
-        }))
+    BlockArgument arg = copyableOperand(matmul, operand);
+    if (!arg)
       return;
     auto type = mlir::cast<RankedTensorType>(arg.getType());
     int64_t stride = rowStrideOf(kernel.getInputs()[arg.getArgNumber()]);
-    if (stride % chunk == 0 || llvm::any_of(padded, [&](auto &entry) {
-          return entry.first == arg;
-        }))
+    bool rowsOfN = operand == matmul.getB() && !problem.transposeB;
+    if ((stride % chunk == 0 && (!rowsOfN || stride % line == 0)) ||
+        llvm::any_of(padded, [&](auto &entry) { return entry.first == arg; }))
       continue;
-    padded.push_back({arg, (stride + chunk - 1) / chunk * chunk});
+    offVectors |= stride % chunk != 0;
+    padded.push_back({arg, rowsOfN ? paddedRowLength(stride, elementBytes)
+                                   : (stride + chunk - 1) / chunk * chunk});
     bytes += type.getNumElements() / type.getShape().back() *
              padded.back().second * elementBytes;
   }
   if (padded.empty() ||
       tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32(),
                         padded) ||
-      !paddedCopyPays(matmul, bytes))
+      !(offVectors ? paddedCopyPays(matmul, bytes)
+                   : lineCopyPays(matmul, bytes)))
     return;
   for (auto [operand, stride] : padded)
     copyIntoPaddedRows(kernel, mlir::cast<BlockArgument>(operand), stride);

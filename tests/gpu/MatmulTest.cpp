@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 
 using namespace kfuse;
@@ -316,6 +317,63 @@ TEST(MatmulSass, Bf16UsesTensorCores) {
     const char *expected = std::string(arch) == "sm_90" ? "HGMMA" : "HMMA";
     EXPECT_NE(sass.find(expected), std::string::npos)
         << arch << ": no " << expected << " in the SASS";
+  }
+}
+
+} // namespace
+
+namespace {
+
+/// Rows of `t` (a [rows, columns] tensor) from `first` on, `count` of them.
+HostTensor rowsOf(const HostTensor &t, int64_t first, int64_t count) {
+  int64_t columns = t.shape()[1];
+  HostTensor part(t.dtype(), {count, columns});
+  std::memcpy(part.data(),
+              static_cast<const char *>(t.data()) +
+                  first * columns * dtypeSize(t.dtype()),
+              part.sizeInBytes());
+  return part;
+}
+
+/// A matmul large enough for kf-pad to copy its B, whose rows start off
+/// 128-byte lines (4104 bf16 columns), into rows on them. The evaluator
+/// checks the first and last 64 rows (all of the result would take it
+/// minutes): every column tile, the last one ragged.
+TEST(MatmulRowLines, BCopiedOntoLinesMatchesEvaluator) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  const int64_t m = 4096, n = 4104, k = 2048, rows = 64;
+  auto build = [&](Graph &g, int64_t mRows) {
+    Tensor a = g.input("a", DType::bf16, {mRows, k});
+    Tensor b = g.input("b", DType::bf16, {k, n});
+    g.output("y", matmul(a, b));
+  };
+  Graph g("b_rows_off_lines");
+  build(g, m);
+  ASSERT_TRUE(g.status()) << g.status().message();
+  uint64_t seed = kfuse::testing::freshSeed();
+  std::vector<HostTensor> inputs = kfuse::testing::randomInputs(g, seed);
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  Expected<std::string> fused = exe->dump(Stage::Fused);
+  ASSERT_TRUE(fused) << fused.error().message();
+  EXPECT_NE(fused->find("padded_rows = array<i64: 4160>"), std::string::npos)
+      << "B is not copied into rows on 128-byte lines:\n"
+      << *fused;
+  Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
+  ASSERT_TRUE(out) << out.error().message();
+  Graph part("b_rows_off_lines_rows");
+  build(part, rows);
+  for (int64_t from : {int64_t(0), m - rows}) {
+    Expected<std::vector<HostTensor>> reference =
+        evaluate(part, {rowsOf(inputs[0], from, rows), inputs[1]});
+    ASSERT_TRUE(reference) << reference.error().message();
+    double error = relativeError(rowsOf((*out)[0], from, rows), (*reference)[0]);
+    EXPECT_LE(error, kfuse::testing::tolerance(DType::bf16, k, false))
+        << "rows from " << from << ", relative error (seed " << seed << ")";
   }
 }
 

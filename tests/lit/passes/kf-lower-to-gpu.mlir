@@ -289,18 +289,18 @@ func.func @padded_rows(%q: tensor<1001x64xbf16>, %k: tensor<1001x64xbf16>, %v: t
 // kf-pad's copy of a matmul operand with rows of 1001 bf16: each thread
 // step finds its padded row and column, computes the elements the row has
 // (zero past its end), and stores 8 of them as one vector at
-// row * 1008 + column.
+// row * 1024 + column (B's rows on whole 128-byte lines).
 // CHECK-LABEL: gpu.func @k0_pointwise
 // CHECK-SAME: memref<768768xbf16>
-// CHECK-SAME: memref<774144xbf16>
-// CHECK: %[[ROW:.*]] = arith.divui %{{.*}}, %c1008
+// CHECK-SAME: memref<786432xbf16>
+// CHECK: %[[ROW:.*]] = arith.divui %{{.*}}, %c1024
 // CHECK: %[[IN:.*]] = arith.cmpi ult, %{{.*}}, %c1001
 // CHECK-NEXT: scf.if %[[IN]] -> (f32)
 // CHECK: memref.load %arg0
 // CHECK: } else {
-// CHECK: vector.store %{{.*}} : memref<774144xbf16>, vector<8xbf16>
+// CHECK: vector.store %{{.*}} : memref<786432xbf16>, vector<8xbf16>
 // CHECK-LABEL: gpu.func @k1_matmul
-// CHECK-SAME: memref<774144xbf16>
+// CHECK-SAME: memref<786432xbf16>
 func.func @padded_operand_copy(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf16>) -> tensor<512x1001xbf16> {
   %0 = kf.matmul %x, %w : tensor<512x768xbf16>, tensor<768x1001xbf16> -> tensor<512x1001xbf16>
   return %0 : tensor<512x1001xbf16>

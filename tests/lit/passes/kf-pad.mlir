@@ -77,12 +77,13 @@ func.func @dense(%a: tensor<64x1000xbf16>, %b: tensor<64x1001xf32>, %c: tensor<4
 
 // The caller's operands, rows not whole 16-byte chunks: a B of 1001
 // columns, and an A and B^T along K = 771. kf-pad copies each into a
-// padded buffer (a pointwise kernel writing padded rows) and the matmul
-// takes tensor cores; a matmul too small to pay for the copies keeps the
+// padded buffer (a pointwise kernel writing padded rows: B's rows of N on
+// whole 128-byte lines, 1024; rows of K = 771 to 776) and the matmul takes
+// tensor cores; a matmul too small to pay for the copies keeps the
 // fallback.
 // CHECK-LABEL: func.func @caller_operands
 // CHECK: %[[B:.*]] = kf.kernel pointwise(%arg1 : tensor<768x1001xbf16>)
-// CHECK-SAME: padded_rows = array<i64: 1008>
+// CHECK-SAME: padded_rows = array<i64: 1024>
 // CHECK: kf.kernel matmul(%arg0, %[[B]] :
 // CHECK-SAME: #kf.mma_tiling
 // CHECK: %[[A2:.*]] = kf.kernel pointwise(%arg2 : tensor<2x512x771xbf16>)
@@ -101,6 +102,30 @@ func.func @caller_operands(%x: tensor<512x768xbf16>, %w: tensor<768x1001xbf16>, 
   %1 = kf.matmul %a, %b {transpose_b = true} : tensor<2x512x771xbf16>, tensor<1024x771xbf16> -> tensor<2x512x1024xbf16>
   %2 = kf.matmul %s, %t : tensor<33x27xbf16>, tensor<27x40xbf16> -> tensor<33x40xbf16>
   return %0, %1, %2 : tensor<512x1001xbf16>, tensor<2x512x1024xbf16>, tensor<33x40xbf16>
+}
+
+// -----
+
+// A B of whole 16-byte vectors whose rows start off 128-byte lines (4104
+// bf16 columns, 8208 bytes): a 4096 x 4104 x 4096 matmul pays for a copy
+// into rows of 4160, and its result stays the caller's dense one; a
+// decode-sized matmul (M = 16) does not pay, and a B given as [N, K] has
+// rows of K = 4096, on the lines.
+// WGMMA-LABEL: func.func @b_rows_off_lines
+// WGMMA: %[[B:.*]] = kf.kernel pointwise(%arg1 : tensor<4096x4104xbf16>)
+// WGMMA-SAME: padded_rows = array<i64: 4160>
+// WGMMA: %[[C:.*]] = kf.kernel matmul(%arg0, %[[B]] :
+// WGMMA-NOT: padded_rows
+// WGMMA: %[[DECODE:.*]] = kf.kernel matmul(%arg2, %arg1 :
+// WGMMA-NOT: padded_rows
+// WGMMA: %[[CT:.*]] = kf.kernel matmul(%arg0, %arg3 :
+// WGMMA-NOT: padded_rows
+// WGMMA: return %[[C]], %[[DECODE]], %[[CT]]
+func.func @b_rows_off_lines(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4104xbf16>, %d: tensor<16x4096xbf16>, %bt: tensor<4104x4096xbf16>) -> (tensor<4096x4104xbf16>, tensor<16x4104xbf16>, tensor<4096x4104xbf16>) {
+  %0 = kf.matmul %a, %b : tensor<4096x4096xbf16>, tensor<4096x4104xbf16> -> tensor<4096x4104xbf16>
+  %1 = kf.matmul %d, %b : tensor<16x4096xbf16>, tensor<4096x4104xbf16> -> tensor<16x4104xbf16>
+  %2 = kf.matmul %a, %bt {transpose_b = true} : tensor<4096x4096xbf16>, tensor<4104x4096xbf16> -> tensor<4096x4104xbf16>
+  return %0, %1, %2 : tensor<4096x4104xbf16>, tensor<16x4104xbf16>, tensor<4096x4104xbf16>
 }
 
 // -----
