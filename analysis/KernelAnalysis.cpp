@@ -56,15 +56,14 @@ kfuse::kf::leadingBroadcastReadsOf(KernelOp kernel) {
   auto shape = cast<RankedTensorType>(yield.getValues()[0].getType());
   std::optional<LeadingBroadcastReads> widest;
   kernel.getBody().walk([&](BroadcastOp op) {
-    auto input = dyn_cast<BlockArgument>(op.getInput());
     std::optional<BroadcastSplit> split = splitBroadcast(op);
-    if (!input || op.getType().getShape() != shape.getShape() || !split ||
+    if (!isa<BlockArgument>(op.getInput()) || op.getType().getShape() != shape.getShape() || !split ||
         split->kind != BroadcastSplit::trailing || split->rest == 0 ||
         split->rest == shape.getNumElements())
       return;
     if (!widest || split->rest > widest->rest)
-      widest = LeadingBroadcastReads{
-          input, shape.getNumElements() / split->rest, split->rest};
+      widest = LeadingBroadcastReads{shape.getNumElements() / split->rest,
+                                     split->rest};
   });
   return widest;
 }

@@ -42,7 +42,6 @@ std::optional<BroadcastSplit> splitBroadcast(BroadcastOp op);
 /// its elements `groups` times, once for each index of those dims, and in
 /// the output's order those reads are `rest` output elements apart.
 struct LeadingBroadcastReads {
-  mlir::BlockArgument input;
   int64_t groups, rest;
 };
 /// The one of `kernel`'s such inputs with the most elements, if any.
