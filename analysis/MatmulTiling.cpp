@@ -331,9 +331,16 @@ SmallVector<TmaOperand, 3> kfuse::kf::attentionTmaOperands(KernelOp kernel) {
   AttentionOp op = attentionOf(kernel);
   auto tiling = kernel.getTilingAs<FlashTilingAttr>();
   int64_t blockQ = tiling.getBlockQ(), blockK = tiling.getBlockK();
-  return {attentionOperandRows(kernel, op.getQ(), blockQ, tiling.getHeadDim()),
-          attentionOperandRows(kernel, op.getK(), blockK, tiling.getHeadDim()),
-          attentionOperandRows(kernel, op.getV(), 64, tiling.getValueDim())};
+  SmallVector<TmaOperand, 3> maps;
+  // A q computed in the kernel is no argument: its tile is written there.
+  if (!attentionComputesQuery(kernel))
+    maps.push_back(
+        attentionOperandRows(kernel, op.getQ(), blockQ, tiling.getHeadDim()));
+  maps.push_back(
+      attentionOperandRows(kernel, op.getK(), blockK, tiling.getHeadDim()));
+  maps.push_back(
+      attentionOperandRows(kernel, op.getV(), 64, tiling.getValueDim()));
+  return maps;
 }
 
 AttentionGradShared kfuse::kf::attentionGradShared(FlashGradTilingAttr tiling,

@@ -228,8 +228,9 @@ std::vector<AttentionCase> cases() {
       // q's prologue computed into the Q tile: rows past the end (ragged
       // query tiles), head-dim padding (d96 and d40 in tiles of 64
       // columns), head dims of 4-byte words (d20, d18), grouped-query, causal,
-      // with a bias, the log-sum-exp; head dim 128, whose plain q the TMA
-      // pipeline would copy.
+      // with a bias, the log-sum-exp; head dims of 128 and more, where the
+      // TMA pipeline's multiplying warpgroups compute the tile (at 256 for
+      // Q K^T to read from shared memory).
       {"rope_q_causal_gqa_ragged", 1, 4, 2, 200, 136, 64, 64, true,
        DType::bf16, std::nullopt, true, false, false, 0, false,
        AttentionCase::QPrologue::rope},
@@ -239,6 +240,12 @@ std::vector<AttentionCase> cases() {
       {"rope_q_d96_padded_f16", 1, 2, 1, 130, 150, 96, 96, false, f16,
        std::nullopt, true, false, false, 0, true,
        AttentionCase::QPrologue::rope},
+      {"rope_q_d256_causal_gqa", 1, 4, 2, 200, 200, 256, 256, true,
+       DType::bf16, std::nullopt, true, false, false, 0, false,
+       AttentionCase::QPrologue::rope},
+      {"affine_q_d128_ragged_f16", 1, 2, 2, 130, 190, 128, 128, false, f16,
+       std::nullopt, true, false, false, 0, true,
+       AttentionCase::QPrologue::affine},
       {"affine_q_d40_bias", 1, 2, 2, 70, 90, 40, 40, false, DType::bf16,
        std::nullopt, true, false, true, 0, false,
        AttentionCase::QPrologue::affine},

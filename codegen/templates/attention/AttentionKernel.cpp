@@ -102,14 +102,13 @@ FlashAttention::FlashAttention(KernelEmitter &e, AttentionOp op)
       status = e.kernel().emitOpError("takes its key length at run time and "
                                       "a mask or bias over the keys");
   }
-  if (warpSpecialized && qComputed)
-    status = e.kernel().emitOpError("computes q, which the TMA pipeline "
-                                    "copies");
   if (warpSpecialized) {
+    // Tensor maps in attentionTmaOperands' order: q's only where copied.
     unsigned maps = buffers + extents;
-    qMap = e.gpuFunc().getArgument(maps);
-    kMap = e.gpuFunc().getArgument(maps + 1);
-    vMap = e.gpuFunc().getArgument(maps + 2);
+    if (!qComputed)
+      qMap = e.gpuFunc().getArgument(maps++);
+    kMap = e.gpuFunc().getArgument(maps);
+    vMap = e.gpuFunc().getArgument(maps + 1);
   }
 }
 

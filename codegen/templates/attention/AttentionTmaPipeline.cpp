@@ -7,7 +7,9 @@
 // zero-filled past the sequence and the head dim by the tensor maps. Per
 // stage mbarriers hand K and V over on their own: full when the bytes
 // landed, empty when both multiplying warpgroups' products that read them
-// are done. Nobody waits at a block barrier in the key loop.
+// are done. Nobody waits at a block barrier in the key loop. Where the
+// kernel computes q (RoPE from tables), the multiplying warpgroups write
+// Q's tile themselves and meet at a named barrier the copier never joins.
 //
 // The two multiplying warpgroups run free of each other. Making them issue
 // their products in turns (FlashAttention 3's ping-pong, two named
@@ -18,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "codegen/emitter/AsyncCopy.h"
+#include "codegen/emitter/Wgmma.h"
 #include "codegen/templates/attention/AttentionKernel.h"
 #include "analysis/MatmulTiling.h"
 #include "analysis/KernelAnalysis.h"
@@ -84,14 +87,16 @@ void FlashAttention::produceTiles(Value last) {
         b, l, Type(), full, e.constant(b.getI32Type(), bytes),
         NVVM::MemScopeKind::CTA, false, Value());
   };
-  Value qFull = barrier(Barrier::QFull);
-  expect(qFull, blockQ * dp * 2);
-  // Q as loadQ places it: [dp / 64][block_q rows][64].
-  for (int64_t c = 0; c < dp / 64; ++c)
-    async::loadBox(
-        b, l, qMap, {idx(c * 64), q0, qSlice},
-        async::sharedPointer(b, l, add(sharedBase, idx(c * blockQ * 128))),
-        qFull);
+  if (!qComputed) {
+    Value qFull = barrier(Barrier::QFull);
+    expect(qFull, blockQ * dp * 2);
+    // Q as loadQ places it: [dp / 64][block_q rows][64].
+    for (int64_t c = 0; c < dp / 64; ++c)
+      async::loadBox(
+          b, l, qMap, {idx(c * 64), q0, qSlice},
+          async::sharedPointer(b, l, add(sharedBase, idx(c * blockQ * 128))),
+          qFull);
+  }
   auto loop = scf::ForOp::create(b, l, idx(0), add(last, idx(1)), idx(1));
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(loop.getBody());
@@ -135,8 +140,19 @@ void FlashAttention::produceTile(bool value, Value tile) {
 }
 
 LogicalResult FlashAttention::consumeTiles(Value unmasked, Value last) {
-  async::waitParity(b, l, barrier(Barrier::QFull),
-                    e.constant(b.getI32Type(), 0));
+  if (qComputed) {
+    computeQ();
+    // Q K^T reads Q's tile through the async proxy unless Q stays in
+    // registers; named barrier 1 holds the multiplying threads only.
+    if (!qInRegisters)
+      wgmma::fenceSharedForAsyncProxy(b, l);
+    NVVM::BarrierOp::create(b, l, Type(), e.constant(b.getI32Type(), 1),
+                            e.constant(b.getI32Type(), kMultiplyingThreads),
+                            NVVM::BarrierReductionAttr(), Value());
+  } else {
+    async::waitParity(b, l, barrier(Barrier::QFull),
+                      e.constant(b.getI32Type(), 0));
+  }
   if (qInRegisters)
     qFragments = loadQFragments();
   // Tile 0 has no P V before it; it is masked where it must be and may be.

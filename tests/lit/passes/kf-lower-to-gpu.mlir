@@ -163,6 +163,31 @@ func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>,
 
 // -----
 
+// q computed in the kernel, with the TMA: only K and V have tensor maps;
+// the multiplying warpgroups compute Q's tile into shared memory and meet
+// at named barrier 1 (256 threads) before reading it; the copier's first
+// copies are K's.
+// ATTN-LABEL: gpu.func @k0_attention
+// ATTN-SAME: %arg4: !llvm.ptr, %arg5: !llvm.ptr)
+// ATTN-SAME: kf.tensor_maps = 2 : i64, known_block_size = array<i32: 384, 1, 1>
+// ATTN: nvvm.setmaxregister increase 232
+// ATTN: arith.negf
+// ATTN: memref.store {{.*}} #gpu.address_space<workgroup>
+// ATTN-NOT: nvvm.mbarrier.try_wait.parity
+// ATTN: nvvm.barrier id = %{{.*}} number_of_threads = %c256_i32
+// ATTN-NOT: nvvm.mbarrier.try_wait.parity
+// ATTN: nvgpu.ldmatrix
+// ATTN: nvvm.setmaxregister decrease 40
+// ATTN: nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
+// ATTN: nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %arg4,
+func.func @attention_q_prologue(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>, %v: tensor<1x2x256x128xbf16>) -> tensor<1x2x256x128xbf16> {
+  %q2 = kf.neg %q : tensor<1x2x256x128xbf16>
+  %o = kf.attention %q2, %k, %v {scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
+  return %o : tensor<1x2x256x128xbf16>
+}
+
+// -----
+
 // The log-sum-exp result: one f32 per query row, ln(sum) plus the row max,
 // stored once a row (by the thread of its first value dim in the
 // one-thread-per-output kernel, by the row's first lane of each half of a

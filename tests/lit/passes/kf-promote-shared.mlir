@@ -106,6 +106,33 @@ func.func @attention(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>,
 
 // -----
 
+// A q computed in the kernel (here negated) keeps the TMA pipeline for K
+// and V: the multiplying warpgroups write Q's tile themselves.
+// TMA-LABEL: func.func @attention_q_prologue
+// TMA: kf.kernel attention
+// TMA-SAME: block = 384,
+// TMA-SAME: tma = true
+// TMA: kf.neg
+func.func @attention_q_prologue(%q: tensor<1x2x256x128xbf16>, %k: tensor<1x2x256x128xbf16>, %v: tensor<1x2x256x128xbf16>) -> tensor<1x2x256x128xbf16> {
+  %q2 = kf.neg %q : tensor<1x2x256x128xbf16>
+  %o = kf.attention %q2, %k, %v {scale = 0.1 : f64} : tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16>, tensor<1x2x256x128xbf16> -> tensor<1x2x256x128xbf16>
+  return %o : tensor<1x2x256x128xbf16>
+}
+
+// -----
+
+// Head dim 64 keeps the cp.async kernel and asks the assembler for two
+// blocks an SM (128 registers a thread), which the causal blocks' short
+// key loops need to hide their prologues and epilogues.
+// TMA-LABEL: func.func @attention_d64
+// TMA: launch = #kf.launch<grid = 4, block = 256, items = 4, sharedBytes = 49152, minBlocksPerSM = 2>, pipeline = #kf.flash_pipeline<stages = 2>
+func.func @attention_d64(%q: tensor<1x2x256x64xbf16>, %k: tensor<1x2x256x64xbf16>, %v: tensor<1x2x256x64xbf16>) -> tensor<1x2x256x64xbf16> {
+  %o = kf.attention %q, %k, %v {causal = true, scale = 0.1 : f64} : tensor<1x2x256x64xbf16>, tensor<1x2x256x64xbf16>, tensor<1x2x256x64xbf16> -> tensor<1x2x256x64xbf16>
+  return %o : tensor<1x2x256x64xbf16>
+}
+
+// -----
+
 // Rows the TMA cannot copy: head dim 100 makes q's and k's rows 200
 // bytes, not whole 16-byte chunks, so the block copies with cp.async (4-
 // and 8-byte copies) even with the TMA on. Head dim 96 pads to 128 and
@@ -129,7 +156,8 @@ func.func @attention_rows(%q: tensor<1x2x256x100xbf16>, %k: tensor<1x2x256x100xb
 // chunks (640 keys): two stages of its [128, 64] tiles, rows padded to 72,
 // join Q (16 KiB at head dim 64) and K/V (32 KiB): 16384 + 32768 + 36864.
 // With 333 keys the bias is read from global memory instead. Head dim 64
-// keeps the cp.async kernel, TMA or not (two blocks fit an SM).
+// keeps the cp.async kernel, TMA or not; the bias computed at each score
+// takes registers past two blocks' 128, so no minBlocksPerSM.
 // TMA-LABEL: func.func @attention_bias
 // TMA-NOT: tma = true
 // TMA: return
