@@ -405,6 +405,37 @@ std::vector<kfuse::testing::OpCase> attentionGradientCases() {
   return out;
 }
 
+// kf-promote-shared plans two blocks an SM for the head-dim-64 kernel
+// without a mask or bias (minBlocksPerSM = 2): the assembler must keep it
+// within 128 registers a thread. The driver's JIT had given it 156, one
+// block an SM, and causal attention lost a quarter of its speed.
+TEST(AttentionOccupancy, HeadDim64KeepsTwoBlocksAnSM) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  Graph g("attention_d64_two_blocks");
+  AttentionOptions o;
+  o.causal = true;
+  o.scale = 0.125;
+  g.output("out", attention(g.input("q", DType::bf16, {1, 4, 256, 64}),
+                            g.input("k", DType::bf16, {1, 2, 256, 64}),
+                            g.input("v", DType::bf16, {1, 2, 256, 64}), o));
+  ASSERT_TRUE(g.status()) << g.status().message();
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  ASSERT_TRUE(exe->runOnHost(randomInputs(g, freshSeed())));
+  auto kernels = exe->kernels();
+  ASSERT_TRUE(kernels) << kernels.error().message();
+  ASSERT_EQ(kernels->size(), 1u);
+  const KernelReport &k = (*kernels)[0];
+  ASSERT_GT(k.registers, 0) << "no register count for " << k.name;
+  EXPECT_LE(int64_t(k.registers) * k.block, 65536 / 2)
+      << k.name << ": " << k.registers << " registers a thread of "
+      << k.block;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     FlashGradients, AtomicDq, ::testing::ValuesIn(attentionGradientCases()),
     [](const auto &info) { return info.param.name; });
