@@ -76,7 +76,7 @@ int64_t kfuse::kf::rowStrideOf(Value value) {
 }
 
 KernelKind kfuse::kf::kernelKindOf(Operation *op) {
-  if (isa<ReduceOp, ArgReduceOp, CumsumOp>(op))
+  if (isa<ReduceOp, ArgReduceOp, CumsumOp, IndexAddOp>(op))
     return KernelKind::reduction;
   if (isa<SoftmaxOp>(op))
     return KernelKind::normalization;

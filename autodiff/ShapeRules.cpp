@@ -133,7 +133,9 @@ Cotangents takeAlongAxisVJP(kf::TakeAlongAxisOp op, Tensor g,
 
 /// gather along `axis` (x is [pre..., n, post...], the result
 /// [pre..., I..., post...]): dx[p, j, q] = sum over i of [idx[i] = j]
-/// g[p, i, q], the index dims I laid out before j and summed.
+/// g[p, i, q], the index dims I laid out before j and summed, as compares
+/// against an iota: n times the work of index_add, which takes this rule's
+/// place once its GPU template has run on a GPU.
 Cotangents gatherVJP(kf::GatherOp op, Tensor g, const RuleContext &ctx) {
   Tensor x = ctx.primal(op.getInput());
   int64_t axis = op.getAxis(), n = dimSize(x, axis);
@@ -155,6 +157,22 @@ Cotangents gatherVJP(kf::GatherOp op, Tensor g, const RuleContext &ctx) {
   Tensor dx = indexDims.empty() ? reshape(picked, x.shape())
                                 : reduceSum(picked, indexDims);
   return {dx, Tensor()};
+}
+
+/// index_add: each update's cotangent is the result's at its row, zero
+/// where its index added nothing (gather reads NaN there).
+Cotangents indexAddVJP(kf::IndexAddOp op, Tensor g, const RuleContext &ctx) {
+  Tensor indices = ctx.primal(op.getIndices());
+  int64_t axis = op.getAxis(), n = op.getSize();
+  Tensor picked = gather(g, indices, axis);
+  Tensor wide = cast(indices, DType::i64);
+  Tensor inside = logicalAnd(wide >= scalarLike(wide, double(-n)),
+                             wide < scalarLike(wide, double(n)));
+  Shape spread(picked.rank(), Dim(1));
+  for (int64_t d = 0; d < indices.rank(); ++d)
+    spread[axis + d] = indices.shape()[d];
+  inside = broadcastTo(reshape(inside, spread), picked.shape());
+  return {where(inside, picked, scalarLike(picked, 0.0)), Tensor()};
 }
 
 Cotangents reduceVJP(kf::ReduceOp op, Tensor g, const RuleContext &ctx) {
@@ -225,6 +243,7 @@ std::optional<Cotangents> shapeVJP(Operation *op, Tensor g,
       .Case([&](kf::ConcatOp c) { return concatVJP(c, g, ctx); })
       .Case([&](kf::PadOp p) { return padVJP(p, g, ctx); })
       .Case([&](kf::GatherOp gather) { return gatherVJP(gather, g, ctx); })
+      .Case([&](kf::IndexAddOp a) { return indexAddVJP(a, g, ctx); })
       .Case([&](kf::TakeAlongAxisOp t) { return takeAlongAxisVJP(t, g, ctx); })
       .Case([&](kf::ReduceOp r) { return reduceVJP(r, g, ctx); })
       .Case([&](kf::CumsumOp c) { return cumsumVJP(c, g); })

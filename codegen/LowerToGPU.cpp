@@ -93,6 +93,11 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
     return cumsum ? emitColumnScan(e, cumsum)
                   : refuseTiling(kernel, "its root is no cumsum");
   }
+  if (isa_and_nonnull<IndexAddTilingAttr>(tiling)) {
+    auto ops = kernel.getBody().getOps<IndexAddOp>();
+    return ops.empty() ? refuseTiling(kernel, "computes no index_add")
+                       : emitIndexAdd(e, *ops.begin(), items);
+  }
   if (isa_and_nonnull<ColumnTilingAttr>(tiling)) {
     std::optional<RowSpace> columns = columnSpaceOf(kernel);
     return columns ? emitColumns(e, *columns)

@@ -250,6 +250,7 @@ FailureOr<Buffer> Interpreter::eval(Operation *op) {
       .Case([&](ConcatOp c) { return evalConcat(c); })
       .Case([&](PadOp p) { return evalPad(p); })
       .Case([&](GatherOp g) { return evalGather(g); })
+      .Case([&](IndexAddOp a) { return evalIndexAdd(a); })
       .Case([&](TakeAlongAxisOp t) { return evalTakeAlongAxis(t); })
       .Case([&](RandomOp r) { return evalRandom(r); })
       .Case([&](ArgReduceOp r) { return evalArgReduce(r); })

@@ -122,6 +122,32 @@ Buffer Interpreter::evalGather(GatherOp op) {
   return out;
 }
 
+Buffer Interpreter::evalIndexAdd(IndexAddOp op) {
+  Buffer out = like(op.getResult());
+  std::fill(out.data.begin(), out.data.end(), 0.0);
+  const Buffer &updates = in(op.getUpdates()), &indices = in(op.getIndices());
+  SmallVector<int64_t, 4> strides = stridesOf(out.shape);
+  SmallVector<int64_t, 4> indexStrides = stridesOf(indices.shape);
+  int64_t axis = op.getAxis(), indexRank = indices.shape.size();
+  int64_t rank = out.shape.size();
+  // In the updates' order: each result element's sum in index order.
+  forEachIndex(updates.shape, [&](int64_t i, ArrayRef<int64_t> index) {
+    int64_t at = 0;
+    for (int64_t d = 0; d < indexRank; ++d)
+      at += index[axis + d] * indexStrides[d];
+    std::optional<int64_t> row = resolveIndex(indices.data[at], op.getSize());
+    if (!row)
+      return;
+    int64_t dst = *row * strides[axis];
+    for (int64_t d = 0; d < axis; ++d)
+      dst += index[d] * strides[d];
+    for (int64_t d = axis + 1; d < rank; ++d)
+      dst += index[d - 1 + indexRank] * strides[d];
+    out.data[dst] += updates.data[i];
+  });
+  return out;
+}
+
 Buffer Interpreter::evalTakeAlongAxis(TakeAlongAxisOp op) {
   Buffer out = like(op.getResult());
   const Buffer &x = in(op.getInput()), &indices = in(op.getIndices());

@@ -165,6 +165,33 @@ Tensor gather(Tensor x, Tensor indices, int64_t axis) {
       shapes::inferGather(g->shapeOf(x), g->shapeOf(indices), *a, diag), diag);
 }
 
+Tensor indexAdd(Tensor updates, Tensor indices, int64_t axis, int64_t size) {
+  GraphImpl *g = GraphImpl::graphOf("indexAdd", {updates, indices});
+  if (!g)
+    return {};
+  DType dtype = g->dtypeOf(updates);
+  if (!isFloat(dtype))
+    return g->fail("indexAdd", std::string("updates must be f32, f16 or "
+                                           "bf16, got ") +
+                                   dtypeName(dtype));
+  std::optional<int64_t> a =
+      checkIndexing(*g, "indexAdd", updates, indices, axis);
+  if (!a)
+    return {};
+  shapes::ShapeDiag diag = g->diag();
+  FailureOr<shapes::Shape> shape = shapes::inferIndexAdd(
+      g->shapeOf(updates), g->shapeOf(indices), *a, size, diag);
+  if (failed(shape))
+    return g->fail("indexAdd", diag.message());
+  Tensor wide = dtype == DType::f32 ? updates : cast(updates, DType::f32);
+  OpBuilder b = g->builder();
+  Value v = kf::IndexAddOp::create(
+      b, g->loc("indexAdd"), g->tensorType(*shape, DType::f32), g->value(wide),
+      g->value(indices), b.getI64IntegerAttr(*a), b.getI64IntegerAttr(size));
+  Tensor sum = g->wrap(v, *shape);
+  return dtype == DType::f32 ? sum : cast(sum, dtype);
+}
+
 Tensor takeAlongAxis(Tensor x, Tensor indices, int64_t axis) {
   GraphImpl *g = GraphImpl::graphOf("takeAlongAxis", {x, indices});
   if (!g)

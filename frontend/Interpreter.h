@@ -92,6 +92,7 @@ private:
   Buffer evalConcat(kf::ConcatOp op);
   Buffer evalPad(kf::PadOp op);
   Buffer evalGather(kf::GatherOp op);
+  Buffer evalIndexAdd(kf::IndexAddOp op);
   Buffer evalTakeAlongAxis(kf::TakeAlongAxisOp op);
   Buffer evalRandom(kf::RandomOp op);
   // The ops along one axis (EvaluatorAxisOps.cpp).

@@ -132,6 +132,24 @@ LogicalResult GatherOp::verify() {
   return verifyResultShape(*this, *shape, tensorOf(getResult()));
 }
 
+LogicalResult IndexAddOp::verify() {
+  if (failed(verifyIndices(*this, getIndices())))
+    return failure();
+  RankedTensorType updates = tensorOf(getUpdates()), result = tensorOf(getResult());
+  if (!updates.getElementType().isF32() || !result.getElementType().isF32())
+    return emitOpError() << "adds f32 updates into an f32 result (cast "
+                            "16-bit ones first), got "
+                         << getUpdates().getType() << " -> "
+                         << getResult().getType();
+  shapes::ShapeDiag diag;
+  FailureOr<shapes::Shape> shape = shapes::inferIndexAdd(
+      updates.getShape(), tensorOf(getIndices()).getShape(), getAxis(),
+      getSize(), diag);
+  if (failed(shape))
+    return emitOpError() << diag.message();
+  return verifyResultShape(*this, *shape, result);
+}
+
 LogicalResult TakeAlongAxisOp::verify() {
   if (failed(verifyKeepsDtype(*this, getInput())) ||
       failed(verifyIndices(*this, getIndices())))

@@ -154,6 +154,20 @@ def KF_ColumnScanTilingAttr
   let parameters = (ins KF_Int<"8">:$rowsPerThread);
 }
 
+def KF_IndexAddTilingAttr : KF_Attr<"IndexAddTiling", "index_add_tiling"> {
+  let summary = "kf.index_add: a thread an update, or a thread a sum";
+  let description = [{
+    With `unordered` (a target that allows unordered adds), a thread takes
+    an update and adds it into the result, zeroed before the launch, with
+    an f32 atomic add: each update is read once, and the sums' last bits
+    vary from run to run. Without, a thread takes a result element and
+    walks the indices in order: deterministic, one index read per index
+    for every result element.
+  }];
+  let parameters = (ins KF_Flag:$unordered);
+  let genVerifyDecl = 0;
+}
+
 def KF_TransposeTilingAttr : KF_Attr<"TransposeTiling", "transpose_tiling"> {
   let summary = "a transpose of the last two dims through 32x32 tiles";
   let description = [{
@@ -267,7 +281,7 @@ def KF_FlashGradPipelineAttr
 
 def KF_TilingAttr : AnyAttrOf<[KF_PointwiseTilingAttr, KF_RowTilingAttr,
                                KF_ColumnTilingAttr, KF_ColumnScanTilingAttr,
-                               KF_TransposeTilingAttr,
+                               KF_IndexAddTilingAttr, KF_TransposeTilingAttr,
                                KF_MmaTilingAttr, KF_FlashTilingAttr,
                                KF_FlashGradTilingAttr]>;
 def KF_PipelineAttr : AnyAttrOf<[KF_MmaPipelineAttr, KF_FlashPipelineAttr,

@@ -519,7 +519,7 @@ static bool tilingFitsKind(Attribute tiling, KernelKind kind) {
         return kind == KernelKind::reduction ||
                kind == KernelKind::normalization;
       })
-      .Case<ColumnTilingAttr, ColumnScanTilingAttr>(
+      .Case<ColumnTilingAttr, ColumnScanTilingAttr, IndexAddTilingAttr>(
           [&](auto) { return kind == KernelKind::reduction; })
       .Case<MmaTilingAttr>([&](auto) { return kind == KernelKind::matmul; })
       .Case<FlashTilingAttr>(
@@ -567,6 +567,30 @@ static LogicalResult verifyPointwiseGroups(KernelOp kernel) {
          << " (vector x unroll x block): they do not divide";
 }
 
+/// An index_add tiling's kernel computes one kf.index_add, whose result it
+/// writes and nothing in it reads (unordered, the launch zeroes that buffer
+/// and the threads add into it); unordered adds only where the target
+/// allows them.
+static LogicalResult verifyIndexAddTiling(KernelOp kernel) {
+  auto tiling = kernel.getTilingAs<IndexAddTilingAttr>();
+  if (!tiling)
+    return success();
+  auto ops = kernel.getBody().getOps<IndexAddOp>();
+  if (ops.empty() || std::next(ops.begin()) != ops.end())
+    return kernel.emitOpError("has an index_add_tiling but not one "
+                              "kf.index_add");
+  Value sum = (*ops.begin()).getResult();
+  if (!sum.hasOneUse() || !isa<YieldOp>(*sum.getUsers().begin()))
+    return kernel.emitOpError("adds into its index_add's result: it must "
+                              "be a result of the kernel, read by nothing "
+                              "else in it");
+  if (tiling.getUnordered() && !TargetAttr::of(kernel).getUnorderedAdds())
+    return kernel.emitOpError("adds in any order (index_add_tiling "
+                              "unordered) but its target keeps sums "
+                              "deterministic");
+  return success();
+}
+
 /// The decision attributes agree with each other and with the kernel: a
 /// tiling for its kind under a launch, a pipeline for its tiling, TF32
 /// tiles exactly for f32 operands.
@@ -586,7 +610,8 @@ static LogicalResult verifyDecisions(KernelOp kernel) {
     return kernel.emitOpError()
            << "of kind " << stringifyKernelKind(kernel.getKind())
            << " cannot take " << tiling;
-  if (failed(verifyPointwiseGroups(kernel)))
+  if (failed(verifyPointwiseGroups(kernel)) ||
+      failed(verifyIndexAddTiling(kernel)))
     return failure();
   if (auto rows = kernel.getTilingAs<RowTilingAttr>();
       rows && rows.getInShared() && kernel.getLaunchAttr().getSharedBytes() == 0)
@@ -686,6 +711,17 @@ int64_t KernelOp::runtimeExtentIndex(unsigned input, int64_t dim) {
 }
 
 SmallVector<unsigned> KernelOp::resultsAddedInto() {
+  if (auto scatter = getTilingAs<IndexAddTilingAttr>()) {
+    if (!scatter.getUnordered())
+      return {};
+    // The verifier holds the kernel to its index_add, yielded directly.
+    SmallVector<unsigned> added;
+    auto yield = cast<YieldOp>(getBody().front().getTerminator());
+    for (auto [i, v] : llvm::enumerate(yield.getValues()))
+      if (v.getDefiningOp<IndexAddOp>())
+        added.push_back(i);
+    return added;
+  }
   auto grad = getTilingAs<FlashGradTilingAttr>();
   auto ops = getBody().getOps<AttentionGradOp>();
   if (!grad || !grad.getDqAtomic() || ops.empty())

@@ -328,6 +328,28 @@ def KF_GatherOp : KF_Op<"gather", [Pure]> {
   let hasVerifier = 1;
 }
 
+def KF_IndexAddOp : KF_Op<"index_add", [Pure]> {
+  let summary = "updates added into `size` zeros along `axis` by an index tensor";
+  let description = [{
+    The transpose of kf.gather (torch.index_add into zeros; an embedding's
+    gradient): updates are pre + indices.shape + post, the result is
+    pre + [size] + post, and result[a, j, b] is the sum of updates[a, i, b]
+    over the index positions i with indices[i] = j. Indices are i32 or i64;
+    one in [-size, 0) counts from the end, one outside [-size, size) adds
+    nothing (the positions kf.gather gives NaN, whose gradient is zero).
+    Updates and result are f32, the sum's accumulator: the frontend's
+    indexAdd casts 16-bit updates to f32 and the sum back.
+  }];
+  let arguments = (ins KF_Tensor:$updates, KF_Tensor:$indices, I64Attr:$axis,
+                       I64Attr:$size);
+  let results = (outs KF_Tensor:$result);
+  let assemblyFormat = [{
+    $updates `[` $indices `]` attr-dict `:` type($updates) `,` type($indices)
+      `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
 def KF_TakeAlongAxisOp : KF_Op<"take_along_axis", [Pure]> {
   let summary = "one input element per index, along `axis`";
   let description = [{

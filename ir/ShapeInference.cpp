@@ -316,6 +316,27 @@ FailureOr<Shape> inferGather(ArrayRef<int64_t> input,
   return out;
 }
 
+FailureOr<Shape> inferIndexAdd(ArrayRef<int64_t> updates,
+                               ArrayRef<int64_t> indices, int64_t axis,
+                               int64_t size, ShapeDiag &diag) {
+  std::string both =
+      "updates are " + diag.str(updates) + ", indices are " + diag.str(indices);
+  if (axis < 0 || axis + indices.size() > updates.size())
+    return diag.fail("axis " + std::to_string(axis) +
+                     " leaves no room for the indices' dims: " + both);
+  if (size <= 0)
+    return diag.fail("size " + std::to_string(size) + " must be positive");
+  for (auto [d, n] : llvm::enumerate(indices))
+    if (!dimsMatch(n, updates[axis + d]))
+      return diag.fail("updates dim " + std::to_string(axis + d) +
+                       " differs from indices dim " + std::to_string(d) +
+                       ": " + both);
+  Shape out(updates.begin(), updates.begin() + axis);
+  out.push_back(size);
+  out.append(updates.begin() + axis + indices.size(), updates.end());
+  return out;
+}
+
 FailureOr<Shape> inferTakeAlongAxis(ArrayRef<int64_t> input,
                                     ArrayRef<int64_t> indices, int64_t axis,
                                     ShapeDiag &diag) {

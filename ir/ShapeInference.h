@@ -105,6 +105,12 @@ mlir::FailureOr<Shape> inferPad(llvm::ArrayRef<int64_t> input,
 mlir::FailureOr<Shape> inferGather(llvm::ArrayRef<int64_t> input,
                                    llvm::ArrayRef<int64_t> indices,
                                    int64_t axis, ShapeDiag &diag);
+/// kf.index_add (gather's transpose): updates pre + indices + post into
+/// pre + [size] + post.
+mlir::FailureOr<Shape> inferIndexAdd(llvm::ArrayRef<int64_t> updates,
+                                     llvm::ArrayRef<int64_t> indices,
+                                     int64_t axis, int64_t size,
+                                     ShapeDiag &diag);
 mlir::FailureOr<Shape> inferTakeAlongAxis(llvm::ArrayRef<int64_t> input,
                                           llvm::ArrayRef<int64_t> indices,
                                           int64_t axis, ShapeDiag &diag);

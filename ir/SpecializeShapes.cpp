@@ -225,6 +225,11 @@ FailureOr<shapes::Shape> kfuse::kf::inferResultShape(
         return shapes::inferGather(shapeOf(g.getInput()),
                                    shapeOf(g.getIndices()), g.getAxis(), diag);
       })
+      .Case([&](IndexAddOp a) {
+        return shapes::inferIndexAdd(shapeOf(a.getUpdates()),
+                                     shapeOf(a.getIndices()), a.getAxis(),
+                                     a.getSize(), diag);
+      })
       .Case([&](TakeAlongAxisOp t) {
         return shapes::inferTakeAlongAxis(shapeOf(t.getInput()),
                                           shapeOf(t.getIndices()), t.getAxis(),

@@ -122,6 +122,26 @@ std::optional<Decision> decideColumnScan(MLIRContext *ctx, KernelOp kernel) {
                   ColumnScanTilingAttr::get(ctx, 8)};
 }
 
+/// kf.index_add: a thread an update, added into the zeroed result in any
+/// order, where the target allows unordered adds; else a thread a result
+/// element, summing in index order. 256 threads, a grid of at most 32
+/// blocks an SM striding over the items.
+std::optional<Decision> decideIndexAdd(KernelOp kernel, TargetAttr target) {
+  auto ops = kernel.getBody().getOps<IndexAddOp>();
+  if (ops.empty())
+    return std::nullopt;
+  IndexAddOp op = *ops.begin();
+  bool unordered = target.getUnorderedAdds();
+  int64_t items = mlir::cast<RankedTensorType>(
+                      (unordered ? op.getUpdates() : op.getResult()).getType())
+                      .getNumElements();
+  constexpr int64_t threads = 256;
+  int64_t blocks = std::min((items + threads - 1) / threads,
+                            target.getMultiprocessors() * 32);
+  return Decision{std::max<int64_t>(blocks, 1), threads, items,
+                  IndexAddTilingAttr::get(kernel.getContext(), unordered)};
+}
+
 /// 32x32 tiles through shared memory, 8 rows of threads.
 Decision decideTiledTranspose(MLIRContext *ctx, TransposeOp transpose) {
   ArrayRef<int64_t> out = shapeOf(transpose.getResult());
@@ -409,6 +429,8 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       return decideTiledTranspose(ctx, transpose);
     if (std::optional<Decision> scan = decideColumnScan(ctx, kernel))
       return *scan;
+    if (std::optional<Decision> scatter = decideIndexAdd(kernel, target))
+      return *scatter;
     if (rows) {
       // argmax's and cumsum's templates reduce across the whole block.
       bool lineKernel = !kernel.getBody().getOps<ArgReduceOp>().empty() ||

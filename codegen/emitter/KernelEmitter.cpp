@@ -285,6 +285,13 @@ void KernelEmitter::storeResult(unsigned result, BufferIndex at, Value v) {
                           ValueRange{offsetOf(argNumber, at)});
 }
 
+void KernelEmitter::addToResult(unsigned result, BufferIndex at, Value v) {
+  unsigned argNumber = kernelOp.getInputs().size() + result;
+  memref::AtomicRMWOp::create(b, location, arith::AtomicRMWKind::addf, v,
+                              func.getArgument(argNumber),
+                              ValueRange{offsetOf(argNumber, at)});
+}
+
 /// A vector access's own size (at most 16 bytes): templates access
 /// vectors at multiples of their length from 16-byte aligned buffers.
 static llvm::MaybeAlign vectorAlignment(VectorType type) {

@@ -109,6 +109,9 @@ public:
   }
   /// Stores `value` (in compute type) into result `result` at `at`.
   void storeResult(unsigned result, BufferIndex at, mlir::Value value);
+  /// Adds f32 `value` into f32 result `result` at `at` with an atomic add
+  /// (adds from other threads come in any order).
+  void addToResult(unsigned result, BufferIndex at, mlir::Value value);
   /// `lanes` consecutive elements (at most 16 bytes) of `memref` (a gpu.func
   /// argument or a shared-memory view) from element `offset`, as one
   /// vector of its dtype.

@@ -88,6 +88,8 @@ mlir::LogicalResult emitArgReduceRows(KernelEmitter &e, ArgReduceOp op,
                                       RowSpace rows);
 /// A cumsum down columns: a block a 32-column tile (its column_scan_tiling).
 mlir::LogicalResult emitColumnScan(KernelEmitter &e, CumsumOp op);
+mlir::LogicalResult emitIndexAdd(KernelEmitter &e, IndexAddOp op,
+                                 int64_t items);
 /// A cumsum along the last axis: a block a row, scanned chunk by chunk.
 mlir::LogicalResult emitCumsumRows(KernelEmitter &e, CumsumOp op,
                                    RowSpace rows);

@@ -227,6 +227,13 @@ Tensor pad(Tensor x, const std::vector<std::pair<int64_t, int64_t>> &widths,
 /// Indices are i32 or i64; an index outside [-n, n) gives NaN (floats) or
 /// 0 (integers, i1).
 Tensor gather(Tensor x, Tensor indices, int64_t axis);
+/// gather's transpose (torch.index_add into zeros, an embedding's
+/// gradient): `updates` are pre + indices.shape + post, the result
+/// pre + [size] + post, each result row j the sum of the updates whose
+/// index is j (negative indices from the end; one outside [-size, size)
+/// adds nothing). The sum is in f32; 16-bit updates give a result of
+/// their dtype, rounded once.
+Tensor indexAdd(Tensor updates, Tensor indices, int64_t axis, int64_t size);
 /// NumPy's take_along_axis (torch.gather): indices of x's rank that agree
 /// with x except along `axis`; one element of x per index.
 Tensor takeAlongAxis(Tensor x, Tensor indices, int64_t axis);

@@ -113,6 +113,23 @@ void addGathers(std::vector<OpCase> &cases) {
            },
            {{11, 6}, {3, 5}, {4, 5}, {9}}});
   for (DType d : {DType::f32, DType::bf16})
+    for (DType index : {DType::i32, DType::i64})
+      cases.push_back(
+          {std::string("index_add_") + dtypeName(d) + "_by_" +
+               dtypeName(index),
+           [d, index](Graph &g) {
+             // gather's two cases transposed: [3, 5] ids' rows of updates
+             // into 11 rows, and 9 columns into 5 (some out of range),
+             // each with a prologue on the updates and the sums.
+             Tensor rows = g.input("rows", d, {3, 5, 6});
+             Tensor ids = g.input("ids", index, {3, 5});
+             Tensor x = g.input("x", d, {4, 9});
+             Tensor cols = g.input("cols", index, {9});
+             g.output("table", indexAdd(rows * rows, ids, 0, 11) * 2.0);
+             g.output("cols", indexAdd(x, cols, 1, 5));
+           },
+           {{3, 5, 6}, {3, 5}, {4, 9}, {9}}});
+  for (DType d : {DType::f32, DType::bf16})
     cases.push_back({std::string("take_along_axis_") + dtypeName(d),
                      [d](Graph &g) {
                        Tensor logits = g.input("logits", d, {8, 50});

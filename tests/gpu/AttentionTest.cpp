@@ -364,6 +364,22 @@ TEST_P(AtomicDq, MatchesEvaluatorRunAfterRun) {
       "dqAtomic = true", true, 3);
 }
 
+/// kf.index_add with `deterministic` off: a thread an update, added with
+/// an atomic into the result the launch zeroes. The index_add cases, each
+/// launch mode, three runs of one executable (a run whose sums were not
+/// zeroed first would add onto the last one's).
+class UnorderedIndexAdd
+    : public ::testing::TestWithParam<kfuse::testing::OpCase> {};
+
+TEST_P(UnorderedIndexAdd, MatchesEvaluatorRunAfterRun) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  expectGradientsMatch(
+      GetParam(), [](CompileOptions &o) { o.deterministic = false; },
+      "index_add_tiling<unordered = true>", true, 3);
+}
+
 /// FlashAttention's backward with CompileOptions::attentionGradTma: a
 /// warpgroup of its own copies the tiles with the TMA, each key block's
 /// lse and delta too (AttentionGradTmaPipeline.cpp), wherever q's length
@@ -435,6 +451,18 @@ TEST(AttentionOccupancy, HeadDim64KeepsTwoBlocksAnSM) {
       << k.name << ": " << k.registers << " registers a thread of "
       << k.block;
 }
+
+std::vector<kfuse::testing::OpCase> indexAddCases() {
+  std::vector<kfuse::testing::OpCase> out;
+  for (const kfuse::testing::OpCase &c : kfuse::testing::allOpCases())
+    if (c.name.rfind("index_add_", 0) == 0)
+      out.push_back(c);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    IndexAdd, UnorderedIndexAdd, ::testing::ValuesIn(indexAddCases()),
+    [](const auto &info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(
     FlashGradients, AtomicDq, ::testing::ValuesIn(attentionGradientCases()),

@@ -153,6 +153,15 @@ std::vector<GradCase> shapeCases() {
                    }};
   columns.options.values["ids"] = indices({4}, {5, 0, 5, -2});
   cases.push_back(columns);
+  // Rows added twice, one counted from the end, one past the size (adds
+  // nothing, and its update's gradient is zero).
+  GradCase indexAdd{"index_add", [](Graph &g) {
+                      Tensor u = g.input("u", DType::f32, {2, 4, 3});
+                      Tensor ids = g.input("ids", DType::i64, {4});
+                      g.output("y", kfuse::indexAdd(u * u, ids, 1, 5));
+                    }};
+  indexAdd.options.values["ids"] = indices({4}, {1, -1, 7, 1});
+  cases.push_back(indexAdd);
   GradCase take{"take_along_axis", [](Graph &g) {
                   Tensor x = g.input("x", DType::f32, {4, 7});
                   Tensor ids = g.input("ids", DType::i32, {4, 2});

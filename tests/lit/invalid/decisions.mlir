@@ -232,3 +232,31 @@ func.func @groups_not_dividing(%x: tensor<3x4096xf32>, %p: tensor<4096xf32>) {
   } -> (tensor<3x4096xf32>)
   return
 }
+
+// -----
+
+// Unordered adds only where the module's target allows them (here none).
+func.func @index_add_unordered(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
+  // expected-error @+1 {{'kf.kernel' op adds in any order (index_add_tiling unordered) but its target keeps sums deterministic}}
+  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 1, block = 256, items = 128>, tiling = #kf.index_add_tiling<unordered = true>} {
+  ^bb0(%a: tensor<8x16xf32>, %b: tensor<8xi32>):
+    %r = kf.index_add %a[%b] {axis = 0 : i64, size = 5 : i64} : tensor<8x16xf32>, tensor<8xi32> -> tensor<5x16xf32>
+    kf.yield %r : tensor<5x16xf32>
+  } -> (tensor<5x16xf32>)
+  return
+}
+
+// -----
+
+// The sums are added into the result's memory: nothing in the kernel may
+// read them.
+func.func @index_add_read_inside(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
+  // expected-error @+1 {{'kf.kernel' op adds into its index_add's result: it must be a result of the kernel, read by nothing else in it}}
+  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 1, block = 256, items = 80>, tiling = #kf.index_add_tiling<>} {
+  ^bb0(%a: tensor<8x16xf32>, %b: tensor<8xi32>):
+    %r = kf.index_add %a[%b] {axis = 0 : i64, size = 5 : i64} : tensor<8x16xf32>, tensor<8xi32> -> tensor<5x16xf32>
+    %n = kf.neg %r : tensor<5x16xf32>
+    kf.yield %n : tensor<5x16xf32>
+  } -> (tensor<5x16xf32>)
+  return
+}

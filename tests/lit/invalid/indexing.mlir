@@ -141,3 +141,51 @@ func.func @reduce_i64(%a: tensor<4xi64>) {
   %0 = kf.reduce sum %a [0] : tensor<4xi64> -> tensor<i64>
   return
 }
+
+// -----
+
+func.func @index_add_dtype(%u: tensor<3x4xbf16>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{'kf.index_add' op adds f32 updates into an f32 result (cast 16-bit ones first), got 'tensor<3x4xbf16>' -> 'tensor<10x4xbf16>'}}
+  %0 = kf.index_add %u[%i] {axis = 0, size = 10} : tensor<3x4xbf16>, tensor<3xi32> -> tensor<10x4xbf16>
+  return
+}
+
+// -----
+
+func.func @index_add_index_dtype(%u: tensor<3x4xf32>, %i: tensor<3xf32>) {
+  // expected-error @+1 {{'kf.index_add' op indices must be i32 or i64, got 'tensor<3xf32>'}}
+  %0 = kf.index_add %u[%i] {axis = 0, size = 10} : tensor<3x4xf32>, tensor<3xf32> -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+func.func @index_add_dims(%u: tensor<3x4xf32>, %i: tensor<5xi32>) {
+  // expected-error @+1 {{'kf.index_add' op updates dim 0 differs from indices dim 0: updates are 3x4, indices are 5}}
+  %0 = kf.index_add %u[%i] {axis = 0, size = 10} : tensor<3x4xf32>, tensor<5xi32> -> tensor<10x4xf32>
+  return
+}
+
+// -----
+
+func.func @index_add_axis(%u: tensor<3x4xf32>, %i: tensor<4x2xi32>) {
+  // expected-error @+1 {{'kf.index_add' op axis 1 leaves no room for the indices' dims: updates are 3x4, indices are 4x2}}
+  %0 = kf.index_add %u[%i] {axis = 1, size = 10} : tensor<3x4xf32>, tensor<4x2xi32> -> tensor<3x10xf32>
+  return
+}
+
+// -----
+
+func.func @index_add_size(%u: tensor<3x4xf32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{'kf.index_add' op size 0 must be positive}}
+  %0 = kf.index_add %u[%i] {axis = 0, size = 0} : tensor<3x4xf32>, tensor<3xi32> -> tensor<0x4xf32>
+  return
+}
+
+// -----
+
+func.func @index_add_result(%u: tensor<3x4xf32>, %i: tensor<3xi32>) {
+  // expected-error @+1 {{'kf.index_add' op result is 'tensor<10x5xf32>' but the operands give the shape 10x4}}
+  %0 = kf.index_add %u[%i] {axis = 0, size = 10} : tensor<3x4xf32>, tensor<3xi32> -> tensor<10x5xf32>
+  return
+}

@@ -16,3 +16,12 @@ func.func @take_along_axis(%logits: tensor<8x50xf32>, %labels: tensor<8x1xi32>) 
   %0 = kf.take_along_axis %logits[%labels] {axis = 1} : tensor<8x50xf32>, tensor<8x1xi32> -> tensor<8x1xf32>
   return %0 : tensor<8x1xf32>
 }
+
+// gather's transpose: [2, ?] rows of updates added into 1000 rows (an
+// embedding's gradient).
+// CHECK-LABEL: func.func @index_add
+func.func @index_add(%g: tensor<2x?x64xf32>, %ids: tensor<2x?xi64>) -> tensor<1000x64xf32> {
+  // CHECK: kf.index_add %{{.*}}[%{{.*}}] {axis = 0 : i64, size = 1000 : i64} : tensor<2x?x64xf32>, tensor<2x?xi64> -> tensor<1000x64xf32>
+  %0 = kf.index_add %g[%ids] {axis = 0, size = 1000} : tensor<2x?x64xf32>, tensor<2x?xi64> -> tensor<1000x64xf32>
+  return %0 : tensor<1000x64xf32>
+}
