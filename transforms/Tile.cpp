@@ -122,6 +122,12 @@ std::optional<Decision> decideColumnScan(MLIRContext *ctx, KernelOp kernel) {
                   ColumnScanTilingAttr::get(ctx, 8)};
 }
 
+/// Blocks of `threads` striding over `items`: one an item's thread, at most
+/// 32 blocks an SM.
+int64_t stridingBlocks(int64_t items, int64_t threads, int64_t sms) {
+  return std::min((items + threads - 1) / threads, sms * 32);
+}
+
 /// kf.index_add: a thread an update, added into the zeroed result in any
 /// order, where the target allows unordered adds; else a thread a result
 /// element, summing in index order. 256 threads, a grid of at most 32
@@ -136,8 +142,8 @@ std::optional<Decision> decideIndexAdd(KernelOp kernel, TargetAttr target) {
                       (unordered ? op.getUpdates() : op.getResult()).getType())
                       .getNumElements();
   constexpr int64_t threads = 256;
-  int64_t blocks = std::min((items + threads - 1) / threads,
-                            target.getMultiprocessors() * 32);
+  int64_t blocks =
+      stridingBlocks(items, threads, target.getMultiprocessors());
   return Decision{std::max<int64_t>(blocks, 1), threads, items,
                   IndexAddTilingAttr::get(kernel.getContext(), unordered)};
 }
@@ -456,7 +462,7 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       return decideFlashAttention(attentionOf(kernel));
     if (kernel.getKind() == KernelKind::attention_grad)
       return decideFlashAttentionGrad(attentionGradOf(kernel), target);
-    return {std::min((items + blockSize - 1) / blockSize, sms * 32), blockSize,
+    return {stridingBlocks(items, blockSize, sms), blockSize,
             items};
   }
 };
