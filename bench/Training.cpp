@@ -79,8 +79,10 @@ std::vector<TrainingWorkload> trainingWorkloads() {
   std::vector<TrainingWorkload> all;
   // The memory-bound bench's normalisations and losses, by name (peers.py
   // has the same functions under the same names).
+  // embedding_pos_bf16's table gradient is kf.index_add.
   for (const char *name : {"layernorm_bf16", "rmsnorm_bf16", "softmax_bf16",
-                           "xent_32k_bf16", "xent_128k_bf16"})
+                           "xent_32k_bf16", "xent_128k_bf16",
+                           "embedding_pos_bf16"})
     for (const Workload &w : memoryBoundWorkloads(false))
       if (w.name == name)
         all.push_back({w.name,
@@ -90,6 +92,11 @@ std::vector<TrainingWorkload> trainingWorkloads() {
                          return g;
                        },
                        0, false, w.name});
+  // The embedding's table gradient with unordered adds (atomics).
+  TrainingWorkload atomic = all.back();
+  atomic.name += "_atomic";
+  atomic.deterministic = false;
+  all.push_back(atomic);
   // FlashAttention's backward alone (kf.attention_grad) against SDPA's,
   // deterministic with the TMA pipeline (the default), without it
   // (`_cpasync`), and not deterministic (`_atomic`: dq added up by the key

@@ -1,6 +1,7 @@
 //===- CApiIndexing.cpp - the C API's indexing ops ------------------------===//
 //
 // kfuse_slice, kfuse_concat, kfuse_pad, kfuse_gather, kfuse_take_along_axis,
+// kfuse_index_add,
 // kfuse_rand, kfuse_dropout, kfuse_arg_reduce and kfuse_cumsum over
 // kfuse/Graph.h, with the conversions of CApiSupport.h.
 //
@@ -74,6 +75,16 @@ kfuse_tensor kfuse_take_along_axis(kfuse_graph graph, kfuse_tensor x,
                                    kfuse_tensor indices, int64_t axis) {
   return indexingOp(graph, x, indices, axis, "take_along_axis",
                     takeAlongAxis);
+}
+
+kfuse_tensor kfuse_index_add(kfuse_graph graph, kfuse_tensor updates,
+                             kfuse_tensor indices, int64_t axis,
+                             int64_t size) {
+  Tensor u = tensorOf(graph, updates, "index_add"),
+         i = tensorOf(graph, indices, "index_add");
+  if (!u.isValid() || !i.isValid())
+    return -1;
+  return idOf(graph, indexAdd(u, i, axis, size));
 }
 
 kfuse_tensor kfuse_rand(kfuse_graph graph, kfuse_tensor seed, int64_t rank,

@@ -132,6 +132,21 @@ LogicalResult GatherOp::verify() {
   return verifyResultShape(*this, *shape, tensorOf(getResult()));
 }
 
+std::array<int64_t, 3> IndexAddOp::getScatterSpace() {
+  ArrayRef<int64_t> updates = shapeOf(getUpdates());
+  int64_t axis = getAxis(), rank = shapeOf(getIndices()).size();
+  std::array<int64_t, 3> space{1, 1, 1};
+  for (auto [d, n] : llvm::enumerate(updates))
+    space[int64_t(d) < axis ? 0 : int64_t(d) < axis + rank ? 1 : 2] *= n;
+  return space;
+}
+
+int64_t IndexAddOp::getTileCount(int64_t rows, int64_t columns) {
+  auto [pre, count, post] = getScatterSpace();
+  return pre * llvm::divideCeil(int64_t(getSize()), rows) *
+         llvm::divideCeil(post, columns);
+}
+
 LogicalResult IndexAddOp::verify() {
   if (failed(verifyIndices(*this, getIndices())))
     return failure();

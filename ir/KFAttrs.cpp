@@ -159,6 +159,27 @@ LogicalResult ColumnScanTilingAttr::verify(EmitError emitError,
   return checkRange(emitError, "rowsPerThread", rowsPerThread, 1, 32);
 }
 
+LogicalResult IndexAddTilingAttr::verify(EmitError emitError, bool unordered,
+                                         int64_t rowsPerBlock,
+                                         int64_t columnsPerBlock) {
+  if (unordered) {
+    if (rowsPerBlock != 0 || columnsPerBlock != 0)
+      return emitError() << "adds unordered, a thread an update: it takes "
+                            "no rowsPerBlock or columnsPerBlock";
+    return success();
+  }
+  if (failed(checkRange(emitError, "rowsPerBlock", rowsPerBlock, 1, 1 << 20)) ||
+      failed(checkRange(emitError, "columnsPerBlock", columnsPerBlock, 1,
+                        kIndexAddColumnsPerBlock)))
+    return failure();
+  // The tile's f32 sums live in shared memory.
+  if (rowsPerBlock * columnsPerBlock > kIndexAddTileSums)
+    return emitError() << "sums a tile of " << rowsPerBlock << " x "
+                       << columnsPerBlock << " in shared memory: at most "
+                       << kIndexAddTileSums << " sums";
+  return success();
+}
+
 LogicalResult MmaTilingAttr::verify(EmitError emitError, int64_t tileM,
                                     int64_t tileN, int64_t tileK,
                                     int64_t warpsM, int64_t warpsN,

@@ -155,17 +155,20 @@ def KF_ColumnScanTilingAttr
 }
 
 def KF_IndexAddTilingAttr : KF_Attr<"IndexAddTiling", "index_add_tiling"> {
-  let summary = "kf.index_add: a thread an update, or a thread a sum";
+  let summary = "kf.index_add: a thread an update, or a block a tile of sums";
   let description = [{
     With `unordered` (a target that allows unordered adds), a thread takes
     an update and adds it into the result, zeroed before the launch, with
     an f32 atomic add: each update is read once, and the sums' last bits
-    vary from run to run. Without, a thread takes a result element and
-    walks the indices in order: deterministic, one index read per index
-    for every result element.
+    vary from run to run. Without, a block takes a tile of `rowsPerBlock`
+    result rows by `columnsPerBlock` of the dims after them and reads the
+    indices in order, 256 at a time: a warp ballot marks those naming a
+    row of the tile, and each thread adds their updates of its columns
+    into the tile's sums in shared memory, in index order (deterministic).
+    Every update is read once; each block reads every index once.
   }];
-  let parameters = (ins KF_Flag:$unordered);
-  let genVerifyDecl = 0;
+  let parameters = (ins KF_Flag:$unordered, KF_Int<"0">:$rowsPerBlock,
+                        KF_Int<"0">:$columnsPerBlock);
 }
 
 def KF_TransposeTilingAttr : KF_Attr<"TransposeTiling", "transpose_tiling"> {

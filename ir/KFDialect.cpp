@@ -588,6 +588,17 @@ static LogicalResult verifyIndexAddTiling(KernelOp kernel) {
     return kernel.emitOpError("adds in any order (index_add_tiling "
                               "unordered) but its target keeps sums "
                               "deterministic");
+  LaunchAttr launch = kernel.getLaunchAttr();
+  if (tiling.getUnordered() || !launch)
+    return success();
+  int64_t tiles = (*ops.begin())
+                      .getTileCount(tiling.getRowsPerBlock(),
+                                    tiling.getColumnsPerBlock());
+  if (launch.getBlock() != kIndexAddThreads || launch.getItems() != tiles)
+    return kernel.emitOpError()
+           << "sums " << tiles << " tiles of " << tiling.getRowsPerBlock()
+           << " x " << tiling.getColumnsPerBlock() << " in blocks of "
+           << kIndexAddThreads << " threads, but its launch is " << launch;
   return success();
 }
 

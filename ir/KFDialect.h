@@ -12,6 +12,8 @@
 
 #include "ir/KFTraits.h"
 
+#include <array>
+
 #include "ir/KFOpsDialect.h.inc"
 #include "ir/KFOpsEnums.h.inc"
 
@@ -24,6 +26,13 @@
 namespace kfuse::kf {
 /// Name of the function-argument attribute that names symbolic dims.
 inline constexpr llvm::StringLiteral kDimSymbolsAttr = "kf.dim_symbols";
+
+/// An ordered index_add's block: its threads, the most result columns it
+/// takes (each thread's a column of every `kIndexAddThreads`), and the most
+/// f32 sums of its tile (in shared memory).
+inline constexpr int64_t kIndexAddThreads = 256;
+inline constexpr int64_t kIndexAddColumnsPerBlock = 1024;
+inline constexpr int64_t kIndexAddTileSums = 8192;
 
 /// The shape of a value of ranked tensor type (every kf value).
 inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {

@@ -348,6 +348,15 @@ def KF_IndexAddOp : KF_Op<"index_add", [Pure]> {
       `->` type($result)
   }];
   let hasVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The updates as [pre, count, post]: the dims before the axis, the
+    /// indices' dims and the dims after them, each flattened (the result
+    /// is [pre, size, post]).
+    std::array<int64_t, 3> getScatterSpace();
+    /// The tiles of `rows` result rows by `columns` of the dims after the
+    /// axis that cover the result (an ordered index_add's blocks).
+    int64_t getTileCount(int64_t rows, int64_t columns);
+  }];
 }
 
 def KF_TakeAlongAxisOp : KF_Op<"take_along_axis", [Pure]> {

@@ -128,24 +128,42 @@ int64_t stridingBlocks(int64_t items, int64_t threads, int64_t sms) {
   return std::min((items + threads - 1) / threads, sms * 32);
 }
 
+/// An ordered index_add's tile: `columns` of the dims after the axis (all
+/// of them up to a block's most) by as many rows as the shared sums hold,
+/// fewer while the grid would not fill the GPU twice over (every block
+/// reads all the indices, so the tile is as large as the GPU allows).
+std::pair<int64_t, int64_t> indexAddTile(IndexAddOp op, int64_t sms) {
+  auto [pre, count, post] = op.getScatterSpace();
+  int64_t columns = std::min(post, kIndexAddColumnsPerBlock);
+  int64_t rows = std::min<int64_t>(op.getSize(), kIndexAddTileSums / columns);
+  while (rows > 1 && op.getTileCount(rows, columns) < 2 * sms)
+    rows = (rows + 1) / 2;
+  return {rows, columns};
+}
+
 /// kf.index_add: a thread an update, added into the zeroed result in any
-/// order, where the target allows unordered adds; else a thread a result
-/// element, summing in index order. 256 threads, a grid of at most 32
-/// blocks an SM striding over the items.
+/// order, where the target allows unordered adds (256 threads, a grid of at
+/// most 32 blocks an SM striding over the updates); else a block a tile of
+/// sums, added in index order.
 std::optional<Decision> decideIndexAdd(KernelOp kernel, TargetAttr target) {
   auto ops = kernel.getBody().getOps<IndexAddOp>();
   if (ops.empty())
     return std::nullopt;
   IndexAddOp op = *ops.begin();
-  bool unordered = target.getUnorderedAdds();
-  int64_t items = mlir::cast<RankedTensorType>(
-                      (unordered ? op.getUpdates() : op.getResult()).getType())
-                      .getNumElements();
-  constexpr int64_t threads = 256;
-  int64_t blocks =
-      stridingBlocks(items, threads, target.getMultiprocessors());
-  return Decision{std::max<int64_t>(blocks, 1), threads, items,
-                  IndexAddTilingAttr::get(kernel.getContext(), unordered)};
+  MLIRContext *ctx = kernel.getContext();
+  int64_t sms = target.getMultiprocessors();
+  if (target.getUnorderedAdds()) {
+    int64_t items = mlir::cast<RankedTensorType>(op.getUpdates().getType())
+                        .getNumElements();
+    constexpr int64_t threads = 256;
+    int64_t blocks = stridingBlocks(items, threads, sms);
+    return Decision{std::max<int64_t>(blocks, 1), threads, items,
+                    IndexAddTilingAttr::get(ctx, true, 0, 0)};
+  }
+  auto [rows, columns] = indexAddTile(op, sms);
+  int64_t tiles = op.getTileCount(rows, columns);
+  return Decision{std::min<int64_t>(tiles, sms * 8), kIndexAddThreads, tiles,
+                  IndexAddTilingAttr::get(ctx, false, rows, columns)};
 }
 
 /// 32x32 tiles through shared memory, 8 rows of threads.

@@ -6,10 +6,14 @@
 //              producer) and its index once and adds the update into the
 //              result, zeroed before the launch, with an f32 atomic add.
 //              The adds to one element come in any order.
-//   ordered    a thread a result element: it walks the indices in order
-//              and adds the updates whose index names its row, the same
-//              sum in every run, at one index read per index for every
-//              result element.
+//   ordered    a block a tile of result rows by columns (the dims after
+//              the axis), its sums in shared memory. The block reads the
+//              indices 256 at a time; a warp ballot marks those that name
+//              a row of the tile, and every thread walks the marks in order
+//              and adds those updates' elements of its columns. Each sum
+//              belongs to one thread and takes its updates in index order:
+//              the same sum in every run. Every update is read once, every
+//              index once a tile.
 // Indices in [-size, 0) count from the end; others outside [0, size) add
 // nothing, as in the evaluator.
 //
@@ -18,6 +22,9 @@
 #include "codegen/templates/KernelTemplates.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
@@ -40,13 +47,8 @@ struct ScatterSpace : IndexArithmetic {
   ScatterSpace(KernelEmitter &e, IndexAddOp op)
       : IndexArithmetic(e), op(op), updates(shapeOf(op.getUpdates())),
         indices(shapeOf(op.getIndices())), size(op.getSize()) {
-    int64_t axis = op.getAxis(), rank = indices.size();
-    for (int64_t d = 0; d < axis; ++d)
-      pre *= updates[d];
-    for (int64_t n : indices)
-      count *= n;
-    for (int64_t d = axis + rank; d < int64_t(updates.size()); ++d)
-      post *= updates[d];
+    std::array<int64_t, 3> space = op.getScatterSpace();
+    pre = space[0], count = space[1], post = space[2];
   }
 
   /// Index `i` (in [0, count)) as the row it names, an i64 in [0, size),
@@ -114,51 +116,187 @@ LogicalResult emitUnordered(KernelEmitter &e, IndexAddOp op, unsigned result,
   });
 }
 
-/// A thread a result element, its updates summed in index order.
-LogicalResult emitOrdered(KernelEmitter &e, IndexAddOp op, unsigned result,
-                          int64_t items) {
-  ScatterSpace s(e, op);
-  OpBuilder &b = e.builder();
-  Location l = e.loc();
-  return e.forEachItem(items, false, [&](Value o) -> LogicalResult {
-    auto [p, row, q] = s.split(o, s.size);
-    Value j = arith::IndexCastOp::create(b, l, b.getI64Type(), row);
-    LogicalResult status = success();
-    SmallVector<Value> sum = e.loop(
-        s.count, {e.f32(0)}, [&](Value i, ValueRange carried) {
-          FailureOr<std::pair<Value, Value>> row = s.rowOf(i);
-          if (failed(row)) {
-            status = failure();
-            return SmallVector<Value>(carried);
-          }
-          Value hit = arith::AndIOp::create(
-              b, l, row->second,
-              arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                    row->first, j));
-          // Only the updates of this row are read.
-          auto add = scf::IfOp::create(b, l, TypeRange{carried[0].getType()},
-                                       hit, true);
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(add.thenBlock());
-          FailureOr<Value> update = e.elementAt(
-              op.getUpdates(),
-              ElementIndex::linear(s.updates, s.join(p, i, s.count, q)));
-          if (failed(update))
-            status = failure();
-          Value next = succeeded(update)
-                           ? Value(arith::AddFOp::create(b, l, carried[0],
-                                                         *update))
-                           : carried[0];
-          scf::YieldOp::create(b, l, next);
-          b.setInsertionPointToStart(add.elseBlock());
-          scf::YieldOp::create(b, l, carried[0]);
-          return SmallVector<Value>{add.getResult(0)};
-        });
-    if (failed(status))
-      return failure();
-    e.storeResult(result, o, sum[0]);
-    return success();
+/// A block a tile of sums, each thread's added in index order (the
+/// file comment).
+class OrderedIndexAdd : IndexArithmetic {
+public:
+  OrderedIndexAdd(KernelEmitter &e, IndexAddOp op, unsigned result)
+      : IndexArithmetic(e), s(e, op), result(result),
+        tiling(e.kernel().getTilingAs<IndexAddTilingAttr>()),
+        rows(tiling.getRowsPerBlock()), columns(tiling.getColumnsPerBlock()),
+        width(std::min(columns, kIndexAddThreads)),
+        groups(kIndexAddThreads / width),
+        rowSteps(llvm::divideCeil(rows, groups)),
+        columnSteps(llvm::divideCeil(columns, width)) {}
+
+  LogicalResult emit();
+
+private:
+  static constexpr int64_t kWarps = kIndexAddThreads / 32;
+  LogicalResult emitTile(Value tile);
+  /// Marks the indices of chunk `k` that name a row of the tile (a mask a
+  /// warp, each thread's row of the tile beside it).
+  void markChunk(Value k);
+  /// Adds the marked updates of chunk `k`, warp by warp, in order.
+  void addMarked(Value k);
+  /// body(sum's slot in the tile, its result row, its column) for each of
+  /// this thread's sums inside the result.
+  void forEachSum(function_ref<void(Value, Value, Value)> body);
+  /// Whether `c` (this thread's column at step `step`) is one of the
+  /// tile's, inside the result.
+  Value columnInside(Value c);
+
+  ScatterSpace s;
+  unsigned result;
+  IndexAddTilingAttr tiling;
+  /// The tile, and how the block's threads share it: `width` threads a row
+  /// group, `groups` of them, group g taking the rows r with r % groups = g.
+  int64_t rows, columns, width, groups, rowSteps, columnSteps;
+  Value sums, masks, marked, tid, group, firstColumn, active;
+  // The tile being emitted: its outer index, first row and first column.
+  Value p, row0, column0;
+  LogicalResult status = success();
+};
+
+LogicalResult OrderedIndexAdd::emit() {
+  sums = workgroupBuffer(e, rows * columns);
+  masks = workgroupBuffer(e, kWarps, b.getI32Type());
+  marked = workgroupBuffer(e, kIndexAddThreads, b.getI32Type());
+  tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  group = div(tid, width);
+  firstColumn = rem(tid, width);
+  active = less(group, idx(groups));
+  int64_t rowTiles = llvm::divideCeil(s.size, rows);
+  int64_t columnTiles = llvm::divideCeil(s.post, columns);
+  return e.forEachItem(s.pre * rowTiles * columnTiles, true, [&](Value tile) {
+    p = div(tile, rowTiles * columnTiles);
+    row0 = mul(rem(div(tile, columnTiles), rowTiles), rows);
+    column0 = mul(rem(tile, columnTiles), columns);
+    return emitTile(tile);
   });
+}
+
+Value OrderedIndexAdd::columnInside(Value c) {
+  Value inTile = less(c, idx(columns));
+  Value inResult = less(add(column0, c), idx(s.post));
+  return arith::AndIOp::create(b, l, arith::AndIOp::create(b, l, inTile,
+                                                           inResult),
+                               active);
+}
+
+void OrderedIndexAdd::forEachSum(function_ref<void(Value, Value, Value)> body) {
+  e.loop(rowSteps, {}, [&](Value step, ValueRange) {
+    Value r = add(group, mul(step, groups));
+    Value inside = arith::AndIOp::create(
+        b, l, less(r, idx(rows)), less(add(row0, r), idx(s.size)));
+    for (int64_t k = 0; k < columnSteps; ++k) {
+      Value c = add(firstColumn, idx(k * width));
+      auto guard = scf::IfOp::create(
+          b, l, arith::AndIOp::create(b, l, inside, columnInside(c)));
+      OpBuilder::InsertionGuard insertion(b);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+      body(add(mul(r, columns), c), add(row0, r), add(column0, c));
+    }
+    return SmallVector<Value>{};
+  });
+}
+
+LogicalResult OrderedIndexAdd::emitTile(Value) {
+  status = success();
+  forEachSum([&](Value slot, Value, Value) {
+    memref::StoreOp::create(b, l, e.f32(0), sums, ValueRange{slot});
+  });
+  e.loop(llvm::divideCeil(s.count, kIndexAddThreads), {},
+         [&](Value k, ValueRange) {
+           markChunk(k);
+           gpu::BarrierOp::create(b, l);
+           addMarked(k);
+           gpu::BarrierOp::create(b, l);
+           return SmallVector<Value>{};
+         });
+  // Each sum is this thread's own: no barrier before it is stored.
+  forEachSum([&](Value slot, Value row, Value column) {
+    Value sum = memref::LoadOp::create(b, l, sums, ValueRange{slot});
+    e.storeResult(result, s.join(p, row, s.size, column), sum);
+  });
+  return status;
+}
+
+void OrderedIndexAdd::markChunk(Value k) {
+  Value i = add(mul(k, kIndexAddThreads), tid);
+  Value valid = less(i, idx(s.count));
+  FailureOr<std::pair<Value, Value>> named =
+      s.rowOf(arith::SelectOp::create(b, l, valid, i, idx(0)));
+  if (failed(named)) {
+    status = failure();
+    return;
+  }
+  Type i64 = b.getI64Type(), i32 = b.getI32Type();
+  Value first = arith::IndexCastOp::create(b, l, i64, row0);
+  Value offset = arith::SubIOp::create(b, l, named->first, first);
+  // Unsigned: a row before the tile wraps past its end.
+  Value inTile = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
+                                       offset, e.constant(i64, double(rows)));
+  Value hit = arith::AndIOp::create(
+      b, l, arith::AndIOp::create(b, l, valid, named->second), inTile);
+  Value mask = NVVM::VoteSyncOp::create(b, l, i32, e.constant(i32, -1), hit,
+                                        NVVM::VoteSyncKind::ballot);
+  memref::StoreOp::create(b, l, arith::TruncIOp::create(b, l, i32, offset),
+                          marked, ValueRange{tid});
+  auto leader = scf::IfOp::create(
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                  rem(tid, 32), idx(0)));
+  OpBuilder::InsertionGuard insertion(b);
+  b.setInsertionPoint(leader.thenBlock()->getTerminator());
+  memref::StoreOp::create(b, l, mask, masks, ValueRange{div(tid, 32)});
+}
+
+void OrderedIndexAdd::addMarked(Value k) {
+  Type i32 = b.getI32Type();
+  for (int64_t w = 0; w < kWarps; ++w) {
+    Value mask = memref::LoadOp::create(b, l, masks, ValueRange{idx(w)});
+    Value count = arith::IndexCastOp::create(
+        b, l, b.getIndexType(), LLVM::CtPopOp::create(b, l, i32, mask));
+    auto walk = scf::ForOp::create(b, l, idx(0), count, idx(1),
+                                   ValueRange{mask});
+    OpBuilder::InsertionGuard insertion(b);
+    b.setInsertionPointToEnd(walk.getBody());
+    Value left = walk.getRegionIterArgs()[0];
+    Value bit = arith::IndexCastOp::create(
+        b, l, b.getIndexType(),
+        LLVM::CountTrailingZerosOp::create(b, l, i32, left, false));
+    Value entry = add(idx(w * 32), bit);
+    Value r = arith::IndexCastOp::create(
+        b, l, b.getIndexType(),
+        memref::LoadOp::create(b, l, marked, ValueRange{entry}));
+    Value position = add(mul(k, kIndexAddThreads), entry);
+    Value mine = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                       rem(r, groups), group);
+    for (int64_t step = 0; step < columnSteps; ++step) {
+      Value c = add(firstColumn, idx(step * width));
+      auto guard = scf::IfOp::create(
+          b, l, arith::AndIOp::create(b, l, mine, columnInside(c)));
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPoint(guard.thenBlock()->getTerminator());
+      FailureOr<Value> update = e.elementAt(
+          s.op.getUpdates(),
+          ElementIndex::linear(s.updates,
+                               s.join(p, position, s.count, add(column0, c))));
+      if (failed(update)) {
+        status = failure();
+        continue;
+      }
+      Value slot = add(mul(r, columns), c);
+      Value sum = memref::LoadOp::create(b, l, sums, ValueRange{slot});
+      memref::StoreOp::create(b, l, arith::AddFOp::create(b, l, sum, *update),
+                              sums, ValueRange{slot});
+    }
+    // Clear the lowest mark: the next is the following index.
+    Value next = arith::AndIOp::create(
+        b, l, left,
+        arith::SubIOp::create(b, l, left, e.constant(i32, 1)));
+    scf::YieldOp::create(b, l, next);
+  }
 }
 
 } // namespace
@@ -169,7 +307,7 @@ LogicalResult kfuse::kf::emitIndexAdd(KernelEmitter &e, IndexAddOp op,
   std::optional<unsigned> result = resultIndexOf(kernel, op.getResult());
   if (!result)
     return kernel.emitOpError("does not write its index_add's result");
-  return kernel.getTilingAs<IndexAddTilingAttr>().getUnordered()
-             ? emitUnordered(e, op, *result, items)
-             : emitOrdered(e, op, *result, items);
+  if (kernel.getTilingAs<IndexAddTilingAttr>().getUnordered())
+    return emitUnordered(e, op, *result, items);
+  return OrderedIndexAdd(e, op, *result).emit();
 }

@@ -156,6 +156,12 @@ kfuse_tensor kfuse_gather(kfuse_graph graph, kfuse_tensor x,
                           kfuse_tensor indices, int64_t axis);
 kfuse_tensor kfuse_take_along_axis(kfuse_graph graph, kfuse_tensor x,
                                    kfuse_tensor indices, int64_t axis);
+/* gather's transpose (torch.index_add into zeros, an embedding's
+ * gradient): `updates` (pre + indices.shape + post) added into `size` rows
+ * along `axis` (pre + [size] + post); indices in [-size, 0) count from the
+ * end, others out of range add nothing. 16-bit updates are summed in f32. */
+kfuse_tensor kfuse_index_add(kfuse_graph graph, kfuse_tensor updates,
+                             kfuse_tensor indices, int64_t axis, int64_t size);
 /* Uniform [0, 1) from Philox seeded by `seed` (a rank-0 i32 tensor). */
 kfuse_tensor kfuse_rand(kfuse_graph graph, kfuse_tensor seed, int64_t rank,
                         const int64_t *sizes, kfuse_dtype dtype);

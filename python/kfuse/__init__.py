@@ -24,7 +24,8 @@ from .graph import (Graph, Tensor, abs, attention, cos, erf, exp, gelu, log,
                     rsqrt, scaled_dot_product_attention, sigmoid, silu, sin,
                     softmax, sqrt, tanh, where)
 from .indexing import (argmax, argmin, cat, cumsum, dropout, embedding, floor,
-                       gather, index_select, logical_and, logical_not,
+                       gather, index_add, index_select, logical_and,
+                       logical_not,
                        logical_or, logical_xor, logsumexp, pad, rand,
                        remainder, round, slice_, stop_gradient,
                        take_along_dim)
@@ -42,8 +43,8 @@ __all__ = [
     "neg", "pow", "reciprocal", "relu", "rsqrt",
     "scaled_dot_product_attention", "sigmoid", "silu", "sin", "softmax",
     "sqrt", "tanh", "where", "cat", "dropout", "embedding", "floor",
-    "gather", "index_select", "logical_and", "logical_not", "logical_or",
-    "logical_xor", "pad", "rand", "remainder", "round", "slice_",
+    "gather", "index_add", "index_select", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "pad", "rand", "remainder", "round", "slice_",
     "take_along_dim", "argmax", "argmin", "cumsum", "logsumexp",
     "stop_gradient",
 ]

@@ -151,6 +151,8 @@ _PROTOTYPES = {
     "kfuse_pad": (c_tensor, c_graph, c_tensor, ctypes.c_int64, c_i64p,
                   ctypes.c_double),
     "kfuse_gather": (c_tensor, c_graph, c_tensor, c_tensor, ctypes.c_int64),
+    "kfuse_index_add": (c_tensor, c_graph, c_tensor, c_tensor,
+                        ctypes.c_int64, ctypes.c_int64),
     "kfuse_take_along_axis": (c_tensor, c_graph, c_tensor, c_tensor,
                               ctypes.c_int64),
     "kfuse_rand": (c_tensor, c_graph, c_tensor, ctypes.c_int64, c_i64p,

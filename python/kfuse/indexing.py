@@ -1,6 +1,7 @@
 """Indexing ops and the newer elementwise ones, with PyTorch's names:
 x[1:5, ::2], kfuse.cat, kfuse.pad (torch's order of widths),
 kfuse.index_select / embedding, kfuse.gather (torch.gather),
+kfuse.index_add (their transpose),
 kfuse.rand, kfuse.dropout, floor / round / remainder and logic;
 kfuse.argmax / argmin and kfuse.cumsum along one dim.
 
@@ -156,6 +157,31 @@ def gather(x, dim, index):
 
 def take_along_dim(x, indices, dim):
     return gather(x, dim, indices)
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """torch.index_add: `input` plus the slices of `source` added along
+    `dim` at the positions `index` names (gather's transpose: an
+    embedding's gradient). `index` may have any shape (its dims take the
+    place of `dim` in `source`, as index_select's result has them);
+    negative indices count from the end, and an index out of range adds
+    nothing (torch raises). 16-bit sources are summed in float32; the sums
+    are added in index order unless the compile is not deterministic."""
+    dim = dim % input.ndim
+    want = (*input.shape[:dim], *index.shape, *input.shape[dim + 1:])
+    if tuple(source.shape) != want:
+        raise ValueError(f"kfuse.index_add: source is {tuple(source.shape)} "
+                         f"but must be {want} (input {tuple(input.shape)} "
+                         f"with index {tuple(index.shape)} at dim {dim})")
+    if input.shape[dim] is None:
+        raise ValueError(f"kfuse.index_add: dim {dim} of the input is "
+                         "symbolic: the sums need a static size")
+    if alpha != 1:
+        source = source * alpha
+    g = input.graph
+    tid = fn["kfuse_index_add"](g._handle, g._id(source), g._id(index), dim,
+                                input.shape[dim])
+    return input + _made(g, tid)
 
 
 def rand(seed, *shape, dtype=dtypes.float32):

@@ -102,6 +102,47 @@ def test_cat_pad_and_gathers_match_numpy():
     np.testing.assert_array_equal(take, np.take_along_axis(xv, lv, 1))
 
 
+def test_index_add_matches_torch_index_add():
+    torch = pytest.importorskip("torch")
+    g = kfuse.Graph()
+    base = g.input("base", kfuse.float32, (6, 5))
+    src = g.input("src", kfuse.float32, (6, 4))
+    rows = g.input("rows", kfuse.float32, (4, 5))
+    ids = g.input("ids", kfuse.int64, (4,))
+    g.output("cols", kfuse.index_add(base, 1, ids, src, alpha=0.5))
+    g.output("rows", kfuse.index_add(base, 0, ids, rows))
+    bv, sv, rv = randn(6, 5), randn(6, 4), randn(4, 5)
+    # Repeated and negative indices; -2 counts from the end.
+    iv = np.array([4, 0, 4, -2])
+    cols, summed = kfuse.evaluate(g, bv, sv, rv, iv)
+    wrapped = torch.from_numpy(np.where(iv < 0, iv + 5, iv))
+    expect = torch.from_numpy(bv).index_add(1, wrapped, torch.from_numpy(sv),
+                                            alpha=0.5)
+    np.testing.assert_allclose(cols, expect.numpy(), rtol=1e-6, atol=1e-6)
+    wrapped = torch.from_numpy(np.where(iv < 0, iv + 6, iv))
+    expect = torch.from_numpy(bv).index_add(0, wrapped, torch.from_numpy(rv))
+    np.testing.assert_allclose(summed, expect.numpy(), rtol=1e-6, atol=1e-6)
+
+
+def test_index_add_out_of_range_adds_nothing_and_bad_dims_raise():
+    g = kfuse.Graph()
+    base = g.input("base", kfuse.float32, (3,))
+    src = g.input("src", kfuse.float32, (4,))
+    ids = g.input("ids", kfuse.int32, (4,))
+    g.output("y", kfuse.index_add(base, 0, ids, src))
+    (y,) = kfuse.evaluate(g, np.zeros(3, np.float32),
+                          np.array([1, 2, 4, 8], np.float32),
+                          np.array([0, 3, -3, -4], np.int32))
+    np.testing.assert_array_equal(y, [5, 0, 0])
+    g = kfuse.Graph()
+    base = g.input("base", kfuse.float32, (3, 2))
+    src = g.input("src", kfuse.float32, (4, 3))
+    ids = g.input("ids", kfuse.int32, (4,))
+    with pytest.raises(ValueError, match=r"index_add: source is \(4, 3\) "
+                       r"but must be \(4, 2\)"):
+        kfuse.index_add(base, 0, ids, src)
+
+
 def test_out_of_range_indices_give_nan_and_zero():
     g = kfuse.Graph()
     x = g.input("x", kfuse.float32, (3,))

@@ -130,6 +130,23 @@ void addGathers(std::vector<OpCase> &cases) {
            },
            {{3, 5, 6}, {3, 5}, {4, 9}, {9}}});
   for (DType d : {DType::f32, DType::bf16})
+    cases.push_back(
+        {std::string("index_add_tiles_") + dtypeName(d),
+         [d](Graph &g) {
+           // Ordered index_add's tiles (indices are drawn in [-8, 8]): 2 x 9
+           // rows of 1,100 columns (two column tiles, the second partial,
+           // four columns a thread) from 300 indices (two chunks); and 300
+           // x 16 rows of 64 columns (tiles of 16 rows, 4 row groups) from
+           // 40 indices.
+           Tensor wide = g.input("wide", d, {2, 300, 1100});
+           Tensor ids = g.input("ids", DType::i64, {300});
+           Tensor narrow = g.input("narrow", d, {300, 40, 64});
+           Tensor few = g.input("few", DType::i32, {40});
+           g.output("wide", indexAdd(wide, ids, 1, 9));
+           g.output("narrow", indexAdd(narrow, few, 1, 16));
+         },
+         {{2, 300, 1100}, {300}, {300, 40, 64}, {40}}});
+  for (DType d : {DType::f32, DType::bf16})
     cases.push_back({std::string("take_along_axis_") + dtypeName(d),
                      [d](Graph &g) {
                        Tensor logits = g.input("logits", d, {8, 50});

@@ -252,7 +252,7 @@ func.func @index_add_unordered(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
 // read them.
 func.func @index_add_read_inside(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
   // expected-error @+1 {{'kf.kernel' op adds into its index_add's result: it must be a result of the kernel, read by nothing else in it}}
-  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 1, block = 256, items = 80>, tiling = #kf.index_add_tiling<>} {
+  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 5, block = 256, items = 5>, tiling = #kf.index_add_tiling<rowsPerBlock = 1, columnsPerBlock = 16>} {
   ^bb0(%a: tensor<8x16xf32>, %b: tensor<8xi32>):
     %r = kf.index_add %a[%b] {axis = 0 : i64, size = 5 : i64} : tensor<8x16xf32>, tensor<8xi32> -> tensor<5x16xf32>
     %n = kf.neg %r : tensor<5x16xf32>
@@ -260,3 +260,35 @@ func.func @index_add_read_inside(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
   } -> (tensor<5x16xf32>)
   return
 }
+
+// -----
+
+// An ordered index_add's launch takes a block a tile: 5 rows of 16 in
+// tiles of 2 rows are 3 tiles.
+func.func @index_add_tiles(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
+  // expected-error @+1 {{'kf.kernel' op sums 3 tiles of 2 x 16 in blocks of 256 threads, but its launch is #kf.launch<grid = 5, block = 256, items = 5>}}
+  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 5, block = 256, items = 5>, tiling = #kf.index_add_tiling<rowsPerBlock = 2, columnsPerBlock = 16>} {
+  ^bb0(%a: tensor<8x16xf32>, %b: tensor<8xi32>):
+    %r = kf.index_add %a[%b] {axis = 0 : i64, size = 5 : i64} : tensor<8x16xf32>, tensor<8xi32> -> tensor<5x16xf32>
+    kf.yield %r : tensor<5x16xf32>
+  } -> (tensor<5x16xf32>)
+  return
+}
+
+// -----
+
+// The tile's sums live in shared memory: at most 8192 of them.
+// expected-error @+1 {{sums a tile of 16 x 1024 in shared memory: at most 8192 sums}}
+func.func private @f() attributes {t = #kf.index_add_tiling<rowsPerBlock = 16, columnsPerBlock = 1024>}
+
+// -----
+
+// A thread an update has no tile.
+// expected-error @+1 {{adds unordered, a thread an update: it takes no rowsPerBlock or columnsPerBlock}}
+func.func private @f() attributes {t = #kf.index_add_tiling<unordered = true, rowsPerBlock = 4>}
+
+// -----
+
+// An ordered index_add needs its tile.
+// expected-error @+1 {{rowsPerBlock = 0: needs 1 to 1048576}}
+func.func private @f() attributes {t = #kf.index_add_tiling<>}

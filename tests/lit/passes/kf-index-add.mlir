@@ -7,10 +7,13 @@
 // and the widening cast) are computed where the template reads an update,
 // and the narrowing cast of the sums is a kernel after it. Where adds may
 // be unordered, a thread takes each of the 8 x 16 updates and adds it with
-// an atomic; else a thread takes each of the 5 x 16 sums and walks the 8
-// indices, reading the updates of its row only.
+// an atomic; else a block takes a tile of rows by the 16 columns: one row
+// a tile here, so that the 5 tiles spread over the GPU. Its threads mark
+// the indices naming the tile's row by a warp ballot and walk the marks
+// (population count, trailing zeros), adding the updates into the tile's
+// sums in shared memory, which they store once.
 // ORDERED: kf.kernel reduction
-// ORDERED-SAME: launch = #kf.launch<grid = 1, block = 256, items = 80>, tiling = #kf.index_add_tiling<>
+// ORDERED-SAME: launch = #kf.launch<grid = 5, block = 256, items = 5>, tiling = #kf.index_add_tiling<rowsPerBlock = 1, columnsPerBlock = 16>
 // ORDERED: kf.mul
 // ORDERED: kf.cast
 // ORDERED: kf.index_add
@@ -18,14 +21,18 @@
 // UNORDERED: kf.kernel reduction
 // UNORDERED-SAME: launch = #kf.launch<grid = 1, block = 256, items = 128>, tiling = #kf.index_add_tiling<unordered = true>
 // ORDERED-GPU: gpu.func @k0_reduction
+// ORDERED-GPU-SAME: workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<256xi32, #gpu.address_space<workgroup>>)
+// ORDERED-GPU: nvvm.vote.sync ballot
+// ORDERED-GPU: gpu.barrier
+// ORDERED-GPU: llvm.intr.ctpop
 // ORDERED-GPU: scf.for
-// ORDERED-GPU: arith.cmpi eq
-// ORDERED-GPU: scf.if
+// ORDERED-GPU: llvm.intr.cttz
 // ORDERED-GPU: arith.mulf
 // ORDERED-GPU: arith.addf
-// ORDERED-GPU: scf.yield
+// ORDERED-GPU: gpu.barrier
 // ORDERED-GPU-NOT: memref.atomic_rmw
 // ORDERED-GPU: memref.store
+// ORDERED-GPU: gpu.return
 // UNORDERED-GPU: gpu.func @k0_reduction
 // UNORDERED-GPU: arith.mulf
 // UNORDERED-GPU: scf.if
