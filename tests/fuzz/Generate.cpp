@@ -99,6 +99,7 @@ private:
   void addPad();
   void addConcat();
   void addGather();
+  void addIndexAdd();
   void addLine();
   void addRandom();
   void addLoss();
@@ -515,6 +516,27 @@ void Generator::addGather() {
   add(n, result);
 }
 
+/// index_add of a float value's slices along an axis into 1 to 9 rows, by
+/// indices drawn in [-8, 8]: repeated, counted from the end, out of range.
+void Generator::addIndexAdd() {
+  int a = pickValue();
+  PoolShape shape = shapes[a];
+  if (shape.empty() || !isFloatNode(a))
+    return;
+  int64_t axis = int64_t(pick(shape.size())), size = 1 + int64_t(pick(9));
+  PoolShape result = shape;
+  result[axis] = addDim(size);
+  if (!fits(result))
+    return;
+  int indices = newInput({shape[axis]}, chance(0.5) ? DType::i32 : DType::i64);
+  Node n;
+  n.kind = NodeKind::Gather;
+  n.op = 2;
+  n.axes = {axis, size};
+  n.operands = {a, indices};
+  add(n, result);
+}
+
 void Generator::addLine() {
   int a = pickValue();
   PoolShape shape = shapes[a];
@@ -632,7 +654,7 @@ Recipe Generator::run() {
       {2, &Generator::addPad},        {2, &Generator::addConcat},
       {3, &Generator::addGather},     {2, &Generator::addLine},
       {2, &Generator::addRandom},     {2, &Generator::addLoss},
-      {2, &Generator::addHeads}};
+      {2, &Generator::addHeads},      {2, &Generator::addIndexAdd}};
   int total = 0;
   for (auto &[weight, adder] : kAdders)
     total += weight;

@@ -223,6 +223,8 @@ Tensor applyIndexing(const Recipe &r, const Node &n, Tensor x, Tensor y) {
   case NodeKind::Concat:
     return concat({x, y}, axis);
   case NodeKind::Gather: {
+    if (n.op == 2)
+      return indexAdd(x, y, axis, n.axes[1]);
     Tensor index = mod(y, scalarLike(y, double(x.shape()[axis].size())));
     return n.op == 1 ? takeAlongAxis(x, index, axis) : gather(x, index, axis);
   }

@@ -48,8 +48,9 @@ enum class NodeKind {
           ///< gives the stop)
   Pad,    ///< axes = {axis, low, high}; value
   Concat, ///< the operands along axes[0]
-  /// input, indices; axes[0]; the indices are taken mod the dim, so every
-  /// one is in range. op 1: take_along_axis, else gather.
+  /// input, indices; axes[0]; op 0 gather, 1 take_along_axis, their
+  /// indices taken mod the dim, so every one is in range; op 2 index_add
+  /// into axes[1] rows, by the indices as drawn.
   Gather,
   /// Along axes[0]: op 0 cumsum, 1 argmax, 2 argmin (keepDims = flag; the
   /// position cast to i32, a dtype every node takes).
