@@ -139,6 +139,9 @@ private:
   void markChunk(Value k);
   /// Adds the marked updates of chunk `k`, warp by warp, in order.
   void addMarked(Value k);
+  /// Adds the update at index `position` into row `r` of the tile, where r
+  /// is one of this thread's rows.
+  void addUpdate(Value position, Value r);
   /// body(sum's slot in the tile, its result row, its column) for each of
   /// this thread's sums inside the result.
   void forEachSum(function_ref<void(Value, Value, Value)> body);
@@ -251,6 +254,42 @@ void OrderedIndexAdd::markChunk(Value k) {
   memref::StoreOp::create(b, l, mask, masks, ValueRange{div(tid, 32)});
 }
 
+void OrderedIndexAdd::addUpdate(Value position, Value r) {
+  auto mine = scf::IfOp::create(
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                  rem(r, groups), group));
+  OpBuilder::InsertionGuard insertion(b);
+  b.setInsertionPoint(mine.thenBlock()->getTerminator());
+  // Every step's update is read before the first is added, so that the
+  // reads are in flight together (a column outside reads column 0).
+  SmallVector<std::pair<Value, Value>> reads;
+  for (int64_t step = 0; step < columnSteps; ++step) {
+    Value c = add(firstColumn, idx(step * width));
+    Value inside = columnInside(c);
+    Value column = arith::SelectOp::create(b, l, inside, add(column0, c),
+                                           idx(0));
+    FailureOr<Value> update = e.elementAt(
+        s.op.getUpdates(),
+        ElementIndex::linear(s.updates,
+                             s.join(p, position, s.count, column)));
+    if (failed(update)) {
+      status = failure();
+      return;
+    }
+    reads.push_back({inside, *update});
+  }
+  for (auto [step, read] : llvm::enumerate(reads)) {
+    auto guard = scf::IfOp::create(b, l, read.first);
+    OpBuilder::InsertionGuard inner(b);
+    b.setInsertionPoint(guard.thenBlock()->getTerminator());
+    Value slot = add(mul(r, columns),
+                     add(firstColumn, idx(int64_t(step) * width)));
+    Value sum = memref::LoadOp::create(b, l, sums, ValueRange{slot});
+    memref::StoreOp::create(b, l, arith::AddFOp::create(b, l, sum, read.second),
+                            sums, ValueRange{slot});
+  }
+}
+
 void OrderedIndexAdd::addMarked(Value k) {
   Type i32 = b.getI32Type();
   for (int64_t w = 0; w < kWarps; ++w) {
@@ -270,27 +309,7 @@ void OrderedIndexAdd::addMarked(Value k) {
         b, l, b.getIndexType(),
         memref::LoadOp::create(b, l, marked, ValueRange{entry}));
     Value position = add(mul(k, kIndexAddThreads), entry);
-    Value mine = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                       rem(r, groups), group);
-    for (int64_t step = 0; step < columnSteps; ++step) {
-      Value c = add(firstColumn, idx(step * width));
-      auto guard = scf::IfOp::create(
-          b, l, arith::AndIOp::create(b, l, mine, columnInside(c)));
-      OpBuilder::InsertionGuard inner(b);
-      b.setInsertionPoint(guard.thenBlock()->getTerminator());
-      FailureOr<Value> update = e.elementAt(
-          s.op.getUpdates(),
-          ElementIndex::linear(s.updates,
-                               s.join(p, position, s.count, add(column0, c))));
-      if (failed(update)) {
-        status = failure();
-        continue;
-      }
-      Value slot = add(mul(r, columns), c);
-      Value sum = memref::LoadOp::create(b, l, sums, ValueRange{slot});
-      memref::StoreOp::create(b, l, arith::AddFOp::create(b, l, sum, *update),
-                              sums, ValueRange{slot});
-    }
+    addUpdate(position, r);
     // Clear the lowest mark: the next is the following index.
     Value next = arith::AndIOp::create(
         b, l, left,
