@@ -567,10 +567,11 @@ static LogicalResult verifyPointwiseGroups(KernelOp kernel) {
          << " (vector x unroll x block): they do not divide";
 }
 
-/// An index_add tiling's kernel computes one kf.index_add, whose result it
-/// writes and nothing in it reads (unordered, the launch zeroes that buffer
-/// and the threads add into it); unordered adds only where the target
-/// allows them.
+/// An index_add tiling's kernel computes one kf.index_add. Unordered (only
+/// where the target allows it), it writes the sums and nothing in it reads
+/// them: the launch zeroes that buffer and the threads add into it.
+/// Ordered, each result is stored at each sum (an elementwise epilogue),
+/// and the launch takes a block a tile.
 static LogicalResult verifyIndexAddTiling(KernelOp kernel) {
   auto tiling = kernel.getTilingAs<IndexAddTilingAttr>();
   if (!tiling)
@@ -580,10 +581,26 @@ static LogicalResult verifyIndexAddTiling(KernelOp kernel) {
     return kernel.emitOpError("has an index_add_tiling but not one "
                               "kf.index_add");
   Value sum = (*ops.begin()).getResult();
-  if (!sum.hasOneUse() || !isa<YieldOp>(*sum.getUsers().begin()))
+  if (tiling.getUnordered() &&
+      (!sum.hasOneUse() || !isa<YieldOp>(*sum.getUsers().begin())))
     return kernel.emitOpError("adds into its index_add's result: it must "
                               "be a result of the kernel, read by nothing "
                               "else in it");
+  // Ordered, the template stores each result where it has each sum: what
+  // reads the sums is an elementwise epilogue.
+  SmallVector<Operation *> readers(sum.getUsers());
+  while (!tiling.getUnordered() && !readers.empty()) {
+    Operation *reader = readers.pop_back_val();
+    if (isa<YieldOp>(reader))
+      continue;
+    if (!reader->hasTrait<OpTrait::kf::Elementwise>() && !isa<SelectOp>(reader))
+      return kernel.emitOpError()
+             << "sums an index_add in tiles and stores its results at each "
+                "sum, but '"
+             << reader->getName() << "' reads the sums: only elementwise "
+                                     "ops may";
+    llvm::append_range(readers, reader->getUsers());
+  }
   if (tiling.getUnordered() && !TargetAttr::of(kernel).getUnorderedAdds())
     return kernel.emitOpError("adds in any order (index_add_tiling "
                               "unordered) but its target keeps sums "

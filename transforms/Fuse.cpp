@@ -336,9 +336,9 @@ KernelKind kernelKindFor(ArrayRef<Operation *> ops) {
   }
   if (pointwise)
     return KernelKind::pointwise;
-  // A column reduction with its elementwise epilogue.
+  // A column reduction or an index_add with its elementwise epilogue.
   if (!rowOps && llvm::any_of(ops, [](Operation *op) {
-        return isa<ReduceOp>(op);
+        return isa<ReduceOp, IndexAddOp>(op);
       }))
     return KernelKind::reduction;
   if (ops.size() == 1 || !rowOps)

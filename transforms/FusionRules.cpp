@@ -288,7 +288,7 @@ std::pair<bool, std::string> canJoinAsPointwise(Operation *op, Cluster &c) {
   int64_t elements = numElements(op->getResult(0));
   int64_t space = c.rows                ? c.rows->rows * c.rows->length
                   : prologueOfReduction
-                      ? numElements((c.columnReduction ? c.columnReduction
+                      ? numElements((c.epilogueOf ? c.epilogueOf
                                                        : c.root)
                                         ->getOperand(0))
                                         : c.elements;
@@ -322,14 +322,35 @@ std::pair<bool, std::string> canJoinAsColumnReduction(ReduceOp reduce,
   if (!readInPlaceUpTo(reduce, c.root))
     return {false, "its consumers read the reduced columns out of place"};
   c.kind = KernelKind::reduction;
-  c.columnReduction = reduce;
+  c.epilogueOf = reduce;
   return {true, "epilogue of a column reduction, computed at each column"};
+}
+
+/// An index_add into pointwise cluster `c` over its sums: the epilogue (the
+/// cast of an embedding gradient to the table's dtype, which would read an
+/// f32 copy) is computed where the ordered template stores each sum, so it
+/// may read the sums only in place. Unordered adds go straight into the
+/// result's memory, from which nothing in the kernel reads.
+std::pair<bool, std::string> canJoinAsIndexAdd(IndexAddOp op, Cluster &c) {
+  if (TargetAttr::of(op).getUnorderedAdds())
+    return {false, "its adds are unordered, atomics into its result"};
+  if (c.kind != KernelKind::pointwise || c.rows ||
+      c.elements != numElements(op.getResult()))
+    return {false, "an index_add joins only an elementwise epilogue over "
+                   "its sums"};
+  if (!readInPlaceUpTo(op, c.root))
+    return {false, "its consumers read the sums out of place"};
+  c.kind = KernelKind::reduction;
+  c.epilogueOf = op;
+  return {true, "epilogue of an index_add, computed at each sum"};
 }
 
 /// A reduction or normalization into cluster `c`: more of a row kernel
 /// over the same rows, or the row kept on chip for a pointwise consumer.
 std::pair<bool, std::string> canJoinAsRowOp(Operation *op, KernelKind kind,
                                             Cluster &c) {
+  if (auto scatter = dyn_cast<IndexAddOp>(op))
+    return canJoinAsIndexAdd(scatter, c);
   std::optional<RowSpace> rows = rowOpSpace(op);
   auto reduce = dyn_cast<ReduceOp>(op);
   if (!rows && reduce && isColumnReduction(reduce))

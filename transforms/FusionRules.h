@@ -25,9 +25,9 @@ struct Cluster {
   mlir::Operation *root = nullptr; ///< the op whose result the kernel yields
   bool onlyViews = false;          ///< every op is a reshape, transpose, slice
   bool writesOutputs = false;      ///< also writes graph outputs its ops read
-  /// A column reduction (over the leading dims) that the ops from it to
-  /// the root are the elementwise epilogue of.
-  mlir::Operation *columnReduction = nullptr;
+  /// A column reduction (over the leading dims) or an index_add that the
+  /// ops from it to the root are the elementwise epilogue of.
+  mlir::Operation *epilogueOf = nullptr;
 };
 
 /// A splat constant costs nothing to recompute: every kernel gets its own.

@@ -128,16 +128,24 @@ int64_t stridingBlocks(int64_t items, int64_t threads, int64_t sms) {
   return std::min((items + threads - 1) / threads, sms * 32);
 }
 
-/// An ordered index_add's tile: `columns` of the dims after the axis (all
-/// of them up to a block's most) by as many rows as the shared sums hold,
-/// fewer while the grid would not fill the GPU twice over (every block
-/// reads all the indices, so the tile is as large as the GPU allows).
+/// An ordered index_add's tile: the columns (the dims after the axis) in
+/// even tiles of at most a block's most, by as many rows as the shared sums
+/// hold, fewer while the grid would not fill the GPU twice over (every
+/// block reads all the indices, so the tile is as large as the GPU allows)
+/// but not fewer than the block's row groups.
 std::pair<int64_t, int64_t> indexAddTile(IndexAddOp op, int64_t sms) {
   auto [pre, count, post] = op.getScatterSpace();
-  int64_t columns = std::min(post, kIndexAddColumnsPerBlock);
-  int64_t rows = std::min<int64_t>(op.getSize(), kIndexAddTileSums / columns);
-  while (rows > 1 && op.getTileCount(rows, columns) < 2 * sms)
-    rows = (rows + 1) / 2;
+  int64_t columnTiles = llvm::divideCeil(post, kIndexAddColumnsPerBlock);
+  int64_t columns =
+      columnTiles <= 1
+          ? std::max<int64_t>(post, 1)
+          : llvm::alignTo(llvm::divideCeil(post, columnTiles), 32);
+  int64_t size = std::max<int64_t>(op.getSize(), 1);
+  int64_t groups = kIndexAddThreads / std::min(columns, kIndexAddThreads);
+  int64_t rows = std::min(size, kIndexAddTileSums / columns);
+  while (rows > std::min(size, groups) &&
+         op.getTileCount(rows, columns) < 2 * sms)
+    rows = std::max((rows + 1) / 2, std::min(size, groups));
   return {rows, columns};
 }
 
@@ -162,8 +170,9 @@ std::optional<Decision> decideIndexAdd(KernelOp kernel, TargetAttr target) {
   }
   auto [rows, columns] = indexAddTile(op, sms);
   int64_t tiles = op.getTileCount(rows, columns);
-  return Decision{std::min<int64_t>(tiles, sms * 8), kIndexAddThreads, tiles,
-                  IndexAddTilingAttr::get(ctx, false, rows, columns)};
+  // A block a tile: they take about the same time (a scan of the indices).
+  return Decision{std::clamp<int64_t>(tiles, 1, INT32_MAX), kIndexAddThreads,
+                  tiles, IndexAddTilingAttr::get(ctx, false, rows, columns)};
 }
 
 /// 32x32 tiles through shared memory, 8 rows of threads.

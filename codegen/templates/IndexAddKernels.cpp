@@ -13,7 +13,9 @@
 //              and adds those updates' elements of its columns. Each sum
 //              belongs to one thread and takes its updates in index order:
 //              the same sum in every run. Every update is read once, every
-//              index once a tile.
+//              index once a tile. The results (the sums, or an elementwise
+//              epilogue of them such as the cast to a table's dtype) are
+//              stored from the shared sums.
 // Indices in [-size, 0) count from the end; others outside [0, size) add
 // nothing, as in the evaluator.
 //
@@ -120,8 +122,8 @@ LogicalResult emitUnordered(KernelEmitter &e, IndexAddOp op, unsigned result,
 /// file comment).
 class OrderedIndexAdd : IndexArithmetic {
 public:
-  OrderedIndexAdd(KernelEmitter &e, IndexAddOp op, unsigned result)
-      : IndexArithmetic(e), s(e, op), result(result),
+  OrderedIndexAdd(KernelEmitter &e, IndexAddOp op)
+      : IndexArithmetic(e), s(e, op),
         tiling(e.kernel().getTilingAs<IndexAddTilingAttr>()),
         rows(tiling.getRowsPerBlock()), columns(tiling.getColumnsPerBlock()),
         width(std::min(columns, kIndexAddThreads)),
@@ -150,7 +152,6 @@ private:
   Value columnInside(Value c);
 
   ScatterSpace s;
-  unsigned result;
   IndexAddTilingAttr tiling;
   /// The tile, and how the block's threads share it: `width` threads a row
   /// group, `groups` of them, group g taking the rows r with r % groups = g.
@@ -217,10 +218,22 @@ LogicalResult OrderedIndexAdd::emitTile(Value) {
            gpu::BarrierOp::create(b, l);
            return SmallVector<Value>{};
          });
-  // Each sum is this thread's own: no barrier before it is stored.
+  // Each sum is this thread's own: no barrier before it is stored, with
+  // any elementwise epilogue computed from it.
+  auto yield = cast<YieldOp>(e.kernel().getBody().front().getTerminator());
   forEachSum([&](Value slot, Value row, Value column) {
-    Value sum = memref::LoadOp::create(b, l, sums, ValueRange{slot});
-    e.storeResult(result, s.join(p, row, s.size, column), sum);
+    Value at = s.join(p, row, s.size, column);
+    e.setElement(s.op.getResult(),
+                 at, memref::LoadOp::create(b, l, sums, ValueRange{slot}));
+    for (auto [i, root] : llvm::enumerate(yield.getValues())) {
+      FailureOr<Value> out =
+          e.elementAt(root, ElementIndex::linear(shapeOf(root), at));
+      if (failed(out)) {
+        status = failure();
+        return;
+      }
+      e.storeResult(i, at, *out);
+    }
   });
   return status;
 }
@@ -323,10 +336,10 @@ void OrderedIndexAdd::addMarked(Value k) {
 LogicalResult kfuse::kf::emitIndexAdd(KernelEmitter &e, IndexAddOp op,
                                       int64_t items) {
   KernelOp kernel = e.kernel();
+  if (!kernel.getTilingAs<IndexAddTilingAttr>().getUnordered())
+    return OrderedIndexAdd(e, op).emit();
   std::optional<unsigned> result = resultIndexOf(kernel, op.getResult());
   if (!result)
     return kernel.emitOpError("does not write its index_add's result");
-  if (kernel.getTilingAs<IndexAddTilingAttr>().getUnordered())
-    return emitUnordered(e, op, *result, items);
-  return OrderedIndexAdd(e, op, *result).emit();
+  return emitUnordered(e, op, *result, items);
 }

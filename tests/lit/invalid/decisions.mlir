@@ -248,16 +248,33 @@ func.func @index_add_unordered(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
 
 // -----
 
-// The sums are added into the result's memory: nothing in the kernel may
-// read them.
+// Unordered, the sums are added into the result's memory: nothing in the
+// kernel may read them.
+module attributes {kf.target = #kf.target<unorderedAdds = true>} {
 func.func @index_add_read_inside(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
   // expected-error @+1 {{'kf.kernel' op adds into its index_add's result: it must be a result of the kernel, read by nothing else in it}}
-  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 5, block = 256, items = 5>, tiling = #kf.index_add_tiling<rowsPerBlock = 1, columnsPerBlock = 16>} {
+  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 1, block = 256, items = 128>, tiling = #kf.index_add_tiling<unordered = true>} {
   ^bb0(%a: tensor<8x16xf32>, %b: tensor<8xi32>):
     %r = kf.index_add %a[%b] {axis = 0 : i64, size = 5 : i64} : tensor<8x16xf32>, tensor<8xi32> -> tensor<5x16xf32>
     %n = kf.neg %r : tensor<5x16xf32>
     kf.yield %n : tensor<5x16xf32>
   } -> (tensor<5x16xf32>)
+  return
+}
+}
+
+// -----
+
+// Ordered, each result is stored where each sum is: an elementwise
+// epilogue, not a sum of the sums.
+func.func @index_add_reduced_inside(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
+  // expected-error @+1 {{'kf.kernel' op sums an index_add in tiles and stores its results at each sum, but 'kf.reduce' reads the sums: only elementwise ops may}}
+  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 5, block = 256, items = 5>, tiling = #kf.index_add_tiling<rowsPerBlock = 1, columnsPerBlock = 16>} {
+  ^bb0(%a: tensor<8x16xf32>, %b: tensor<8xi32>):
+    %r = kf.index_add %a[%b] {axis = 0 : i64, size = 5 : i64} : tensor<8x16xf32>, tensor<8xi32> -> tensor<5x16xf32>
+    %n = kf.reduce sum %r [1] : tensor<5x16xf32> -> tensor<5xf32>
+    kf.yield %n : tensor<5xf32>
+  } -> (tensor<5xf32>)
   return
 }
 
@@ -292,3 +309,17 @@ func.func private @f() attributes {t = #kf.index_add_tiling<unordered = true, ro
 // An ordered index_add needs its tile.
 // expected-error @+1 {{rowsPerBlock = 0: needs 1 to 1048576}}
 func.func private @f() attributes {t = #kf.index_add_tiling<>}
+
+// -----
+
+// A transpose reads the sums out of place.
+func.func @index_add_transposed_inside(%u: tensor<8x5xf32>, %i: tensor<8xi32>) {
+  // expected-error @+1 {{'kf.kernel' op sums an index_add in tiles and stores its results at each sum, but 'kf.transpose' reads the sums: only elementwise ops may}}
+  %0 = kf.kernel reduction(%u, %i : tensor<8x5xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 5, block = 256, items = 5>, tiling = #kf.index_add_tiling<rowsPerBlock = 1, columnsPerBlock = 5>} {
+  ^bb0(%a: tensor<8x5xf32>, %b: tensor<8xi32>):
+    %r = kf.index_add %a[%b] {axis = 0 : i64, size = 5 : i64} : tensor<8x5xf32>, tensor<8xi32> -> tensor<5x5xf32>
+    %t = kf.transpose %r [1, 0] : tensor<5x5xf32> -> tensor<5x5xf32>
+    kf.yield %t : tensor<5x5xf32>
+  } -> (tensor<5x5xf32>)
+  return
+}

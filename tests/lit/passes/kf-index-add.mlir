@@ -4,24 +4,31 @@
 // RUN: kfuse-opt %s --kf-attach-target="aligned=true unordered-adds=true" --kf-fuse --kf-tile --kf-promote-shared --kf-lower-to-gpu | FileCheck %s --check-prefix=UNORDERED-GPU
 
 // kf.index_add is a kernel of its own: its updates' producers (the square
-// and the widening cast) are computed where the template reads an update,
-// and the narrowing cast of the sums is a kernel after it. Where adds may
-// be unordered, a thread takes each of the 8 x 16 updates and adds it with
-// an atomic; else a block takes a tile of rows by the 16 columns: one row
-// a tile here, so that the 5 tiles spread over the GPU. Its threads mark
-// the indices naming the tile's row by a warp ballot and walk the marks
-// (population count, trailing zeros), adding the updates into the tile's
-// sums in shared memory, which they store once.
+// and the widening cast) are computed where the template reads an update.
+// Where adds may be unordered, a thread takes each of the 8 x 16 updates
+// and adds it with an atomic into the f32 result, and the narrowing cast
+// is a kernel after it. Else a block takes a tile of rows by the 16
+// columns: all 5 rows here (its 256 threads are 16 groups of 16, each
+// group its rows), however few blocks that leaves the GPU. Its threads mark the indices naming the tile's row by a warp ballot and
+// walk the marks (population count, trailing zeros), adding the updates
+// into the tile's sums in shared memory; the cast is its epilogue,
+// computed where each sum is stored, so no f32 copy of the sums is written.
 // ORDERED: kf.kernel reduction
-// ORDERED-SAME: launch = #kf.launch<grid = 5, block = 256, items = 5>, tiling = #kf.index_add_tiling<rowsPerBlock = 1, columnsPerBlock = 16>
+// ORDERED-SAME: launch = #kf.launch<grid = 1, block = 256, items = 1>, tiling = #kf.index_add_tiling<rowsPerBlock = 5, columnsPerBlock = 16>
 // ORDERED: kf.mul
 // ORDERED: kf.cast
 // ORDERED: kf.index_add
-// ORDERED: kf.kernel pointwise
+// ORDERED-NEXT: kf.cast
+// ORDERED-NEXT: kf.yield
+// ORDERED-NOT: kf.kernel
 // UNORDERED: kf.kernel reduction
 // UNORDERED-SAME: launch = #kf.launch<grid = 1, block = 256, items = 128>, tiling = #kf.index_add_tiling<unordered = true>
+// UNORDERED: kf.index_add
+// UNORDERED-NEXT: kf.yield
+// UNORDERED: kf.kernel pointwise
+// UNORDERED: kf.cast
 // ORDERED-GPU: gpu.func @k0_reduction
-// ORDERED-GPU-SAME: workgroup(%{{.*}} : memref<16xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<256xi32, #gpu.address_space<workgroup>>)
+// ORDERED-GPU-SAME: workgroup(%{{.*}} : memref<80xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<256xi32, #gpu.address_space<workgroup>>)
 // ORDERED-GPU: nvvm.vote.sync ballot
 // ORDERED-GPU: gpu.barrier
 // ORDERED-GPU: llvm.intr.ctpop
@@ -31,7 +38,8 @@
 // ORDERED-GPU: arith.addf
 // ORDERED-GPU: gpu.barrier
 // ORDERED-GPU-NOT: memref.atomic_rmw
-// ORDERED-GPU: memref.store
+// ORDERED-GPU: arith.truncf {{.*}} : f32 to bf16
+// ORDERED-GPU: memref.store {{.*}} : memref<80xbf16>
 // ORDERED-GPU: gpu.return
 // UNORDERED-GPU: gpu.func @k0_reduction
 // UNORDERED-GPU: arith.mulf
