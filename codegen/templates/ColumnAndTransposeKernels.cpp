@@ -178,17 +178,8 @@ void ColumnKernel::combinePartials(ArrayRef<Value> totals) {
                                   e.f32(static_cast<double>(rows)));
     e.setElement(reduce.getResult(), column, sum);
   }
-  auto yield =
-      mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
-  for (auto [i, root] : llvm::enumerate(yield.getValues())) {
-    FailureOr<Value> out =
-        e.elementAt(root, ElementIndex::linear(shapeOf(root), column));
-    if (failed(out)) {
-      status = failure();
-      return;
-    }
-    e.storeResult(i, column, *out);
-  }
+  if (failed(storeResultsAt(e, column)))
+    status = failure();
 }
 
 /// A pointwise kernel around the transpose of the last two dims of an

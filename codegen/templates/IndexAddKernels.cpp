@@ -220,20 +220,12 @@ LogicalResult OrderedIndexAdd::emitTile(Value) {
          });
   // Each sum is this thread's own: no barrier before it is stored, with
   // any elementwise epilogue computed from it.
-  auto yield = cast<YieldOp>(e.kernel().getBody().front().getTerminator());
   forEachSum([&](Value slot, Value row, Value column) {
     Value at = s.join(p, row, s.size, column);
-    e.setElement(s.op.getResult(),
-                 at, memref::LoadOp::create(b, l, sums, ValueRange{slot}));
-    for (auto [i, root] : llvm::enumerate(yield.getValues())) {
-      FailureOr<Value> out =
-          e.elementAt(root, ElementIndex::linear(shapeOf(root), at));
-      if (failed(out)) {
-        status = failure();
-        return;
-      }
-      e.storeResult(i, at, *out);
-    }
+    e.setElement(s.op.getResult(), at,
+                 memref::LoadOp::create(b, l, sums, ValueRange{slot}));
+    if (failed(storeResultsAt(e, at)))
+      status = failure();
   });
   return status;
 }

@@ -28,6 +28,10 @@ mlir::Value combine(KernelEmitter &e, ReduceKind kind, mlir::Value acc,
                     mlir::Value v);
 /// The identity of a reduction of `kind` over values of `type`.
 mlir::Value reductionInit(KernelEmitter &e, ReduceKind kind, mlir::Type type);
+/// Stores every kernel result at linear index `at`, each computed there
+/// from the body (from the values the template set with setElement: an
+/// elementwise epilogue of them).
+mlir::LogicalResult storeResultsAt(KernelEmitter &e, mlir::Value at);
 /// A shared-memory buffer of `count` elements (f32 by default) for the
 /// kernel.
 mlir::Value workgroupBuffer(KernelEmitter &e, int64_t count,

@@ -60,6 +60,18 @@ Value kfuse::kf::reductionInit(KernelEmitter &e, ReduceKind kind, Type type) {
                                                     : 0);
 }
 
+LogicalResult kfuse::kf::storeResultsAt(KernelEmitter &e, Value at) {
+  auto yield = cast<YieldOp>(e.kernel().getBody().front().getTerminator());
+  for (auto [i, root] : llvm::enumerate(yield.getValues())) {
+    FailureOr<Value> out =
+        e.elementAt(root, ElementIndex::linear(shapeOf(root), at));
+    if (failed(out))
+      return failure();
+    e.storeResult(i, at, *out);
+  }
+  return success();
+}
+
 Value kfuse::kf::workgroupBuffer(KernelEmitter &e, int64_t count,
                                  Type element) {
   OpBuilder &b = e.builder();
