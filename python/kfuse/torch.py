@@ -320,6 +320,7 @@ _FUNCTIONS = {
     F.embedding: lambda input, weight, *a, **k: kindex.embedding(
         input, weight),
     torch.index_select: kindex.index_select, torch.gather: kindex.gather,
+    torch.index_add: kindex.index_add,
     torch.narrow: lambda x, dim, start, length: kindex.slice_(
         x, dim, start, start + length),
     torch.floor: kindex.floor, torch.round: _round,
@@ -369,6 +370,7 @@ _METHODS = {
     "size": lambda x, dim=None: x.shape if dim is None else x.shape[dim],
     "floor": kindex.floor, "round": _round, "remainder": kindex.remainder,
     "gather": kindex.gather, "index_select": kindex.index_select,
+    "index_add": kindex.index_add,
     "narrow": lambda x, dim, start, length: kindex.slice_(
         x, dim, start, start + length),
     "unsqueeze": _unsqueeze, "squeeze": _squeeze, "split": _split,

@@ -285,6 +285,39 @@ def test_gradients_flow_through_kfuse_like_autograd():
             name
 
 
+class EmbedScatter(nn.Module):
+    """An embedding trained through kfuse (its gradient is index_add) and
+    torch.index_add in both spellings."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(20, 6)
+
+    def forward(self, ids, base, rows):
+        h = torch.tanh(self.embed(ids))
+        summed = torch.index_add(base, 0, ids[0], rows, alpha=2.0)
+        return (h * h).sum(), summed.index_add(1, ids[1, 2:5], base[:, 3:])
+
+
+def test_embedding_gradient_and_index_add_match_pytorch():
+    torch.manual_seed(2)
+    module = EmbedScatter()
+    # Repeated ids: their rows' gradients add up.
+    ids = torch.tensor([[3, 7, 3, 19, 0, 3], [7, 7, 1, 2, 5, 5]])
+    base, rows = torch.randn(20, 6), torch.randn(6, 6)
+    compiled = ktorch.compile(module, (ids, base, rows), reference=True)
+    loss, summed = compiled(ids, base, rows)
+    loss.backward()
+    got = module.embed.weight.grad.clone()
+    module.zero_grad()
+    want_loss, want_summed = module(ids, base, rows)
+    want_loss.backward()
+    assert relative_error(got.double().numpy(),
+                          module.embed.weight.grad) < 1e-5
+    assert relative_error(summed.detach().double().numpy(),
+                          want_summed.detach()) < 1e-5
+
+
 def test_only_the_inputs_that_require_grad_get_gradients():
     torch.manual_seed(1)
     module = NormMLP()
