@@ -132,10 +132,12 @@ Cotangents takeAlongAxisVJP(kf::TakeAlongAxisOp op, Tensor g,
 }
 
 /// gather along `axis` (x is [pre..., n, post...], the result
-/// [pre..., I..., post...]) with a symbolic n: dx[p, j, q] = sum over i of
-/// [idx[i] = j] g[p, i, q], the index dims I laid out before j and summed,
-/// as compares against an iota (n times index_add's work).
-Tensor gatherVJPByCompare(kf::GatherOp op, Tensor g, const RuleContext &ctx) {
+/// [pre..., I..., post...]): dx[p, j, q] = sum over i of [idx[i] = j]
+/// g[p, i, q], the index dims I laid out before j and summed, as compares
+/// against an iota: n times the work of index_add (gather's transpose),
+/// which takes this rule's place once its ordered template has run on a
+/// GPU (bench/NOTES.md, session 52).
+Cotangents gatherVJP(kf::GatherOp op, Tensor g, const RuleContext &ctx) {
   Tensor x = ctx.primal(op.getInput());
   int64_t axis = op.getAxis(), n = dimSize(x, axis);
   Tensor indices = ctx.primal(op.getIndices());
@@ -153,18 +155,9 @@ Tensor gatherVJPByCompare(kf::GatherOp op, Tensor g, const RuleContext &ctx) {
   std::vector<int64_t> indexDims;
   for (int64_t d = axis; d < axis + r; ++d)
     indexDims.push_back(d);
-  return indexDims.empty() ? reshape(picked, x.shape())
-                           : reduceSum(picked, indexDims);
-}
-
-/// gather's transpose is index_add into zeros: each row of g added into
-/// the row its index read (out-of-range indices read NaN and add nothing).
-Cotangents gatherVJP(kf::GatherOp op, Tensor g, const RuleContext &ctx) {
-  Dim n = ctx.primal(op.getInput()).shape()[op.getAxis()];
-  if (n.isSymbolic())
-    return {gatherVJPByCompare(op, g, ctx), Tensor()};
-  return {indexAdd(g, ctx.primal(op.getIndices()), op.getAxis(), n.size()),
-          Tensor()};
+  Tensor dx = indexDims.empty() ? reshape(picked, x.shape())
+                                : reduceSum(picked, indexDims);
+  return {dx, Tensor()};
 }
 
 /// index_add: each update's cotangent is the result's at its row, zero

@@ -286,8 +286,8 @@ def test_gradients_flow_through_kfuse_like_autograd():
 
 
 class EmbedScatter(nn.Module):
-    """An embedding trained through kfuse (its gradient is index_add) and
-    torch.index_add in both spellings."""
+    """An embedding trained through kfuse (its gradient a sum over the ids
+    naming each row) and torch.index_add in both spellings."""
 
     def __init__(self):
         super().__init__()

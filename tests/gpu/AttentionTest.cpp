@@ -365,9 +365,9 @@ TEST_P(AtomicDq, MatchesEvaluatorRunAfterRun) {
 }
 
 /// kf.index_add with `deterministic` off: a thread an update, added with
-/// an atomic into the result the launch zeroes. The index_add cases and
-/// gather's gradient, each launch mode, three runs of one executable (a
-/// run whose sums were not zeroed first would add onto the last one's).
+/// an atomic into the result the launch zeroes. The index_add cases, each
+/// launch mode, three runs of one executable (a run whose sums were not
+/// zeroed first would add onto the last one's).
 class UnorderedIndexAdd
     : public ::testing::TestWithParam<kfuse::testing::OpCase> {};
 
@@ -455,8 +455,7 @@ TEST(AttentionOccupancy, HeadDim64KeepsTwoBlocksAnSM) {
 std::vector<kfuse::testing::OpCase> indexAddCases() {
   std::vector<kfuse::testing::OpCase> out;
   for (const kfuse::testing::OpCase &c : kfuse::testing::allOpCases())
-    // grad_indexing_f32: gather's gradient is an index_add.
-    if (c.name.rfind("index_add_", 0) == 0 || c.name == "grad_indexing_f32")
+    if (c.name.rfind("index_add_", 0) == 0)
       out.push_back(c);
   return out;
 }
