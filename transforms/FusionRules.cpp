@@ -309,40 +309,40 @@ bool isColumnReduction(ReduceOp reduce) {
          !reduce.getAxes().empty() && leadingDimsSpace(reduce).has_value();
 }
 
-/// A column reduction into pointwise cluster `c` over its result: the
-/// epilogue (a weight gradient's cast, which was a kernel of its own) is
-/// computed at each column where the template stores the sum, so it may
-/// read the sum only in place.
-std::pair<bool, std::string> canJoinAsColumnReduction(ReduceOp reduce,
-                                                      Cluster &c) {
+/// `op` (a column reduction or an index_add, `what`) into pointwise
+/// cluster `c` over its result: the epilogue is computed where the template
+/// stores each of `op`'s results (`each`), so it may read them only in
+/// place.
+std::pair<bool, std::string> canJoinWithEpilogue(Operation *op, Cluster &c,
+                                                 StringRef what,
+                                                 StringRef each) {
   if (c.kind != KernelKind::pointwise || c.rows ||
-      c.elements != numElements(reduce.getResult()))
-    return {false, "a column reduction joins only an elementwise epilogue "
-                   "over its result"};
-  if (!readInPlaceUpTo(reduce, c.root))
-    return {false, "its consumers read the reduced columns out of place"};
+      c.elements != numElements(op->getResult(0)))
+    return {false, (what + " joins only an elementwise epilogue over its "
+                           "result").str()};
+  if (!readInPlaceUpTo(op, c.root))
+    return {false, "its consumers read its result out of place"};
   c.kind = KernelKind::reduction;
-  c.epilogueOf = reduce;
-  return {true, "epilogue of a column reduction, computed at each column"};
+  c.epilogueOf = op;
+  return {true, ("epilogue of " + what + ", computed at each " + each).str()};
 }
 
-/// An index_add into pointwise cluster `c` over its sums: the epilogue (the
-/// cast of an embedding gradient to the table's dtype, which would read an
-/// f32 copy) is computed where the ordered template stores each sum, so it
-/// may read the sums only in place. Unordered adds go straight into the
+/// A column reduction: its epilogue (a weight gradient's cast, which was a
+/// kernel of its own) is computed at each column where the template
+/// stores the sum.
+std::pair<bool, std::string> canJoinAsColumnReduction(ReduceOp reduce,
+                                                      Cluster &c) {
+  return canJoinWithEpilogue(reduce, c, "a column reduction", "column");
+}
+
+/// An index_add: its epilogue (the cast of an embedding gradient to the
+/// table's dtype, which would read an f32 copy) is computed where the
+/// ordered template stores each sum. Unordered adds go straight into the
 /// result's memory, from which nothing in the kernel reads.
 std::pair<bool, std::string> canJoinAsIndexAdd(IndexAddOp op, Cluster &c) {
   if (TargetAttr::of(op).getUnorderedAdds())
     return {false, "its adds are unordered, atomics into its result"};
-  if (c.kind != KernelKind::pointwise || c.rows ||
-      c.elements != numElements(op.getResult()))
-    return {false, "an index_add joins only an elementwise epilogue over "
-                   "its sums"};
-  if (!readInPlaceUpTo(op, c.root))
-    return {false, "its consumers read the sums out of place"};
-  c.kind = KernelKind::reduction;
-  c.epilogueOf = op;
-  return {true, "epilogue of an index_add, computed at each sum"};
+  return canJoinWithEpilogue(op, c, "an index_add", "sum");
 }
 
 /// A reduction or normalization into cluster `c`: more of a row kernel
