@@ -567,29 +567,28 @@ static LogicalResult verifyPointwiseGroups(KernelOp kernel) {
          << " (vector x unroll x block): they do not divide";
 }
 
-/// An index_add tiling's kernel computes one kf.index_add. Unordered (only
-/// where the target allows it), it writes the sums and nothing in it reads
-/// them: the launch zeroes that buffer and the threads add into it.
-/// Ordered, each result is stored at each sum (an elementwise epilogue),
-/// and the launch takes a block a tile.
-static LogicalResult verifyIndexAddTiling(KernelOp kernel) {
-  auto tiling = kernel.getTilingAs<IndexAddTilingAttr>();
-  if (!tiling)
-    return success();
-  auto ops = kernel.getBody().getOps<IndexAddOp>();
-  if (ops.empty() || std::next(ops.begin()) != ops.end())
-    return kernel.emitOpError("has an index_add_tiling but not one "
-                              "kf.index_add");
-  Value sum = (*ops.begin()).getResult();
-  if (tiling.getUnordered() &&
-      (!sum.hasOneUse() || !isa<YieldOp>(*sum.getUsers().begin())))
+/// Unordered, the launch zeroes the sums' buffer and the threads add into
+/// it: the kernel writes the sums and nothing in it reads them, and only
+/// where the target allows unordered adds.
+static LogicalResult verifyUnorderedIndexAdd(KernelOp kernel, Value sum) {
+  if (!sum.hasOneUse() || !isa<YieldOp>(*sum.getUsers().begin()))
     return kernel.emitOpError("adds into its index_add's result: it must "
                               "be a result of the kernel, read by nothing "
                               "else in it");
-  // Ordered, the template stores each result where it has each sum: what
-  // reads the sums is an elementwise epilogue.
-  SmallVector<Operation *> readers(sum.getUsers());
-  while (!tiling.getUnordered() && !readers.empty()) {
+  if (!TargetAttr::of(kernel).getUnorderedAdds())
+    return kernel.emitOpError("adds in any order (index_add_tiling "
+                              "unordered) but its target keeps sums "
+                              "deterministic");
+  return success();
+}
+
+/// Ordered, the template stores each result where it has each sum (what
+/// reads the sums is an elementwise epilogue), and the launch takes a block
+/// a tile.
+static LogicalResult verifyOrderedIndexAdd(KernelOp kernel, IndexAddOp op,
+                                           IndexAddTilingAttr tiling) {
+  SmallVector<Operation *> readers(op.getResult().getUsers());
+  while (!readers.empty()) {
     Operation *reader = readers.pop_back_val();
     if (isa<YieldOp>(reader))
       continue;
@@ -601,22 +600,33 @@ static LogicalResult verifyIndexAddTiling(KernelOp kernel) {
                                      "ops may";
     llvm::append_range(readers, reader->getUsers());
   }
-  if (tiling.getUnordered() && !TargetAttr::of(kernel).getUnorderedAdds())
-    return kernel.emitOpError("adds in any order (index_add_tiling "
-                              "unordered) but its target keeps sums "
-                              "deterministic");
   LaunchAttr launch = kernel.getLaunchAttr();
-  if (tiling.getUnordered() || !launch)
+  if (!launch)
     return success();
-  int64_t tiles = (*ops.begin())
-                      .getTileCount(tiling.getRowsPerBlock(),
-                                    tiling.getColumnsPerBlock());
+  int64_t tiles =
+      op.getTileCount(tiling.getRowsPerBlock(), tiling.getColumnsPerBlock());
   if (launch.getBlock() != kIndexAddThreads || launch.getItems() != tiles)
     return kernel.emitOpError()
            << "sums " << tiles << " tiles of " << tiling.getRowsPerBlock()
            << " x " << tiling.getColumnsPerBlock() << " in blocks of "
            << kIndexAddThreads << " threads, but its launch is " << launch;
   return success();
+}
+
+/// An index_add tiling's kernel computes one kf.index_add, unordered or in
+/// tiles.
+static LogicalResult verifyIndexAddTiling(KernelOp kernel) {
+  auto tiling = kernel.getTilingAs<IndexAddTilingAttr>();
+  if (!tiling)
+    return success();
+  auto ops = kernel.getBody().getOps<IndexAddOp>();
+  if (ops.empty() || std::next(ops.begin()) != ops.end())
+    return kernel.emitOpError("has an index_add_tiling but not one "
+                              "kf.index_add");
+  IndexAddOp op = *ops.begin();
+  return tiling.getUnordered()
+             ? verifyUnorderedIndexAdd(kernel, op.getResult())
+             : verifyOrderedIndexAdd(kernel, op, tiling);
 }
 
 /// The decision attributes agree with each other and with the kernel: a

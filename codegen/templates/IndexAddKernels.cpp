@@ -135,7 +135,7 @@ public:
 
 private:
   static constexpr int64_t kWarps = kIndexAddThreads / 32;
-  LogicalResult emitTile(Value tile);
+  LogicalResult emitTile();
   /// Marks the indices of chunk `k` that name a row of the tile (a mask a
   /// warp, each thread's row of the tile beside it).
   void markChunk(Value k);
@@ -147,8 +147,8 @@ private:
   /// body(sum's slot in the tile, its result row, its column) for each of
   /// this thread's sums inside the result.
   void forEachSum(function_ref<void(Value, Value, Value)> body);
-  /// Whether `c` (this thread's column at step `step`) is one of the
-  /// tile's, inside the result.
+  /// Whether `c` (one of this thread's columns of the tile) is inside the
+  /// tile and the result.
   Value columnInside(Value c);
 
   ScatterSpace s;
@@ -176,7 +176,7 @@ LogicalResult OrderedIndexAdd::emit() {
     p = div(tile, rowTiles * columnTiles);
     row0 = mul(rem(div(tile, columnTiles), rowTiles), rows);
     column0 = mul(rem(tile, columnTiles), columns);
-    return emitTile(tile);
+    return emitTile();
   });
 }
 
@@ -205,7 +205,7 @@ void OrderedIndexAdd::forEachSum(function_ref<void(Value, Value, Value)> body) {
   });
 }
 
-LogicalResult OrderedIndexAdd::emitTile(Value) {
+LogicalResult OrderedIndexAdd::emitTile() {
   status = success();
   forEachSum([&](Value slot, Value, Value) {
     memref::StoreOp::create(b, l, e.f32(0), sums, ValueRange{slot});
@@ -267,7 +267,10 @@ void OrderedIndexAdd::addUpdate(Value position, Value r) {
   b.setInsertionPoint(mine.thenBlock()->getTerminator());
   // Every step's update is read before the first is added, so that the
   // reads are in flight together (a column outside reads column 0).
-  SmallVector<std::pair<Value, Value>> reads;
+  struct Read {
+    Value column, inside, update;
+  };
+  SmallVector<Read> reads;
   for (int64_t step = 0; step < columnSteps; ++step) {
     Value c = add(firstColumn, idx(step * width));
     Value inside = columnInside(c);
@@ -281,16 +284,15 @@ void OrderedIndexAdd::addUpdate(Value position, Value r) {
       status = failure();
       return;
     }
-    reads.push_back({inside, *update});
+    reads.push_back({c, inside, *update});
   }
-  for (auto [step, read] : llvm::enumerate(reads)) {
-    auto guard = scf::IfOp::create(b, l, read.first);
+  for (const Read &read : reads) {
+    auto guard = scf::IfOp::create(b, l, read.inside);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
-    Value slot = add(mul(r, columns),
-                     add(firstColumn, idx(int64_t(step) * width)));
+    Value slot = add(mul(r, columns), read.column);
     Value sum = memref::LoadOp::create(b, l, sums, ValueRange{slot});
-    memref::StoreOp::create(b, l, arith::AddFOp::create(b, l, sum, read.second),
+    memref::StoreOp::create(b, l, arith::AddFOp::create(b, l, sum, read.update),
                             sums, ValueRange{slot});
   }
 }
