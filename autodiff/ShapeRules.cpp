@@ -132,15 +132,13 @@ Cotangents takeAlongAxisVJP(kf::TakeAlongAxisOp op, Tensor g,
 }
 
 /// gather along `axis` (x is [pre..., n, post...], the result
-/// [pre..., I..., post...]): dx[p, j, q] = sum over i of [idx[i] = j]
-/// g[p, i, q], the index dims I laid out before j and summed, as compares
-/// against an iota: n times the work of index_add (gather's transpose),
-/// which takes this rule's place once its ordered template has run on a
-/// GPU (bench/NOTES.md, session 52).
-Cotangents gatherVJP(kf::GatherOp op, Tensor g, const RuleContext &ctx) {
-  Tensor x = ctx.primal(op.getInput());
-  int64_t axis = op.getAxis(), n = dimSize(x, axis);
-  Tensor indices = ctx.primal(op.getIndices());
+/// [pre..., I..., post...]) when n is symbolic, which index_add cannot
+/// take: dx[p, j, q] = sum over i of [idx[i] = j] g[p, i, q], the index
+/// dims I laid out before j and summed, as compares against an iota
+/// (n times index_add's work).
+Tensor gatherVJPByCompare(Tensor x, Tensor indices, int64_t axis, Tensor g,
+                          const RuleContext &ctx) {
+  int64_t n = dimSize(x, axis);
   int64_t r = indices.rank(), post = x.rank() - axis - 1;
   Shape idxShape(axis, Dim(1));
   for (const Dim &d : indices.shape())
@@ -157,7 +155,20 @@ Cotangents gatherVJP(kf::GatherOp op, Tensor g, const RuleContext &ctx) {
     indexDims.push_back(d);
   Tensor dx = indexDims.empty() ? reshape(picked, x.shape())
                                 : reduceSum(picked, indexDims);
-  return {dx, Tensor()};
+  return dx;
+}
+
+Cotangents gatherVJP(kf::GatherOp op, Tensor g, const RuleContext &ctx) {
+  Tensor x = ctx.primal(op.getInput());
+  int64_t axis = op.getAxis();
+  Tensor indices = ctx.primal(op.getIndices());
+  Dim n = x.shape()[axis];
+  // gather's transpose: each cotangent row added into the row it was read
+  // from, in index order (deterministic; out-of-range indices add nothing,
+  // as gather read NaN there).
+  if (!n.isSymbolic())
+    return {indexAdd(g, indices, axis, n.size()), Tensor()};
+  return {gatherVJPByCompare(x, indices, axis, g, ctx), Tensor()};
 }
 
 /// index_add: each update's cotangent is the result's at its row, zero

@@ -26,6 +26,17 @@ HostTensor tokenIds(std::vector<int64_t> shape, int64_t vocab, uint64_t seed) {
   return ids;
 }
 
+/// Mean cross-entropy of [rows, vocab] bf16 logits against i64 labels,
+/// from primitives and logsumexp (whose max passes no gradient back).
+void crossEntropy(Graph &g, int64_t rows, int64_t vocab) {
+  Tensor x = cast(g.input("logits", DType::bf16, {rows, vocab}), DType::f32);
+  Tensor labels = g.input("labels", DType::i64, {rows, 1});
+  g.output("loss",
+           reduceMean(logsumexp(x, {1}, true) - takeAlongAxis(x, labels, 1)));
+}
+
+} // namespace
+
 /// Random data for every input but the token ids, which are `ids`.
 std::vector<HostTensor> withIds(const Graph &g, const std::string &idsName,
                                 int64_t vocab) {
@@ -41,17 +52,6 @@ std::vector<HostTensor> withIds(const Graph &g, const std::string &idsName,
   }
   return inputs;
 }
-
-/// Mean cross-entropy of [rows, vocab] bf16 logits against i64 labels,
-/// from primitives and logsumexp (whose max passes no gradient back).
-void crossEntropy(Graph &g, int64_t rows, int64_t vocab) {
-  Tensor x = cast(g.input("logits", DType::bf16, {rows, vocab}), DType::f32);
-  Tensor labels = g.input("labels", DType::i64, {rows, 1});
-  g.output("loss",
-           reduceMean(logsumexp(x, {1}, true) - takeAlongAxis(x, labels, 1)));
-}
-
-} // namespace
 
 void addIndexingWorkloads(std::vector<Workload> &w, bool small) {
   const int64_t m = small ? 96 : 16384, n = small ? 256 : 8192;

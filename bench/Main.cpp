@@ -113,11 +113,22 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
 
 /// `g` compiled fused, timed on zeroed buffers; its kernels and the bytes
 /// of its inputs and outputs.
-Expected<double> timeOnZeros(const Graph &g, int &kernels, double &bytes,
-                             const CompileOptions &options) {
+Expected<double> timeOnZeros(
+    const Graph &g, int &kernels, double &bytes, const CompileOptions &options,
+    const std::function<std::vector<HostTensor>(const Graph &)> &values) {
   Expected<Buffers> buffers = buffersFor(g);
   if (!buffers)
     return buffers.error();
+  if (values) {
+    std::vector<HostTensor> host = values(g);
+    for (size_t i = 0; i < host.size() && i < buffers->in.size(); ++i) {
+      Expected<DeviceBuffer> b = DeviceBuffer::fromHost(host[i]);
+      if (!b)
+        return b.error();
+      buffers->in[i] = b->tensor(host[i].dtype(), Dims(host[i].shape()));
+      buffers->owned.push_back(b.take());
+    }
+  }
   Expected<Executable> exe = Compiler(options).compile(g);
   if (!exe)
     return exe.error();

@@ -40,7 +40,37 @@ struct TrainingWorkload {
   bool deterministic = true;
   /// CompileOptions::attentionGradTma (the backward's TMA pipeline).
   bool attentionGradTma = true;
+  /// The backward's inputs where zeros would not be representative (token
+  /// ids over a vocabulary: zeros would send every update to one row).
+  std::function<std::vector<HostTensor>(const Graph &)> inputs = {};
 };
+
+/// An embedding table's gradient alone (gather's VJP, kf.index_add) at a
+/// model's vocabulary: [vocab, dim] bf16 rows looked up by [batch, seq]
+/// uniform ids, of which every `padEvery`-th (0: none) is the padding id
+/// 0, a hot row whose updates all go to one place (peers.py has the same).
+TrainingWorkload embeddingBackward(const std::string &name, int64_t vocab,
+                                   int64_t dim, int64_t batch, int64_t seq,
+                                   int64_t padEvery) {
+  auto build = [=] {
+    Graph g(name);
+    Tensor table = g.input("table", DType::bf16, {vocab, dim});
+    g.output("y", gather(table, g.input("ids", DType::i64, {batch, seq}), 0));
+    return g;
+  };
+  auto inputs = [=](const Graph &g) {
+    std::vector<HostTensor> values = withIds(g, "ids", vocab);
+    for (size_t i = 0; i < g.inputs().size(); ++i)
+      for (size_t j = 0; padEvery && g.inputs()[i].name == "ids" &&
+                         j < values[i].numElements();
+           j += padEvery)
+        values[i].set(j, 0.0);
+    return values;
+  };
+  return {name, build, 0, false,
+          "embedding," + joinInts({vocab, dim, batch, seq, padEvery}), true,
+          true, inputs};
+}
 
 struct AttentionShape {
   int64_t batch, heads, seq, dim;
@@ -91,12 +121,19 @@ std::vector<TrainingWorkload> trainingWorkloads() {
                          w.build(g);
                          return g;
                        },
-                       0, false, w.name});
+                       0, false, w.name, true, true, w.inputs});
   // The embedding's table gradient with unordered adds (atomics).
   TrainingWorkload atomic = all.back();
   atomic.name += "_atomic";
   atomic.deterministic = false;
   all.push_back(atomic);
+  // GPT-2's and Llama 3's vocabularies, and a batch half padding.
+  all.push_back(embeddingBackward("embedding_gpt2_bf16", 50257, 768, 8,
+                                  1024, 0));
+  all.push_back(embeddingBackward("embedding_llama3_bf16", 128256, 4096, 4,
+                                  2048, 0));
+  all.push_back(embeddingBackward("embedding_padded_bf16", 32000, 4096, 8,
+                                  2048, 2));
   // FlashAttention's backward alone (kf.attention_grad) against SDPA's,
   // deterministic with the TMA pipeline (the default), without it
   // (`_cpasync`), and not deterministic (`_atomic`: dq added up by the key
@@ -138,8 +175,8 @@ Expected<TrainingRow> measure(const TrainingWorkload &w, double copyGBs,
   CompileOptions options;
   options.deterministic = w.deterministic;
   options.attentionGradTma = w.attentionGradTma;
-  Expected<double> backward = timeOnZeros(split->backward, row.backwardKernels,
-                                          backwardBytes, options);
+  Expected<double> backward = timeOnZeros(
+      split->backward, row.backwardKernels, backwardBytes, options, w.inputs);
   if (!backward)
     return backward.error();
   row.backwardMs = *backward;

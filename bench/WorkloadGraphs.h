@@ -37,6 +37,10 @@ Tensor rmsnorm(Graph &g, Tensor x, DType dtype, int64_t n);
 /// pad, RoPE, an embedding lookup, dropout and cross-entropy; appended by
 /// memoryBoundWorkloads.
 void addIndexingWorkloads(std::vector<Workload> &w, bool small);
+/// Random data for every input of `g` but the one named `idsName`, which
+/// gets uniform token ids in [0, vocab) (IndexingWorkloads.cpp).
+std::vector<HostTensor> withIds(const Graph &g, const std::string &idsName,
+                                int64_t vocab);
 
 /// Attention as a model writes it from primitives: q [B, H, S, D], k and v
 /// [B, Hkv, S, D] in bf16, their heads repeated H / Hkv times, scores

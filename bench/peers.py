@@ -267,7 +267,8 @@ def training_ms(arg):
     """Eager and torch.compile ms and eager's saved bytes: for a workload
     name, its backward alone (torch.autograd.grad, the graph retained); for
     "prenorm,B,S,D,H", the block's forward + backward in bf16 with SDPA;
-    for "attention,B,H,S,D,CAUSAL", SDPA's backward alone in bf16."""
+    for "attention,B,H,S,D,CAUSAL", SDPA's backward alone in bf16; for
+    "embedding,VOCAB,DIM,B,S,PAD_EVERY", an embedding table's gradient."""
     torch.manual_seed(0)
     if arg.startswith("attention,"):
         b, h, s, d, causal = (int(v) for v in arg.split(",")[1:])
@@ -282,6 +283,19 @@ def training_ms(arg):
             times.append(timed_ms(lambda: torch.autograd.grad(
                 out, (q, k, v), grad, retain_graph=True)))
         return times + [saved_bytes(lambda: fn(q, k, v))]
+    if arg.startswith("embedding,"):
+        vocab, dim, b, s, pad_every = (int(v) for v in arg.split(",")[1:])
+        table = rand(vocab, dim, dtype=torch.bfloat16).requires_grad_()
+        ids = torch.randint(0, vocab, (b, s), device="cuda")
+        if pad_every:
+            ids.view(-1)[::pad_every] = 0
+        times = []
+        for f in (F.embedding, torch.compile(F.embedding)):
+            out = f(ids, table)
+            grad = torch.randn_like(out)
+            times.append(timed_ms(lambda: torch.autograd.grad(
+                out, table, grad, retain_graph=True)))
+        return times + [saved_bytes(lambda: F.embedding(ids, table))]
     if arg.startswith("prenorm,"):
         b, s, d, h = (int(v) for v in arg.split(",")[1:])
         model = PreNormBlock(d, h, True).cuda().to(torch.bfloat16)
