@@ -8,9 +8,11 @@
 //              The adds to one element come in any order.
 //   ordered    a block a tile of result rows by columns (the dims after
 //              the axis), its sums in shared memory. The block reads the
-//              indices 256 at a time; a warp ballot marks those that name
-//              a row of the tile, and every thread walks the marks in order
-//              and adds those updates' elements of its columns. Each sum
+//              indices 1,024 at a time (4 a thread, their loads in flight
+//              together); warp ballots mark those that name a row of the
+//              tile, and every thread walks the marks in order and adds
+//              those updates' elements of its columns, the reads of 4 hits
+//              issued before their adds. Each sum
 //              belongs to one thread and takes its updates in index order:
 //              the same sum in every run. Every update is read once, every
 //              index once a tile. The results (the sums, or an elementwise
@@ -135,15 +137,23 @@ public:
 
 private:
   static constexpr int64_t kWarps = kIndexAddThreads / 32;
+  /// The indices a thread reads a chunk: their loads are in flight
+  /// together, and the block's barriers are a quarter of one a thread.
+  static constexpr int64_t kIndicesPerThread = 4;
+  static constexpr int64_t kChunk = kIndexAddThreads * kIndicesPerThread;
+  /// The marked updates read before the first of them is added: a row
+  /// that many indices name (padding) waits on a read a batch, not a hit.
+  static constexpr int64_t kHitsPerBatch = 4;
   LogicalResult emitTile();
-  /// Marks the indices of chunk `k` that name a row of the tile (a mask a
-  /// warp, each thread's row of the tile beside it).
+  /// Marks the indices of chunk `k` that name a row of the tile (a mask
+  /// a warp and 256 indices, each index's row of the tile beside it).
   void markChunk(Value k);
-  /// Adds the marked updates of chunk `k`, warp by warp, in order.
+  /// Adds the marked updates of chunk `k`, mask by mask, in order.
   void addMarked(Value k);
-  /// Adds the update at index `position` into row `r` of the tile, where r
-  /// is one of this thread's rows.
-  void addUpdate(Value position, Value r);
+  /// Adds the updates at index `positions` (where `valid`) into rows `r`
+  /// of the tile, in order, for each that is one of this thread's rows.
+  void addUpdates(ArrayRef<Value> positions, ArrayRef<Value> r,
+                  ArrayRef<Value> valid);
   /// body(sum's slot in the tile, its result row, its column) for each of
   /// this thread's sums inside the result.
   void forEachSum(function_ref<void(Value, Value, Value)> body);
@@ -164,8 +174,8 @@ private:
 
 LogicalResult OrderedIndexAdd::emit() {
   sums = workgroupBuffer(e, rows * columns);
-  masks = workgroupBuffer(e, kWarps, b.getI32Type());
-  marked = workgroupBuffer(e, kIndexAddThreads, b.getI32Type());
+  masks = workgroupBuffer(e, kChunk / 32, b.getI32Type());
+  marked = workgroupBuffer(e, kChunk, b.getI32Type());
   tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   group = div(tid, width);
   firstColumn = rem(tid, width);
@@ -210,7 +220,7 @@ LogicalResult OrderedIndexAdd::emitTile() {
   forEachSum([&](Value slot, Value, Value) {
     memref::StoreOp::create(b, l, e.f32(0), sums, ValueRange{slot});
   });
-  e.loop(llvm::divideCeil(s.count, kIndexAddThreads), {},
+  e.loop(llvm::divideCeil(s.count, kChunk), {},
          [&](Value k, ValueRange) {
            markChunk(k);
            gpu::BarrierOp::create(b, l);
@@ -231,97 +241,119 @@ LogicalResult OrderedIndexAdd::emitTile() {
 }
 
 void OrderedIndexAdd::markChunk(Value k) {
-  Value i = add(mul(k, kIndexAddThreads), tid);
-  Value valid = less(i, idx(s.count));
-  FailureOr<std::pair<Value, Value>> named =
-      s.rowOf(arith::SelectOp::create(b, l, valid, i, idx(0)));
-  if (failed(named)) {
-    status = failure();
-    return;
-  }
-  Type i64 = b.getI64Type(), i32 = b.getI32Type();
-  Value first = arith::IndexCastOp::create(b, l, i64, row0);
-  Value offset = arith::SubIOp::create(b, l, named->first, first);
-  // Unsigned: a row before the tile wraps past its end.
-  Value inTile = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult,
-                                       offset, e.constant(i64, double(rows)));
-  Value hit = arith::AndIOp::create(
-      b, l, arith::AndIOp::create(b, l, valid, named->second), inTile);
-  Value mask = NVVM::VoteSyncOp::create(b, l, i32, e.constant(i32, -1), hit,
-                                        NVVM::VoteSyncKind::ballot);
-  memref::StoreOp::create(b, l, arith::TruncIOp::create(b, l, i32, offset),
-                          marked, ValueRange{tid});
-  auto leader = scf::IfOp::create(
-      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                  rem(tid, 32), idx(0)));
-  OpBuilder::InsertionGuard insertion(b);
-  b.setInsertionPoint(leader.thenBlock()->getTerminator());
-  memref::StoreOp::create(b, l, mask, masks, ValueRange{div(tid, 32)});
-}
-
-void OrderedIndexAdd::addUpdate(Value position, Value r) {
-  auto mine = scf::IfOp::create(
-      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                  rem(r, groups), group));
-  OpBuilder::InsertionGuard insertion(b);
-  b.setInsertionPoint(mine.thenBlock()->getTerminator());
-  // Every step's update is read before the first is added, so that the
-  // reads are in flight together (a column outside reads column 0).
-  struct Read {
-    Value column, inside, update;
-  };
-  SmallVector<Read> reads;
-  for (int64_t step = 0; step < columnSteps; ++step) {
-    Value c = add(firstColumn, idx(step * width));
-    Value inside = columnInside(c);
-    Value column = arith::SelectOp::create(b, l, inside, add(column0, c),
-                                           idx(0));
-    FailureOr<Value> update = e.elementAt(
-        s.op.getUpdates(),
-        ElementIndex::linear(s.updates,
-                             s.join(p, position, s.count, column)));
-    if (failed(update)) {
+  // Every index's load first, so that they are in flight together.
+  SmallVector<Value> entries, valid;
+  SmallVector<std::pair<Value, Value>> named;
+  for (int64_t j = 0; j < kIndicesPerThread; ++j) {
+    entries.push_back(add(tid, idx(j * kIndexAddThreads)));
+    Value i = add(mul(k, kChunk), entries.back());
+    valid.push_back(less(i, idx(s.count)));
+    FailureOr<std::pair<Value, Value>> row =
+        s.rowOf(arith::SelectOp::create(b, l, valid.back(), i, idx(0)));
+    if (failed(row)) {
       status = failure();
       return;
     }
-    reads.push_back({c, inside, *update});
+    named.push_back(*row);
+  }
+  Type i64 = b.getI64Type(), i32 = b.getI32Type();
+  Value first = arith::IndexCastOp::create(b, l, i64, row0);
+  Value leader = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                       rem(tid, 32), idx(0));
+  for (int64_t j = 0; j < kIndicesPerThread; ++j) {
+    Value offset = arith::SubIOp::create(b, l, named[j].first, first);
+    // Unsigned: a row before the tile wraps past its end.
+    Value inTile = arith::CmpIOp::create(
+        b, l, arith::CmpIPredicate::ult, offset,
+        e.constant(i64, double(rows)));
+    Value hit = arith::AndIOp::create(
+        b, l, arith::AndIOp::create(b, l, valid[j], named[j].second),
+        inTile);
+    Value mask = NVVM::VoteSyncOp::create(b, l, i32, e.constant(i32, -1), hit,
+                                          NVVM::VoteSyncKind::ballot);
+    memref::StoreOp::create(b, l, arith::TruncIOp::create(b, l, i32, offset),
+                            marked, ValueRange{entries[j]});
+    auto store = scf::IfOp::create(b, l, leader);
+    OpBuilder::InsertionGuard insertion(b);
+    b.setInsertionPoint(store.thenBlock()->getTerminator());
+    memref::StoreOp::create(b, l, mask, masks,
+                            ValueRange{div(entries[j], 32)});
+  }
+}
+
+void OrderedIndexAdd::addUpdates(ArrayRef<Value> positions,
+                                 ArrayRef<Value> r, ArrayRef<Value> valid) {
+  // Every hit's and column step's update is read before the first is
+  // added, so that the reads are in flight together (a hit not this
+  // thread's, or a column outside, reads the chunk's first update).
+  struct Read {
+    Value slot, add, update;
+  };
+  SmallVector<Read> reads;
+  for (auto [position, row, ok] : llvm::zip_equal(positions, r, valid)) {
+    Value mine = arith::AndIOp::create(
+        b, l, ok,
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                              rem(row, groups), group));
+    for (int64_t step = 0; step < columnSteps; ++step) {
+      Value c = add(firstColumn, idx(step * width));
+      Value inside = arith::AndIOp::create(b, l, mine, columnInside(c));
+      Value column = arith::SelectOp::create(b, l, inside, add(column0, c),
+                                             idx(0));
+      Value at = arith::SelectOp::create(b, l, inside, position, positions[0]);
+      FailureOr<Value> update = e.elementAt(
+          s.op.getUpdates(),
+          ElementIndex::linear(s.updates, s.join(p, at, s.count, column)));
+      if (failed(update)) {
+        status = failure();
+        return;
+      }
+      reads.push_back({add(mul(row, columns), c), inside, *update});
+    }
   }
   for (const Read &read : reads) {
-    auto guard = scf::IfOp::create(b, l, read.inside);
+    auto guard = scf::IfOp::create(b, l, read.add);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
-    Value slot = add(mul(r, columns), read.column);
-    Value sum = memref::LoadOp::create(b, l, sums, ValueRange{slot});
+    Value sum = memref::LoadOp::create(b, l, sums, ValueRange{read.slot});
     memref::StoreOp::create(b, l, arith::AddFOp::create(b, l, sum, read.update),
-                            sums, ValueRange{slot});
+                            sums, ValueRange{read.slot});
   }
 }
 
 void OrderedIndexAdd::addMarked(Value k) {
   Type i32 = b.getI32Type();
-  for (int64_t w = 0; w < kWarps; ++w) {
+  Value zero = e.constant(i32, 0);
+  for (int64_t w = 0; w < kChunk / 32; ++w) {
     Value mask = memref::LoadOp::create(b, l, masks, ValueRange{idx(w)});
     Value count = arith::IndexCastOp::create(
         b, l, b.getIndexType(), LLVM::CtPopOp::create(b, l, i32, mask));
-    auto walk = scf::ForOp::create(b, l, idx(0), count, idx(1),
+    auto walk = scf::ForOp::create(b, l, idx(0), count, idx(kHitsPerBatch),
                                    ValueRange{mask});
     OpBuilder::InsertionGuard insertion(b);
     b.setInsertionPointToEnd(walk.getBody());
+    // The next kHitsPerBatch marks, lowest first (cleared as taken).
     Value left = walk.getRegionIterArgs()[0];
-    Value bit = arith::IndexCastOp::create(
-        b, l, b.getIndexType(),
-        LLVM::CountTrailingZerosOp::create(b, l, i32, left, false));
-    Value entry = add(idx(w * 32), bit);
-    Value r = arith::IndexCastOp::create(
-        b, l, b.getIndexType(),
-        memref::LoadOp::create(b, l, marked, ValueRange{entry}));
-    Value position = add(mul(k, kIndexAddThreads), entry);
-    addUpdate(position, r);
-    // Clear the lowest mark: the next is the following index.
-    Value next = arith::AndIOp::create(
-        b, l, left,
-        arith::SubIOp::create(b, l, left, e.constant(i32, 1)));
-    scf::YieldOp::create(b, l, next);
+    SmallVector<Value> positions, r, valid;
+    for (int64_t h = 0; h < kHitsPerBatch; ++h) {
+      valid.push_back(
+          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, left, zero));
+      Value bit = arith::IndexCastOp::create(
+          b, l, b.getIndexType(),
+          LLVM::CountTrailingZerosOp::create(b, l, i32, left, false));
+      // cttz of 0 is 32, past the mask's entries: a batch's missing hit
+      // reads its last entry instead (and adds nothing).
+      Value entry = add(idx(w * 32), arith::MinUIOp::create(b, l, bit,
+                                                            idx(31)));
+      r.push_back(arith::IndexCastOp::create(
+          b, l, b.getIndexType(),
+          memref::LoadOp::create(b, l, marked, ValueRange{entry})));
+      positions.push_back(add(mul(k, kChunk), entry));
+      left = arith::AndIOp::create(
+          b, l, left, arith::SubIOp::create(b, l, left, e.constant(i32, 1)));
+    }
+    addUpdates(positions, r, valid);
+    scf::YieldOp::create(b, l, left);
   }
 }
 

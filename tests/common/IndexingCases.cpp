@@ -135,17 +135,18 @@ void addGathers(std::vector<OpCase> &cases) {
          [d](Graph &g) {
            // Ordered index_add's tiles (indices are drawn in [-8, 8]): 2 x 9
            // rows of 1,100 columns (two column tiles, the second partial,
-           // four columns a thread) from 300 indices (two chunks); and 300
-           // x 16 rows of 64 columns (tiles of 16 rows, 4 row groups) from
-           // 40 indices.
-           Tensor wide = g.input("wide", d, {2, 300, 1100});
-           Tensor ids = g.input("ids", DType::i64, {300});
+           // four columns a thread) from 1,300 indices (two chunks of
+           // 1,024, the second partial; about 76 hits a row, many a batch
+           // of 4 hits); and 300 x 16 rows of 64 columns (tiles of 16 rows,
+           // 4 row groups) from 40 indices.
+           Tensor wide = g.input("wide", d, {2, 1300, 1100});
+           Tensor ids = g.input("ids", DType::i64, {1300});
            Tensor narrow = g.input("narrow", d, {300, 40, 64});
            Tensor few = g.input("few", DType::i32, {40});
            g.output("wide", indexAdd(wide, ids, 1, 9));
            g.output("narrow", indexAdd(narrow, few, 1, 16));
          },
-         {{2, 300, 1100}, {300}, {300, 40, 64}, {40}}});
+         {{2, 1300, 1100}, {1300}, {300, 40, 64}, {40}}});
   for (DType d : {DType::f32, DType::bf16})
     cases.push_back({std::string("take_along_axis_") + dtypeName(d),
                      [d](Graph &g) {

@@ -9,8 +9,9 @@
 // and adds it with an atomic into the f32 result, and the narrowing cast
 // is a kernel after it. Else a block takes a tile of rows by the 16
 // columns: all 5 rows here (its 256 threads are 16 groups of 16, each
-// group its rows), however few blocks that leaves the GPU. Its threads mark the indices naming the tile's row by a warp ballot and
-// walk the marks (population count, trailing zeros), adding the updates
+// group its rows), however few blocks that leaves the GPU. Its threads mark
+// the indices naming the tile's rows by warp ballots (1,024 indices a chunk:
+// 32 masks, a row offset an index) and walk the marks (population count, trailing zeros), adding the updates
 // into the tile's sums in shared memory; the cast is its epilogue,
 // computed where each sum is stored, so no f32 copy of the sums is written.
 // ORDERED: kf.kernel reduction
@@ -28,7 +29,7 @@
 // UNORDERED: kf.kernel pointwise
 // UNORDERED: kf.cast
 // ORDERED-GPU: gpu.func @k0_reduction
-// ORDERED-GPU-SAME: workgroup(%{{.*}} : memref<80xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<8xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<256xi32, #gpu.address_space<workgroup>>)
+// ORDERED-GPU-SAME: workgroup(%{{.*}} : memref<80xf32, #gpu.address_space<workgroup>>, %{{.*}} : memref<32xi32, #gpu.address_space<workgroup>>, %{{.*}} : memref<1024xi32, #gpu.address_space<workgroup>>)
 // ORDERED-GPU: nvvm.vote.sync ballot
 // ORDERED-GPU: gpu.barrier
 // ORDERED-GPU: llvm.intr.ctpop
