@@ -107,13 +107,31 @@ Cotangents padVJP(kf::PadOp op, Tensor g, const RuleContext &ctx) {
   return {g};
 }
 
+/// The rows j in [0, n) of an i64 iota along dim `at` of a rank-`rank`
+/// shape (1 elsewhere), n being `x`'s dim `axis`, static or symbolic.
+Tensor rowPositions(const RuleContext &ctx, Tensor x, int64_t axis,
+                    int64_t rank, int64_t at) {
+  Shape positions(rank, Dim(1));
+  positions[at] = x.shape()[axis];
+  return ctx.graph.iota(positions, at, DType::i64);
+}
+
 /// `indices` in [0, n) where they count from the end, as the forward
-/// reads them (i64, so the compare with an iota is exact).
-Tensor wrapIndices(Tensor indices, int64_t n) {
+/// reads them (i64, so the compare with an iota is exact), n being `x`'s
+/// dim `axis`. A symbolic n is counted: the largest of an iota along it,
+/// + 1 (in f32, exact below 2^24 rows; integers are not reduced).
+Tensor wrapIndices(const RuleContext &ctx, Tensor indices, Tensor x,
+                   int64_t axis) {
   indices = cast(indices, DType::i64);
   Tensor zero = scalarLike(indices, 0);
-  return where(indices < zero, indices + scalarLike(indices, double(n)),
-               indices);
+  Dim rows = x.shape()[axis];
+  Tensor n =
+      rows.isSymbolic()
+          ? reshape(cast(reduceMax(ctx.graph.iota({rows}, 0, DType::f32)) + 1.0,
+                         DType::i64),
+                    Shape(indices.rank(), Dim(1)))
+          : scalarLike(indices, double(rows.size()));
+  return where(indices < zero, indices + n, indices);
 }
 
 /// take_along_axis: dx[.., j, ..] = sum over i of [idx[.., i, ..] = j]
@@ -121,11 +139,10 @@ Tensor wrapIndices(Tensor indices, int64_t n) {
 Cotangents takeAlongAxisVJP(kf::TakeAlongAxisOp op, Tensor g,
                             const RuleContext &ctx) {
   Tensor x = ctx.primal(op.getInput());
-  int64_t axis = op.getAxis(), n = dimSize(x, axis);
-  Tensor idx = unsqueeze(wrapIndices(ctx.primal(op.getIndices()), n), axis + 1);
-  Shape positions(x.rank() + 1, Dim(1));
-  positions[axis + 1] = Dim(n);
-  Tensor j = ctx.graph.iota(positions, axis + 1, DType::i64);
+  int64_t axis = op.getAxis();
+  Tensor idx = unsqueeze(wrapIndices(ctx, ctx.primal(op.getIndices()), x, axis),
+                         axis + 1);
+  Tensor j = rowPositions(ctx, x, axis, x.rank() + 1, axis + 1);
   Tensor hit = compare(Compare::eq, idx, j);
   Tensor picked = where(hit, unsqueeze(g, axis + 1), scalarLike(g, 0.0));
   return {reduceSum(picked, {axis}), Tensor()};
@@ -138,16 +155,13 @@ Cotangents takeAlongAxisVJP(kf::TakeAlongAxisOp op, Tensor g,
 /// (n times index_add's work).
 Tensor gatherVJPByCompare(Tensor x, Tensor indices, int64_t axis, Tensor g,
                           const RuleContext &ctx) {
-  int64_t n = dimSize(x, axis);
   int64_t r = indices.rank(), post = x.rank() - axis - 1;
   Shape idxShape(axis, Dim(1));
   for (const Dim &d : indices.shape())
     idxShape.push_back(d);
   idxShape.insert(idxShape.end(), 1 + post, Dim(1));
-  Tensor idx = reshape(wrapIndices(indices, n), idxShape);
-  Shape positions(axis + r + 1 + post, Dim(1));
-  positions[axis + r] = Dim(n);
-  Tensor j = ctx.graph.iota(positions, axis + r, DType::i64);
+  Tensor idx = reshape(wrapIndices(ctx, indices, x, axis), idxShape);
+  Tensor j = rowPositions(ctx, x, axis, axis + r + 1 + post, axis + r);
   Tensor picked = where(compare(Compare::eq, idx, j), unsqueeze(g, axis + r),
                         scalarLike(g, 0.0));
   std::vector<int64_t> indexDims;

@@ -169,6 +169,20 @@ std::vector<GradCase> shapeCases() {
                 }};
   take.options.values["ids"] = indices({4, 2}, {0, 6, 3, 3, -1, 2, 5, 1});
   cases.push_back(take);
+  // The row count symbolic, which index_add cannot take: the compare
+  // rules, with indices counted from the end wrapped by a count of the
+  // rows taken from the iota.
+  GradCase symbolic{"gather_take_symbolic_rows", [](Graph &g) {
+                      Tensor table = g.input("table", DType::f32, {"V", 3});
+                      Tensor ids = g.input("ids", DType::i64, {5});
+                      Tensor labels = g.input("labels", DType::i64, {"V", 1});
+                      g.output("rows", gather(table, ids, 0));
+                      g.output("picks", takeAlongAxis(table, labels, 1));
+                    }};
+  symbolic.options.shapes = {{6, 3}, {5}, {6, 1}};
+  symbolic.options.values["ids"] = indices({5}, {5, -1, 0, -6, 2});
+  symbolic.options.values["labels"] = indices({6, 1}, {0, -1, 2, -3, 1, 1});
+  cases.push_back(symbolic);
   return cases;
 }
 
