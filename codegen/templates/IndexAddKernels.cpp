@@ -136,7 +136,6 @@ public:
   LogicalResult emit();
 
 private:
-  static constexpr int64_t kWarps = kIndexAddThreads / 32;
   /// The indices a thread reads a chunk: their loads are in flight
   /// together, and the block's barriers are a quarter of one a thread.
   static constexpr int64_t kIndicesPerThread = 4;
@@ -146,7 +145,7 @@ private:
   static constexpr int64_t kHitsPerBatch = 4;
   LogicalResult emitTile();
   /// Marks the indices of chunk `k` that name a row of the tile (a mask
-  /// a warp and 256 indices, each index's row of the tile beside it).
+  /// each 32 of them, each index's row of the tile beside it).
   void markChunk(Value k);
   /// Adds the marked updates of chunk `k`, mask by mask, in order.
   void addMarked(Value k);
