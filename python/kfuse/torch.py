@@ -251,6 +251,29 @@ def _chunk(x, chunks, dim=0):
     return _split(x, -(-x.shape[dim] // chunks), dim)
 
 
+def _embedding(input, weight, padding_idx=None, max_norm=None,
+               norm_type=2.0, scale_grad_by_freq=False, sparse=False):
+    """F.embedding: rows of `weight` picked by `input`. As in torch, the
+    row `padding_idx` is read as it is but takes no gradient. max_norm
+    (which renormalises the weight's rows in place), gradients scaled by
+    frequency and sparse gradients are left to PyTorch."""
+    if max_norm is not None:
+        raise Unsupported("embedding with max_norm (it renormalises the "
+                          "weight's rows in place)")
+    if scale_grad_by_freq or sparse:
+        raise Unsupported("embedding with scale_grad_by_freq or sparse "
+                          "gradients")
+    if padding_idx is not None:
+        rows = weight.shape[0]
+        if rows is None:
+            raise Unsupported("embedding with padding_idx over a table of "
+                              "symbolic rows")
+        at = weight.graph.iota((rows, 1), 0, dtypes.int64).eq(
+            padding_idx % rows)
+        weight = kgraph.where(at, kindex.stop_gradient(weight), weight)
+    return kindex.embedding(input, weight)
+
+
 def _cross_entropy(x, target, weight=None, size_average=None,
                    ignore_index=-100, reduce=None, reduction="mean",
                    label_smoothing=0.0):
@@ -259,6 +282,9 @@ def _cross_entropy(x, target, weight=None, size_average=None,
     if weight is not None or x.ndim != 2 or target.ndim != 1:
         raise Unsupported("cross_entropy other than [N, C] logits with [N] "
                           "class indices and no class weights")
+    if size_average is not None or reduce is not None:
+        raise Unsupported("cross_entropy with the deprecated size_average or "
+                          "reduce (use reduction=)")
     x = x.to(dtypes.float32)
     lse = x.logsumexp(1, keepdim=True)
     nll = lse - kindex.gather(x, 1, target.reshape(target.shape[0], 1))
@@ -317,8 +343,7 @@ _FUNCTIONS = {
     torch.mean: _reduce("mean"), torch.sum: _reduce("sum"),
     F.dropout: _dropout,
     torch.cat: kindex.cat, torch.concat: kindex.cat, F.pad: _pad,
-    F.embedding: lambda input, weight, *a, **k: kindex.embedding(
-        input, weight),
+    F.embedding: _embedding,
     torch.index_select: kindex.index_select, torch.gather: kindex.gather,
     torch.index_add: kindex.index_add,
     torch.narrow: lambda x, dim, start, length: kindex.slice_(
@@ -407,7 +432,9 @@ _MODULES = {
     torch.nn.Sigmoid: lambda m, p, x: kgraph.sigmoid(x),
     torch.nn.Softmax: lambda m, p, x: x.softmax(m.dim),
     torch.nn.Dropout: lambda m, p, x: _dropout(x, m.p, m.training),
-    torch.nn.Embedding: lambda m, p, x: kindex.embedding(x, p("weight")),
+    torch.nn.Embedding: lambda m, p, x: _embedding(
+        x, p("weight"), m.padding_idx, m.max_norm, m.norm_type,
+        m.scale_grad_by_freq, m.sparse),
     torch.nn.Identity: lambda m, p, x: x,
 }
 if hasattr(torch.nn, "RMSNorm"):

@@ -318,6 +318,49 @@ def test_embedding_gradient_and_index_add_match_pytorch():
                           want_summed.detach()) < 1e-5
 
 
+class PaddedEmbedding(nn.Module):
+    """Embeddings whose padding row takes no gradient, in both spellings."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(12, 5, padding_idx=0)
+        self.table = nn.Parameter(torch.randn(12, 5))
+
+    def forward(self, ids):
+        other = F.embedding(ids, self.table, padding_idx=-1)
+        return (torch.tanh(self.embed(ids)) * other).sum()
+
+
+def test_an_embeddings_padding_row_takes_no_gradient():
+    torch.manual_seed(3)
+    module = PaddedEmbedding()
+    # Both padding rows (0, and 11 = -1) are looked up, more than once.
+    ids = torch.tensor([[0, 4, 11, 0], [11, 2, 4, 0]])
+    compiled = ktorch.compile(module, (ids,), reference=True)
+    compiled(ids).backward()
+    got = [module.embed.weight.grad.clone(), module.table.grad.clone()]
+    assert got[0][0].abs().max() == 0 and got[1][11].abs().max() == 0
+    module.zero_grad()
+    module(ids).backward()
+    for g, want in zip(got, (module.embed.weight.grad, module.table.grad)):
+        assert relative_error(g.double().numpy(), want) < 1e-5
+
+
+@pytest.mark.parametrize("kwargs", [{"max_norm": 1.0},
+                                    {"scale_grad_by_freq": True}])
+def test_embedding_options_kfuse_does_not_convert_are_refused(kwargs):
+    class Embed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(8, 4, **kwargs)
+
+        def forward(self, ids):
+            return self.embed(ids)
+
+    with pytest.raises(ktorch.Unsupported, match=next(iter(kwargs))):
+        ktorch.compile(Embed(), (torch.tensor([1, 2]),), reference=True)
+
+
 def test_only_the_inputs_that_require_grad_get_gradients():
     torch.manual_seed(1)
     module = NormMLP()
