@@ -64,8 +64,11 @@ def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 def _rms_norm(x, normalized_shape, weight=None, eps=None):
+    """F.rms_norm: without an eps, torch's is its dtype's machine epsilon."""
     dims = tuple(range(-len(normalized_shape), 0))
-    eps = 1e-6 if eps is None else eps
+    if eps is None:
+        torch_dtype = next(t for t, k in _DTYPES.items() if k == x.dtype)
+        eps = torch.finfo(torch_dtype).eps
     y = x * kgraph.rsqrt((x * x).mean(dims, keepdim=True) + eps)
     return y * weight if weight is not None else y
 
@@ -101,7 +104,9 @@ def _linear(x, weight, bias=None):
 def _softmax(x, dim=None, dtype=None, **_):
     if dtype is not None:
         x = x.to(_kfuse_dtype(dtype, "softmax"))
-    return x.softmax(-1 if dim is None else dim)
+    if dim is None:  # torch's implicit dim (deprecated, but still taken)
+        dim = 0 if x.ndim in (0, 1, 3) else 1
+    return x.softmax(dim)
 
 
 def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
@@ -199,8 +204,12 @@ def _diff(x, n=1, dim=-1, prepend=None, append=None):
 
 
 def _to(x, *args, **kwargs):
+    """Tensor.to: a dtype, or another tensor's (`x.to(y)`); devices and
+    copy flags change nothing here."""
     target = kwargs.get("dtype")
-    for a in args:
+    for a in list(args) + [kwargs.get("other")]:
+        if isinstance(a, kgraph.Tensor):
+            return x.to(a.dtype)
         if isinstance(a, torch.dtype):
             target = a
     return x if target is None else x.to(_kfuse_dtype(target, "to"))

@@ -4,6 +4,7 @@ in PyTorch on the CPU. Skips, saying so, without torch."""
 
 import math
 import operator
+import warnings
 
 import numpy as np
 import pytest
@@ -359,6 +360,43 @@ def test_embedding_options_kfuse_does_not_convert_are_refused(kwargs):
 
     with pytest.raises(ktorch.Unsupported, match=next(iter(kwargs))):
         ktorch.compile(Embed(), (torch.tensor([1, 2]),), reference=True)
+
+
+def test_to_another_tensor_takes_its_dtype():
+    class To(nn.Module):
+        def forward(self, x, y):
+            return x.to(y) * 2, x.to(torch.float16), x.to(dtype=torch.int32)
+
+    x, y = torch.randn(3) * 4, torch.zeros(3, dtype=torch.float16)
+    compiled = ktorch.compile(To(), (x, y), reference=True)
+    for got, want in zip(compiled(x, y), To()(x, y)):
+        assert got.dtype == want.dtype
+        assert relative_error(got.double().numpy(), want.double()) < 1e-3
+
+
+def test_softmax_without_a_dim_takes_torchs_implicit_one():
+    class Implicit(nn.Module):
+        def forward(self, x, y):
+            return F.softmax(x), F.softmax(y)  # dims 0 and 1
+
+    x, y = torch.randn(3, 4, 5), torch.randn(2, 3, 4, 5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch's own deprecation warning
+        compiled = ktorch.compile(Implicit(), (x, y), reference=True)
+        pairs = list(zip(compiled(x, y), Implicit()(x, y)))
+    for got, want in pairs:
+        assert relative_error(got.double().numpy(), want.double()) < 1e-5
+
+
+@pytest.mark.skipif(not hasattr(torch.nn, "RMSNorm"),
+                    reason="this torch has no nn.RMSNorm (PyTorch 2.4+)")
+def test_rms_norm_without_an_eps_takes_the_dtypes_epsilon():
+    # Rows of tiny values, where eps decides the result.
+    norm = nn.RMSNorm(6)
+    x = torch.randn(4, 6) * 1e-4
+    compiled = ktorch.compile(norm, (x,), reference=True)
+    got = compiled(x)
+    assert relative_error(got.double().numpy(), norm(x).double()) < 1e-4
 
 
 def test_only_the_inputs_that_require_grad_get_gradients():
