@@ -155,6 +155,25 @@ def _addmm(bias, a, b, beta=1, alpha=1):
     return product + (bias if beta == 1 else bias * beta)
 
 
+def _add(a, b, alpha=1):
+    """torch.add: a + alpha * b."""
+    return a + (b if alpha == 1 else b * alpha)
+
+
+def _sub(a, b, alpha=1):
+    """torch.sub: a - alpha * b."""
+    return a - (b if alpha == 1 else b * alpha)
+
+
+def _div(a, b, rounding_mode=None):
+    """torch.div: true division, or rounded down ("floor")."""
+    if rounding_mode is None:
+        return a / b
+    if rounding_mode == "floor":
+        return kindex.floor(a / b)
+    raise Unsupported(f"div with rounding_mode={rounding_mode!r}")
+
+
 def _masked_fill(x, mask, value):
     return kgraph.where(mask, value, x)
 
@@ -331,10 +350,10 @@ def _cumsum(x, dim, dtype=None):
 
 # torch callables, and tensor method names, to their kfuse form.
 _FUNCTIONS = {
-    operator.add: lambda a, b: a + b, torch.add: lambda a, b: a + b,
-    operator.sub: lambda a, b: a - b, torch.sub: lambda a, b: a - b,
+    operator.add: lambda a, b: a + b, torch.add: _add,
+    operator.sub: lambda a, b: a - b, torch.sub: _sub,
     operator.mul: lambda a, b: a * b, torch.mul: lambda a, b: a * b,
-    operator.truediv: lambda a, b: a / b, torch.div: lambda a, b: a / b,
+    operator.truediv: lambda a, b: a / b, torch.div: _div,
     operator.neg: lambda a: -a, torch.neg: lambda a: -a,
     operator.matmul: _matmul, torch.matmul: _matmul,
     torch.bmm: kgraph.matmul,
@@ -400,7 +419,7 @@ _METHODS = {
     "sum": _reduce("sum"), "softmax": _softmax, "exp": kgraph.exp,
     "tanh": kgraph.tanh, "sigmoid": kgraph.sigmoid, "rsqrt": kgraph.rsqrt,
     "pow": kgraph.pow, "relu": kgraph.relu,
-    "add": lambda a, b: a + b, "mul": lambda a, b: a * b,
+    "add": _add, "mul": lambda a, b: a * b,
     "size": lambda x, dim=None: x.shape if dim is None else x.shape[dim],
     "floor": kindex.floor, "round": _round, "remainder": kindex.remainder,
     "gather": kindex.gather, "index_select": kindex.index_select,
@@ -415,8 +434,8 @@ _METHODS = {
     "logsumexp": kindex.logsumexp, "detach": kindex.stop_gradient,
     "t": _t, "expand": _expand, "cos": kgraph.cos, "sin": kgraph.sin,
     "log": kgraph.log, "sqrt": kgraph.sqrt, "abs": kgraph.abs,
-    "neg": lambda x: -x, "sub": lambda a, b: a - b,
-    "div": lambda a, b: a / b, "clone": lambda x, **_: x,
+    "neg": lambda x: -x, "sub": _sub,
+    "div": _div, "clone": lambda x, **_: x,
     "type_as": lambda x, other: x.to(other.dtype),
     "masked_fill": _masked_fill, "matmul": _matmul,
     "new_ones": _new_ones, "__eq__": _compare("eq"), "__ne__": _compare("ne"),

@@ -399,6 +399,18 @@ def test_rms_norm_without_an_eps_takes_the_dtypes_epsilon():
     assert relative_error(got.double().numpy(), norm(x).double()) < 1e-4
 
 
+def test_add_sub_take_alpha_and_div_rounds_down():
+    class Scaled(nn.Module):
+        def forward(self, x, y):
+            return (torch.add(x, y, alpha=2.5), x.sub(y, alpha=-3),
+                    torch.div(x, y, rounding_mode="floor"), x.div(y))
+
+    x, y = torch.randn(5, 4) * 8, torch.rand(5, 4) + 0.5
+    compiled = ktorch.compile(Scaled(), (x, y), reference=True)
+    for got, want in zip(compiled(x, y), Scaled()(x, y)):
+        assert relative_error(got.double().numpy(), want.double()) < 1e-5
+
+
 def test_only_the_inputs_that_require_grad_get_gradients():
     torch.manual_seed(1)
     module = NormMLP()
