@@ -458,7 +458,7 @@ _MODULES = {
     torch.nn.ReLU: lambda m, p, x: kgraph.relu(x),
     torch.nn.Tanh: lambda m, p, x: kgraph.tanh(x),
     torch.nn.Sigmoid: lambda m, p, x: kgraph.sigmoid(x),
-    torch.nn.Softmax: lambda m, p, x: x.softmax(m.dim),
+    torch.nn.Softmax: lambda m, p, x: _softmax(x, m.dim),
     torch.nn.Dropout: lambda m, p, x: _dropout(x, m.p, m.training),
     torch.nn.Embedding: lambda m, p, x: _embedding(
         x, p("weight"), m.padding_idx, m.max_norm, m.norm_type,

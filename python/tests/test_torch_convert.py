@@ -376,8 +376,12 @@ def test_to_another_tensor_takes_its_dtype():
 
 def test_softmax_without_a_dim_takes_torchs_implicit_one():
     class Implicit(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.softmax = nn.Softmax()
+
         def forward(self, x, y):
-            return F.softmax(x), F.softmax(y)  # dims 0 and 1
+            return F.softmax(x), self.softmax(y)  # dims 0 and 1
 
     x, y = torch.randn(3, 4, 5), torch.randn(2, 3, 4, 5)
     with warnings.catch_warnings():
