@@ -171,6 +171,10 @@ LogicalResult SelectOp::verify() {
   return success();
 }
 
+OpFoldResult SelectOp::fold(FoldAdaptor) {
+  return getOnTrue() == getOnFalse() ? getOnTrue() : Value();
+}
+
 LogicalResult CastOp::verify() {
   if (tensorOf(getInput()).getShape() != tensorOf(getResult()).getShape())
     return emitOpError() << "cast keeps the shape: input is "

@@ -171,6 +171,11 @@ def KF_CompareOp : KF_Op<"compare", [Pure, KF_Elementwise]> {
 
 def KF_SelectOp : KF_Op<"select", [Pure, KF_Elementwise]> {
   let summary = "elementwise cond ? on_true : on_false";
+  let description = [{
+    Folds to its branch where both are one value (an embedding's padding
+    row held out of the gradient by a stop_gradient on one branch becomes
+    the table itself once stop_gradient folds).
+  }];
   let arguments = (ins KF_Tensor:$cond, KF_Tensor:$on_true,
                        KF_Tensor:$on_false);
   let results = (outs KF_Tensor:$result);
@@ -179,6 +184,7 @@ def KF_SelectOp : KF_Op<"select", [Pure, KF_Elementwise]> {
       custom<ElementwiseTypes>(type($on_true), type($on_false), type($result))
   }];
   let hasVerifier = 1;
+  let hasFolder = 1;
 }
 
 def KF_CastOp : KF_Op<"cast", [Pure, KF_Elementwise]> {
