@@ -209,21 +209,25 @@ def _flat(x):
     return x.reshape(n)
 
 
+def _arg_reduce(kind, x, dim, keepdim):
+    """argmax/argmin along `dim`; of all elements when dim is None, kept
+    as x's rank of 1s with keepdim (as torch keeps it)."""
+    if dim is not None:
+        return _made(x.graph, fn["kfuse_arg_reduce"](
+            x.graph._handle, kind, x._id, dim, int(keepdim)))
+    out = _arg_reduce(kind, _flat(x), 0, False)
+    return out.reshape((1,) * len(x.shape)) if keepdim else out
+
+
 def argmax(x, dim=None, keepdim=False):
     """torch.argmax: the int64 position of the largest element along `dim`
     (of all elements when None), the first of equal ones; NaN wins."""
-    if dim is None:
-        x, dim, keepdim = _flat(x), 0, False
-    return _made(x.graph, fn["kfuse_arg_reduce"](x.graph._handle, b"argmax",
-                                                 x._id, dim, int(keepdim)))
+    return _arg_reduce(b"argmax", x, dim, keepdim)
 
 
 def argmin(x, dim=None, keepdim=False):
     """torch.argmin: as argmax, of the smallest element."""
-    if dim is None:
-        x, dim, keepdim = _flat(x), 0, False
-    return _made(x.graph, fn["kfuse_arg_reduce"](x.graph._handle, b"argmin",
-                                                 x._id, dim, int(keepdim)))
+    return _arg_reduce(b"argmin", x, dim, keepdim)
 
 
 def cumsum(x, dim):

@@ -29,6 +29,12 @@ from .torch_ops import Unsupported, _TORCH_DTYPES, _kfuse_dtype, \
     _FUNCTIONS, _METHODS, _MODULES
 
 
+def _holds_tensors(value):
+    """Whether a (nested) tuple or list holds a kfuse tensor."""
+    return isinstance(value, (tuple, list)) and any(
+        isinstance(v, kgraph.Tensor) or _holds_tensors(v) for v in value)
+
+
 def _name(node):
     return node.name.replace(".", "_")
 
@@ -169,22 +175,38 @@ class Converter:
 
     def _outputs(self, result):
         """The fx outputs as graph outputs; returns how to give them back:
-        (one value rather than a tuple, [None for the next graph output or
-        a host value (a size) known once the shapes are)])."""
+        (one value rather than a tuple, the layout: None for the next graph
+        output, a _Group for a tuple of them (a split's parts), else a host
+        value (a size) known once the shapes are)."""
         single = not isinstance(result, (tuple, list))
         values = [result] if single else list(result)
-        layout = []
-        for i, value in enumerate(self._arg(v) for v in values):
-            if isinstance(value, kgraph.Tensor):
-                self.graph.output(f"out{len(self.graph.outputs)}", value)
-                layout.append(None)
-            elif isinstance(value, (int, float, bool, tuple, torch.Size)):
-                layout.append(value)
-            else:
-                raise Unsupported(f"output {i} is not a tensor")
-        if all(v is not None for v in layout):
+        layout = [self._layout(self._arg(v), i) for i, v in enumerate(values)]
+        if not self.graph.outputs:
             raise Unsupported("the graph computes no tensor")
         return single, layout
+
+    def _layout(self, value, i):
+        if isinstance(value, kgraph.Tensor):
+            self.graph.output(f"out{len(self.graph.outputs)}", value)
+            return None
+        if _holds_tensors(value):
+            return _Group(self._layout(v, i) for v in value)
+        if isinstance(value, (int, float, bool, tuple, torch.Size)):
+            return value
+        raise Unsupported(f"output {i} is not a tensor")
+
+
+class _Group(tuple):
+    """A tuple of outputs among the outputs (torch.split's parts), by
+    their layout."""
+
+
+def _rebuild(layout, results):
+    """The outputs as the fx graph gave them: `results` (an iterator over
+    the graph's outputs) put where `layout` has None."""
+    return tuple(next(results) if v is None else
+                 _rebuild(v, results) if isinstance(v, _Group) else v
+                 for v in layout)
 
 
 class _Reference:
@@ -256,9 +278,8 @@ class CompiledModule:
             if self.static and not self.reference and all(
                     t.is_cuda for t in inputs + entry.params):
                 self._bound = _Bound(entry, args, result)
-        result = iter(result if isinstance(result, tuple) else (result,))
-        values = tuple(next(result) if v is None else v
-                       for v in entry.layout)
+        values = _rebuild(entry.layout, iter(
+            result if isinstance(result, tuple) else (result,)))
         return values[0] if entry.single else values
 
 
@@ -281,9 +302,8 @@ class _Bound:
     def __call__(self, args):
         out = [torch.empty(shape, dtype=dtype, device=device)
                for shape, dtype, device in self.outputs]
-        result = iter(self.run(self._tensors(args), out))
-        values = tuple(next(result) if v is None else v
-                       for v in self.entry.layout)
+        values = _rebuild(self.entry.layout,
+                          iter(self.run(self._tensors(args), out)))
         return values[0] if self.entry.single else values
 
 

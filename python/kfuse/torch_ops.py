@@ -12,18 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from . import dtypes, graph as kgraph, indexing as kindex
-
-
-class Unsupported(Exception):
-    """An fx node kfuse has no conversion for; the message says which."""
-
-
-_DTYPES = {torch.float32: dtypes.float32, torch.float16: dtypes.float16,
-           torch.bfloat16: dtypes.bfloat16, torch.int32: dtypes.int32,
-           torch.int64: dtypes.int64, torch.bool: dtypes.bool_}
-
-
-_TORCH_DTYPES = {v.name: k for k, v in _DTYPES.items()}
+from .torch_promotion import Unsupported, _DTYPES, _TORCH_DTYPES, binary, \
+    floor_divide, masked_fill, power, where
 
 
 def _kfuse_dtype(torch_dtype, what):
@@ -40,7 +30,23 @@ def _gelu(x, approximate="none"):
     return kgraph.gelu(x)
 
 
-def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+def _in_float32(norm):
+    """A normalisation computed in float32 and rounded once to x's dtype,
+    as torch computes 16-bit ones (its parameters widened too)."""
+    def compute(x, normalized_shape, *params, **kw):
+        if not x.dtype.is_floating_point or x.dtype is dtypes.float32:
+            return norm(x, normalized_shape, *params, **kw)
+        wide = [p.to(dtypes.float32) if isinstance(p, kgraph.Tensor) else p
+                for p in params]
+        kw.setdefault("eps_dtype", x.dtype)
+        return norm(x.to(dtypes.float32), normalized_shape, *wide,
+                    **kw).to(x.dtype)
+    return compute
+
+
+@_in_float32
+def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
+                eps_dtype=None):
     dims = tuple(range(-len(normalized_shape), 0))
     centered = x - x.mean(dims, keepdim=True)
     y = centered * kgraph.rsqrt((centered * centered).mean(dims, keepdim=True)
@@ -50,12 +56,15 @@ def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     return y + bias if bias is not None else y
 
 
-def _rms_norm(x, normalized_shape, weight=None, eps=None):
-    """F.rms_norm: without an eps, torch's is its dtype's machine epsilon."""
+@_in_float32
+def _rms_norm(x, normalized_shape, weight=None, eps=None, eps_dtype=None):
+    """F.rms_norm: without an eps, torch's is the input dtype's machine
+    epsilon."""
     dims = tuple(range(-len(normalized_shape), 0))
     if eps is None:
-        torch_dtype = next(t for t, k in _DTYPES.items() if k == x.dtype)
-        eps = torch.finfo(torch_dtype).eps
+        dtype = eps_dtype or x.dtype
+        eps = torch.finfo(next(t for t, k in _DTYPES.items()
+                               if k == dtype)).eps
     y = x * kgraph.rsqrt((x * x).mean(dims, keepdim=True) + eps)
     return y * weight if weight is not None else y
 
@@ -110,13 +119,37 @@ def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
         q, k, v, attn_mask=mask, bias=bias, is_causal=is_causal, scale=scale)
 
 
-def _reshape(x, *shape):
-    shape = list(shape[0] if len(shape) == 1 and isinstance(
-        shape[0], (list, tuple, torch.Size)) else shape)
+def _sizes(sizes, kw, name):
+    """Sizes given as arguments, as one sequence, or by keyword `name`."""
+    if name in kw:
+        return list(kw[name])
+    return list(sizes[0] if len(sizes) == 1 and isinstance(
+        sizes[0], (list, tuple, torch.Size)) else sizes)
+
+
+def _reshape(x, *shape, **kw):
+    shape = _sizes(shape, kw, "shape")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         shape[shape.index(-1)] = math.prod(x.shape) // max(known, 1)
     return x.reshape(shape)
+
+
+def _permute(x, *dims, **kw):
+    """torch.permute(x, dims) and Tensor.permute(*dims)."""
+    return x.permute(*_sizes(dims, kw, "dims"))
+
+
+def _narrow(x, dim, start, length):
+    """torch.narrow: a start before 0 counts from the end."""
+    start = start + x.shape[dim] if start < 0 else start
+    return kindex.slice_(x, dim, start, start + length)
+
+
+def _gather(x, dim, index, *, sparse_grad=False):
+    if sparse_grad:
+        raise Unsupported("gather with sparse_grad")
+    return kindex.gather(x, dim, index)
 
 
 def _transpose(x, dim0, dim1):
@@ -127,42 +160,45 @@ def _t(x):
     return x if x.ndim < 2 else x.transpose(0, 1)
 
 
-def _expand(x, *shape):
-    shape = list(shape[0] if len(shape) == 1 and isinstance(
-        shape[0], (list, tuple, torch.Size)) else shape)
+def _expand(x, *shape, **kw):
+    shape = _sizes(shape, kw, "size")
     lead = len(shape) - x.ndim
     return x.expand([x.shape[i - lead] if s == -1 else s
                      for i, s in enumerate(shape)])
 
 
 def _addmm(bias, a, b, beta=1, alpha=1):
-    """torch.addmm / baddbmm: beta * bias + alpha * (a @ b)."""
+    """torch.addmm / baddbmm: beta * bias + alpha * (a @ b); with beta 0
+    the bias is not read (its NaNs do not come through), as in torch."""
     product = kgraph.matmul(a, b)
     product = product if alpha == 1 else product * alpha
+    if beta == 0:
+        return product
     return product + (bias if beta == 1 else bias * beta)
 
 
 def _add(a, b, alpha=1):
     """torch.add: a + alpha * b."""
-    return a + (b if alpha == 1 else b * alpha)
+    return binary("add", a, b if alpha == 1 else binary("mul", b, alpha))
 
 
 def _sub(a, b, alpha=1):
     """torch.sub: a - alpha * b."""
-    return a - (b if alpha == 1 else b * alpha)
+    return binary("sub", a, b if alpha == 1 else binary("mul", b, alpha))
 
 
 def _div(a, b, rounding_mode=None):
-    """torch.div: true division, or rounded down ("floor")."""
+    """torch.div: true division (a float, of integers too), or rounded
+    down ("floor")."""
     if rounding_mode is None:
-        return a / b
+        return binary("truediv", a, b)
     if rounding_mode == "floor":
-        return kindex.floor(a / b)
+        return floor_divide(a, b)
     raise Unsupported(f"div with rounding_mode={rounding_mode!r}")
 
 
-def _masked_fill(x, mask, value):
-    return kgraph.where(mask, value, x)
+def _binary(name):
+    return lambda a, b: binary(name, a, b)
 
 
 def _compare(op):
@@ -202,10 +238,12 @@ def _diff(x, n=1, dim=-1, prepend=None, append=None):
     appending."""
     parts = [t for t in (prepend, x, append) if t is not None]
     x = kindex.cat(parts, dim) if len(parts) > 1 else x
+    # Of bools torch's difference is their xor.
+    minus = kindex.logical_xor if x.dtype is dtypes.bool_ else operator.sub
     for _ in range(n):
         length = x.shape[dim]
-        x = kindex.slice_(x, dim, 1, length) - kindex.slice_(
-            x, dim, 0, length - 1)
+        x = minus(kindex.slice_(x, dim, 1, length),
+                  kindex.slice_(x, dim, 0, length - 1))
     return x
 
 
@@ -239,7 +277,12 @@ def _pad(x, pad, mode="constant", value=None):
 def _round(x, decimals=0):
     if decimals:
         raise Unsupported("round with decimals")
-    return kindex.round(x)
+    return kindex.round(x) if x.dtype.is_floating_point else x
+
+
+def _floor(x):
+    """torch.floor: integers are their own floor (and keep their dtype)."""
+    return kindex.floor(x) if x.dtype.is_floating_point else x
 
 
 def _unsqueeze(x, dim):
@@ -254,7 +297,10 @@ def _squeeze(x, dim=None):
     return x.reshape(shape)
 
 
-def _split(x, size, dim=0):
+def _split(x, size=None, dim=0, split_size=None,
+           split_size_or_sections=None):
+    size = next(v for v in (size, split_size, split_size_or_sections)
+                if v is not None)
     n = x.shape[dim]
     sizes = size if isinstance(size, (list, tuple)) else \
         [min(size, n - i) for i in range(0, n, size)]
@@ -300,7 +346,7 @@ def _cross_entropy(x, target, weight=None, size_average=None,
     if size_average is not None or reduce is not None:
         raise Unsupported("cross_entropy with the deprecated size_average or "
                           "reduce (use reduction=)")
-    x = x.to(dtypes.float32)
+    dtype, x = x.dtype, x.to(dtypes.float32)
     lse = x.logsumexp(1, keepdim=True)
     nll = lse - kindex.gather(x, 1, target.reshape(target.shape[0], 1))
     if label_smoothing:
@@ -308,62 +354,69 @@ def _cross_entropy(x, target, weight=None, size_average=None,
             1, keepdim=True)) * label_smoothing
     valid = target.reshape(target.shape[0], 1).ne(ignore_index)
     loss = kgraph.where(valid, nll, 0.0).reshape(target.shape[0])
-    if reduction == "none":
-        return loss
     if reduction == "sum":
-        return loss.sum()
-    return loss.sum() / valid.to(dtypes.float32).sum()
+        loss = loss.sum()
+    elif reduction != "none":
+        loss = loss.sum() / valid.to(dtypes.float32).sum()
+    return loss.to(dtype)  # in the logits' dtype, as torch gives it
 
 
 def _reduce(name):
-    def reduce(x, dim=None, keepdim=False, dtype=None):
+    """torch.sum / mean (`axis` is numpy's name for dim). A sum of bools or
+    integers is int64 (summed in int32, exact below 2^31)."""
+    def reduce(x, dim=None, keepdim=False, dtype=None, axis=None):
+        dim = axis if dim is None else dim
         if dtype is not None:
             x = x.to(_kfuse_dtype(dtype, name))
+        if name == "sum" and not x.dtype.is_floating_point:
+            summed = x.to(dtypes.int32).sum(dim, keepdim)
+            return summed if dtype == torch.int32 else summed.to(dtypes.int64)
         return getattr(x, name)(dim, keepdim)
     return reduce
 
 
 def _cumsum(x, dim, dtype=None):
-    """torch.cumsum: integer sums come out int64 (here summed in int32 and
-    widened, exact below 2^31)."""
-    if dtype is not None and dtype != torch.int64:
-        x = x.to(_kfuse_dtype(dtype, "cumsum"))
-    integer = not x.dtype.is_floating_point
-    if integer and x.dtype != dtypes.int32:
-        x = x.to(dtypes.int32)
-    out = kindex.cumsum(x, dim)
-    return out.to(dtypes.int64) if integer or dtype == torch.int64 else out
+    """torch.cumsum: the input cast to `dtype` first where one is given,
+    then summed. Integer sums are int64 unless int32 is asked for (kfuse
+    sums integers in int32: exact below 2^31)."""
+    target = None if dtype is None else _kfuse_dtype(dtype, "cumsum")
+    if target is not None and target is not dtypes.int64:
+        x = x.to(target)
+    if target is dtypes.int64 or not x.dtype.is_floating_point:
+        out = kindex.cumsum(x.to(dtypes.int32), dim)
+        return out if target is dtypes.int32 else out.to(dtypes.int64)
+    return kindex.cumsum(x, dim)
 
 
 # torch callables, and tensor method names, to their kfuse form.
 _FUNCTIONS = {
-    operator.add: lambda a, b: a + b, torch.add: _add,
-    operator.sub: lambda a, b: a - b, torch.sub: _sub,
-    operator.mul: lambda a, b: a * b, torch.mul: lambda a, b: a * b,
-    operator.truediv: lambda a, b: a / b, torch.div: _div,
+    operator.add: _binary("add"), torch.add: _add,
+    operator.sub: _binary("sub"), torch.sub: _sub,
+    operator.mul: _binary("mul"), torch.mul: _binary("mul"),
+    operator.truediv: _binary("truediv"), torch.div: _div,
+    operator.floordiv: floor_divide, torch.floor_divide: floor_divide,
     operator.neg: lambda a: -a, torch.neg: lambda a: -a,
     operator.matmul: _matmul, torch.matmul: _matmul,
     torch.bmm: kgraph.matmul,
-    operator.pow: kgraph.pow, torch.pow: kgraph.pow,
+    operator.pow: power, torch.pow: power,
     torch.exp: kgraph.exp, torch.log: kgraph.log, torch.tanh: kgraph.tanh,
     torch.sigmoid: kgraph.sigmoid, torch.rsqrt: kgraph.rsqrt,
     torch.sqrt: kgraph.sqrt, torch.relu: kgraph.relu,
     F.relu: lambda x, inplace=False: kgraph.relu(x),
-    torch.abs: kgraph.abs, torch.where: kgraph.where,
-    torch.maximum: kgraph.maximum, torch.minimum: kgraph.minimum,
+    torch.abs: kgraph.abs, torch.where: where,
+    torch.maximum: _binary("maximum"), torch.minimum: _binary("minimum"),
     F.silu: lambda x, inplace=False: kgraph.silu(x), F.gelu: _gelu, F.linear: _linear,
     F.layer_norm: _layer_norm, torch.softmax: _softmax,
     F.softmax: _softmax, torch.reshape: _reshape,
-    torch.transpose: _transpose, torch.permute: lambda x, *d: x.permute(*d),
+    torch.transpose: _transpose, torch.permute: _permute,
     torch.mean: _reduce("mean"), torch.sum: _reduce("sum"),
     F.dropout: _dropout,
     torch.cat: kindex.cat, torch.concat: kindex.cat, F.pad: _pad,
     F.embedding: _embedding,
-    torch.index_select: kindex.index_select, torch.gather: kindex.gather,
+    torch.index_select: kindex.index_select, torch.gather: _gather,
     torch.index_add: kindex.index_add,
-    torch.narrow: lambda x, dim, start, length: kindex.slice_(
-        x, dim, start, start + length),
-    torch.floor: kindex.floor, torch.round: _round,
+    torch.narrow: _narrow,
+    torch.floor: _floor, torch.round: _round,
     torch.remainder: kindex.remainder, operator.mod: kindex.remainder,
     torch.logical_and: kindex.logical_and,
     torch.logical_or: kindex.logical_or,
@@ -384,7 +437,7 @@ _FUNCTIONS = {
     torch.logsumexp: kindex.logsumexp, torch.detach: kindex.stop_gradient,
     torch.addmm: _addmm, torch.baddbmm: _addmm, torch.t: _t,
     torch.cos: kgraph.cos, torch.sin: kgraph.sin,
-    torch.masked_fill: _masked_fill, torch.diff: _diff,
+    torch.masked_fill: masked_fill, torch.diff: _diff,
     operator.lt: _compare("lt"), operator.le: _compare("le"),
     operator.gt: _compare("gt"), operator.ge: _compare("ge"),
     operator.eq: _compare("eq"), operator.ne: _compare("ne"),
@@ -398,21 +451,22 @@ if hasattr(F, "rms_norm"):
     _FUNCTIONS[F.rms_norm] = _rms_norm
 
 _METHODS = {
-    "view": _reshape, "reshape": _reshape, "permute": lambda x, *d:
-    x.permute(*d), "transpose": _transpose, "contiguous": lambda x: x,
-    "to": _to, "float": lambda x: x.to(dtypes.float32),
-    "half": lambda x: x.to(dtypes.float16),
-    "bfloat16": lambda x: x.to(dtypes.bfloat16), "mean": _reduce("mean"),
+    "view": _reshape, "reshape": _reshape, "permute": _permute, "transpose": _transpose, "contiguous": lambda x, **_: x,
+    "to": _to, "float": lambda x, **_: x.to(dtypes.float32),
+    "half": lambda x, **_: x.to(dtypes.float16),
+    "bfloat16": lambda x, **_: x.to(dtypes.bfloat16),
+    "long": lambda x, **_: x.to(dtypes.int64),
+    "int": lambda x, **_: x.to(dtypes.int32),
+    "bool": lambda x, **_: x.to(dtypes.bool_), "mean": _reduce("mean"),
     "sum": _reduce("sum"), "softmax": _softmax, "exp": kgraph.exp,
     "tanh": kgraph.tanh, "sigmoid": kgraph.sigmoid, "rsqrt": kgraph.rsqrt,
-    "pow": kgraph.pow, "relu": kgraph.relu,
-    "add": _add, "mul": lambda a, b: a * b,
+    "pow": power, "relu": kgraph.relu,
+    "add": _add, "mul": _binary("mul"),
     "size": lambda x, dim=None: x.shape if dim is None else x.shape[dim],
-    "floor": kindex.floor, "round": _round, "remainder": kindex.remainder,
-    "gather": kindex.gather, "index_select": kindex.index_select,
+    "floor": _floor, "round": _round, "remainder": kindex.remainder,
+    "gather": _gather, "index_select": kindex.index_select,
     "index_add": kindex.index_add,
-    "narrow": lambda x, dim, start, length: kindex.slice_(
-        x, dim, start, start + length),
+    "narrow": _narrow,
     "unsqueeze": _unsqueeze, "squeeze": _squeeze, "split": _split,
     "chunk": _chunk, "logical_not": kindex.logical_not,
     "logical_and": kindex.logical_and, "logical_or": kindex.logical_or,
@@ -424,7 +478,7 @@ _METHODS = {
     "neg": lambda x: -x, "sub": _sub,
     "div": _div, "clone": lambda x, **_: x,
     "type_as": lambda x, other: x.to(other.dtype),
-    "masked_fill": _masked_fill, "matmul": _matmul,
+    "masked_fill": masked_fill, "matmul": _matmul,
     "new_ones": _new_ones, "__eq__": _compare("eq"), "__ne__": _compare("ne"),
     "__and__": _logic("and"), "__or__": _logic("or"),
     "__xor__": _logic("xor"), "__invert__": _logic("not"),

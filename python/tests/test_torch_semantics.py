@@ -1,0 +1,146 @@
+"""kfuse.torch against PyTorch where torch's semantics are easy to miss:
+type promotion (0-d tensors, bools, integer division), defaults and
+keyword spellings. Each module runs converted (the float64 reference
+evaluator, no GPU) and in PyTorch on the CPU; dtypes, shapes and values
+must agree. Skips, saying so, without torch."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="no torch here")
+nn = torch.nn
+F = torch.nn.functional
+import kfuse.torch as ktorch  # noqa: E402
+
+
+class Call(nn.Module):
+    """forward(*inputs) = fn(self, *inputs); tensors in `buffers` are
+    buffers (0-d ones among them)."""
+
+    def __init__(self, fn, **buffers):
+        super().__init__()
+        self.fn = fn
+        for name, value in buffers.items():
+            self.register_buffer(name, value)
+
+
+# torch.fx traces a forward of named parameters only (not *inputs).
+class Call1(Call):
+    def forward(self, a):
+        return self.fn(self, a)
+
+
+class Call2(Call):
+    def forward(self, a, b):
+        return self.fn(self, a, b)
+
+
+class Call3(Call):
+    def forward(self, a, b, c):
+        return self.fn(self, a, b, c)
+
+
+def call(fn, inputs, **buffers):
+    return (Call1, Call2, Call3)[len(inputs) - 1](fn, **buffers)
+
+
+def flat(value):
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in flat(v)]
+    return [value]
+
+
+def assert_matches(fn, *inputs, **buffers):
+    module = call(fn, inputs, **buffers)
+    want = module(*inputs)
+    got = ktorch.compile(module, inputs, reference=True)(*inputs)
+    assert type(got) is type(want)
+    got, want = flat(got), flat(want)
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape, (g, w)
+        g, w = g.double().numpy(), w.double().numpy()
+        assert not np.isnan(g).any()
+        assert np.abs(g - w).max() <= 1e-5 * max(np.abs(w).max(), 1), (g, w)
+
+
+ints = torch.tensor([[-7, 5, 9], [3, -4, 0]])
+positive = torch.tensor([[2, -3, 4], [5, 7, -2]])
+floats = torch.tensor([[-2.5, 1.25, 3.0], [0.5, -1.75, 2.0]])
+mask = torch.tensor([[True, False, True], [False, False, True]])
+
+CASES = {
+    # Integer true division is a float quotient; floor division rounds down
+    # (integers exactly, a negative quotient too), of floats as well.
+    "int_truediv": (lambda s, a, b: (a / b, 1 / b, torch.div(a, b)),
+                    ints, positive),
+    "floor_div": (lambda s, a, b, x: (
+        torch.div(a, b, rounding_mode="floor"), a // b,
+        torch.div(x, 0.75, rounding_mode="floor")), ints, positive, floats),
+    # floor and round of integers are the integers.
+    "int_floor_round": (lambda s, a: (torch.floor(a), torch.round(a)), ints),
+    # Integer powers stay integers; a number's power of a tensor works.
+    "powers": (lambda s, a, x: (a ** 2, a.pow(3), a ** 0, 2 ** x), ints,
+               floats),
+    # Sums of bools and integers are int64.
+    "int_sums": (lambda s, m, a: (m.sum(-1), a.sum(), torch.sum(a, axis=1)),
+                 mask, ints.int()),
+    # A 0-d tensor of the same category takes the other's dtype.
+    "zero_dim_promotion": (lambda s, x, a: (
+        x * s.scale, a + s.offset, torch.where(x > 0, x, s.scale)),
+        floats.half(), ints.int()),
+    # Bools: + is or, * is and; with a number they are int64.
+    "bool_arithmetic": (lambda s, m, n: (m + 1, m * n, m + n), mask,
+                        ~mask),
+    # masked_fill casts its value to the tensor's dtype (0.7 -> 0).
+    "masked_fill_int": (lambda s, a, m: a.masked_fill(m, 0.7), ints, mask),
+    # where of two ints is int64, of an int tensor and a float float32.
+    "where_numbers": (lambda s, m, a: (torch.where(m, 1, 0),
+                                       torch.where(m, a, 0.5)), mask, ints),
+    # cumsum casts to its dtype before summing.
+    "cumsum_dtype": (lambda s, x, a: (
+        x.cumsum(1, dtype=torch.int64), a.cumsum(0, dtype=torch.int32),
+        a.cumsum(1)), floats * 3, ints),
+    # argmax over all elements with keepdim keeps a 1 per dim.
+    "argmax_keepdim": (lambda s, x: (torch.argmax(x, keepdim=True),
+                                     x.argmin(keepdim=True)), floats),
+    # A difference of bools is their xor.
+    "diff_bool": (lambda s, m: torch.diff(m, dim=1), mask),
+    # A split returned as it is: a tuple among the outputs.
+    "split_output": (lambda s, x: (x.sum(), x.split(2, 1)), floats),
+    # Keyword spellings and a narrow counted from the end.
+    "keywords": (lambda s, x: (
+        torch.permute(x, dims=(1, 0)), torch.reshape(x, shape=(3, 2)),
+        x.narrow(1, -2, 2), x.split(split_size=1, dim=0)[1]), floats),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_matches_pytorch(name):
+    fn, *inputs = CASES[name]
+    buffers = {"scale": torch.tensor(1.5), "offset": torch.tensor(3)} \
+        if name == "zero_dim_promotion" else {}
+    assert_matches(fn, *inputs, **buffers)
+
+
+def test_addmm_without_its_bias_ignores_the_bias():
+    bias = torch.full((2, 2), float("inf"))
+    assert_matches(lambda s, a, b: torch.addmm(s.bias, a, b, beta=0),
+                   floats, floats.t().contiguous(), bias=bias)
+
+
+def test_cross_entropy_of_bf16_logits_is_bf16():
+    logits = torch.randn(4, 10).bfloat16()
+    labels = torch.tensor([1, 9, 0, 3])
+    module = Call2(lambda s, x, y: F.cross_entropy(x, y))
+    got = ktorch.compile(module, (logits, labels), reference=True)(
+        logits, labels)
+    want = module(logits, labels)
+    assert got.dtype == want.dtype == torch.bfloat16
+    assert abs(got.item() - want.item()) <= 0.02 * abs(want.item())
+
+
+def test_torch_where_of_a_condition_alone_is_refused():
+    module = Call1(lambda s, x: torch.where(x > 0))
+    with pytest.raises(ktorch.Unsupported, match=r"where\(cond\)"):
+        ktorch.compile(module, (floats,), reference=True)
