@@ -30,43 +30,40 @@ def _gelu(x, approximate="none"):
     return kgraph.gelu(x)
 
 
-def _in_float32(norm):
-    """A normalisation computed in float32 and rounded once to x's dtype,
-    as torch computes 16-bit ones (its parameters widened too)."""
-    def compute(x, normalized_shape, *params, **kw):
-        if not x.dtype.is_floating_point or x.dtype is dtypes.float32:
-            return norm(x, normalized_shape, *params, **kw)
-        wide = [p.to(dtypes.float32) if isinstance(p, kgraph.Tensor) else p
-                for p in params]
-        kw.setdefault("eps_dtype", x.dtype)
-        return norm(x.to(dtypes.float32), normalized_shape, *wide,
-                    **kw).to(x.dtype)
-    return compute
+def _in_float32(norm, x, params):
+    """norm(x, *params) computed in float32 and rounded once to x's dtype
+    where x is 16-bit, as torch computes normalisations (its parameters
+    widened too)."""
+    if x.dtype not in (dtypes.float16, dtypes.bfloat16):
+        return norm(x, *params)
+    wide = [p.to(dtypes.float32) if isinstance(p, kgraph.Tensor) else p
+            for p in params]
+    return norm(x.to(dtypes.float32), *wide).to(x.dtype)
 
 
-@_in_float32
-def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5,
-                eps_dtype=None):
+def _layer_norm(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     dims = tuple(range(-len(normalized_shape), 0))
-    centered = x - x.mean(dims, keepdim=True)
-    y = centered * kgraph.rsqrt((centered * centered).mean(dims, keepdim=True)
-                                + eps)
-    if weight is not None:
-        y = y * weight
-    return y + bias if bias is not None else y
+
+    def norm(x, weight, bias):
+        centered = x - x.mean(dims, keepdim=True)
+        y = centered * kgraph.rsqrt(
+            (centered * centered).mean(dims, keepdim=True) + eps)
+        if weight is not None:
+            y = y * weight
+        return y + bias if bias is not None else y
+    return _in_float32(norm, x, (weight, bias))
 
 
-@_in_float32
-def _rms_norm(x, normalized_shape, weight=None, eps=None, eps_dtype=None):
-    """F.rms_norm: without an eps, torch's is the input dtype's machine
-    epsilon."""
+def _rms_norm(x, normalized_shape, weight=None, eps=None):
+    """F.rms_norm: without an eps, torch's is x's dtype's machine epsilon."""
     dims = tuple(range(-len(normalized_shape), 0))
     if eps is None:
-        dtype = eps_dtype or x.dtype
-        eps = torch.finfo(next(t for t, k in _DTYPES.items()
-                               if k == dtype)).eps
-    y = x * kgraph.rsqrt((x * x).mean(dims, keepdim=True) + eps)
-    return y * weight if weight is not None else y
+        eps = torch.finfo(_TORCH_DTYPES[x.dtype.name]).eps
+
+    def norm(x, weight):
+        y = x * kgraph.rsqrt((x * x).mean(dims, keepdim=True) + eps)
+        return y * weight if weight is not None else y
+    return _in_float32(norm, x, (weight,))
 
 
 def _matmul(a, b):

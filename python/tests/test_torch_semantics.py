@@ -144,3 +144,18 @@ def test_torch_where_of_a_condition_alone_is_refused():
     module = Call1(lambda s, x: torch.where(x > 0))
     with pytest.raises(ktorch.Unsupported, match=r"where\(cond\)"):
         ktorch.compile(module, (floats,), reference=True)
+
+
+def test_16_bit_norms_round_once_from_float32():
+    # torch computes a bf16 layer_norm in float32 and rounds the result
+    # once (on the GPU; its CPU kernel rounds along the way): so does the
+    # converted graph, within half a bf16 step of the float32 result.
+    torch.manual_seed(4)
+    x = (torch.randn(64, 48) * 3 + 1).bfloat16()
+    w, b = torch.randn(48).bfloat16(), torch.randn(48).bfloat16()
+    module = Call1(lambda s, a: F.layer_norm(a, (48,), s.w, s.b), w=w, b=b)
+    got = ktorch.compile(module, (x,), reference=True)(x)
+    assert got.dtype == torch.bfloat16
+    want = F.layer_norm(x.float(), (48,), w.float(), b.float())
+    step = 2.0 ** (torch.floor(torch.log2(want.abs())) - 7)
+    assert ((got.float() - want).abs() <= step / 2 + 1e-6).all()
