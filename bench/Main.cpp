@@ -111,8 +111,8 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
   return Status::ok();
 }
 
-/// `g` compiled fused, timed on zeroed buffers; its kernels and the bytes
-/// of its inputs and outputs.
+/// `g` compiled fused, timed on zeroed buffers (or on `values`' inputs);
+/// its kernels and the bytes of its inputs and outputs.
 Expected<double> timeOnZeros(
     const Graph &g, int &kernels, double &bytes, const CompileOptions &options,
     const std::function<std::vector<HostTensor>(const Graph &)> &values) {

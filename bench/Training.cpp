@@ -60,11 +60,10 @@ TrainingWorkload embeddingBackward(const std::string &name, int64_t vocab,
   };
   auto inputs = [=](const Graph &g) {
     std::vector<HostTensor> values = withIds(g, "ids", vocab);
-    for (size_t i = 0; i < g.inputs().size(); ++i)
-      for (size_t j = 0; padEvery && g.inputs()[i].name == "ids" &&
-                         j < values[i].numElements();
-           j += padEvery)
-        values[i].set(j, 0.0);
+    for (size_t i = 0; i < values.size(); ++i)
+      if (padEvery && g.inputs()[i].name == "ids")
+        for (size_t j = 0; j < values[i].numElements(); j += padEvery)
+          values[i].set(j, 0.0);
     return values;
   };
   return {name, build, 0, false,
