@@ -28,6 +28,16 @@ def slice_(x, dim, start=0, stop=None, step=1):
     return _made(x.graph, tid)
 
 
+def _slice_by(x, dim, k):
+    """x[k] along `dim` for a Python slice k: bounds past the ends clamped
+    as Python, NumPy and PyTorch clamp them (where the size is static)."""
+    size = x.shape[dim]
+    if size is not None and (k.step or 1) > 0:
+        start, stop, step = k.indices(size)
+        return slice_(x, dim, start, max(stop, start), step)
+    return slice_(x, dim, k.start or 0, k.stop, k.step or 1)
+
+
 def _getitem(x, key):
     """Basic indexing (ints, slices with positive steps, ... and None) and
     integer tensors on adjacent dims (see _advanced_getitem)."""
@@ -53,7 +63,7 @@ def _getitem(x, key):
             out = slice_(out, dim, int(k), None if k == -1 else int(k) + 1)
         elif isinstance(k, slice):
             if k != slice(None):
-                out = slice_(out, dim, k.start or 0, k.stop, k.step or 1)
+                out = _slice_by(out, dim, k)
             shape.append(out.shape[dim])
         else:
             raise IndexError(f"kfuse: index {k!r} is not an int, a slice, "

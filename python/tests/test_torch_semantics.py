@@ -108,6 +108,9 @@ CASES = {
     "diff_bool": (lambda s, m: torch.diff(m, dim=1), mask),
     # A split returned as it is: a tuple among the outputs.
     "split_output": (lambda s, x: (x.sum(), x.split(2, 1)), floats),
+    # Slice bounds past the ends are clamped, as Python's are.
+    "slices_past_the_end": (lambda s, x: (x[:, :100], x[:, -100:2],
+                                          x[1:7], x[-5:, 1::5]), floats),
     # Keyword spellings and a narrow counted from the end.
     "keywords": (lambda s, x: (
         torch.permute(x, dims=(1, 0)), torch.reshape(x, shape=(3, 2)),
