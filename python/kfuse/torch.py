@@ -180,7 +180,8 @@ class Converter:
         value (a size) known once the shapes are)."""
         single = not isinstance(result, (tuple, list))
         values = [result] if single else list(result)
-        layout = [self._layout(self._arg(v), i) for i, v in enumerate(values)]
+        layout = _Group.of(type(result) if not single else tuple, (
+            self._layout(self._arg(v), i) for i, v in enumerate(values)))
         if not self.graph.outputs:
             raise Unsupported("the graph computes no tensor")
         return single, layout
@@ -190,23 +191,31 @@ class Converter:
             self.graph.output(f"out{len(self.graph.outputs)}", value)
             return None
         if _holds_tensors(value):
-            return _Group(self._layout(v, i) for v in value)
+            return _Group.of(type(value), (self._layout(v, i) for v in value))
         if isinstance(value, (int, float, bool, tuple, torch.Size)):
             return value
         raise Unsupported(f"output {i} is not a tensor")
 
 
 class _Group(tuple):
-    """A tuple of outputs among the outputs (torch.split's parts), by
-    their layout."""
+    """A tuple or list of outputs among the outputs (torch.split's parts),
+    by their layout."""
+
+    @staticmethod
+    def of(kind, layout):
+        group = _Group(layout)
+        group.kind = list if issubclass(kind, list) else tuple
+        return group
 
 
 def _rebuild(layout, results):
     """The outputs as the fx graph gave them: `results` (an iterator over
     the graph's outputs) put where `layout` has None."""
-    return tuple(next(results) if v is None else
-                 _rebuild(v, results) if isinstance(v, _Group) else v
-                 for v in layout)
+    values = (next(results) if v is None else
+              _rebuild(v, results) if isinstance(v, _Group) else v
+              for v in layout)
+    return layout.kind(values) if isinstance(layout, _Group) else \
+        tuple(values)
 
 
 class _Reference:

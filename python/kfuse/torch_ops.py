@@ -116,16 +116,23 @@ def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False,
         q, k, v, attn_mask=mask, bias=bias, is_causal=is_causal, scale=scale)
 
 
-def _sizes(sizes, kw, name):
-    """Sizes given as arguments, as one sequence, or by keyword `name`."""
-    if name in kw:
-        return list(kw[name])
+def _sizes(sizes, kw, *names):
+    """Sizes given as arguments, as one sequence, or by a keyword of
+    `names` (a keyword of none of them is refused)."""
+    unknown = set(kw) - set(names)
+    if unknown:
+        raise Unsupported(f"keyword {sorted(unknown)[0]}")
+    for name in names:
+        if name in kw:
+            return list(kw[name])
+    if any(isinstance(s, torch.dtype) for s in sizes):
+        raise Unsupported("a view as another dtype")
     return list(sizes[0] if len(sizes) == 1 and isinstance(
         sizes[0], (list, tuple, torch.Size)) else sizes)
 
 
 def _reshape(x, *shape, **kw):
-    shape = _sizes(shape, kw, "shape")
+    shape = _sizes(shape, kw, "shape", "size")
     if -1 in shape:
         known = math.prod(s for s in shape if s != -1)
         shape[shape.index(-1)] = math.prod(x.shape) // max(known, 1)

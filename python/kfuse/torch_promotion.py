@@ -99,8 +99,6 @@ def binary(name, a, b):
         dtype = dtypes.float32  # integer true division is a float
     if dtype is dtypes.bool_:
         return _bool_op(name, a, b)
-    if not _is_tensor(a) and name in ("maximum", "minimum"):
-        a, b = b, a
     if not _is_tensor(a) and not _is_tensor(b):
         return _OPS[name](a, b)
     return _OPS[name](_as(a, dtype), _as(b, dtype))
@@ -108,19 +106,25 @@ def binary(name, a, b):
 
 def floor_divide(a, b):
     """torch.div(rounding_mode="floor"): floats rounded down; integers
-    exactly, as (a - a mod b) / b (mod with b's sign, as torch's)."""
+    exactly, as (a - a mod b) / b (mod with b's sign, as torch's). Of two
+    host numbers (sizes), Python's //."""
+    if not _is_tensor(a) and not _is_tensor(b):
+        return a // b
     dtype = result_dtype(a, b)
     if dtype.is_floating_point:
         return kindex.floor(binary("truediv", a, b))
     if dtype is dtypes.bool_:
         raise Unsupported("floor division of bool tensors")
-    a, b = _as(a, dtype), _as(b, dtype)
+    a, b = _tensor_of(a, dtype, _graph_operand(a, b)), _as(b, dtype)
     return (a - kindex.remainder(a, b)) / b
 
 
 def power(a, b):
     """torch.pow: integers raised to a small whole power by products (exact,
-    and still integers); otherwise in the promoted float dtype."""
+    and still integers); otherwise in the promoted float dtype. Of two
+    host numbers (a size's power: d ** -0.5), Python's **."""
+    if not _is_tensor(a) and not _is_tensor(b):
+        return a ** b
     dtype = result_dtype(a, b)
     like = _graph_operand(a, b)
     if not dtype.is_floating_point:

@@ -111,6 +111,10 @@ CASES = {
     # Slice bounds past the ends are clamped, as Python's are.
     "slices_past_the_end": (lambda s, x: (x[:, :100], x[:, -100:2],
                                           x[1:7], x[-5:, 1::5]), floats),
+    # A list returned is a list; sizes computed on the host (// and **).
+    "list_output_and_host_sizes": (lambda s, x: [
+        x.view(x.size(0), x.size(1) // 3, 3) * x.size(-1) ** -0.5,
+        x.view(size=(6, 8))], torch.randn(4, 12)),
     # Keyword spellings and a narrow counted from the end.
     "keywords": (lambda s, x: (
         torch.permute(x, dims=(1, 0)), torch.reshape(x, shape=(3, 2)),
