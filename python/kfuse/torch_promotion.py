@@ -36,8 +36,9 @@ def _category(v):
     if _is_tensor(v):
         dt = v.dtype
         return 2 if dt.is_floating_point else 0 if dt is dtypes.bool_ else 1
-    return 0 if isinstance(v, bool) else \
-        1 if isinstance(v, numbers.Integral) else 2
+    integral = (numbers.Integral,) + ((torch.SymInt,) if hasattr(
+        torch, "SymInt") else ())
+    return 0 if isinstance(v, bool) else 1 if isinstance(v, integral) else 2
 
 
 def _priority(v):
@@ -93,14 +94,15 @@ _OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b,
 
 
 def binary(name, a, b):
-    """a <name> b in the dtype torch promotes them to."""
+    """a <name> b in the dtype torch promotes them to (of two host
+    numbers, Python's)."""
+    if not _is_tensor(a) and not _is_tensor(b):
+        return _OPS[name](a, b)
     dtype = result_dtype(a, b)
     if name == "truediv" and not dtype.is_floating_point:
         dtype = dtypes.float32  # integer true division is a float
     if dtype is dtypes.bool_:
         return _bool_op(name, a, b)
-    if not _is_tensor(a) and not _is_tensor(b):
-        return _OPS[name](a, b)
     return _OPS[name](_as(a, dtype), _as(b, dtype))
 
 
