@@ -103,6 +103,13 @@ def binary(name, a, b):
         dtype = dtypes.float32  # integer true division is a float
     if dtype is dtypes.bool_:
         return _bool_op(name, a, b)
+    if dtype in (dtypes.float16, dtypes.bfloat16) and not (
+            _is_tensor(a) and _is_tensor(b)):
+        # torch computes a 16-bit tensor with a number in float32, the
+        # number unrounded (x * 1.01 is not x * bfloat16(1.01)), and rounds
+        # the result once.
+        wide = _OPS[name](_as(a, dtypes.float32), _as(b, dtypes.float32))
+        return wide.to(dtype)
     return _OPS[name](_as(a, dtype), _as(b, dtype))
 
 

@@ -166,3 +166,30 @@ def test_16_bit_norms_round_once_from_float32():
     want = F.layer_norm(x.float(), (48,), w.float(), b.float())
     step = 2.0 ** (torch.floor(torch.log2(want.abs())) - 7)
     assert ((got.float() - want).abs() <= step / 2 + 1e-6).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_16_bit_tensor_and_a_number_compute_in_float32(dtype):
+    # torch (on the GPU, and torch.compile) computes x * 1.01 for a 16-bit
+    # x in float32 with the number unrounded, and rounds once; rounding
+    # 1.01 to the tensor's dtype first gives another result for most x.
+    torch.manual_seed(5)
+    x = (torch.randn(4096) * 8).to(dtype)
+    module = Call1(lambda s, a: (a * 1.01, a + 0.3, 2.7 - a, a / 3.3))
+    got = ktorch.compile(module, (x,), reference=True)(x)
+    # The numbers as float32 constants, the results rounded once from
+    # float64 (as the reference evaluator computes). torch converts a
+    # float64 to 16 bits through float32, which differs at near-ties by a
+    # unit in the last place: a few such are allowed.
+    wide = x.double()
+    c = [torch.tensor(v).double() for v in (1.01, 0.3, 2.7, 3.3)]
+    wants = [v.to(dtype) for v in (wide * c[0], wide + c[1], c[2] - wide,
+                                   wide / c[3])]
+    rounded_first = x * torch.tensor(1.01, dtype=dtype)
+    assert (rounded_first != wants[0]).float().mean() > 0.2
+    bits = 8 if dtype == torch.bfloat16 else 11
+    for g, want in zip(got, wants):
+        assert g.dtype == dtype
+        assert (g != want).float().mean() < 0.02
+        ulp = 2.0 ** (torch.floor(torch.log2(want.double().abs())) - bits + 1)
+        assert ((g.double() - want.double()).abs() <= ulp).all()
