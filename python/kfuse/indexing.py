@@ -59,6 +59,9 @@ def _getitem(x, key):
         if k is None:
             shape.append(1)
             continue
+        if isinstance(k, bool):
+            raise IndexError("kfuse: a bool index (NumPy and torch read "
+                             "x[True] as a new dim of 1) is not taken")
         if isinstance(k, numbers.Integral):
             out = slice_(out, dim, int(k), None if k == -1 else int(k) + 1)
         elif isinstance(k, slice):

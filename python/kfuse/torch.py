@@ -157,16 +157,32 @@ class Converter:
             return convert(*args, **kwargs)
         raise Unsupported(f"fx op {node.op}")
 
-    def _arange(self, *bounds, dtype=None, **_):
+    def _arange(self, *bounds, start=None, end=None, step=None,
+                dtype=None, **_):
         """torch.arange as an iota: int64 unless a bound is floating (then
         float32), or `dtype`. Under Dynamo's symbolic sizes a bound is a
-        SymInt, which is integral too."""
-        start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (
-            bounds[0], bounds[1], bounds[2] if len(bounds) > 2 else 1)
+        SymInt, which is integral too. Bounds come as torch takes them:
+        arange(end), arange(start, end[, step]), or by keyword."""
+        given = dict(zip(("start", "end", "step"), bounds)) \
+            if len(bounds) != 1 or end is not None else {"end": bounds[0]}
+        for name, value in (("start", start), ("end", end), ("step", step)):
+            if value is not None:
+                if name in given:
+                    raise Unsupported(f"arange with {name} given twice")
+                given[name] = value
+        if "end" not in given:
+            raise Unsupported("arange without an end")
+        start, end, step = given.get("start", 0), given["end"], \
+            given.get("step", 1)
         floating = (float, getattr(torch, "SymFloat", float))
         integral = not any(isinstance(b, floating) for b in (start, end, step))
         dt = _kfuse_dtype(dtype, "arange") if dtype is not None else (
             dtypes.int64 if integral else dtypes.float32)
+        if not integral and not dt.is_floating_point:
+            raise Unsupported("arange of an integer dtype with floating "
+                              "bounds (torch rounds them its own way)")
+        if step == 0:
+            raise Unsupported("arange with step 0")
         count = max(0, math.ceil((end - start) / step))
         values = self.graph.iota((count,), 0, dt)
         if step != 1:

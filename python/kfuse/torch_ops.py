@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from . import dtypes, graph as kgraph, indexing as kindex
 from .torch_promotion import Unsupported, _DTYPES, _TORCH_DTYPES, binary, \
-    floor_divide, masked_fill, power, where
+    floor_divide, masked_fill, power, promoted, remainder, where
 
 
 def _kfuse_dtype(torch_dtype, what):
@@ -24,9 +24,15 @@ def _kfuse_dtype(torch_dtype, what):
 
 
 def _gelu(x, approximate="none"):
+    """F.gelu; the tanh approximation written out, in float32 for a 16-bit
+    x and rounded once (as torch computes it)."""
     if approximate == "tanh":
-        inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
-        return x * 0.5 * (kgraph.tanh(inner) + 1.0)
+        def tanh_gelu(x):
+            inner = (x + x * x * x * 0.044715) * math.sqrt(2.0 / math.pi)
+            return x * 0.5 * (kgraph.tanh(inner) + 1.0)
+        return _in_float32(tanh_gelu, x, ())
+    if approximate != "none":
+        raise Unsupported(f"gelu with approximate={approximate!r}")
     return kgraph.gelu(x)
 
 
@@ -66,12 +72,22 @@ def _rms_norm(x, normalized_shape, weight=None, eps=None):
     return _in_float32(norm, x, (weight,))
 
 
+def _float_operands(what, *operands):
+    """torch's products take floats of one dtype (integer ones only on the
+    CPU, which kfuse does not compute exactly)."""
+    kinds = {t.dtype for t in operands if isinstance(t, kgraph.Tensor)}
+    if len(kinds) > 1 or not all(k.is_floating_point for k in kinds):
+        raise Unsupported(f"{what} of {', '.join(sorted(k.name for k in kinds))}"
+                          " operands (torch takes floats of one dtype)")
+
+
 def _matmul(a, b):
     """torch.matmul, 1-D operands included: a vector on the left is a row
     ([n] as [1, n]), on the right a column, and that dim is dropped from
     the product."""
     if not isinstance(a, kgraph.Tensor) or not isinstance(b, kgraph.Tensor):
         raise Unsupported("matmul of a host value")
+    _float_operands("matmul", a, b)
     if a.ndim >= 2 and b.ndim >= 2:
         return kgraph.matmul(a, b)
     row, column = a.ndim == 1, b.ndim == 1
@@ -85,8 +101,14 @@ def _matmul(a, b):
     return product.reshape(*shape)
 
 
+def _bmm(a, b):
+    _float_operands("bmm", a, b)
+    return kgraph.matmul(a, b)
+
+
 def _linear(x, weight, bias=None):
     """F.linear: x @ weight.T (+ bias), x of any rank >= 1."""
+    _float_operands("linear", x, weight, bias)
     flat = x.reshape(1, x.shape[0]) if x.ndim == 1 else x
     y = kgraph.matmul(flat, weight, transpose_b=True)
     if x.ndim == 1:
@@ -174,6 +196,7 @@ def _expand(x, *shape, **kw):
 def _addmm(bias, a, b, beta=1, alpha=1):
     """torch.addmm / baddbmm: beta * bias + alpha * (a @ b); with beta 0
     the bias is not read (its NaNs do not come through), as in torch."""
+    _float_operands("addmm", bias, a, b)
     product = kgraph.matmul(a, b)
     product = product if alpha == 1 else product * alpha
     if beta == 0:
@@ -213,6 +236,8 @@ def _compare(op):
             return _compare(flipped.get(op, op))(b, a)
         if not isinstance(a, kgraph.Tensor):
             return getattr(operator, op)(a, b)
+        # In the promoted dtype: a bool mask == 2 is false, not ~mask.
+        a, b = promoted(a, b)
         return a.eq(b) if op == "eq" else a.ne(b) if op == "ne" else \
             getattr(operator, op)(a, b)
     return compare
@@ -226,15 +251,31 @@ def _logic(op):
             if isinstance(a, kgraph.Tensor) and a.dtype is not dtypes.bool_:
                 raise Unsupported(f"bitwise {op} of {a.dtype} tensors (only "
                                   "bool ones are logical)")
+            if not isinstance(a, (kgraph.Tensor, bool)):
+                raise Unsupported(f"bitwise {op} of a mask with {a!r} (an "
+                                  "integer result)")
         return getattr(kindex, f"logical_{op}")(*args)
     return logic
 
 
-def _new_ones(x, *size, dtype=None, **_):
+def _new_ones(x, *size, dtype=None, **kwargs):
+    if "size" in kwargs:
+        if size:
+            raise Unsupported("new_ones with sizes given twice")
+        size = (kwargs["size"],)
     size = size[0] if len(size) == 1 and isinstance(
         size[0], (list, tuple, torch.Size)) else size
     dt = x.dtype if dtype is None else _kfuse_dtype(dtype, "new_ones")
     return x.graph.constant(1, dt).expand(tuple(size))
+
+
+def _getitem(x, key):
+    """x[key]; an index kfuse does not read (a bool mask, a list) is left
+    to PyTorch."""
+    try:
+        return x[key]
+    except IndexError as e:
+        raise Unsupported(str(e)) from e
 
 
 def _diff(x, n=1, dim=-1, prepend=None, append=None):
@@ -401,7 +442,7 @@ _FUNCTIONS = {
     operator.floordiv: floor_divide, torch.floor_divide: floor_divide,
     operator.neg: lambda a: -a, torch.neg: lambda a: -a,
     operator.matmul: _matmul, torch.matmul: _matmul,
-    torch.bmm: kgraph.matmul,
+    torch.bmm: _bmm,
     operator.pow: power, torch.pow: power,
     torch.exp: kgraph.exp, torch.log: kgraph.log, torch.tanh: kgraph.tanh,
     torch.sigmoid: kgraph.sigmoid, torch.rsqrt: kgraph.rsqrt,
@@ -421,7 +462,7 @@ _FUNCTIONS = {
     torch.index_add: kindex.index_add,
     torch.narrow: _narrow,
     torch.floor: _floor, torch.round: _round,
-    torch.remainder: kindex.remainder, operator.mod: kindex.remainder,
+    torch.remainder: remainder, operator.mod: remainder,
     torch.logical_and: kindex.logical_and,
     torch.logical_or: kindex.logical_or,
     torch.logical_xor: kindex.logical_xor,
@@ -430,7 +471,7 @@ _FUNCTIONS = {
     operator.xor: _logic("xor"), operator.invert: _logic("not"),
     torch.bitwise_and: _logic("and"), torch.bitwise_or: _logic("or"),
     torch.bitwise_not: _logic("not"),
-    operator.getitem: lambda x, key: x[key],
+    operator.getitem: _getitem,
     # Dynamo's symbolic graphs build the sizes given to view and expand.
     torch.Size: lambda dims: tuple(dims),
     torch.unsqueeze: _unsqueeze, torch.squeeze: _squeeze,
@@ -467,7 +508,7 @@ _METHODS = {
     "pow": power, "relu": kgraph.relu,
     "add": _add, "mul": _binary("mul"),
     "size": lambda x, dim=None: x.shape if dim is None else x.shape[dim],
-    "floor": _floor, "round": _round, "remainder": kindex.remainder,
+    "floor": _floor, "round": _round, "remainder": remainder,
     "gather": _gather, "index_select": kindex.index_select,
     "index_add": kindex.index_add,
     "narrow": _narrow,

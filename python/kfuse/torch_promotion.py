@@ -128,6 +128,29 @@ def floor_divide(a, b):
     return (a - kindex.remainder(a, b)) / b
 
 
+def promoted(a, b):
+    """a and b in the dtype torch promotes them to (a number as it is,
+    which kfuse gives the other operand's dtype)."""
+    dtype = result_dtype(a, b)
+    return _as(a, dtype), _as(b, dtype)
+
+
+def remainder(a, b):
+    """torch.remainder / %: with the divisor's sign, in the promoted dtype
+    (a 16-bit float with a number in float32, rounded once). Of two host
+    numbers, Python's %."""
+    if not _is_tensor(a) and not _is_tensor(b):
+        return a % b
+    dtype = result_dtype(a, b)
+    if dtype is dtypes.bool_:
+        raise Unsupported("remainder of bool tensors")
+    compute = dtypes.float32 if dtype in (dtypes.float16,
+                                          dtypes.bfloat16) else dtype
+    like = _graph_operand(a, b)
+    out = kindex.remainder(_tensor_of(a, compute, like), _as(b, compute))
+    return out if compute is dtype else out.to(dtype)
+
+
 def power(a, b):
     """torch.pow: integers raised to a small whole power by products (exact,
     and still integers); otherwise in the promoted float dtype. Of two
