@@ -195,8 +195,14 @@ def _expand(x, *shape, **kw):
 
 def _addmm(bias, a, b, beta=1, alpha=1):
     """torch.addmm / baddbmm: beta * bias + alpha * (a @ b); with beta 0
-    the bias is not read (its NaNs do not come through), as in torch."""
+    the bias is not read (its NaNs do not come through), with alpha 0 the
+    product, as in torch."""
     _float_operands("addmm", bias, a, b)
+    if alpha == 0:  # nor is the product (its infinities do not come in)
+        shape = tuple(a.shape[:-1]) + (b.shape[-1],)
+        zero = a.graph.constant(0, a.dtype).expand(shape)
+        return zero if beta == 0 else zero + (bias if beta == 1 else
+                                              bias * beta)
     product = kgraph.matmul(a, b)
     product = product if alpha == 1 else product * alpha
     if beta == 0:

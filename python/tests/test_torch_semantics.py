@@ -127,6 +127,14 @@ CASES = {
     "remainder_promotion": (lambda s, m, a: (
         m % 2, a % s.offset, torch.remainder(a, -3), 5 % a), mask,
         ints.int() + 10),
+    # addmm with alpha 0 reads neither factor (an inf in b stays out),
+    # with beta 0 not the bias.
+    "addmm_alpha_zero": (lambda s, c, a, b: (
+        torch.addmm(c, a, b, beta=0.5, alpha=0),
+        torch.addmm(c, a, b, beta=0, alpha=0)),
+        torch.ones(2, 3), floats,
+        torch.tensor([[float("inf"), 1.0, 2.0], [0.5, -1.0, 3.0],
+                      [2.0, 2.0, 2.0]])),
     # new_ones takes its size as a keyword too.
     "new_ones_size": (lambda s, x: x.new_ones(size=(2, 3)), floats),
 }
