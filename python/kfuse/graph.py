@@ -56,9 +56,11 @@ class Graph:
         return Tensor(self, _capi.check_tensor(tid, self._handle))
 
     def constant(self, value, dtype=dtypes.float32):
-        """A scalar constant (it broadcasts against any shape)."""
-        tid = fn["kfuse_constant"](self._handle, float(value),
-                                   dtypes.as_dtype(dtype).code)
+        """A scalar constant (it broadcasts against any shape). An integer
+        or bool constant must hold `value` exactly."""
+        dtype = dtypes.as_dtype(dtype)
+        _check_exact(value, dtype)
+        tid = fn["kfuse_constant"](self._handle, float(value), dtype.code)
         return Tensor(self, _capi.check_tensor(tid, self._handle))
 
     def output(self, name, value):
@@ -125,6 +127,33 @@ class Graph:
         elif isinstance(value, float) and not dtype.is_floating_point:
             dtype = dtypes.float32
         return self.constant(value, dtype)
+
+
+_INTEGER_RANGES = {"bool": (0, 1), "int32": (-2**31, 2**31 - 1),
+                   # Through a double in the C API: exact to 2^53.
+                   "int64": (-2**53, 2**53)}
+
+
+def _check_exact(value, dtype):
+    """Raises where an integer or bool constant cannot hold `value` (it
+    would wrap, truncate or round)."""
+    bounds = _INTEGER_RANGES.get(dtype.name)
+    if bounds is None:
+        return
+    exact = isinstance(value, (bool, numbers.Integral)) or (
+        isinstance(value, float) and value.is_integer())
+    if not exact or not bounds[0] <= value <= bounds[1]:
+        raise _capi.errors.InvalidArgumentError(
+            f"kfuse: the number {value!r} is not a {dtype.name} (a constant "
+            f"of that dtype would not hold it; cast the tensor first)")
+
+
+def _dim(dim, rank, what):
+    """`dim` in [-rank, rank) as a dim of a tensor of `rank`."""
+    if not isinstance(dim, numbers.Integral) or not -rank <= dim < rank:
+        raise IndexError(f"kfuse: {what}: dim {dim!r} is out of range for "
+                         f"a tensor of rank {rank}")
+    return int(dim) % rank
 
 
 class Tensor:
@@ -255,9 +284,9 @@ class Tensor:
     def transpose(self, dim0, dim1):
         """Swaps two dims, as torch.transpose."""
         rank = self.ndim
+        dim0, dim1 = (_dim(d, rank, "transpose") for d in (dim0, dim1))
         perm = list(range(rank))
-        perm[dim0 % rank], perm[dim1 % rank] = perm[dim1 % rank], \
-            perm[dim0 % rank]
+        perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
         return self.permute(perm)
 
     @property

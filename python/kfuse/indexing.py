@@ -14,7 +14,7 @@ import numbers
 
 from . import _capi, dtypes
 from ._capi import fn
-from .graph import Tensor, _unary_op, where
+from .graph import Tensor, _dim, _unary_op, where
 
 
 def _made(graph, tid):
@@ -180,7 +180,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     negative indices count from the end, and an index out of range adds
     nothing (torch raises). 16-bit sources are summed in float32; the sums
     are added in index order unless the compile is not deterministic."""
-    dim = dim % input.ndim
+    dim = _dim(dim, input.ndim, "index_add")
     want = (*input.shape[:dim], *index.shape, *input.shape[dim + 1:])
     if tuple(source.shape) != want:
         raise ValueError(f"kfuse.index_add: source is {tuple(source.shape)} "

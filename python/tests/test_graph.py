@@ -226,6 +226,29 @@ def test_bad_graphs_raise_errors_that_name_the_problem():
         kfuse.Graph.from_mlir("func.func @f(")
 
 
+def test_numbers_an_integer_tensor_cannot_hold_and_dims_out_of_range_raise():
+    # A number takes the tensor's dtype: one it would wrap, truncate or
+    # round (bool * 2, int32 + 3e9, int64 past 2^53) raised nothing and
+    # gave another answer; a dim out of range was taken modulo the rank.
+    g = kfuse.Graph()
+    m = g.input("m", kfuse.bool_, (2,))
+    i = g.input("i", kfuse.int32, (2,))
+    w = g.input("w", kfuse.int64, (2,))
+    x = g.input("x", kfuse.float32, (2, 3))
+    for bad in (lambda: m * 2, lambda: i + 3000000000, lambda: i < 2 ** 31,
+                lambda: w + (2 ** 53 + 1),
+                lambda: g.constant(0.5, kfuse.bool_)):
+        with pytest.raises(kfuse.InvalidArgumentError, match="is not a"):
+            bad()
+    assert (i + 7).dtype is kfuse.int32 and (w - 2 ** 53).dtype is kfuse.int64
+    with pytest.raises(IndexError, match="dim 5 is out of range"):
+        x.transpose(0, 5)
+    with pytest.raises(IndexError, match="dim -3"):
+        x.transpose(-3, 0)
+    with pytest.raises(IndexError, match="index_add: dim 7"):
+        kfuse.index_add(x, 7, g.input("j", kfuse.int32, (2,)), x)
+
+
 def test_bad_arguments_raise_before_anything_runs():
     g = kfuse.Graph()
     x = g.input("x", kfuse.float32, (4, 8))
