@@ -19,11 +19,40 @@ from ._capi import fn
 _MAX_RANK = 8
 
 
+def _text(value, what):
+    """A str argument as the C API's bytes (TypeError naming `what`)."""
+    if isinstance(value, bytes):
+        value = value.decode()
+    if not isinstance(value, str):
+        raise TypeError(f"kfuse: {what} must be a str, got {value!r}")
+    return value.encode()
+
+
+def _size(dim, i, name):
+    """Dim `i` of input `name`: a size (an int, >= 0) or a symbol's name."""
+    if isinstance(dim, str) and dim:
+        return dim
+    size = None
+    # Not float or bool: 2.5 would truncate. Other integers (numpy's,
+    # torch's SymInt, whose int() is its size hint) convert.
+    if not isinstance(dim, (str, bool, float)) and dim is not None:
+        try:
+            size = int(dim)
+        except (TypeError, ValueError):
+            pass
+    if size is not None and 0 <= size < 2 ** 62:
+        return size
+    raise _capi.errors.InvalidArgumentError(
+        f"kfuse: input '{name}' dim {i} is {dim!r}: a size is an int >= 0 "
+        "or a symbol's name")
+
+
 class Graph:
     """A graph under construction: inputs, ops and named outputs."""
 
     def __init__(self, name="graph", *, _handle=None):
-        self._handle = _handle or fn["kfuse_graph_create"](name.encode())
+        self._handle = _handle or fn["kfuse_graph_create"](
+            _text(name, "a graph's name"))
         self.name = name
 
     @classmethod
@@ -31,7 +60,7 @@ class Graph:
         """A graph from kf-dialect MLIR text (its function's arguments and
         results are the inputs and outputs)."""
         handle = _capi.c_graph()
-        _capi.check(fn["kfuse_graph_from_mlir"](text.encode(),
+        _capi.check(fn["kfuse_graph_from_mlir"](_text(text, "MLIR text"),
                                                 ctypes.byref(handle)))
         return cls("mlir", _handle=handle.value)
 
@@ -42,8 +71,9 @@ class Graph:
 
     def input(self, name, dtype, shape):
         """An input; a dim given as a string is symbolic (bound per call)."""
+        encoded = _text(name, "an input's name")
         dtype = dtypes.as_dtype(dtype)
-        shape = tuple(shape)
+        shape = tuple(_size(d, i, name) for i, d in enumerate(shape))
         if len(shape) > _MAX_RANK:
             raise _capi.errors.InvalidArgumentError(
                 f"kfuse: input '{name}' has rank {len(shape)}; at most 8")
@@ -51,7 +81,7 @@ class Graph:
             0 if isinstance(d, str) else int(d) for d in shape)
         symbols = (ctypes.c_char_p * max(rank, 1))(
             *[d.encode() if isinstance(d, str) else None for d in shape])
-        tid = fn["kfuse_input"](self._handle, name.encode(), dtype.code,
+        tid = fn["kfuse_input"](self._handle, encoded, dtype.code,
                                 rank, sizes, symbols)
         return Tensor(self, _capi.check_tensor(tid, self._handle))
 
@@ -64,7 +94,8 @@ class Graph:
         return Tensor(self, _capi.check_tensor(tid, self._handle))
 
     def output(self, name, value):
-        _capi.check(fn["kfuse_output"](self._handle, name.encode(),
+        _capi.check(fn["kfuse_output"](self._handle,
+                                       _text(name, "an output's name"),
                                        self._id(value)))
 
     def iota(self, shape, dim, dtype=dtypes.int32):

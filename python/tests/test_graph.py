@@ -249,6 +249,24 @@ def test_numbers_an_integer_tensor_cannot_hold_and_dims_out_of_range_raise():
         kfuse.index_add(x, 7, g.input("j", kfuse.int32, (2,)), x)
 
 
+def test_names_and_sizes_of_the_wrong_kind_raise_errors_naming_them():
+    # They raised AttributeError ('encode') or were truncated (2.5) or
+    # wrapped (2^64).
+    g = kfuse.Graph()
+    with pytest.raises(TypeError, match="graph's name must be a str"):
+        kfuse.Graph(None)
+    with pytest.raises(TypeError, match="input's name must be a str"):
+        g.input(3, kfuse.float32, (2,))
+    x = g.input("x", kfuse.float32, (2, 3))
+    with pytest.raises(TypeError, match="output's name must be a str"):
+        g.output(None, x)
+    for size in (2.5, 2 ** 64, -1, "", None, True):
+        with pytest.raises(kfuse.InvalidArgumentError,
+                           match=r"input 'y' dim 0 is .*: a size is an int"):
+            g.input("y", kfuse.float32, (size, 3))
+    assert g.input("z", kfuse.float32, (np.int64(4), "N")).ndim == 2
+
+
 def test_bad_arguments_raise_before_anything_runs():
     g = kfuse.Graph()
     x = g.input("x", kfuse.float32, (4, 8))
