@@ -228,8 +228,12 @@ FailureOr<Buffer> Interpreter::eval(Operation *op) {
       .Case([&](CastOp c) {
         Buffer out = in(c.getInput());
         Type dtype = c.getType().getElementType();
+        // An i64 narrowed to i32 wraps, as the kernels' truncation does (a
+        // float saturates).
+        bool wraps = dtype.isInteger(32) &&
+                     c.getInput().getType().getElementType().isInteger(64);
         for (double &v : out.data)
-          v = roundTo(dtype, v);
+          v = wraps ? wrapI32(v) : roundTo(dtype, v);
         return out;
       })
       .Case([&](ReshapeOp r) {

@@ -191,7 +191,8 @@ def KF_CastOp : KF_Op<"cast", [Pure, KF_Elementwise]> {
   let summary = "elementwise dtype conversion";
   let description = [{
     Floats round to nearest even. Float to i32 truncates toward zero and
-    saturates; NaN becomes 0. To i1 is `x != 0`; from i1 is 0 or 1.
+    saturates; NaN becomes 0. i64 to i32 wraps (keeps the low 32 bits).
+    To i1 is `x != 0`; from i1 is 0 or 1.
   }];
   let arguments = (ins KF_Tensor:$input);
   let results = (outs KF_Tensor:$result);

@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _capi, device, dtypes
 from ._capi import fn
+from .graph import Graph
 
 
 def _host_tensors(arrays, expected):
@@ -68,9 +69,15 @@ def _host_call(c_function, handle, inputs, expected, count):
     return _arrays_of(outputs, count)
 
 
+def _graph_arg(graph, what):
+    if not isinstance(graph, Graph):
+        raise TypeError(f"{what}: needs a kfuse.Graph, got {graph!r}")
+
+
 def evaluate(graph, *inputs):
     """The graph's outputs for NumPy `inputs`, by kfuse's float64 reference
     evaluator (the semantics every kernel is tested against)."""
+    _graph_arg(graph, "kfuse.evaluate")
     return _host_call(fn["kfuse_evaluate"], graph._handle, inputs,
                       graph.inputs, len(graph.outputs))
 
@@ -328,6 +335,7 @@ def compile(graph, *, arch=None, fusion="fused", pad_rows=True,
                 f"kfuse: dynamic takes names of symbolic dims, not {name!r}")
     options.dynamic_dims = ",".join(dynamic).encode() if dynamic else None
     handle = _capi.c_exe()
+    _graph_arg(graph, "kfuse.compile")
     _capi.check(fn["kfuse_compile"](graph._handle, ctypes.byref(options),
                                     ctypes.byref(handle)))
     return Executable(graph, handle.value)

@@ -293,7 +293,8 @@ class Tensor:
         return self._unary("stop_gradient")
 
     def softmax(self, dim=-1):
-        tid = fn["kfuse_softmax"](self.graph._handle, self._id, dim)
+        tid = fn["kfuse_softmax"](self.graph._handle, self._id,
+                                  _int_arg(dim, "softmax's dim"))
         return Tensor(self.graph, _capi.check_tensor(tid, self.graph._handle))
 
     def reshape(self, *shape):
@@ -367,22 +368,47 @@ for _op in (neg, abs, relu, exp, log, sqrt, rsqrt, sin, cos, tanh, sigmoid,
     setattr(Tensor, _op.__name__, _op)
 
 
+def _tensor_arg(value, what):
+    """`value`, which must be a kfuse Tensor (a TypeError naming `what`)."""
+    if not isinstance(value, Tensor):
+        raise TypeError(f"kfuse: {what} must be a kfuse Tensor, got "
+                        f"{value!r}")
+    return value
+
+
+def _int_arg(value, what):
+    """`value`, which must be an int (a TypeError naming `what`)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"kfuse: {what} must be an int, got {value!r}")
+    return int(value)
+
+
+def _binary_of(name, a, b):
+    """a <name> b with either operand a number (in the other's dtype)."""
+    if isinstance(a, Tensor):
+        return a._binary(name, b)
+    if isinstance(b, Tensor) and isinstance(a, numbers.Number):
+        return b.graph._scalar(a, b)._binary(name, b)
+    raise TypeError(f"kfuse.{name}: needs a kfuse Tensor operand, got "
+                    f"{a!r} and {b!r}")
+
+
 def maximum(a, b):
-    return a._binary("maximum", b)
+    return _binary_of("maximum", a, b)
 
 
 def minimum(a, b):
-    return a._binary("minimum", b)
+    return _binary_of("minimum", a, b)
 
 
 def pow(a, b):
-    return a._binary("pow", b)
+    return _binary_of("pow", a, b)
 
 
 def where(cond, on_true, on_false):
     """cond ? on_true : on_false, cond of dtype bool; all three broadcast.
     A number takes the other branch's dtype."""
-    g = cond.graph
+    g = _tensor_arg(cond, "kfuse.where's condition").graph
 
     def value(x, other):
         if not isinstance(x, numbers.Number):

@@ -14,7 +14,7 @@ import numbers
 
 from . import _capi, dtypes
 from ._capi import fn
-from .graph import Tensor, _dim, _unary_op, where
+from .graph import Tensor, _dim, _int_arg, _tensor_arg, _unary_op, where
 
 
 def _made(graph, tid):
@@ -23,6 +23,10 @@ def _made(graph, tid):
 
 def slice_(x, dim, start=0, stop=None, step=1):
     """x[start:stop:step] along `dim` (stop None: to the end), step >= 1."""
+    dim, start, step = (_int_arg(v, f"slice_'s {name}") for v, name in
+                        ((dim, "dim"), (start, "start"), (step, "step")))
+    if stop is not None:
+        stop = _int_arg(stop, "slice_'s stop")
     tid = fn["kfuse_slice"](x.graph._handle, x._id, dim, start,
                             int(stop is not None), stop or 0, step)
     return _made(x.graph, tid)
@@ -125,7 +129,8 @@ def _advanced_getitem(x, key):
 
 def cat(tensors, dim=0):
     """The tensors joined along `dim` (torch.cat); dtypes promote."""
-    tensors = list(tensors)
+    tensors = [_tensor_arg(t, "each of kfuse.cat's tensors")
+               for t in tensors]
     if not tensors:
         raise ValueError("kfuse.cat: needs at least one tensor")
     g = tensors[0].graph
@@ -200,6 +205,7 @@ def index_add(input, dim, index, source, *, alpha=1):
 def rand(seed, *shape, dtype=dtypes.float32):
     """Uniform [0, 1) from counter-based Philox seeded by `seed`, a rank-0
     int32 graph input (a new seed needs no new compile)."""
+    _tensor_arg(seed, "kfuse.rand's seed (a rank-0 int32 graph input)")
     shape = shape[0] if len(shape) == 1 and not isinstance(
         shape[0], numbers.Integral) else shape
     sizes, rank = _capi.int64_array(shape)

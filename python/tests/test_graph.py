@@ -267,6 +267,40 @@ def test_names_and_sizes_of_the_wrong_kind_raise_errors_naming_them():
     assert g.input("z", kfuse.float32, (np.int64(4), "N")).ndim == 2
 
 
+def test_int64_narrowed_to_int32_wraps_as_the_kernels_do():
+    # The evaluator saturated (2^31 -> 2^31 - 1) where the kernels'
+    # truncation wraps, as NumPy and torch do.
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.int64, (4,))
+    g.output("y", x.to(kfuse.int32))
+    values = np.array([2 ** 31, -2 ** 31 - 1, 2 ** 32 + 5, -7], np.int64)
+    (y,) = kfuse.evaluate(g, values)
+    assert y.dtype == np.int32
+    assert (y == values.astype(np.int32)).all()
+
+
+def test_arguments_of_the_wrong_kind_raise_errors_naming_them():
+    # Each raised a ctypes ArgumentError or an AttributeError before.
+    g = kfuse.Graph()
+    x = g.input("x", kfuse.float32, (2, 3))
+    for call, match in [
+            (lambda: x.softmax(None), "softmax's dim must be an int"),
+            (lambda: kfuse.slice_(x, None, 0, 1), "slice_'s dim"),
+            (lambda: kfuse.slice_(x, 0, 0, 1.5), "slice_'s stop"),
+            (lambda: kfuse.where(True, x, 0.0), "where's condition"),
+            (lambda: kfuse.cat([1.0, x]), "kfuse.cat's tensors"),
+            (lambda: kfuse.rand(3, 3), "rand's seed"),
+            (lambda: kfuse.evaluate(None), "kfuse.evaluate: needs a"),
+            (lambda: kfuse.compile("g"), "kfuse.compile: needs a"),
+            (lambda: kfuse.maximum(1.0, 2.0), "needs a kfuse Tensor")]:
+        with pytest.raises(TypeError, match=match):
+            call()
+    # A number first works where the op is one of two tensors.
+    g.output("y", kfuse.maximum(0.5, x))
+    (y,) = kfuse.evaluate(g, np.array([[0.0, 1.0, -1.0]] * 2, np.float32))
+    assert (y == np.maximum(0.5, [[0.0, 1.0, -1.0]] * 2)).all()
+
+
 def test_bad_arguments_raise_before_anything_runs():
     g = kfuse.Graph()
     x = g.input("x", kfuse.float32, (4, 8))
