@@ -12,6 +12,7 @@ a shape or dtype error raises kfuse.InvalidGraphError naming the op.
 
 import ctypes
 import numbers
+import operator
 
 from . import _capi, dtypes
 from ._capi import fn
@@ -171,6 +172,8 @@ def _check_exact(value, dtype):
     bounds = _INTEGER_RANGES.get(dtype.name)
     if bounds is None:
         return
+    if not isinstance(value, numbers.Number):
+        value = _int_arg(value, "a constant")  # torch's SymInt: its hint
     exact = isinstance(value, (bool, numbers.Integral)) or (
         isinstance(value, float) and value.is_integer())
     if not exact or not bounds[0] <= value <= bounds[1]:
@@ -181,10 +184,11 @@ def _check_exact(value, dtype):
 
 def _dim(dim, rank, what):
     """`dim` in [-rank, rank) as a dim of a tensor of `rank`."""
-    if not isinstance(dim, numbers.Integral) or not -rank <= dim < rank:
+    dim = _int_arg(dim, f"{what}'s dim")
+    if not -rank <= dim < rank:
         raise IndexError(f"kfuse: {what}: dim {dim!r} is out of range for "
                          f"a tensor of rank {rank}")
-    return int(dim) % rank
+    return dim % rank
 
 
 class Tensor:
@@ -377,10 +381,18 @@ def _tensor_arg(value, what):
 
 
 def _int_arg(value, what):
-    """`value`, which must be an int (a TypeError naming `what`)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"kfuse: {what} must be an int, got {value!r}")
-    return int(value)
+    """`value`, which must be an integer (a TypeError naming `what`):
+    Python's, NumPy's, or an object that converts to one, such as torch's
+    SymInt (its size hint); never a float, bool or None."""
+    if not isinstance(value, (bool, float, str)) and value is not None:
+        try:
+            return operator.index(value)
+        except TypeError:
+            try:
+                return int(value)
+            except (TypeError, ValueError):
+                pass
+    raise TypeError(f"kfuse: {what} must be an int, got {value!r}")
 
 
 def _binary_of(name, a, b):
