@@ -33,14 +33,10 @@ def _size(dim, i, name):
     """Dim `i` of input `name`: a size (an int, >= 0) or a symbol's name."""
     if isinstance(dim, str) and dim:
         return dim
-    size = None
-    # Not float or bool: 2.5 would truncate. Other integers (numpy's,
-    # torch's SymInt, whose int() is its size hint) convert.
-    if not isinstance(dim, (str, bool, float)) and dim is not None:
-        try:
-            size = int(dim)
-        except (TypeError, ValueError):
-            pass
+    try:
+        size = _int_arg(dim, "a size")  # not 2.5 (it would truncate)
+    except TypeError:
+        size = None
     if size is not None and 0 <= size < 2 ** 62:
         return size
     raise _capi.errors.InvalidArgumentError(
