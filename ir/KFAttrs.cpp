@@ -159,25 +159,57 @@ LogicalResult ColumnScanTilingAttr::verify(EmitError emitError,
   return checkRange(emitError, "rowsPerThread", rowsPerThread, 1, 32);
 }
 
+/// An ordered index_add tile's row group: a thread a vector of columns.
+static int64_t threadsPerTileRow(int64_t columns, int64_t vector) {
+  return std::min<int64_t>(llvm::divideCeil(columns, vector), kIndexAddThreads);
+}
+
+/// Its shared sums a tile row: whole steps of the row group's vectors.
+static int64_t sumsPerTileRow(int64_t columns, int64_t vector) {
+  return llvm::alignTo(columns, threadsPerTileRow(columns, vector) * vector);
+}
+
 LogicalResult IndexAddTilingAttr::verify(EmitError emitError, bool unordered,
                                          int64_t rowsPerBlock,
-                                         int64_t columnsPerBlock) {
+                                         int64_t columnsPerBlock,
+                                         int64_t vector) {
   if (unordered) {
-    if (rowsPerBlock != 0 || columnsPerBlock != 0)
+    if (rowsPerBlock != 0 || columnsPerBlock != 0 || vector != 1)
       return emitError() << "adds unordered, a thread an update: it takes "
-                            "no rowsPerBlock or columnsPerBlock";
+                            "no rowsPerBlock, columnsPerBlock or vector";
     return success();
   }
   if (failed(checkRange(emitError, "rowsPerBlock", rowsPerBlock, 1, 1 << 20)) ||
       failed(checkRange(emitError, "columnsPerBlock", columnsPerBlock, 1,
-                        kIndexAddColumnsPerBlock)))
+                        kIndexAddColumnsPerBlock)) ||
+      failed(checkRange(emitError, "vector", vector, 1, 8)))
     return failure();
+  if (!llvm::isPowerOf2_64(vector) || columnsPerBlock % vector)
+    return emitError() << "reads vectors of " << vector
+                       << " columns: a power of two dividing the tile's "
+                       << columnsPerBlock << " columns";
   // The tile's f32 sums live in shared memory.
-  if (rowsPerBlock * columnsPerBlock > kIndexAddTileSums)
+  int64_t sums = rowsPerBlock * sumsPerTileRow(columnsPerBlock, vector);
+  if (sums > kIndexAddTileSums)
     return emitError() << "sums a tile of " << rowsPerBlock << " x "
-                       << columnsPerBlock << " in shared memory: at most "
-                       << kIndexAddTileSums << " sums";
+                       << columnsPerBlock << " (" << sums
+                       << " in whole steps of vectors of " << vector
+                       << ") in shared memory: at most " << kIndexAddTileSums
+                       << " sums";
   return success();
+}
+
+int64_t IndexAddTilingAttr::getThreadsPerRow() const {
+  return threadsPerTileRow(getColumnsPerBlock(), getVector());
+}
+
+int64_t IndexAddTilingAttr::getColumnSteps() const {
+  return llvm::divideCeil(getColumnsPerBlock(),
+                          getThreadsPerRow() * getVector());
+}
+
+int64_t IndexAddTilingAttr::getSumsPerRow() const {
+  return sumsPerTileRow(getColumnsPerBlock(), getVector());
 }
 
 LogicalResult MmaTilingAttr::verify(EmitError emitError, int64_t tileM,

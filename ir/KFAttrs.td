@@ -162,13 +162,27 @@ def KF_IndexAddTilingAttr : KF_Attr<"IndexAddTiling", "index_add_tiling"> {
     an f32 atomic add: each update is read once, and the sums' last bits
     vary from run to run. Without, a block takes a tile of `rowsPerBlock`
     result rows by `columnsPerBlock` of the dims after them and reads the
-    indices in order, 256 at a time: a warp ballot marks those naming a
-    row of the tile, and each thread adds their updates of its columns
-    into the tile's sums in shared memory, in index order (deterministic).
-    Every update is read once; each block reads every index once.
+    indices in order, 1,024 at a time: warp ballots mark those naming a
+    row of the tile, and the block walks the marks in order, each thread
+    adding their updates of its columns into the tile's sums in shared
+    memory, in index order (deterministic). A thread takes `vector`
+    consecutive columns at a time (one 16-byte read of an update, one
+    store of results); the block's threads are row groups of
+    `getThreadsPerRow()`, each group the rows r with r % groups = its
+    number. Every update is read once; each block reads every index once.
   }];
   let parameters = (ins KF_Flag:$unordered, KF_Int<"0">:$rowsPerBlock,
-                        KF_Int<"0">:$columnsPerBlock);
+                        KF_Int<"0">:$columnsPerBlock, KF_Int<"1">:$vector);
+  let extraClassDeclaration = [{
+    /// Threads a row group: one a vector of a tile row, at most a block.
+    int64_t getThreadsPerRow() const;
+    /// Vectors a thread takes along a tile row.
+    int64_t getColumnSteps() const;
+    /// Shared f32 sums a tile row takes: whole steps of the row group's
+    /// vectors (a step's vectors interleaved, so that a warp's adds fall
+    /// in distinct banks).
+    int64_t getSumsPerRow() const;
+  }];
 }
 
 def KF_TransposeTilingAttr : KF_Attr<"TransposeTiling", "transpose_tiling"> {

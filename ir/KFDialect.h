@@ -28,11 +28,11 @@ namespace kfuse::kf {
 inline constexpr llvm::StringLiteral kDimSymbolsAttr = "kf.dim_symbols";
 
 /// An ordered index_add's block: its threads, the most result columns it
-/// takes (each thread's a column of every `kIndexAddThreads`), and the most
-/// f32 sums of its tile (in shared memory).
+/// takes, and the most f32 sums of its tile (in dynamic shared memory: 96
+/// KB, two blocks an SM).
 inline constexpr int64_t kIndexAddThreads = 256;
 inline constexpr int64_t kIndexAddColumnsPerBlock = 1024;
-inline constexpr int64_t kIndexAddTileSums = 8192;
+inline constexpr int64_t kIndexAddTileSums = 24576;
 
 /// The shape of a value of ranked tensor type (every kf value).
 inline llvm::ArrayRef<int64_t> shapeOf(mlir::Value v) {

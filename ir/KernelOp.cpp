@@ -107,16 +107,24 @@ static LogicalResult verifyOrderedIndexAdd(KernelOp kernel, IndexAddOp op,
                                      "ops may";
     llvm::append_range(readers, reader->getUsers());
   }
+  // A vector of columns lies in one result row.
+  if (int64_t post = op.getScatterSpace()[2]; post % tiling.getVector())
+    return kernel.emitOpError()
+           << "sums an index_add in vectors of " << tiling.getVector()
+           << " columns, but its rows have " << post;
   LaunchAttr launch = kernel.getLaunchAttr();
   if (!launch)
     return success();
   int64_t tiles =
       op.getTileCount(tiling.getRowsPerBlock(), tiling.getColumnsPerBlock());
-  if (launch.getBlock() != kIndexAddThreads || launch.getItems() != tiles)
+  int64_t bytes = tiling.getRowsPerBlock() * tiling.getSumsPerRow() * 4;
+  if (launch.getBlock() != kIndexAddThreads || launch.getItems() != tiles ||
+      launch.getSharedBytes() != bytes)
     return kernel.emitOpError()
            << "sums " << tiles << " tiles of " << tiling.getRowsPerBlock()
            << " x " << tiling.getColumnsPerBlock() << " in blocks of "
-           << kIndexAddThreads << " threads, but its launch is " << launch;
+           << kIndexAddThreads << " threads and " << bytes
+           << " bytes of shared sums, but its launch is " << launch;
   return success();
 }
 

@@ -83,7 +83,7 @@ int64_t vectorWidth(KernelOp kernel) {
 struct Decision {
   int64_t grid = 0, block = 0, items = 0;
   Attribute tiling;
-  int64_t minBlocksPerSM = 0;
+  int64_t minBlocksPerSM = 0, sharedBytes = 0;
 };
 
 /// `block` threads a block, enough blocks for a thread a step.
@@ -128,25 +128,61 @@ int64_t stridingBlocks(int64_t items, int64_t threads, int64_t sms) {
   return std::min((items + threads - 1) / threads, sms * 32);
 }
 
+/// Columns an ordered index_add's thread takes at a time: a 16-byte access
+/// of every buffer it reads or writes along the columns (all but the
+/// indices), a whole vector in each result row and each tile of `columns`.
+int64_t indexAddVector(KernelOp kernel, IndexAddOp op, int64_t columns,
+                       bool aligned) {
+  if (!aligned)
+    return 1;
+  int64_t bytes = 1;
+  for (Value buffer : llvm::concat<Value>(
+           kernel.getBody().front().getArguments(), kernel.getResults())) {
+    if (buffer == op.getIndices())
+      continue;
+    Type dtype = mlir::cast<RankedTensorType>(buffer.getType()).getElementType();
+    if (dtype.isInteger(1))
+      return 1;
+    bytes = std::max<int64_t>(bytes, dtype.getIntOrFloatBitWidth() / 8);
+  }
+  // Each result's vectors are stored whole within its rows (kf-pad may
+  // give them a stride).
+  auto splits = [&](int64_t vector) {
+    return op.getScatterSpace()[2] % vector || columns % vector ||
+           llvm::any_of(kernel.getResults(), [&](Value result) {
+             return shapeOf(result).empty() || shapeOf(result).back() % vector;
+           });
+  };
+  int64_t vector = 16 / bytes;
+  while (vector > 1 && splits(vector))
+    vector /= 2;
+  return vector;
+}
+
 /// An ordered index_add's tile: the columns (the dims after the axis) in
 /// even tiles of at most a block's most, by as many rows as the shared sums
 /// hold, fewer while the grid would not fill the GPU twice over (every
 /// block reads all the indices, so the tile is as large as the GPU allows)
 /// but not fewer than the block's row groups.
-std::pair<int64_t, int64_t> indexAddTile(IndexAddOp op, int64_t sms) {
+IndexAddTilingAttr indexAddTile(KernelOp kernel, IndexAddOp op, int64_t sms,
+                                bool aligned) {
   auto [pre, count, post] = op.getScatterSpace();
   int64_t columnTiles = llvm::divideCeil(post, kIndexAddColumnsPerBlock);
   int64_t columns =
       columnTiles <= 1
           ? std::max<int64_t>(post, 1)
           : llvm::alignTo(llvm::divideCeil(post, columnTiles), 32);
+  int64_t vector = indexAddVector(kernel, op, columns, aligned);
+  MLIRContext *ctx = kernel.getContext();
+  auto shape = IndexAddTilingAttr::get(ctx, false, 1, columns, vector);
   int64_t size = std::max<int64_t>(op.getSize(), 1);
-  int64_t groups = kIndexAddThreads / std::min(columns, kIndexAddThreads);
-  int64_t rows = std::min(size, kIndexAddTileSums / columns);
+  int64_t groups = kIndexAddThreads / shape.getThreadsPerRow();
+  static const int64_t kSums = getenv("KFUSE_TMP_SUMS") ? atoi(getenv("KFUSE_TMP_SUMS")) : 8192; // TMP
+  int64_t rows = std::min(size, kSums / shape.getSumsPerRow());
   while (rows > std::min(size, groups) &&
          op.getTileCount(rows, columns) < 2 * sms)
     rows = std::max((rows + 1) / 2, std::min(size, groups));
-  return {rows, columns};
+  return IndexAddTilingAttr::get(ctx, false, rows, columns, vector);
 }
 
 /// kf.index_add: a thread an update, added into the zeroed result in any
@@ -166,13 +202,19 @@ std::optional<Decision> decideIndexAdd(KernelOp kernel, TargetAttr target) {
     constexpr int64_t threads = 256;
     int64_t blocks = stridingBlocks(items, threads, sms);
     return Decision{std::max<int64_t>(blocks, 1), threads, items,
-                    IndexAddTilingAttr::get(ctx, true, 0, 0)};
+                    IndexAddTilingAttr::get(ctx, true, 0, 0, 1)};
   }
-  auto [rows, columns] = indexAddTile(op, sms);
-  int64_t tiles = op.getTileCount(rows, columns);
+  IndexAddTilingAttr tile = indexAddTile(kernel, op, sms, target.getAligned());
+  int64_t tiles =
+      op.getTileCount(tile.getRowsPerBlock(), tile.getColumnsPerBlock());
   // A block a tile: they take about the same time (a scan of the indices).
-  return Decision{std::clamp<int64_t>(tiles, 1, INT32_MAX), kIndexAddThreads,
-                  tiles, IndexAddTilingAttr::get(ctx, false, rows, columns)};
+  // The sums are the block's dynamic shared memory.
+  return Decision{std::clamp<int64_t>(tiles, 1, INT32_MAX),
+                  kIndexAddThreads,
+                  tiles,
+                  tile,
+                  0,
+                  tile.getRowsPerBlock() * tile.getSumsPerRow() * 4};
 }
 
 /// 32x32 tiles through shared memory, 8 rows of threads.
@@ -428,8 +470,8 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       Builder b(kernel);
       Decision d = decide(kernel, target);
       kernel.setLaunchAttr(
-          LaunchAttr::get(b.getContext(), d.grid, d.block, d.items, 0,
-                          d.minBlocksPerSM));
+          LaunchAttr::get(b.getContext(), d.grid, d.block, d.items,
+                          d.sharedBytes, d.minBlocksPerSM));
       if (d.tiling)
         kernel.setTilingAttr(d.tiling);
       // Say why a matmul or attention runs without tensor cores

@@ -10,14 +10,17 @@
 //              the axis), its sums in shared memory. The block reads the
 //              indices 1,024 at a time (4 a thread, their loads in flight
 //              together); warp ballots mark those that name a row of the
-//              tile, and every thread walks the marks in order and adds
-//              those updates' elements of its columns, the reads of 4 hits
-//              issued before their adds. Each sum
-//              belongs to one thread and takes its updates in index order:
-//              the same sum in every run. Every update is read once, every
-//              index once a tile. The results (the sums, or an elementwise
-//              epilogue of them such as the cast to a table's dtype) are
-//              stored from the shared sums.
+//              tile, a ballot of the marks says which masks have any, and
+//              the block walks the marks in order, 8 at a time, skipping
+//              masks without one. Each thread adds those updates' elements
+//              of its columns, a vector of consecutive columns (one 16-byte
+//              read) at a time, the reads of the 8 issued before their
+//              adds. Each sum belongs to one thread and takes its updates
+//              in index order: the same sum in every run. Every update is
+//              read once, every index once a tile. The results (the sums,
+//              or an elementwise epilogue of them such as the cast to a
+//              table's dtype) are stored from the shared sums, a vector at
+//              a time.
 // Indices in [-size, 0) count from the end; others outside [0, size) add
 // nothing, as in the evaluator.
 //
@@ -128,10 +131,10 @@ public:
       : IndexArithmetic(e), s(e, op),
         tiling(e.kernel().getTilingAs<IndexAddTilingAttr>()),
         rows(tiling.getRowsPerBlock()), columns(tiling.getColumnsPerBlock()),
-        width(std::min(columns, kIndexAddThreads)),
+        vector(tiling.getVector()), width(tiling.getThreadsPerRow()),
         groups(kIndexAddThreads / width),
         rowSteps(llvm::divideCeil(rows, groups)),
-        columnSteps(llvm::divideCeil(columns, width)) {}
+        columnSteps(tiling.getColumnSteps()) {}
 
   LogicalResult emit();
 
@@ -140,44 +143,75 @@ private:
   /// together, and the block's barriers are a quarter of one a thread.
   static constexpr int64_t kIndicesPerThread = 4;
   static constexpr int64_t kChunk = kIndexAddThreads * kIndicesPerThread;
+  /// A chunk's masks: one a warp lane.
+  static constexpr int64_t kMasks = kChunk / 32;
+  static_assert(kMasks == 32, "a warp ballot summarises a chunk's masks");
   /// The marked updates read before the first of them is added: a row
   /// that many indices name (padding) waits on a read a batch, not a hit.
-  static constexpr int64_t kHitsPerBatch = 4;
+  static inline const int64_t kHitsPerBatch =
+      getenv("KFUSE_TMP_HITS") ? atoi(getenv("KFUSE_TMP_HITS")) : 8; // TMP
+
+  /// A marked index: its update's position, the tile row it names, and
+  /// whether there was one (the walk's last batch may run out).
+  struct Hit {
+    Value position, row, valid;
+  };
+  /// Where the walk of a chunk's marks is: the current mask's marks not
+  /// yet taken, its number, and the marked masks not yet begun.
+  struct Walk {
+    Value marks, mask, pending;
+  };
+
   LogicalResult emitTile();
   /// Marks the indices of chunk `k` that name a row of the tile (a mask
   /// each 32 of them, each index's row of the tile beside it).
   void markChunk(Value k);
-  /// Adds the marked updates of chunk `k`, mask by mask, in order.
+  /// Adds the marked updates of chunk `k` in order, kHitsPerBatch at a
+  /// time, skipping masks without marks.
   void addMarked(Value k);
-  /// Adds the updates at index `positions` (where `valid`) into rows `r`
-  /// of the tile, in order, for each that is one of this thread's rows.
-  void addUpdates(ArrayRef<Value> positions, ArrayRef<Value> r,
-                  ArrayRef<Value> valid);
-  /// body(sum's slot in the tile, its result row, its column) for each of
-  /// this thread's sums inside the result.
-  void forEachSum(function_ref<void(Value, Value, Value)> body);
-  /// Whether `c` (one of this thread's columns of the tile) is inside the
-  /// tile and the result.
-  Value columnInside(Value c);
+  /// The next marked index of chunk `k` after `walk`, moving to the next
+  /// marked mask where the current one is done.
+  Hit nextHit(Value k, Walk &walk);
+  /// Adds the updates of `hits` into their rows of the tile, in order,
+  /// for each that is one of this thread's rows.
+  void addUpdates(ArrayRef<Hit> hits);
+  /// body(tile row, column step) for each of this thread's vectors of sums
+  /// inside the tile and the result.
+  void forEachSumVector(function_ref<void(Value, int64_t)> body);
+  /// Whether this thread's vector at column step `step` is inside the tile
+  /// and the result.
+  Value vectorInside(int64_t step);
+  /// The tile column of the first element of this thread's vector at
+  /// column step `step`.
+  Value columnOf(int64_t step) {
+    return mul(add(firstVector, idx(step * width)), vector);
+  }
+  /// The shared sum of tile row `row` and element `lane` of this thread's
+  /// vector at `step`: a step's vectors interleaved, element by element.
+  Value slotOf(Value row, int64_t step, int64_t lane) {
+    return add(mul(row, tiling.getSumsPerRow()),
+               add(idx((step * vector + lane) * width), firstVector));
+  }
 
   ScatterSpace s;
   IndexAddTilingAttr tiling;
   /// The tile, and how the block's threads share it: `width` threads a row
-  /// group, `groups` of them, group g taking the rows r with r % groups = g.
-  int64_t rows, columns, width, groups, rowSteps, columnSteps;
-  Value sums, masks, marked, tid, group, firstColumn, active;
+  /// group, a vector of `vector` columns each a step, `groups` of them,
+  /// group g taking the rows r with r % groups = g.
+  int64_t rows, columns, vector, width, groups, rowSteps, columnSteps;
+  Value sums, masks, marked, tid, group, firstVector, active;
   // The tile being emitted: its outer index, first row and first column.
   Value p, row0, column0;
   LogicalResult status = success();
 };
 
 LogicalResult OrderedIndexAdd::emit() {
-  sums = workgroupBuffer(e, rows * columns);
-  masks = workgroupBuffer(e, kChunk / 32, b.getI32Type());
+  sums = dynamicSharedView(b, l, rows * tiling.getSumsPerRow(), b.getF32Type());
+  masks = workgroupBuffer(e, kMasks, b.getI32Type());
   marked = workgroupBuffer(e, kChunk, b.getI32Type());
   tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   group = div(tid, width);
-  firstColumn = rem(tid, width);
+  firstVector = rem(tid, width);
   active = less(group, idx(groups));
   int64_t rowTiles = llvm::divideCeil(s.size, rows);
   int64_t columnTiles = llvm::divideCeil(s.post, columns);
@@ -189,26 +223,27 @@ LogicalResult OrderedIndexAdd::emit() {
   });
 }
 
-Value OrderedIndexAdd::columnInside(Value c) {
+Value OrderedIndexAdd::vectorInside(int64_t step) {
+  // Columns, the tile's and the result's, are whole vectors.
+  Value c = columnOf(step);
   Value inTile = less(c, idx(columns));
   Value inResult = less(add(column0, c), idx(s.post));
-  return arith::AndIOp::create(b, l, arith::AndIOp::create(b, l, inTile,
-                                                           inResult),
-                               active);
+  return arith::AndIOp::create(
+      b, l, arith::AndIOp::create(b, l, inTile, inResult), active);
 }
 
-void OrderedIndexAdd::forEachSum(function_ref<void(Value, Value, Value)> body) {
+void OrderedIndexAdd::forEachSumVector(
+    function_ref<void(Value, int64_t)> body) {
   e.loop(rowSteps, {}, [&](Value step, ValueRange) {
     Value r = add(group, mul(step, groups));
     Value inside = arith::AndIOp::create(
         b, l, less(r, idx(rows)), less(add(row0, r), idx(s.size)));
     for (int64_t k = 0; k < columnSteps; ++k) {
-      Value c = add(firstColumn, idx(k * width));
       auto guard = scf::IfOp::create(
-          b, l, arith::AndIOp::create(b, l, inside, columnInside(c)));
+          b, l, arith::AndIOp::create(b, l, inside, vectorInside(k)));
       OpBuilder::InsertionGuard insertion(b);
       b.setInsertionPoint(guard.thenBlock()->getTerminator());
-      body(add(mul(r, columns), c), add(row0, r), add(column0, c));
+      body(r, k);
     }
     return SmallVector<Value>{};
   });
@@ -216,8 +251,10 @@ void OrderedIndexAdd::forEachSum(function_ref<void(Value, Value, Value)> body) {
 
 LogicalResult OrderedIndexAdd::emitTile() {
   status = success();
-  forEachSum([&](Value slot, Value, Value) {
-    memref::StoreOp::create(b, l, e.f32(0), sums, ValueRange{slot});
+  forEachSumVector([&](Value r, int64_t k) {
+    for (int64_t v = 0; v < vector; ++v)
+      memref::StoreOp::create(b, l, e.f32(0), sums,
+                              ValueRange{slotOf(r, k, v)});
   });
   e.loop(llvm::divideCeil(s.count, kChunk), {},
          [&](Value k, ValueRange) {
@@ -228,13 +265,24 @@ LogicalResult OrderedIndexAdd::emitTile() {
            return SmallVector<Value>{};
          });
   // Each sum is this thread's own: no barrier before it is stored, with
-  // any elementwise epilogue computed from it.
-  forEachSum([&](Value slot, Value row, Value column) {
-    Value at = s.join(p, row, s.size, column);
-    e.setElement(s.op.getResult(), at,
-                 memref::LoadOp::create(b, l, sums, ValueRange{slot}));
-    if (failed(storeResultsAt(e, at)))
-      status = failure();
+  // any elementwise epilogue computed from it, a vector at a time.
+  auto yield = cast<YieldOp>(e.kernel().getBody().front().getTerminator());
+  forEachSumVector([&](Value r, int64_t k) {
+    Value at = s.join(p, add(row0, r), s.size, add(column0, columnOf(k)));
+    SmallVector<Value> lanes = e.laneIndices(at, vector);
+    for (int64_t v = 0; v < vector; ++v)
+      e.setElement(s.op.getResult(), lanes[v],
+                   memref::LoadOp::create(b, l, sums,
+                                          ValueRange{slotOf(r, k, v)}));
+    for (auto [i, root] : llvm::enumerate(yield.getValues())) {
+      FailureOr<SmallVector<Value>> values =
+          e.vectorAt(root, ElementIndex::linear(shapeOf(root), at), lanes);
+      if (failed(values)) {
+        status = failure();
+        return;
+      }
+      e.storeLanes(i, at, *values);
+    }
   });
   return status;
 }
@@ -280,79 +328,126 @@ void OrderedIndexAdd::markChunk(Value k) {
   }
 }
 
-void OrderedIndexAdd::addUpdates(ArrayRef<Value> positions,
-                                 ArrayRef<Value> r, ArrayRef<Value> valid) {
+OrderedIndexAdd::Hit OrderedIndexAdd::nextHit(Value k, Walk &walk) {
+  Type i32 = b.getI32Type();
+  Value zero = e.constant(i32, 0), one = e.constant(i32, 1);
+  auto isZero = [&](Value x) {
+    return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, x, zero);
+  };
+  auto lowestCleared = [&](Value x) {
+    return arith::AndIOp::create(b, l, x, arith::SubIOp::create(b, l, x, one));
+  };
+  // The same for every thread: no divergence.
+  Value advance = arith::AndIOp::create(
+      b, l, isZero(walk.marks),
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, walk.pending,
+                            zero));
+  auto next = scf::IfOp::create(
+      b, l, TypeRange{i32, b.getIndexType(), i32}, advance, true);
+  {
+    OpBuilder::InsertionGuard insertion(b);
+    b.setInsertionPointToStart(next.thenBlock());
+    Value mask = arith::IndexCastOp::create(
+        b, l, b.getIndexType(),
+        LLVM::CountTrailingZerosOp::create(b, l, i32, walk.pending, false));
+    Value marks = memref::LoadOp::create(b, l, masks, ValueRange{mask});
+    scf::YieldOp::create(b, l,
+                         ValueRange{marks, mask, lowestCleared(walk.pending)});
+    b.setInsertionPointToStart(next.elseBlock());
+    scf::YieldOp::create(b, l,
+                         ValueRange{walk.marks, walk.mask, walk.pending});
+  }
+  walk = {next.getResult(0), next.getResult(1), next.getResult(2)};
+  Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
+                                      walk.marks, zero);
+  // cttz of 0 is 32, past the mask's entries: a missing hit reads its
+  // mask's last entry instead (and adds nothing).
+  Value bit = arith::IndexCastOp::create(
+      b, l, b.getIndexType(),
+      LLVM::CountTrailingZerosOp::create(b, l, i32, walk.marks, false));
+  Value entry = add(mul(walk.mask, 32), minIndex(bit, idx(31)));
+  Value row = arith::IndexCastOp::create(
+      b, l, b.getIndexType(),
+      memref::LoadOp::create(b, l, marked, ValueRange{entry}));
+  walk.marks = lowestCleared(walk.marks);
+  return {add(mul(k, kChunk), entry), row, valid};
+}
+
+void OrderedIndexAdd::addMarked(Value k) {
+  Type i32 = b.getI32Type(), index = b.getIndexType();
+  Value zero = e.constant(i32, 0);
+  // Lane w of every warp holds mask w: a ballot says which have marks.
+  Value own = memref::LoadOp::create(b, l, masks, ValueRange{rem(tid, 32)});
+  Value pending = NVVM::VoteSyncOp::create(
+      b, l, i32, e.constant(i32, -1),
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, own, zero),
+      NVVM::VoteSyncKind::ballot);
+  auto walk = scf::WhileOp::create(b, l, TypeRange{i32, index, i32},
+                                   ValueRange{zero, idx(0), pending});
+  OpBuilder::InsertionGuard insertion(b);
+  Block *before = b.createBlock(&walk.getBefore(), {}, {i32, index, i32},
+                                {l, l, l});
+  Value more = arith::OrIOp::create(b, l, before->getArgument(0),
+                                    before->getArgument(2));
+  scf::ConditionOp::create(
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, more, zero),
+      before->getArguments());
+  Block *after =
+      b.createBlock(&walk.getAfter(), {}, {i32, index, i32}, {l, l, l});
+  Walk state{after->getArgument(0), after->getArgument(1),
+             after->getArgument(2)};
+  SmallVector<Hit> hits;
+  for (int64_t h = 0; h < kHitsPerBatch; ++h)
+    hits.push_back(nextHit(k, state));
+  addUpdates(hits);
+  scf::YieldOp::create(b, l,
+                       ValueRange{state.marks, state.mask, state.pending});
+}
+
+void OrderedIndexAdd::addUpdates(ArrayRef<Hit> hits) {
   // Every hit's and column step's update is read before the first is
   // added, so that the reads are in flight together (a hit not this
-  // thread's, or a column outside, reads the chunk's first update).
+  // thread's, or a vector outside, reads the batch's first update, which
+  // is always a hit).
   struct Read {
-    Value slot, add, update;
+    Value row;
+    int64_t step;
+    Value add;
+    SmallVector<Value> update;
   };
   SmallVector<Read> reads;
-  for (auto [position, row, ok] : llvm::zip_equal(positions, r, valid)) {
+  for (const Hit &hit : hits) {
     Value mine = arith::AndIOp::create(
-        b, l, ok,
+        b, l, hit.valid,
         arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                              rem(row, groups), group));
-    for (int64_t step = 0; step < columnSteps; ++step) {
-      Value c = add(firstColumn, idx(step * width));
-      Value inside = arith::AndIOp::create(b, l, mine, columnInside(c));
-      Value column = arith::SelectOp::create(b, l, inside, add(column0, c),
-                                             idx(0));
-      Value at = arith::SelectOp::create(b, l, inside, position, positions[0]);
-      FailureOr<Value> update = e.elementAt(
-          s.op.getUpdates(),
-          ElementIndex::linear(s.updates, s.join(p, at, s.count, column)));
+                              rem(hit.row, groups), group));
+    for (int64_t k = 0; k < columnSteps; ++k) {
+      Value inside = arith::AndIOp::create(b, l, mine, vectorInside(k));
+      Value column = arith::SelectOp::create(
+          b, l, inside, add(column0, columnOf(k)), idx(0));
+      Value at = arith::SelectOp::create(b, l, inside, hit.position,
+                                         hits.front().position);
+      Value first = s.join(p, at, s.count, column);
+      FailureOr<SmallVector<Value>> update =
+          e.vectorAt(s.op.getUpdates(), ElementIndex::linear(s.updates, first),
+                     e.laneIndices(first, vector));
       if (failed(update)) {
         status = failure();
         return;
       }
-      reads.push_back({add(mul(row, columns), c), inside, *update});
+      reads.push_back({hit.row, k, inside, std::move(*update)});
     }
   }
   for (const Read &read : reads) {
     auto guard = scf::IfOp::create(b, l, read.add);
     OpBuilder::InsertionGuard inner(b);
     b.setInsertionPoint(guard.thenBlock()->getTerminator());
-    Value sum = memref::LoadOp::create(b, l, sums, ValueRange{read.slot});
-    memref::StoreOp::create(b, l, arith::AddFOp::create(b, l, sum, read.update),
-                            sums, ValueRange{read.slot});
-  }
-}
-
-void OrderedIndexAdd::addMarked(Value k) {
-  Type i32 = b.getI32Type();
-  Value zero = e.constant(i32, 0);
-  for (int64_t w = 0; w < kChunk / 32; ++w) {
-    Value mask = memref::LoadOp::create(b, l, masks, ValueRange{idx(w)});
-    Value count = arith::IndexCastOp::create(
-        b, l, b.getIndexType(), LLVM::CtPopOp::create(b, l, i32, mask));
-    auto walk = scf::ForOp::create(b, l, idx(0), count, idx(kHitsPerBatch),
-                                   ValueRange{mask});
-    OpBuilder::InsertionGuard insertion(b);
-    b.setInsertionPointToEnd(walk.getBody());
-    // The next kHitsPerBatch marks, lowest first (cleared as taken).
-    Value left = walk.getRegionIterArgs()[0];
-    SmallVector<Value> positions, r, valid;
-    for (int64_t h = 0; h < kHitsPerBatch; ++h) {
-      valid.push_back(
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne, left, zero));
-      Value bit = arith::IndexCastOp::create(
-          b, l, b.getIndexType(),
-          LLVM::CountTrailingZerosOp::create(b, l, i32, left, false));
-      // cttz of 0 is 32, past the mask's entries: a batch's missing hit
-      // reads its last entry instead (and adds nothing).
-      Value entry = add(idx(w * 32), arith::MinUIOp::create(b, l, bit,
-                                                            idx(31)));
-      r.push_back(arith::IndexCastOp::create(
-          b, l, b.getIndexType(),
-          memref::LoadOp::create(b, l, marked, ValueRange{entry})));
-      positions.push_back(add(mul(k, kChunk), entry));
-      left = arith::AndIOp::create(
-          b, l, left, arith::SubIOp::create(b, l, left, e.constant(i32, 1)));
+    for (auto [v, update] : llvm::enumerate(read.update)) {
+      Value slot = slotOf(read.row, read.step, v);
+      Value sum = memref::LoadOp::create(b, l, sums, ValueRange{slot});
+      memref::StoreOp::create(b, l, arith::AddFOp::create(b, l, sum, update),
+                              sums, ValueRange{slot});
     }
-    addUpdates(positions, r, valid);
-    scf::YieldOp::create(b, l, left);
   }
 }
 

@@ -32,6 +32,11 @@ mlir::Value reductionInit(KernelEmitter &e, ReduceKind kind, mlir::Type type);
 /// from the body (from the values the template set with setElement: an
 /// elementwise epilogue of them).
 mlir::LogicalResult storeResultsAt(KernelEmitter &e, mlir::Value at);
+
+/// The block's dynamic shared memory (the launch's `sharedBytes`) as
+/// `elements` elements of `dtype`.
+mlir::Value dynamicSharedView(mlir::OpBuilder &b, mlir::Location l,
+                              int64_t elements, mlir::Type dtype);
 /// A shared-memory buffer of `count` elements (f32 by default) for the
 /// kernel.
 mlir::Value workgroupBuffer(KernelEmitter &e, int64_t count,

@@ -9,6 +9,10 @@
 #include "analysis/KernelAnalysis.h"
 #include "codegen/templates/KernelTemplates.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
 using namespace mlir;
 using namespace kfuse::kf;
 
@@ -82,3 +86,14 @@ Value kfuse::kf::workgroupBuffer(KernelEmitter &e, int64_t count,
       e.loc());
 }
 
+Value kfuse::kf::dynamicSharedView(OpBuilder &b, Location l,
+                                           int64_t elements, Type dtype) {
+  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
+                                              gpu::AddressSpace::Workgroup);
+  Value bytes = gpu::DynamicSharedMemoryOp::create(
+      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
+                            workgroup));
+  return memref::ViewOp::create(
+      b, l, MemRefType::get({elements}, dtype, AffineMap(), workgroup), bytes,
+      arith::ConstantIndexOp::create(b, l, 0), ValueRange{});
+}

@@ -68,10 +68,6 @@ private:
   int64_t threads;
 };
 
-/// The block's dynamic shared memory as `elements` elements of `dtype`.
-Value dynamicSharedView(mlir::OpBuilder &b, mlir::Location l, int64_t elements,
-                        Type dtype);
-
 /// f32 values as wgmma A fragments: each pair (2i, 2i + 1) rounded to
 /// `dtype` and packed in one 32-bit register (the accumulator layout of a
 /// product is the A-fragment layout of the next).

@@ -147,18 +147,6 @@ SmallVector<Value> FlashAttention::packPairs(ArrayRef<Value> p) {
   return packHalfPairs(b, l, p, dtype);
 }
 
-Value kfuse::kf::detail::dynamicSharedView(OpBuilder &b, Location l,
-                                           int64_t elements, Type dtype) {
-  auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
-                                              gpu::AddressSpace::Workgroup);
-  Value bytes = gpu::DynamicSharedMemoryOp::create(
-      b, l, MemRefType::get({ShapedType::kDynamic}, b.getI8Type(), AffineMap(),
-                            workgroup));
-  return memref::ViewOp::create(
-      b, l, MemRefType::get({elements}, dtype, AffineMap(), workgroup), bytes,
-      arith::ConstantIndexOp::create(b, l, 0), ValueRange{});
-}
-
 SmallVector<Value> kfuse::kf::detail::packHalfPairs(OpBuilder &b, Location l,
                                                    ArrayRef<Value> p,
                                                    Type dtype) {

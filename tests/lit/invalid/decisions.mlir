@@ -281,10 +281,10 @@ func.func @index_add_reduced_inside(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
 // -----
 
 // An ordered index_add's launch takes a block a tile: 5 rows of 16 in
-// tiles of 2 rows are 3 tiles.
+// tiles of 2 rows are 3 tiles, each 2 x 16 f32 sums of shared memory.
 func.func @index_add_tiles(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
-  // expected-error @+1 {{'kf.kernel' op sums 3 tiles of 2 x 16 in blocks of 256 threads, but its launch is #kf.launch<grid = 5, block = 256, items = 5>}}
-  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 5, block = 256, items = 5>, tiling = #kf.index_add_tiling<rowsPerBlock = 2, columnsPerBlock = 16>} {
+  // expected-error @+1 {{'kf.kernel' op sums 3 tiles of 2 x 16 in blocks of 256 threads and 128 bytes of shared sums, but its launch is #kf.launch<grid = 5, block = 256, items = 5, sharedBytes = 128>}}
+  %0 = kf.kernel reduction(%u, %i : tensor<8x16xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 5, block = 256, items = 5, sharedBytes = 128>, tiling = #kf.index_add_tiling<rowsPerBlock = 2, columnsPerBlock = 16>} {
   ^bb0(%a: tensor<8x16xf32>, %b: tensor<8xi32>):
     %r = kf.index_add %a[%b] {axis = 0 : i64, size = 5 : i64} : tensor<8x16xf32>, tensor<8xi32> -> tensor<5x16xf32>
     kf.yield %r : tensor<5x16xf32>
@@ -294,14 +294,40 @@ func.func @index_add_tiles(%u: tensor<8x16xf32>, %i: tensor<8xi32>) {
 
 // -----
 
-// The tile's sums live in shared memory: at most 8192 of them.
-// expected-error @+1 {{sums a tile of 16 x 1024 in shared memory: at most 8192 sums}}
-func.func private @f() attributes {t = #kf.index_add_tiling<rowsPerBlock = 16, columnsPerBlock = 1024>}
+// The tile's sums live in shared memory: at most 24576 of them (96 KB).
+// expected-error @+1 {{sums a tile of 32 x 1024 (32768 in whole steps of vectors of 1) in shared memory: at most 24576 sums}}
+func.func private @f() attributes {t = #kf.index_add_tiling<rowsPerBlock = 32, columnsPerBlock = 1024>}
+
+// -----
+
+// A vector of columns is a power of two that divides the tile's columns.
+// expected-error @+1 {{reads vectors of 8 columns: a power of two dividing the tile's 12 columns}}
+func.func private @f() attributes {t = #kf.index_add_tiling<rowsPerBlock = 4, columnsPerBlock = 12, vector = 8>}
+
+// -----
+
+// Whole steps of the row group's vectors: a row of 520 columns a thread
+// at a time takes 3 steps of 256 threads, 768 sums.
+// expected-error @+1 {{sums a tile of 40 x 520 (30720 in whole steps of vectors of 1) in shared memory: at most 24576 sums}}
+func.func private @f() attributes {t = #kf.index_add_tiling<rowsPerBlock = 40, columnsPerBlock = 520>}
+
+// -----
+
+// A vector of columns lies in one result row.
+func.func @index_add_vector_across_rows(%u: tensor<8x6xf32>, %i: tensor<8xi32>) {
+  // expected-error @+1 {{'kf.kernel' op sums an index_add in vectors of 4 columns, but its rows have 6}}
+  %0 = kf.kernel reduction(%u, %i : tensor<8x6xf32>, tensor<8xi32>) attributes {launch = #kf.launch<grid = 5, block = 256, items = 5>, tiling = #kf.index_add_tiling<rowsPerBlock = 1, columnsPerBlock = 4, vector = 4>} {
+  ^bb0(%a: tensor<8x6xf32>, %b: tensor<8xi32>):
+    %r = kf.index_add %a[%b] {axis = 0 : i64, size = 5 : i64} : tensor<8x6xf32>, tensor<8xi32> -> tensor<5x6xf32>
+    kf.yield %r : tensor<5x6xf32>
+  } -> (tensor<5x6xf32>)
+  return
+}
 
 // -----
 
 // A thread an update has no tile.
-// expected-error @+1 {{adds unordered, a thread an update: it takes no rowsPerBlock or columnsPerBlock}}
+// expected-error @+1 {{adds unordered, a thread an update: it takes no rowsPerBlock, columnsPerBlock or vector}}
 func.func private @f() attributes {t = #kf.index_add_tiling<unordered = true, rowsPerBlock = 4>}
 
 // -----
