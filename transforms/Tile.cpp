@@ -128,6 +128,20 @@ int64_t stridingBlocks(int64_t items, int64_t threads, int64_t sms) {
   return std::min((items + threads - 1) / threads, sms * 32);
 }
 
+/// `value` and every value of the kernel body it is computed from.
+llvm::SmallPtrSet<Value, 8> producersOf(Value value) {
+  llvm::SmallPtrSet<Value, 8> seen;
+  SmallVector<Value> worklist = {value};
+  while (!worklist.empty()) {
+    Value v = worklist.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    if (Operation *op = v.getDefiningOp())
+      llvm::append_range(worklist, op->getOperands());
+  }
+  return seen;
+}
+
 /// Columns an ordered index_add's thread takes at a time: a 16-byte access
 /// of every buffer it reads or writes along the columns (all but the
 /// indices), a whole vector in each result row and each tile of `columns`.
@@ -135,10 +149,15 @@ int64_t indexAddVector(KernelOp kernel, IndexAddOp op, int64_t columns,
                        bool aligned) {
   if (!aligned)
     return 1;
+  // The indices and what only they are computed from are read an index
+  // at a time.
+  llvm::SmallPtrSet<Value, 8> indexOnly = producersOf(op.getIndices());
+  for (Value v : producersOf(op.getUpdates()))
+    indexOnly.erase(v);
   int64_t bytes = 1;
   for (Value buffer : llvm::concat<Value>(
            kernel.getBody().front().getArguments(), kernel.getResults())) {
-    if (buffer == op.getIndices())
+    if (indexOnly.contains(buffer))
       continue;
     Type dtype = mlir::cast<RankedTensorType>(buffer.getType()).getElementType();
     if (dtype.isInteger(1))

@@ -438,6 +438,18 @@ void OrderedIndexAdd::addUpdates(ArrayRef<Hit> hits) {
       reads.push_back({hit.row, k, inside, std::move(*update)});
     }
   }
+  // Loads used only inside their hit's guarded add would be sunk into it
+  // by LLVM (each issued after the previous hit's adds): an empty asm
+  // taking a lane of each keeps every vector's load issued here (the
+  // other lanes stay packed in the loaded registers until they are added).
+  for (const Read &read : reads) {
+    LLVM::InlineAsmOp::create(
+        b, l, TypeRange(), read.update.front(), "", "f",
+        /*has_side_effects=*/true, /*is_align_stack=*/false,
+        LLVM::tailcallkind::TailCallKind::None,
+        LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+        ArrayAttr());
+  }
   for (const Read &read : reads) {
     auto guard = scf::IfOp::create(b, l, read.add);
     OpBuilder::InsertionGuard inner(b);
