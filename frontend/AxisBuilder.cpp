@@ -9,6 +9,8 @@
 #include "frontend/GraphImpl.h"
 #include "ir/KFDialect.h"
 
+#include <cmath>
+
 using namespace mlir;
 using kfuse::detail::GraphImpl;
 namespace shapes = kfuse::kf::shapes;
@@ -94,7 +96,13 @@ Tensor logsumexp(Tensor x, std::vector<int64_t> axes, bool keepDims) {
   Tensor sum = reduceSum(exp(x - max), axes, keepDims);
   if (!sum.isValid())
     return {};
-  return log(sum) + (keepDims ? max : reshape(max, sum.shape()));
+  Tensor shift = keepDims ? max : reshape(max, sum.shape());
+  // A max of +-inf makes x - max NaN at the max (inf - inf); the log-sum
+  // of such a row is that infinity (-inf for a row of -inf), as in torch.
+  // The select is on the row's result: the online sum keeps its pattern.
+  Tensor infinite = compare(Compare::eq, abs(shift),
+                            scalarLike(shift, INFINITY));
+  return where(infinite, shift, log(sum) + shift);
 }
 
 } // namespace kfuse

@@ -274,3 +274,13 @@ def test_tanh_gelu_of_16_bits_rounds_once_from_float32(dtype):
         2.0 ** -14))) - bits + 1)
     assert ((got.double() - want.double()).abs() <= ulp)[~tail].all()
     assert (got.double().abs() < 2e-2)[tail].all()
+
+
+def test_logsumexp_of_infinite_rows_is_that_infinity():
+    # inf - inf at the max made these rows NaN.
+    inf = float("inf")
+    x = torch.tensor([[-inf, -inf, -inf], [inf, 1.0, 2.0], [-inf, 0.0, 1.0],
+                      [inf, -inf, 0.0], [1.0, 2.0, 3.0]])
+    module = Call1(lambda s, a: torch.logsumexp(a, -1))
+    got = ktorch.compile(module, (x,), reference=True)(x)
+    assert torch.allclose(got, module(x), rtol=1e-6, equal_nan=False)

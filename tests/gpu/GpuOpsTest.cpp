@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 
 #include <random>
@@ -185,6 +186,42 @@ TEST(Gpu, SigmoidAndSiluAcrossTheRange) {
 
 /// bf16 GELU from -8 to 8 (its Phi is the 16-bit approximation, 2^Q):
 /// within bf16 rounding, plus a few 1e-7 x of absolute slack (PyTorch's
+
+/// logsumexp of rows whose max is infinite: -inf for a row of -inf, +inf
+/// with a +inf (not the NaN of inf - inf at the max), NaN with a NaN; the
+/// row kernel against the evaluator.
+TEST(Gpu, LogsumexpOfInfiniteRows) {
+  SKIP_WITHOUT_GPU();
+  const float inf = INFINITY;
+  std::vector<std::array<float, 4>> rows = {
+      {-inf, -inf, -inf, -inf}, {inf, 1, 2, 3},    {1, 2, 3, 4},
+      {-inf, 0, 1, 2},          {inf, inf, -inf, 0}, {NAN, 1, 2, 3},
+      {-3e38f, -3e38f, 0, 1}};
+  Graph g("logsumexp_infinite_rows");
+  Tensor x = g.input("x", DType::f32, {int64_t(rows.size()), 4});
+  g.output("lse", logsumexp(x, {1}));
+  HostTensor in(DType::f32, {int64_t(rows.size()), 4});
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t c = 0; c < 4; ++c)
+      in.set(int64_t(r) * 4 + c, rows[r][c]);
+  Expected<Executable> exe = Compiler().compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  auto out = exe->runOnHost({in});
+  ASSERT_TRUE(out) << out.error().message();
+  auto ref = evaluate(g, {in});
+  ASSERT_TRUE(ref) << ref.error().message();
+  EXPECT_EQ((*ref)[0].get(0), -INFINITY);
+  EXPECT_EQ((*ref)[0].get(1), INFINITY);
+  for (size_t r = 0; r < rows.size(); ++r) {
+    double got = (*out)[0].get(r), want = (*ref)[0].get(r);
+    if (std::isnan(want))
+      EXPECT_TRUE(std::isnan(got)) << "row " << r;
+    else if (std::isinf(want))
+      EXPECT_EQ(got, want) << "row " << r;
+    else
+      EXPECT_NEAR(got, want, 1e-6 * std::fabs(want)) << "row " << r;
+  }
+}
 /// formula cancels 1 + erf there), and the reference's NaN at -inf.
 TEST(Gpu, Bf16GeluAcrossTheRange) {
   SKIP_WITHOUT_GPU();

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <functional>
 #include <random>
 
@@ -461,7 +463,8 @@ TEST(Autodiff, AttentionGradOpGivesThePrimitivesGradients) {
 TEST(Autodiff, LogsumexpsBackwardNeitherComparesNorReducesARow) {
   // Through its max, the backward would sum the softmax over each row and
   // compare every element with the max: the work of two more passes, for a
-  // gradient that is zero. The split backward reads the saved max and sum.
+  // gradient that is zero. The split backward reads the saved max and sum
+  // (and compares only each row's max, for rows whose max is infinite).
   Graph g("lse");
   Tensor x = g.input("x", DType::f32, {4, 9});
   g.output("y", logsumexp(x, {-1}));
@@ -469,7 +472,11 @@ TEST(Autodiff, LogsumexpsBackwardNeitherComparesNorReducesARow) {
   ASSERT_TRUE(split) << split.error().message();
   Expected<std::string> text = split->backward.toMLIR();
   ASSERT_TRUE(text) << text.error().message();
-  EXPECT_EQ(text->find("kf.compare"), std::string::npos) << *text;
+  std::istringstream lines(*text);
+  for (std::string line; std::getline(lines, line);)
+    EXPECT_FALSE(line.find("kf.compare") != std::string::npos &&
+                 line.find("4x9") != std::string::npos)
+        << line;
   EXPECT_EQ(text->find("kf.reduce"), std::string::npos) << *text;
 }
 
