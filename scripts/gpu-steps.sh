@@ -7,7 +7,7 @@
 #   bash scripts/gpu-steps.sh pytest,gpu-tests,capi,replay,fuzz,memory,hf
 # Environment: GTEST (a --gtest_filter), PYTEST_MAXFAIL, FUZZ_TIME / FUZZ_SEED (fuzz-many:
 # FUZZ_JOBS processes, FUZZ_ARGS such as --backward), PYTEST_ARGS,
-# BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py), TORCH_FUZZ_COUNT / TORCH_FUZZ_DTYPE,
+# BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py, bench/hf_coverage.py), TORCH_FUZZ_COUNT / TORCH_FUZZ_DTYPE,
 # CMD / CMD_LIMIT (any command, with $bin and $dest exported), NPROC (distributed).
 set -uo pipefail
 source "$(dirname "$0")/gpu-unpack.sh"
@@ -50,6 +50,7 @@ for s in "${steps[@]}"; do
     bench) step bench 300 "$bin/kfuse-bench" ${BENCH_ARGS:-memory} ;;
     pycall) step pycall 120 python3 bench/python_call.py ;;
     hf) step hf "${HF_LIMIT:-400}" python3 bench/hf_models.py ${HF_ARGS:-} ;;
+    hf-coverage) step hf-coverage "${HF_LIMIT:-400}" python3 bench/hf_coverage.py ${HF_ARGS:-} ;;
     torch-fuzz) step torch-fuzz 300 python3 -m kfuse.torch_fuzz --mode kfuse \
                   --count "${TORCH_FUZZ_COUNT:-300}" \
                   --dtype "${TORCH_FUZZ_DTYPE:-float32}" ;;
