@@ -27,6 +27,7 @@
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/ThreadPool.h"
 
 #include <chrono>
 
@@ -431,13 +432,17 @@ static kf::KernelPipelineOptions kernelOptionsFor(const CompileRequest &r) {
 }
 
 /// The gpu.module of `module` (its kernels' host-side plan already
-/// extracted) lowered to the LLVM dialect and then to PTX, into `plan`.
+/// extracted) split into a gpu.module a kernel, lowered to the LLVM dialect
+/// and then to PTX, into `plan`.
 static Status emitKernels(ModuleOp module, func::FuncOp func,
                           const std::string &diagnostics,
-                          llvm::function_ref<LogicalResult(unsigned)> lower,
+                          llvm::function_ref<LogicalResult(ModuleOp, unsigned)>
+                              lower,
                           StageTimer &timer, bool printLateStages,
                           runtime::Plan &plan) {
-  if (failed(lower(indexBitsFor(func))))
+  OwningOpRef<ModuleOp> parts =
+      codegen::splitByKernel(*module.getOps<gpu::GPUModuleOp>().begin());
+  if (failed(lower(*parts, indexBitsFor(func))))
     return compileError("lowering to the LLVM dialect", diagnostics);
   timer.mark("lower to llvm dialect");
   codegen::Target target;
@@ -447,7 +452,7 @@ static Status emitKernels(ModuleOp module, func::FuncOp func,
   if (target.arch == "sm_90" && usesWgmma(func))
     target.arch = "sm_90a";
   llvm::Expected<codegen::BackendOutput> backend =
-      codegen::emitPTX(module, target, printLateStages);
+      codegen::emitPTX(*parts, target, printLateStages);
   if (!backend)
     return compileError("PTX generation", llvm::toString(backend.takeError()));
   timer.mark("llvm and ptx");
@@ -463,7 +468,12 @@ namespace {
 class Compilation {
 public:
   explicit Compilation(const CompileRequest &request)
-      : request(request), parsed(request.graphText) {}
+      : request(request), parsed(request.graphText) {
+    // The kernels lower and compile in parallel (codegen::splitByKernel),
+    // on threads of this compile's own: started as needed, and none of
+    // them left behind in a process that forks after.
+    parsed.context->setThreadPool(threads);
+  }
 
   Expected<runtime::Plan> compile() {
     timer.mark("context and parse");
@@ -481,8 +491,8 @@ public:
       return s.error();
     if (request.stopAfter == Stage::GPU)
       return std::move(plan);
-    auto lower = [&](unsigned indexBits) {
-      return run([&](PassManager &pm) {
+    auto lower = [&](ModuleOp parts, unsigned indexBits) {
+      return run(parts, [&](PassManager &pm) {
         kf::buildLLVMLoweringPipeline(pm, indexBits);
       });
     };
@@ -495,11 +505,16 @@ public:
 
 private:
   LogicalResult run(llvm::function_ref<void(PassManager &)> build) {
+    return run(*parsed.module, build);
+  }
+
+  LogicalResult run(ModuleOp module,
+                    llvm::function_ref<void(PassManager &)> build) {
     PassManager pm(parsed.context.get());
     if (request.configure)
       request.configure(pm);
     build(pm);
-    return pm.run(*parsed.module);
+    return pm.run(module);
   }
 
   func::FuncOp func() { return *parsed.module->getOps<func::FuncOp>().begin(); }
@@ -555,6 +570,7 @@ private:
 
   const CompileRequest &request;
   StageTimer timer;
+  llvm::DefaultThreadPool threads{llvm::hardware_concurrency()};
   ParsedGraph parsed;
   runtime::Plan plan;
 };

@@ -15,6 +15,7 @@
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
+#include "mlir/Support/Timing.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -429,6 +430,7 @@ int compileAndPrint(const kfuse::Graph &graph) {
   bool badOptions = false;
   request.configure = [&](PassManager &pm) {
     badOptions |= failed(applyPassManagerCLOptions(pm));
+    applyDefaultTimingPassManagerCLOptions(pm);
   };
   auto plan = kfuse::compiler::compileGraph(request);
   if (badOptions)
@@ -489,6 +491,9 @@ int main(int argc, char **argv) {
   registerAsmPrinterCLOptions();
   registerMLIRContextCLOptions();
   registerPassManagerCLOptions();
+  // --mlir-timing: each MLIR pass's wall time (issue 30's breakdown; the
+  // LLVM side has LLVM's own --time-passes).
+  registerDefaultTimingManagerCLOptions();
   // kfusec's own options are what --help shows; MLIR's printing options
   // (--mlir-print-ir-after-all, ...) and LLVM's still apply, unlisted.
   cl::OptionCategory kfuseOptions("kfusec options");

@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <thread>
 
 using namespace kfuse;
 
@@ -86,6 +87,38 @@ TEST(Compiler, CompilesAreDeterministic) {
   Expected<std::string> ptxB = b->dump(Stage::PTX, shapes);
   ASSERT_TRUE(ptxA && ptxB);
   EXPECT_EQ(*ptxA, *ptxB);
+}
+
+// The kernels of one graph lower and compile on threads of their own; their
+// PTX is joined in kernel order, whatever the threads' timing, also when
+// several graphs compile at once.
+TEST(Compiler, KernelsCompiledInParallelJoinInOrder) {
+  std::vector<std::vector<int64_t>> shapes = {{1000, 64}, {64}};
+  auto ptxOf = [&] {
+    Expected<Executable> exe =
+        Compiler(noDiskCache(Fusion::Unfused)).compile(biasGelu());
+    if (!exe)
+      return exe.error().message();
+    Expected<std::string> ptx = exe->dump(Stage::PTX, shapes);
+    return ptx ? *ptx : ptx.error().message();
+  };
+  std::string first = ptxOf();
+  size_t previous = 0;
+  for (const char *kernel : {".entry k0_", ".entry k1_", ".entry k2_",
+                             ".entry k3_"}) {
+    size_t at = first.find(kernel);
+    ASSERT_NE(at, std::string::npos) << kernel << " missing:\n" << first;
+    EXPECT_GT(at, previous) << kernel << " out of order";
+    previous = at;
+  }
+  std::vector<std::string> concurrent(4);
+  std::vector<std::thread> threads;
+  for (std::string &ptx : concurrent)
+    threads.emplace_back([&] { ptx = ptxOf(); });
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &ptx : concurrent)
+    EXPECT_EQ(ptx, first);
 }
 
 TEST(Compiler, RejectsBadGraphsAndShapes) {
