@@ -44,6 +44,7 @@
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Triple.h"
 
+#include <chrono>
 #include <mutex>
 
 // libdevice.10.bc from the CUDA toolkit, embedded at build time (Libdevice.S).
@@ -173,6 +174,20 @@ createMachine(const Target &target) {
 
 namespace {
 
+/// Milliseconds between laps.
+class Stopwatch {
+public:
+  double lap() {
+    auto now = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  }
+
+private:
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+};
+
 bool isKernel(const llvm::GlobalValue &value) {
   const auto *f = llvm::dyn_cast<llvm::Function>(&value);
   return f && !f->isDeclaration() &&
@@ -227,6 +242,9 @@ llvm::Expected<BackendOutput> compileKernel(gpu::GPUModuleOp part,
       createMachine(target);
   if (!machine)
     return machine.takeError();
+  BackendOutput out;
+  KernelTimes &times = out.times.emplace_back();
+  Stopwatch watch;
   llvm::LLVMContext context;
   std::unique_ptr<llvm::Module> module =
       translateModuleToLLVMIR(part, context, "kf_kernels");
@@ -238,6 +256,8 @@ llvm::Expected<BackendOutput> compileKernel(gpu::GPUModuleOp part,
   if (!reread)
     return reread.takeError();
   module = std::move(*reread);
+  times.kernel = kernel;
+  times.translate = watch.lap();
   module->setTargetTriple(llvm::Triple("nvptx64-nvidia-cuda"));
   module->setDataLayout((*machine)->createDataLayout());
   declareDynamicShared(*module);
@@ -245,8 +265,8 @@ llvm::Expected<BackendOutput> compileKernel(gpu::GPUModuleOp part,
     return std::move(e);
   optimize(*module, **machine);
   nameLocalsAfter(*module, kernel);
+  times.optimize = watch.lap();
 
-  BackendOutput out;
   if (printIR) {
     llvm::raw_string_ostream irStream(out.llvmIR);
     module->print(irStream, nullptr);
@@ -259,6 +279,7 @@ llvm::Expected<BackendOutput> compileKernel(gpu::GPUModuleOp part,
     return makeError("the NVPTX backend cannot emit PTX");
   codegen.run(*module);
   out.ptx = ptx.str().str();
+  times.codegen = watch.lap();
   return out;
 }
 
@@ -281,6 +302,7 @@ llvm::Expected<BackendOutput> join(std::vector<BackendOutput> &parts) {
     }
     out.ptx.append(part.ptx, end);
     out.llvmIR += part.llvmIR;
+    llvm::append_range(out.times, part.times);
   }
   return out;
 }

@@ -16,6 +16,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::gpu {
 class GPUModuleOp;
@@ -38,9 +39,18 @@ void registerDialects(mlir::DialectRegistry &registry);
 /// Registers what translation to LLVM IR needs in `context`.
 void registerTranslations(mlir::MLIRContext &context);
 
+/// Where one kernel's backend time went (milliseconds, on its thread).
+struct KernelTimes {
+  std::string kernel;
+  double translate = 0; ///< LLVM dialect to LLVM IR, and through bitcode
+  double optimize = 0;  ///< libdevice linked, O3
+  double codegen = 0;   ///< the NVPTX backend
+};
+
 struct BackendOutput {
   std::string llvmIR; ///< optimised LLVM IR, as text (when asked for)
   std::string ptx;
+  std::vector<KernelTimes> times; ///< in kernel order
 };
 /// A new module holding a gpu.module for each kernel of `kernels`, in
 /// their order (`<module>_<kernel>`, with every symbol that is not a

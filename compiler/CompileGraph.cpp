@@ -456,6 +456,11 @@ static Status emitKernels(ModuleOp module, func::FuncOp func,
   if (!backend)
     return compileError("PTX generation", llvm::toString(backend.takeError()));
   timer.mark("llvm and ptx");
+  for (const codegen::KernelTimes &t : backend->times)
+    debugLog(llvm::formatv("compile: {0}: to LLVM IR {1:f1} ms, O3 {2:f1} "
+                           "ms, NVPTX {3:f1} ms",
+                           t.kernel, t.translate, t.optimize, t.codegen)
+                 .str());
   if (printLateStages)
     plan.dumps["llvm"] = std::move(backend->llvmIR);
   plan.ptx = std::move(backend->ptx);
