@@ -1,13 +1,11 @@
 //===- MatmulTiling.cpp - tensor-core tiles for matmul kernels ------------===//
 
-#include <cstdlib>
 #include "analysis/MatmulTiling.h"
 #include "analysis/KernelAnalysis.h"
 
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 
-#include <cstdlib>
 #include <numeric>
 
 using namespace mlir;
@@ -193,11 +191,7 @@ MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms,
   ArrayRef<MatmulTile> tiles = wgmma ? ArrayRef(kWgmmaTiles) : ArrayRef(kMmaTiles);
   const MatmulTile *best = &tiles[0];
   double bestTime = estimatedTime(*best, p, sms);
-  // TMP (session 55): KFUSE_TMP_WIDE=1 keeps the widest tile, to measure.
-  static const bool tmpWide = std::getenv("KFUSE_TMP_WIDE") != nullptr;
   for (const MatmulTile &t : tiles.drop_front()) {
-    if (tmpWide)
-      break;
     if (t.wgmma && t.bn < 64 && !p.transposeB)
       continue;
     double time = estimatedTime(t, p, sms);

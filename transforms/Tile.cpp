@@ -182,7 +182,9 @@ int64_t indexAddVector(KernelOp kernel, IndexAddOp op, int64_t columns,
 /// even tiles of at most a block's most, by as many rows as the shared sums
 /// hold, fewer while the grid would not fill the GPU twice over (every
 /// block reads all the indices, so the tile is as large as the GPU allows)
-/// but not fewer than the block's row groups.
+/// but not fewer than the block's row groups. 24,576 sums a tile against
+/// 8,192 (H100, session 55, ms): Llama 3's table gradient 1.043 -> 0.617,
+/// GPT-2's 0.088 -> 0.077, with positions 0.379 -> 0.247.
 IndexAddTilingAttr indexAddTile(KernelOp kernel, IndexAddOp op, int64_t sms,
                                 bool aligned) {
   auto [pre, count, post] = op.getScatterSpace();
@@ -196,8 +198,7 @@ IndexAddTilingAttr indexAddTile(KernelOp kernel, IndexAddOp op, int64_t sms,
   auto shape = IndexAddTilingAttr::get(ctx, false, 1, columns, vector);
   int64_t size = std::max<int64_t>(op.getSize(), 1);
   int64_t groups = kIndexAddThreads / shape.getThreadsPerRow();
-  static const int64_t kSums = getenv("KFUSE_TMP_SUMS") ? atoi(getenv("KFUSE_TMP_SUMS")) : 8192; // TMP
-  int64_t rows = std::min(size, kSums / shape.getSumsPerRow());
+  int64_t rows = std::min(size, kIndexAddTileSums / shape.getSumsPerRow());
   while (rows > std::min(size, groups) &&
          op.getTileCount(rows, columns) < 2 * sms)
     rows = std::max((rows + 1) / 2, std::min(size, groups));

@@ -148,8 +148,9 @@ private:
   static_assert(kMasks == 32, "a warp ballot summarises a chunk's masks");
   /// The marked updates read before the first of them is added: a row
   /// that many indices name (padding) waits on a read a batch, not a hit.
-  static inline const int64_t kHitsPerBatch =
-      getenv("KFUSE_TMP_HITS") ? atoi(getenv("KFUSE_TMP_HITS")) : 8; // TMP
+  /// 16 was slower on every embedding row of the training bench (H100,
+  /// session 55: 1.1-3.2x, registers).
+  static constexpr int64_t kHitsPerBatch = 8;
 
   /// A marked index: its update's position, the tile row it names, and
   /// whether there was one (the walk's last batch may run out).

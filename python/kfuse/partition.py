@@ -34,6 +34,37 @@ def is_view(node):
     return node.op == "call_function" and node.target in _VIEW_FUNCTIONS
 
 
+# Methods that may return their input itself (`x.to(x.dtype)`, a
+# contiguous `x.contiguous()`) rather than a new tensor.
+_ALIASING_METHODS = {"to", "float", "half", "bfloat16", "long", "int", "bool",
+                     "type_as", "detach", "expand_as", "view_as"}
+
+
+def may_alias(node):
+    """Whether `node`'s result may share memory with another value: a view,
+    or a method that returns its input where nothing changes."""
+    return is_view(node) or node.op == "call_method" and (
+        node.target in _ALIASING_METHODS) or (
+        node.op == "call_function" and node.target is torch.detach)
+
+
+def _global_state_targets():
+    """What Dynamo leaves in a graph to switch grad mode or autocast."""
+    targets = {torch._C._set_grad_enabled}
+    amp = getattr(torch, "amp", None)
+    for name in ("_enter_autocast", "_exit_autocast"):
+        if hasattr(amp, name):
+            targets.add(getattr(amp, name))
+    return targets
+
+
+def is_global_state(node):
+    return node.op == "call_function" and node.target in _GLOBAL_STATE
+
+
+_GLOBAL_STATE = _global_state_targets()
+
+
 def _example_of(node):
     """The (shape, torch dtype) of a node's tensor result as Dynamo or
     shape propagation recorded it, or None."""
@@ -77,16 +108,27 @@ def _levels(gm, converted):
     PyTorch's (or host values) on a path from the inputs. A path that leaves
     kfuse's nodes of one level and comes back lands on a higher level, so
     grouping kfuse's nodes by level makes parts with no cycle between them
-    and PyTorch; placeholders and parameters cross nothing."""
-    level = {}
+    and PyTorch; placeholders and parameters cross nothing.
+
+    A grad-mode or autocast switch (Llama's rotary tables are computed
+    under no_grad) is a wall: it and every node after it lie above every
+    node before it, so that no part runs on both sides of it (each part
+    runs in one mode: split_module repeats the switch at the start of the
+    parts after it, and wants the switches' parts in increasing order)."""
+    level, wall, highest = {}, 0, 0
     for node in gm.graph.nodes:
+        if is_global_state(node):
+            wall = highest + 1
+            level[node] = highest = wall
+            continue
         inside = node in converted
-        here = 0
+        here = 0 if node.op in ("placeholder", "get_attr") else wall
         for p in node.all_input_nodes:
             free = p.op in ("placeholder", "get_attr")
             crossing = not free and (p in converted) != inside
             here = max(here, level[p] + crossing)
         level[node] = here
+        highest = max(highest, here)
     return level
 
 
@@ -97,6 +139,14 @@ def partition(gm, converter):
     kfuse's submodules, [why for each node left to PyTorch that computes
     something]). Sizes go with the part that computes them: kfuse knows
     them once it knows the shapes."""
+    where, parts, why = assign(gm, converter)
+    return split_module(gm, gm, where.__getitem__), parts, why
+
+
+def assign(gm, converter):
+    """partition's decisions before the split: ({node: its part's number},
+    the names of kfuse's submodules, [why for each node left to PyTorch
+    that computes something])."""
     converted, tensors, reasons = judge(converter)
     level = _levels(gm, converted)
     by_level = {}
@@ -105,7 +155,9 @@ def partition(gm, converter):
     kept = {n for nodes in by_level.values()
             if any(n in tensors and not is_view(n) for n in nodes)
             for n in nodes}
-    split = split_module(gm, gm, lambda n: 2 * level[n] + (n in kept))
-    parts = sorted({f"submod_{2 * level[n] + 1}" for n in kept})
-    why = [r for n, r in reasons.items() if not is_view(n)]
-    return split, parts, why
+    where = {n: 2 * level[n] + (n in kept) for n in gm.graph.nodes
+             if n.op not in ("placeholder", "get_attr", "output")}
+    parts = sorted({f"submod_{where[n]}" for n in kept})
+    why = [r for n, r in reasons.items()
+           if not is_view(n) and not is_global_state(n)]
+    return where, parts, why

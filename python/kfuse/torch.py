@@ -35,6 +35,13 @@ def _holds_tensors(value):
         isinstance(v, kgraph.Tensor) or _holds_tensors(v) for v in value)
 
 
+# What torch.ones, zeros and full fill with (full: its argument).
+_FILLED = {torch.ones: 1, torch.zeros: 0, torch.full: None}
+# In-place operators on tensors, and the operator each is out of place.
+_IN_PLACE = {operator.iadd: operator.add, operator.isub: operator.sub,
+             operator.imul: operator.mul, operator.itruediv: operator.truediv}
+
+
 def _name(node):
     return node.name.replace(".", "_")
 
@@ -143,6 +150,10 @@ class Converter:
         if node.op == "call_function":
             if node.target is torch.arange:
                 return self._arange(*args, **kwargs)
+            if node.target in _FILLED:
+                return self._filled(node.target, *args, **kwargs)
+            if node.target in _IN_PLACE:
+                return self._in_place(node, *args, **kwargs)
             if node.target is operator.getitem and isinstance(
                     args[0], (tuple, list, torch.Size)):
                 return args[0][args[1]]
@@ -156,6 +167,35 @@ class Converter:
                 raise Unsupported(f"method Tensor.{node.target}")
             return convert(*args, **kwargs)
         raise Unsupported(f"fx op {node.op}")
+
+    def _filled(self, target, *args, dtype=None, **_):
+        """torch.ones, zeros and full: a constant expanded to the size (its
+        dtype torch's: float32 for ones and zeros, else the fill's kind)."""
+        size, fill = (args[0], args[1]) if target is torch.full else (
+            args, _FILLED[target])
+        if len(size) == 1 and isinstance(size[0], (list, tuple, torch.Size)):
+            size = size[0]
+        if dtype is not None:
+            dt = _kfuse_dtype(dtype, target.__name__)
+        elif isinstance(fill, bool):
+            dt = dtypes.bool_
+        elif isinstance(fill, int) and target is torch.full:
+            dt = dtypes.int64
+        else:
+            dt = dtypes.float32
+        return self.graph.constant(fill, dt).expand(tuple(size))
+
+    def _in_place(self, node, target, other):
+        """`a += b` (and -=, *=, /=) on a value nothing else reads: the
+        out-of-place op. Where anything else reads `a` (or `a` is an input,
+        which the caller sees change) the update is left to PyTorch."""
+        first = node.args[0]
+        if (not isinstance(first, torch.fx.Node) or len(first.users) != 1
+                or first.op in ("placeholder", "get_attr")
+                or kpartition.may_alias(first)):
+            raise Unsupported("an in-place update of a value read elsewhere "
+                              "or of a view")
+        return _FUNCTIONS[_IN_PLACE[node.target]](target, other)
 
     def _arange(self, *bounds, start=None, end=None, step=None,
                 dtype=None, **_):

@@ -275,6 +275,28 @@ def _new_ones(x, *size, dtype=None, **kwargs):
     return x.graph.constant(1, dt).expand(tuple(size))
 
 
+def _filled_like(fill):
+    """torch.zeros_like / ones_like (`fill`), or full_like (fill given): in
+    the tensor's dtype unless one is asked for."""
+    def like(x, *args, dtype=None, **_):
+        value = args[0] if fill is None else fill
+        dt = x.dtype if dtype is None else _kfuse_dtype(dtype, "full_like")
+        return x.graph.constant(value, dt).expand(x.shape)
+    return like
+
+
+def _extreme(name):
+    """torch.min / max of two tensors (or a tensor and a number): minimum
+    and maximum. Their reductions (one tensor, or a dim) give values and
+    positions, left to PyTorch."""
+    def extreme(x, other=None, *rest, **kwargs):
+        if not isinstance(other, kgraph.Tensor) or rest or kwargs:
+            raise Unsupported(f"torch.{name[:3]} as a reduction (use "
+                              f"amax/amin, or argmax for positions)")
+        return _binary(name)(x, other)
+    return extreme
+
+
 def _getitem(x, key):
     """x[key]; an index kfuse does not read (a bool mask, a list) is left
     to PyTorch."""
@@ -456,6 +478,11 @@ _FUNCTIONS = {
     F.relu: lambda x, inplace=False: kgraph.relu(x),
     torch.abs: kgraph.abs, torch.where: where,
     torch.maximum: _binary("maximum"), torch.minimum: _binary("minimum"),
+    torch.max: _extreme("maximum"), torch.min: _extreme("minimum"),
+    torch.zeros_like: _filled_like(0), torch.ones_like: _filled_like(1),
+    torch.full_like: _filled_like(None),
+    # Dynamo records nn.Module's first use; nothing to compute.
+    torch._C._log_api_usage_once: lambda *_: None,
     F.silu: lambda x, inplace=False: kgraph.silu(x), F.gelu: _gelu, F.linear: _linear,
     F.layer_norm: _layer_norm, torch.softmax: _softmax,
     F.softmax: _softmax, torch.reshape: _reshape,

@@ -2,6 +2,7 @@
 graph of each, run by the float64 reference evaluator, against the module
 in PyTorch on the CPU. Skips, saying so, without torch."""
 
+import inspect
 import math
 import operator
 import warnings
@@ -563,3 +564,97 @@ def test_matmul_and_linear_of_vectors_match_pytorch():
     for g, w_ in zip(got, want):
         assert g.shape == tuple(w_.shape)
         assert relative_error(g, w_) < 1e-6
+
+
+class FilledAndInPlace(nn.Module):
+    """T5's and BERT's spellings: tensors filled by torch.ones / zeros /
+    full and their _like forms, torch.min / max of two tensors, and an
+    in-place += on a fresh value."""
+
+    def forward(self, x):
+        buckets = (x > 0).to(torch.long) * 8
+        buckets += torch.where(x.abs() < 0.5, torch.zeros_like(buckets),
+                               torch.full_like(buckets, 3))
+        capped = torch.min(x, torch.full_like(x, 0.25)) + torch.max(
+            x, torch.ones_like(x))
+        bias = torch.zeros((2, 16)) + torch.ones(2, 16) * torch.full(
+            (2, 16), 0.5)
+        return capped + bias + buckets.to(torch.float32)
+
+
+def test_filled_tensors_and_in_place_updates_convert():
+    torch.manual_seed(6)
+    module = FilledAndInPlace()
+    x = torch.randn(2, 16)
+    got = evaluate_converted(module, x)
+    assert relative_error(got, module(x)) < 1e-6
+
+
+def _in_place_graph(through_view):
+    """y = x * 2; y += 1 (Dynamo's operator.iadd; torch.fx's tracer drops
+    the update), on y itself or on a view of it; returns y."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    y = graph.call_function(operator.mul, (x, 2))
+    target = graph.call_method("view", (y, -1)) if through_view else y
+    updated = graph.call_function(operator.iadd, (target, 1))
+    graph.output(y if through_view else updated)
+    return torch.fx.GraphModule(nn.Module(), graph)
+
+
+def test_an_in_place_update_of_a_fresh_value_converts():
+    x = torch.randn(4)
+    converter = ktorch.Converter(_in_place_graph(False), [x])
+    converter.convert()
+    got = kfuse.evaluate(converter.graph, x.numpy())
+    assert relative_error(got, 2 * x + 1) < 1e-12
+
+
+def test_an_in_place_update_of_a_view_stays_in_pytorch():
+    gm = _in_place_graph(True)
+    with pytest.raises(ktorch.Unsupported, match="in-place"):
+        ktorch.Converter(gm, [torch.randn(4)]).convert()
+
+
+def test_torch_min_as_a_reduction_is_left_to_pytorch():
+    class RowMin(nn.Module):
+        def forward(self, x):
+            return torch.min(x, 1).values * 2
+
+    report = ktorch.explain(RowMin(), torch.randn(3, 4))
+    assert any("reduction" in why for why in report["fallbacks"])
+
+
+def _grad_mode_graph():
+    """x * 2, then x + 1 under no_grad, then their sum: the graph Dynamo
+    gives for a module that computes a table under torch.no_grad()."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    doubled = graph.call_function(operator.mul, (x, 2))
+    graph.call_function(torch._C._set_grad_enabled, (False,))
+    shifted = graph.call_function(operator.add, (x, 1))
+    graph.call_function(torch._C._set_grad_enabled, (True,))
+    graph.output(graph.call_function(operator.add, (doubled, shifted)))
+    return torch.fx.GraphModule(nn.Module(), graph)
+
+
+def test_a_grad_mode_switch_is_a_wall_no_part_crosses():
+    from kfuse import partition as kpartition
+    gm = _grad_mode_graph()
+    x = torch.randn(4, 8)
+    where, parts, why = kpartition.assign(gm, ktorch.Converter(gm, [x]))
+    assert not why  # the switches are not ops left behind
+    # Each part lies between two switches: three kfuse parts.
+    assert parts == ["submod_1", "submod_3", "submod_5"]
+    # split_module wants each switch's part above every part before it.
+    seen = -1
+    for node in gm.graph.nodes:
+        if kpartition.is_global_state(node):
+            assert where[node] > seen
+        seen = max(seen, where.get(node, -1))
+    source = inspect.getsource(torch.fx.passes.split_module.split_module)
+    if "_set_grad_enabled" not in source:
+        pytest.skip(f"this PyTorch ({torch.__version__}) splits no graph with "
+                    "grad-mode switches (PyTorch 2 does)")
+    compiled = ktorch._partitioned(gm, [x], {}, reference=True)[0]
+    assert relative_error(compiled(x).double().numpy(), 3 * x + 1) < 1e-12
