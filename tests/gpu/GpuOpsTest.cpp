@@ -101,6 +101,27 @@ TEST(Gpu, SizesOneAndSeven) {
   }
 }
 
+/// `g` run on `inputs` on the GPU (`gpu`) and by the evaluator
+/// (`reference`); false, the failure recorded, where either fails.
+bool runAndEvaluate(Graph &g, const std::vector<HostTensor> &inputs,
+                    std::vector<HostTensor> &gpu,
+                    std::vector<HostTensor> &reference) {
+  Expected<Executable> exe = Compiler().compile(g);
+  if (!exe) {
+    ADD_FAILURE() << exe.error().message();
+    return false;
+  }
+  auto out = exe->runOnHost(inputs);
+  auto ref = evaluate(g, inputs);
+  if (!out || !ref) {
+    ADD_FAILURE() << (out ? ref.error().message() : out.error().message());
+    return false;
+  }
+  gpu = std::move(*out);
+  reference = std::move(*ref);
+  return true;
+}
+
 /// Runs the one-input f32 graph `g` on `xs` and checks every output
 /// element against the evaluator: equal, or |got - want| <= rel |want| +
 /// `flushed` (results the GPU may flush to zero), NaN where it is NaN.
@@ -110,17 +131,13 @@ void expectElementwiseClose(Graph &g, const std::vector<float> &xs, double rel,
   HostTensor in(dtype, {n});
   for (int64_t i = 0; i < n; ++i)
     in.set(i, xs[i]);
-  Expected<Executable> exe = Compiler().compile(g);
-  ASSERT_TRUE(exe) << exe.error().message();
-  auto out = exe->runOnHost({in});
-  ASSERT_TRUE(out) << out.error().message();
-  auto ref = evaluate(g, {in});
-  ASSERT_TRUE(ref) << ref.error().message();
+  std::vector<HostTensor> out, ref;
+  ASSERT_TRUE(runAndEvaluate(g, {in}, out, ref));
   std::vector<TensorInfo> outputs = g.outputs();
   for (size_t o = 0; o < outputs.size(); ++o) {
     int64_t wrong = 0;
     for (int64_t i = 0; i < n; ++i) {
-      double got = (*out)[o].get(i), want = (*ref)[o].get(i);
+      double got = out[o].get(i), want = ref[o].get(i);
       bool ok = std::isnan(want)
                     ? std::isnan(got)
                     : got == want || std::fabs(got - want) <=
@@ -184,9 +201,6 @@ TEST(Gpu, SigmoidAndSiluAcrossTheRange) {
   expectElementwiseClose(g, xs, 1e-6, 88 * std::ldexp(1.0, -126));
 }
 
-/// bf16 GELU from -8 to 8 (its Phi is the 16-bit approximation, 2^Q):
-/// within bf16 rounding, plus a few 1e-7 x of absolute slack (PyTorch's
-
 /// logsumexp of rows whose max is infinite: -inf for a row of -inf, +inf
 /// with a +inf (not the NaN of inf - inf at the max), NaN with a NaN; the
 /// row kernel against the evaluator.
@@ -204,16 +218,12 @@ TEST(Gpu, LogsumexpOfInfiniteRows) {
   for (size_t r = 0; r < rows.size(); ++r)
     for (int64_t c = 0; c < 4; ++c)
       in.set(int64_t(r) * 4 + c, rows[r][c]);
-  Expected<Executable> exe = Compiler().compile(g);
-  ASSERT_TRUE(exe) << exe.error().message();
-  auto out = exe->runOnHost({in});
-  ASSERT_TRUE(out) << out.error().message();
-  auto ref = evaluate(g, {in});
-  ASSERT_TRUE(ref) << ref.error().message();
-  EXPECT_EQ((*ref)[0].get(0), -INFINITY);
-  EXPECT_EQ((*ref)[0].get(1), INFINITY);
+  std::vector<HostTensor> out, ref;
+  ASSERT_TRUE(runAndEvaluate(g, {in}, out, ref));
+  EXPECT_EQ(ref[0].get(0), -INFINITY);
+  EXPECT_EQ(ref[0].get(1), INFINITY);
   for (size_t r = 0; r < rows.size(); ++r) {
-    double got = (*out)[0].get(r), want = (*ref)[0].get(r);
+    double got = out[0].get(r), want = ref[0].get(r);
     if (std::isnan(want))
       EXPECT_TRUE(std::isnan(got)) << "row " << r;
     else if (std::isinf(want))
@@ -222,6 +232,8 @@ TEST(Gpu, LogsumexpOfInfiniteRows) {
       EXPECT_NEAR(got, want, 1e-6 * std::fabs(want)) << "row " << r;
   }
 }
+/// bf16 GELU from -8 to 8 (its Phi is the 16-bit approximation, 2^Q):
+/// within bf16 rounding, plus a few 1e-7 x of absolute slack (PyTorch's
 /// formula cancels 1 + erf there), and the reference's NaN at -inf.
 TEST(Gpu, Bf16GeluAcrossTheRange) {
   SKIP_WITHOUT_GPU();
