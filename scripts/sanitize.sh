@@ -42,10 +42,10 @@ echo "== AddressSanitizer + UndefinedBehaviorSanitizer: 100 fuzzed graphs"
 tsan=$base/build-tsan
 configure "$tsan" "thread"
 cmake --build "$tsan" --target kfuse-unit-tests kfuse-cache-stress
-export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-echo "== ThreadSanitizer: cache and concurrency tests"
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$root/scripts/tsan.supp
+echo "== ThreadSanitizer: cache and concurrency tests, kernels compiled in parallel"
 "$tsan/tests/unit/kfuse-unit-tests" --gtest_brief=1 \
-  --gtest_filter='MemoryCache.*:DiskCacheTest.*:Plan.*'
+  --gtest_filter='MemoryCache.*:DiskCacheTest.*:Plan.*:Compiler.*'
 echo "== ThreadSanitizer: cache stress"
 "$tsan/tests/stress/kfuse-cache-stress" --processes 8 --rounds 10
 echo "sanitize.sh: no sanitizer reports"
