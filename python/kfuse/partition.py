@@ -143,6 +143,20 @@ def partition(gm, converter):
     return split_module(gm, gm, where.__getitem__), parts, why
 
 
+def _increasing(where):
+    """Part numbers that never decrease in graph order, as split_module
+    wants of every node once a graph has grad-mode or autocast switches: a
+    node below the highest number so far moves up to the first number of
+    its kind (even: PyTorch's, odd: kfuse's). Defs come before their uses,
+    so no edge runs downwards and no cycle appears; a moved kfuse node may
+    start a part of its own."""
+    highest = 0
+    for node, number in where.items():  # in graph order
+        if number < highest:
+            number = highest + (number - highest) % 2
+        where[node] = highest = number
+
+
 def assign(gm, converter):
     """partition's decisions before the split: ({node: its part's number},
     the names of kfuse's submodules, [why for each node left to PyTorch
@@ -157,6 +171,8 @@ def assign(gm, converter):
             for n in nodes}
     where = {n: 2 * level[n] + (n in kept) for n in gm.graph.nodes
              if n.op not in ("placeholder", "get_attr", "output")}
+    if any(is_global_state(n) for n in where):
+        _increasing(where)
     parts = sorted({f"submod_{where[n]}" for n in kept})
     why = [r for n, r in reasons.items()
            if not is_view(n) and not is_global_state(n)]

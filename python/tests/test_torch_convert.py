@@ -626,11 +626,14 @@ def test_torch_min_as_a_reduction_is_left_to_pytorch():
 
 
 def _grad_mode_graph():
-    """x * 2, then x + 1 under no_grad, then their sum: the graph Dynamo
-    gives for a module that computes a table under torch.no_grad()."""
+    """x * 2, a flip of x left to PyTorch, then x + 1 under no_grad, then
+    x * 2 + (x + 1): the graph Dynamo gives for a module that computes a
+    table under torch.no_grad()."""
     graph = torch.fx.Graph()
     x = graph.placeholder("x")
     doubled = graph.call_function(operator.mul, (x, 2))
+    # Left to PyTorch, after a kfuse node: its part number is lower.
+    graph.call_function(torch.flip, (x, [0]))
     graph.call_function(torch._C._set_grad_enabled, (False,))
     shifted = graph.call_function(operator.add, (x, 1))
     graph.call_function(torch._C._set_grad_enabled, (True,))
@@ -643,15 +646,19 @@ def test_a_grad_mode_switch_is_a_wall_no_part_crosses():
     gm = _grad_mode_graph()
     x = torch.randn(4, 8)
     where, parts, why = kpartition.assign(gm, ktorch.Converter(gm, [x]))
-    assert not why  # the switches are not ops left behind
+    # The switches are not ops left behind; the flip is.
+    assert len(why) == 1 and "flip" in why[0]
     # Each part lies between two switches: three kfuse parts.
     assert parts == ["submod_1", "submod_3", "submod_5"]
-    # split_module wants each switch's part above every part before it.
-    seen = -1
-    for node in gm.graph.nodes:
-        if kpartition.is_global_state(node):
-            assert where[node] > seen
-        seen = max(seen, where.get(node, -1))
+    # With switches in the graph, split_module wants part numbers that
+    # never decrease in graph order.
+    nodes = [n for n in gm.graph.nodes if n in where]
+    assert [where[n] for n in nodes] == sorted(where[n] for n in nodes)
+    # No kfuse part has nodes on both sides of a switch.
+    switches = [i for i, n in enumerate(nodes) if kpartition.is_global_state(n)]
+    for part in parts:
+        at = [i for i, n in enumerate(nodes) if f"submod_{where[n]}" == part]
+        assert all(max(at) < s or min(at) > s for s in switches), part
     source = inspect.getsource(torch.fx.passes.split_module.split_module)
     if "_set_grad_enabled" not in source:
         pytest.skip(f"this PyTorch ({torch.__version__}) splits no graph with "
