@@ -525,6 +525,9 @@ _FUNCTIONS = {
 }
 if hasattr(F, "scaled_dot_product_attention"):
     _FUNCTIONS[F.scaled_dot_product_attention] = _sdpa
+# Dynamo records F.pad as the C function it calls (OPT's and T5's label
+# shifts: pad with -100).
+_FUNCTIONS[torch._C._nn.pad] = _pad
 if hasattr(F, "rms_norm"):
     _FUNCTIONS[F.rms_norm] = _rms_norm
 

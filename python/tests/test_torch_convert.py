@@ -665,3 +665,18 @@ def test_a_grad_mode_switch_is_a_wall_no_part_crosses():
                     "grad-mode switches (PyTorch 2 does)")
     compiled = ktorch._partitioned(gm, [x], {}, reference=True)[0]
     assert relative_error(compiled(x).double().numpy(), 3 * x + 1) < 1e-12
+
+
+def test_the_pad_dynamo_records_converts_on_integer_labels():
+    # Dynamo gives F.pad as torch._C._nn.pad (shifting labels by one, -100
+    # past the end, as OPT and T5 do).
+    graph = torch.fx.Graph()
+    labels = graph.placeholder("labels")
+    graph.output(graph.call_function(torch._C._nn.pad,
+                                     (labels, (0, 1), "constant", -100)))
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    x = torch.randint(0, 50, (2, 6))
+    converter = ktorch.Converter(gm, [x])
+    converter.convert()
+    got = kfuse.evaluate(converter.graph, x.numpy())[0]
+    np.testing.assert_array_equal(got, F.pad(x, (0, 1), value=-100).numpy())
