@@ -157,6 +157,18 @@ def _increasing(where):
         where[node] = highest = number
 
 
+def _views_alone_to_pytorch(where, tensors):
+    """A kfuse part that _increasing left without a tensor op that is not
+    a view (a moved view, a size) runs in PyTorch: one number up, an even
+    one, which keeps the numbers increasing. Any converted node may: it is
+    a torch call all the same."""
+    computes = {number for node, number in where.items()
+                if number % 2 and node in tensors and not is_view(node)}
+    for node, number in where.items():
+        if number % 2 and number not in computes:
+            where[node] = number + 1
+
+
 def assign(gm, converter):
     """partition's decisions before the split: ({node: its part's number},
     the names of kfuse's submodules, [why for each node left to PyTorch
@@ -173,7 +185,8 @@ def assign(gm, converter):
              if n.op not in ("placeholder", "get_attr", "output")}
     if any(is_global_state(n) for n in where):
         _increasing(where)
-    parts = sorted({f"submod_{where[n]}" for n in kept})
+        _views_alone_to_pytorch(where, tensors)
+    parts = sorted({f"submod_{where[n]}" for n in where if where[n] % 2})
     why = [r for n, r in reasons.items()
            if not is_view(n) and not is_global_state(n)]
     return where, parts, why

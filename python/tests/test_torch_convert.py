@@ -680,3 +680,24 @@ def test_the_pad_dynamo_records_converts_on_integer_labels():
     converter.convert()
     got = kfuse.evaluate(converter.graph, x.numpy())[0]
     np.testing.assert_array_equal(got, F.pad(x, (0, 1), value=-100).numpy())
+
+
+def test_a_part_moved_up_with_views_alone_runs_in_pytorch():
+    # y = x * 2 (kfuse), a flip left to PyTorch, then a view of y and a
+    # grad-mode switch: the view's number falls below the flip's and moves
+    # up to a part of its own, a view alone: it runs in PyTorch.
+    from kfuse import partition as kpartition
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    doubled = graph.call_function(operator.mul, (x, 2))
+    flipped = graph.call_function(torch.flip, (x, [0]))
+    viewed = graph.call_method("view", (doubled, -1))
+    graph.call_function(torch._C._set_grad_enabled, (False,))
+    graph.output((flipped, viewed))
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    where, parts, _ = kpartition.assign(gm, ktorch.Converter(
+        gm, [torch.randn(4, 8)]))
+    numbers = [where[n] for n in gm.graph.nodes if n in where]
+    assert numbers == sorted(numbers)
+    assert where[viewed] % 2 == 0  # PyTorch's
+    assert parts == [f"submod_{where[doubled]}"]
