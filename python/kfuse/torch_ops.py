@@ -286,9 +286,9 @@ def _filled_like(fill):
 
 
 def _extreme(name):
-    """torch.min / max of two tensors (or a tensor and a number): minimum
-    and maximum. Their reductions (one tensor, or a dim) give values and
-    positions, left to PyTorch."""
+    """torch.min / max of two tensors: minimum and maximum. Their
+    reductions (one tensor, or a dim) give values and positions, left to
+    PyTorch."""
     def extreme(x, other=None, *rest, **kwargs):
         if not isinstance(other, kgraph.Tensor) or rest or kwargs:
             raise Unsupported(f"torch.{name[:3]} as a reduction (use "
