@@ -124,7 +124,10 @@ def _levels(gm, converted):
         inside = node in converted
         here = 0 if node.op in ("placeholder", "get_attr") else wall
         for p in node.all_input_nodes:
-            free = p.op in ("placeholder", "get_attr")
+            # A PyTorch node with no inputs (a dropout's seed) can run
+            # first: reading it crosses nothing.
+            free = p.op in ("placeholder", "get_attr") or (
+                p not in converted and not p.all_input_nodes)
             crossing = not free and (p in converted) != inside
             here = max(here, level[p] + crossing)
         level[node] = here
@@ -187,6 +190,6 @@ def assign(gm, converter):
         _increasing(where)
         _views_alone_to_pytorch(where, tensors)
     parts = sorted({f"submod_{where[n]}" for n in where if where[n] % 2})
-    why = [r for n, r in reasons.items()
-           if not is_view(n) and not is_global_state(n)]
+    why = [r for n, r in reasons.items() if not is_view(n)
+           and not is_global_state(n) and not n.meta.get("kfuse_seed")]
     return where, parts, why

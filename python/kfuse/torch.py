@@ -20,7 +20,7 @@ import operator
 import torch
 from torch.fx.passes.shape_prop import ShapeProp
 
-from . import dtypes, graph as kgraph
+from . import dtypes, graph as kgraph, indexing as kindex
 from . import partition as kpartition, torch_autograd as kautograd
 from .executable import BoundRun as _BoundRun, compile as _compile, \
     evaluate as _evaluate
@@ -383,6 +383,65 @@ class _Part(torch.nn.Module):
         return self.compiled(*args)
 
 
+def _seeded_dropout(x, seed, p):
+    """Training-mode dropout with the seed kfuse's Philox draws its mask
+    from. Where PyTorch runs it (a part left to it), torch's own dropout:
+    the seed is unused, each runs forward and backward with its own mask."""
+    return torch.nn.functional.dropout(x, p, True)
+
+
+def _dropout_seed(device):
+    """A fresh seed for one call's dropout mask, from torch's generator
+    (torch.manual_seed makes a run repeatable)."""
+    return torch.randint(-2**31, 2**31 - 1, (), dtype=torch.int32,
+                         device=device)
+
+
+_FUNCTIONS[_seeded_dropout] = lambda x, seed, p: kindex.dropout(x, seed, p)
+
+
+def _training_dropout(gm, node):
+    """The p of a training-mode dropout node (F.dropout, or a training
+    nn.Dropout), or None."""
+    if node.op == "call_module":
+        module = gm.get_submodule(node.target)
+        if isinstance(module, torch.nn.Dropout) and module.training:
+            return module.p or None
+        return None
+    if node.op != "call_function" or node.target is not \
+            torch.nn.functional.dropout:
+        return None
+    given = dict(zip(("input", "p", "training", "inplace"), node.args),
+                 **node.kwargs)
+    if not given.get("training", True) or given.get("inplace"):
+        return None
+    return given.get("p", 0.5) or None
+
+
+def _seed_dropouts(gm):
+    """Each training-mode dropout of `gm` drawn from a seed of its own, made
+    by a PyTorch node with no inputs (a source: it splits no part), so that
+    kfuse can fuse the dropout (Philox from the seed, the same mask in the
+    backward) where it would have left it to PyTorch. Masks differ from
+    eager PyTorch's, as inductor's do."""
+    for node in list(gm.graph.nodes):
+        p = _training_dropout(gm, node)
+        if p is None:
+            continue
+        x = node.args[0] if node.args else node.kwargs["input"]
+        example = x.meta.get("example_value", x.meta.get("val"))
+        device = getattr(example, "device", None) or "cpu"
+        with gm.graph.inserting_before(node):
+            seed = gm.graph.call_function(_dropout_seed, (str(device),))
+            dropped = gm.graph.call_function(_seeded_dropout, (x, seed, p))
+        seed.meta["kfuse_seed"] = True
+        seed.meta["example_value"] = torch.zeros((), dtype=torch.int32)
+        dropped.meta = dict(node.meta)
+        node.replace_all_uses_with(dropped)
+        gm.graph.erase_node(node)
+    gm.recompile()
+
+
 def _trace(module):
     if isinstance(module, torch.fx.GraphModule):
         return module
@@ -395,8 +454,10 @@ def _partitioned(gm, example_inputs, compile_options, reference=False,
     PyTorch: (the GraphModule, the number of parts, why each node left to
     PyTorch was left). `static`: Dynamo guards every call's shapes to the
     first's (CompiledModule)."""
+    _seed_dropouts(gm)
     if not any("example_value" in n.meta or "val" in n.meta
-               for n in gm.graph.nodes):  # traced, not captured by Dynamo
+               for n in gm.graph.nodes
+               if not n.meta.get("kfuse_seed")):  # traced, not by Dynamo
         ShapeProp(gm).propagate(*example_inputs)
     fused, parts, why = kpartition.partition(gm, Converter(gm, example_inputs))
     for name in parts:

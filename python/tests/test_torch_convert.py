@@ -701,3 +701,36 @@ def test_a_part_moved_up_with_views_alone_runs_in_pytorch():
     assert numbers == sorted(numbers)
     assert where[viewed] % 2 == 0  # PyTorch's
     assert parts == [f"submod_{where[doubled]}"]
+
+
+class DoubledDropout(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.drop = nn.Dropout(p)
+
+    def forward(self, x):
+        return self.drop(x * 2) + F.dropout(x, 0.25, training=True) * 0
+
+
+def test_training_dropout_fuses_with_a_seed_and_its_mask_in_the_backward():
+    # Each training-mode dropout (a module, F.dropout) draws from a seed of
+    # its own that PyTorch makes: the graph stays one kfuse part, the mask
+    # changes every call and the backward applies the forward's mask.
+    torch.manual_seed(7)
+    p, x = 0.5, torch.randn(64, 64)
+    module = DoubledDropout(p).train()
+    compiled, parts, why = ktorch._partitioned(
+        torch.fx.symbolic_trace(module), [x], {}, reference=True)
+    assert parts == 1 and not why
+    xs = x.clone().requires_grad_(True)
+    y = compiled(xs)
+    y.sum().backward()
+    kept = y != 0
+    assert 0.4 < 1 - kept.double().mean().item() < 0.6
+    expected = (2 * x / (1 - p)).double()
+    assert relative_error(y[kept].detach().double().numpy(),
+                          expected[kept]) < 1e-6
+    grad = xs.grad.double()
+    assert torch.equal(grad != 0, kept)
+    assert torch.allclose(grad[kept], torch.full_like(grad[kept], 2 / (1 - p)))
+    assert not torch.equal(compiled(x) != 0, kept)  # a new mask
