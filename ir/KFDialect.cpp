@@ -411,6 +411,60 @@ LogicalResult MatmulOp::verify() {
   return verifyResultShape(*this, *shape, tensorOf(getResult()));
 }
 
+namespace {
+/// A matmul operand that is a transpose of another's last two dims is
+/// that other read with the matmul's flag flipped: the template reads
+/// either layout from memory, so the transpose's copy (a read and a write
+/// of the operand) goes. f32 operands fold only into the K-major layout
+/// (A as [M, K], B as [N, K]), the only one TF32 products read; the other
+/// would take kf-pad's copy back, or stay on the CUDA cores.
+struct TransposedOperandAsFlag : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  static Value swappedLastTwo(Value operand) {
+    auto transpose = operand.getDefiningOp<TransposeOp>();
+    if (!transpose)
+      return {};
+    int64_t rank = int64_t(transpose.getPerm().size());
+    if (rank < 2)
+      return {};
+    SmallVector<int64_t> swap = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+    std::swap(swap[rank - 2], swap[rank - 1]);
+    return transpose.getPerm() == ArrayRef<int64_t>(swap) ? transpose.getInput()
+                                                          : Value();
+  }
+
+  LogicalResult matchAndRewrite(MatmulOp op,
+                                PatternRewriter &rewriter) const override {
+    bool f32 = tensorOf(op.getA()).getElementType().isF32();
+    Value a = swappedLastTwo(op.getA()), b = swappedLastTwo(op.getB());
+    // K-major after the fold: A not transposed, B transposed.
+    if (f32 && !op.getTransposeA())
+      a = {};
+    if (f32 && op.getTransposeB())
+      b = {};
+    if (!a && !b)
+      return failure();
+    rewriter.modifyOpInPlace(op, [&] {
+      if (a) {
+        op.getAMutable().assign(a);
+        op.setTransposeA(!op.getTransposeA());
+      }
+      if (b) {
+        op.getBMutable().assign(b);
+        op.setTransposeB(!op.getTransposeB());
+      }
+    });
+    return success();
+  }
+};
+} // namespace
+
+void MatmulOp::getCanonicalizationPatterns(RewritePatternSet &patterns,
+                                           MLIRContext *context) {
+  patterns.add<TransposedOperandAsFlag>(context);
+}
+
 LogicalResult SoftmaxOp::verify() {
   RankedTensorType in = tensorOf(getInput());
   if (!isFloatDtype(in.getElementType()))

@@ -481,6 +481,7 @@ def KF_MatmulOp : KF_Op<"matmul", [Pure]> {
     $a `,` $b attr-dict `:` type($a) `,` type($b) `->` type($result)
   }];
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
 }
 
 def KF_SoftmaxOp : KF_Op<"softmax", [Pure]> {

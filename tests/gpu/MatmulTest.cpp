@@ -377,4 +377,42 @@ TEST(MatmulRowLines, BCopiedOntoLinesMatchesEvaluator) {
   }
 }
 
+/// x @ w^T written with a transpose (as `x @ w.T` in PyTorch) reads w
+/// [N, K] in place with the matmul's flag: one kernel, no transposed copy;
+/// so does a transposed A of 16-bit operands, with a bias epilogue.
+TEST(MatmulTransposes, ReadInPlaceMatchEvaluator) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  Graph g("transposed_operands");
+  Tensor x = g.input("x", DType::bf16, {2, 160, 256});
+  Tensor w = g.input("w", DType::bf16, {192, 256});
+  Tensor t = g.input("t", DType::bf16, {2, 256, 160});
+  Tensor bias = g.input("bias", DType::bf16, {192});
+  Tensor wt = transpose(w, {1, 0});
+  g.output("xw", matmul(x, wt));
+  g.output("tw", matmul(transpose(t, {0, 2, 1}), wt) +
+                     broadcastTo(bias, {2, 160, 192}));
+  ASSERT_TRUE(g.status()) << g.status().message();
+  uint64_t seed = kfuse::testing::freshSeed();
+  std::vector<HostTensor> inputs = kfuse::testing::randomInputs(g, seed);
+  Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
+  ASSERT_TRUE(reference) << reference.error().message();
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  Expected<std::string> fused = exe->dump(Stage::Fused);
+  ASSERT_TRUE(fused) << fused.error().message();
+  EXPECT_EQ(fused->find("kf.kernel pointwise"), std::string::npos)
+      << "a transpose was copied:\n"
+      << *fused;
+  Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
+  ASSERT_TRUE(out) << out.error().message();
+  for (size_t i = 0; i < out->size(); ++i)
+    EXPECT_LE(relativeError((*out)[i], (*reference)[i]),
+              kfuse::testing::tolerance(DType::bf16, 256, false))
+        << g.outputs()[i].name << ", relative error (seed " << seed << ")";
+}
+
 } // namespace

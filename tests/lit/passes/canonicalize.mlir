@@ -112,3 +112,33 @@ func.func @reduce_trailing_dims(%x: tensor<4x6x5xf32>)
   %2 = kf.reduce sum %x [0, 2] : tensor<4x6x5xf32> -> tensor<6xf32>
   return %0, %1, %2 : tensor<4x1x1xf32>, tensor<4xf32>, tensor<6xf32>
 }
+
+// -----
+
+// A transpose of a matmul operand's last two dims is the matmul's flag:
+// x @ w^T reads w [N, K] as it is, a transposed A of 16-bit operands too,
+// and a transpose that also moves a batch dim stays. f32 operands fold only
+// into K-major (A [M, K], B [N, K]): a transposed A stays transposed.
+// CHECK-LABEL: func.func @transposed_operands
+// CHECK-SAME: (%[[X:[a-z0-9]+]]: tensor<2x16x32xbf16>, %[[W:[a-z0-9]+]]: tensor<64x32xbf16>, %[[T:[a-z0-9]+]]: tensor<2x32x16xbf16>, %[[B:[a-z0-9]+]]: tensor<32x2x64xbf16>, %[[F:[a-z0-9]+]]: tensor<32x16xf32>, %[[G:[a-z0-9]+]]: tensor<64x32xf32>)
+// CHECK: kf.matmul %[[X]], %[[W]] {transpose_b = true}
+// CHECK: kf.matmul %[[T]], %[[W]] {transpose_a = true, transpose_b = true}
+// CHECK: %[[BT:.*]] = kf.transpose %[[B]] [1, 0, 2]
+// CHECK: kf.matmul %[[T]], %[[BT]] {transpose_a = true}
+// CHECK: %[[FT:.*]] = kf.transpose %[[F]] [1, 0]
+// CHECK: kf.matmul %[[FT]], %[[G]] {transpose_b = true}
+func.func @transposed_operands(%x: tensor<2x16x32xbf16>, %w: tensor<64x32xbf16>,
+                               %t: tensor<2x32x16xbf16>, %b: tensor<32x2x64xbf16>,
+                               %f: tensor<32x16xf32>, %g: tensor<64x32xf32>)
+    -> (tensor<2x16x64xbf16>, tensor<2x16x64xbf16>, tensor<2x16x64xbf16>, tensor<16x64xf32>) {
+  %wt = kf.transpose %w [1, 0] : tensor<64x32xbf16> -> tensor<32x64xbf16>
+  %0 = kf.matmul %x, %wt : tensor<2x16x32xbf16>, tensor<32x64xbf16> -> tensor<2x16x64xbf16>
+  %tt = kf.transpose %t [0, 2, 1] : tensor<2x32x16xbf16> -> tensor<2x16x32xbf16>
+  %1 = kf.matmul %tt, %wt : tensor<2x16x32xbf16>, tensor<32x64xbf16> -> tensor<2x16x64xbf16>
+  %bt = kf.transpose %b [1, 0, 2] : tensor<32x2x64xbf16> -> tensor<2x32x64xbf16>
+  %2 = kf.matmul %tt, %bt {transpose_b = false} : tensor<2x16x32xbf16>, tensor<2x32x64xbf16> -> tensor<2x16x64xbf16>
+  %ft = kf.transpose %f [1, 0] : tensor<32x16xf32> -> tensor<16x32xf32>
+  %gt = kf.transpose %g [1, 0] : tensor<64x32xf32> -> tensor<32x64xf32>
+  %3 = kf.matmul %ft, %gt : tensor<16x32xf32>, tensor<32x64xf32> -> tensor<16x64xf32>
+  return %0, %1, %2, %3 : tensor<2x16x64xbf16>, tensor<2x16x64xbf16>, tensor<2x16x64xbf16>, tensor<16x64xf32>
+}
