@@ -263,8 +263,21 @@ def saved_bytes(forward):
     return sum(seen.values())
 
 
+def held_bytes(forward):
+    """Bytes of GPU memory `forward` leaves allocated beside its output:
+    what it saves for the backward, compiled or not (saved-tensor hooks do
+    not see inside a compiled graph). Call it after a warm-up."""
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    out = forward()
+    torch.cuda.synchronize()
+    held = torch.cuda.memory_allocated() - before
+    return held - out.numel() * out.element_size()
+
+
 def training_ms(arg):
-    """Eager and torch.compile ms and eager's saved bytes: for a workload
+    """Eager and torch.compile ms, eager's saved bytes and the bytes
+    torch.compile's forward holds for the backward: for a workload
     name, its backward alone (torch.autograd.grad, the graph retained); for
     "prenorm,B,S,D,H", the block's forward + backward in bf16 with SDPA;
     for "attention,B,H,S,D,CAUSAL", SDPA's backward alone in bf16; for
@@ -276,26 +289,28 @@ def training_ms(arg):
                    for _ in range(3))
         fn = lambda q, k, v: F.scaled_dot_product_attention(
             q, k, v, is_causal=bool(causal))
-        times = []
-        for f in (fn, torch.compile(fn)):
+        times, compiled = [], torch.compile(fn)
+        for f in (fn, compiled):
             out = f(q, k, v)
             grad = torch.randn_like(out)
             times.append(timed_ms(lambda: torch.autograd.grad(
                 out, (q, k, v), grad, retain_graph=True)))
-        return times + [saved_bytes(lambda: fn(q, k, v))]
+        return times + [saved_bytes(lambda: fn(q, k, v)),
+                        held_bytes(lambda: compiled(q, k, v))]
     if arg.startswith("embedding,"):
         vocab, dim, b, s, pad_every = (int(v) for v in arg.split(",")[1:])
         table = rand(vocab, dim, dtype=torch.bfloat16).requires_grad_()
         ids = torch.randint(0, vocab, (b, s), device="cuda")
         if pad_every:
             ids.view(-1)[::pad_every] = 0
-        times = []
-        for f in (F.embedding, torch.compile(F.embedding)):
+        times, compiled = [], torch.compile(F.embedding)
+        for f in (F.embedding, compiled):
             out = f(ids, table)
             grad = torch.randn_like(out)
             times.append(timed_ms(lambda: torch.autograd.grad(
                 out, table, grad, retain_graph=True)))
-        return times + [saved_bytes(lambda: F.embedding(ids, table))]
+        return times + [saved_bytes(lambda: F.embedding(ids, table)),
+                        held_bytes(lambda: compiled(ids, table))]
     if arg.startswith("prenorm,"):
         b, s, d, h = (int(v) for v in arg.split(",")[1:])
         model = PreNormBlock(d, h, True).cuda().to(torch.bfloat16)
@@ -305,20 +320,22 @@ def training_ms(arg):
         step = lambda m: torch.autograd.backward(m(x), grad)
         times = [timed_ms(lambda: step(m), reps=10, batch=3)
                  for m in (model, compiled)]
-        return times + [saved_bytes(lambda: model(x))]
+        return times + [saved_bytes(lambda: model(x)),
+                        held_bytes(lambda: compiled(x))]
     for name, fn, inputs in workloads():
         if name != arg:
             continue
         inputs = [t.requires_grad_() if t.is_floating_point() else t
                   for t in inputs]
         floats = [t for t in inputs if t.requires_grad]
-        times = []
-        for f in (fn, torch.compile(fn)):
+        times, compiled = [], torch.compile(fn)
+        for f in (fn, compiled):
             out = f(*inputs)
             grad = torch.randn_like(out)
             times.append(timed_ms(lambda: torch.autograd.grad(
                 out, floats, grad, retain_graph=True)))
-        return times + [saved_bytes(lambda: fn(*inputs))]
+        return times + [saved_bytes(lambda: fn(*inputs)),
+                        held_bytes(lambda: compiled(*inputs))]
     raise SystemExit(f"no workload {arg}")
 
 
@@ -357,7 +374,8 @@ def main():
     parser.add_argument("--workload-ms", help="time one workload and print eager and compiled ms")
     parser.add_argument("--sweep", help="a file of kfuse-bench sweep's shape lines: print each one's times")
     parser.add_argument("--training", help="a workload's backward, or prenorm,B,S,D,H forward + backward: "
-                        "print eager ms, compiled ms and eager's saved bytes")
+                        "print eager ms, compiled ms, eager's saved bytes and the bytes the "
+                        "compiled forward holds")
     args = parser.parse_args()
     if args.training:
         print(" ".join(f"{v:.5f}" for v in training_ms(args.training)))
