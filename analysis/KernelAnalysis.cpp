@@ -424,13 +424,16 @@ SmallVector<BlockArgument> kfuse::kf::streamedRowInputs(KernelOp kernel,
         type.getNumElements() == space.rows * space.length &&
         type.getShape().back() == space.length &&
         llvm::all_of(arg.getUsers(), [](Operation *user) {
-          // A column partial reads the row where it stands too.
+          // A column partial reads the row where it stands too. (A
+          // reshape the kernel yields has no user with a result.)
           auto partial = dyn_cast<ReshapeOp>(user);
+          Operation *sum = partial && partial->hasOneUse()
+                               ? *partial->getUsers().begin()
+                               : nullptr;
           return user->hasTrait<OpTrait::kf::Elementwise>() ||
                  isa<ReduceOp, SoftmaxOp>(user) ||
-                 (partial && partial->hasOneUse() &&
-                  blockColumnPartialsOf(
-                      partial->getUses().begin()->getOwner()->getResult(0)));
+                 (sum && sum->getNumResults() == 1 &&
+                  blockColumnPartialsOf(sum->getResult(0)));
         }))
       streamed.push_back(arg);
   }
