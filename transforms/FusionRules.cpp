@@ -14,6 +14,8 @@
 #include "mlir/IR/TypeUtilities.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <functional>
+
 using namespace mlir;
 using namespace kfuse::kf;
 
@@ -342,6 +344,19 @@ std::pair<bool, std::string> canJoinAsColumnReduction(ReduceOp reduce,
 std::pair<bool, std::string> canJoinAsIndexAdd(IndexAddOp op, Cluster &c) {
   if (TargetAttr::of(op).getUnorderedAdds())
     return {false, "its adds are unordered, atomics into its result"};
+  // The template computes the epilogue on each sum it holds, in the
+  // result's shape: no reshape between (as the ordered tiling's verifier
+  // requires).
+  std::function<bool(Operation *)> elementwiseUpToRoot = [&](Operation *at) {
+    return llvm::all_of(at->getUsers(), [&](Operation *user) {
+      return (user->hasTrait<OpTrait::kf::Elementwise>() ||
+              isa<SelectOp>(user)) &&
+             (user == c.root || elementwiseUpToRoot(user));
+    });
+  };
+  if (!elementwiseUpToRoot(op))
+    return {false, "its consumers reshape the sums, which the index_add "
+                   "template stores in the result's shape"};
   return canJoinWithEpilogue(op, c, "an index_add", "sum");
 }
 
