@@ -5,6 +5,7 @@
 # so that one device call does a session's GPU work without losing it all
 # to one step that runs long.
 #   bash scripts/gpu-steps.sh pytest,gpu-tests,capi,replay,fuzz,memory,hf
+# (`checks`: gpu-tests in SHARDS processes, pytest and hf-coverage at once)
 # Environment: GTEST (a --gtest_filter), PYTEST_MAXFAIL, FUZZ_TIME / FUZZ_SEED (fuzz-many:
 # FUZZ_JOBS processes, FUZZ_ARGS such as --backward), PYTEST_ARGS,
 # BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py, bench/hf_coverage.py), TORCH_FUZZ_COUNT / TORCH_FUZZ_DTYPE,
@@ -22,6 +23,34 @@ step() { # name timeout cmd...
   local rc=$?
   echo "=== $name: rc=$rc $(( $(date +%s) - s ))s"
   tail -n "$TAILN" "$out/$name.log"
+}
+# The correctness checks at once, the GPU tests in SHARDS processes (their
+# compiles are most of their time, and the machine has 16 cores): no
+# timing in any of them. Each shard's, pytest's and hf_coverage's log.
+checks() {
+  local s=$(date +%s) n=${SHARDS:-4} names=() pids=()
+  for ((i = 0; i < n; i++)); do
+    GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i timeout 300 \
+      "$bin/kfuse-gpu-tests" --gtest_brief=1 ${GTEST:+--gtest_filter=$GTEST} \
+      > "$out/gpu-tests-$i.log" 2>&1 &
+    names+=("gpu-tests-$i"); pids+=($!)
+  done
+  timeout 300 python3 -m pytest -q -p no:cacheprovider \
+    --maxfail="${PYTEST_MAXFAIL:-10}" python/tests ${PYTEST_ARGS:-} \
+    > "$out/pytest.log" 2>&1 &
+  names+=(pytest); pids+=($!)
+  timeout "${HF_LIMIT:-400}" python3 bench/hf_coverage.py ${HF_ARGS:-} \
+    > "$out/hf-coverage.log" 2>&1 &
+  names+=(hf-coverage); pids+=($!)
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}"
+    echo "=== ${names[$i]}: rc=$?"
+  done
+  echo "=== checks: $(( $(date +%s) - s ))s"
+  grep -h -E "tests? from .* ran|^\[  PASSED|^\[  SKIPPED \] [0-9]|^\[  FAILED" \
+    "$out"/gpu-tests-*.log
+  tail -n 3 "$out/pytest.log"
+  tail -n "$TAILN" "$out/hf-coverage.log"
 }
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 IFS=, read -ra steps <<< "$1"
@@ -65,6 +94,7 @@ for s in "${steps[@]}"; do
     distributed) step distributed 400 bash -c "for run in 1 2; do \
         torchrun --nproc_per_node=\${NPROC:-2} bench/distributed.py \
         --cache-dir /tmp/kfuse-distributed-cache || exit 1; done" ;;
+    checks) checks ;;
     cmd) step cmd "${CMD_LIMIT:-300}" bash -c "$CMD" ;;
     *) echo "unknown step $s" ;;
   esac
