@@ -202,6 +202,8 @@ def main():
         except Exception as e:  # a map of reach: report and go on
             traceback.print_exc(limit=4)
             rows.append([family, "error: " + str(e).splitlines()[0][:90]])
+        # A family that failed inside a no_grad region leaves it behind.
+        torch.set_grad_enabled(True)
         torch.cuda.empty_cache()
     header = ["family", "logits err", "parts", "to torch"]
     if not args.no_train:

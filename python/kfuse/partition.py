@@ -62,10 +62,39 @@ def is_global_state(node):
     return node.op == "call_function" and node.target in _GLOBAL_STATE
 
 
+def autocast_enabled(node):
+    """Whether `node` enters an autocast region that casts (Dynamo's
+    _enter_autocast(device, dtype, enabled, cache))."""
+    if not is_global_state(node) or node.target is torch._C._set_grad_enabled:
+        return False
+    if not node.target.__name__.startswith("_enter"):
+        return False
+    given = dict(zip(("device_type", "dtype", "enabled", "cache_enabled"),
+                     node.args), **node.kwargs)
+    return bool(given.get("enabled", True))
+
+
+def _autocast_regions(gm):
+    """The nodes inside an autocast region that is on: PyTorch's ops cast
+    their operands there as it decides, which a kfuse graph does not."""
+    inside, depth = set(), []
+    for node in gm.graph.nodes:
+        if is_global_state(node) and node.target is not \
+                torch._C._set_grad_enabled:
+            if node.target.__name__.startswith("_enter"):
+                depth.append(autocast_enabled(node))
+            elif depth:
+                depth.pop()
+            continue
+        if depth and depth[-1]:
+            inside.add(node)
+    return inside
+
+
 _GLOBAL_STATE = _global_state_targets()
 
 
-def _example_of(node):
+def example_of(node):
     """The (shape, torch dtype) of a node's tensor result as Dynamo or
     shape propagation recorded it, or None."""
     value = node.meta.get("example_value", node.meta.get("val"))
@@ -87,14 +116,19 @@ def judge(converter):
     for node, value in zip(placeholders, converter.example):
         converter.env[node] = converter._input(converter.name_of(node), value)
     converted, tensors, reasons = set(), set(), {}
+    autocast = _autocast_regions(gm)
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output"):
+            continue
+        if node in autocast:
+            reasons[node] = f"{node.format_node()}: runs under autocast"
+            converter.env[node] = converter.stand_in(node, example_of(node))
             continue
         try:
             value = converter._node(node)
         except Exception as e:  # any failure leaves the node to PyTorch
             reasons[node] = f"{node.format_node()}: {e}"
-            converter.env[node] = converter.stand_in(node, _example_of(node))
+            converter.env[node] = converter.stand_in(node, example_of(node))
             continue
         converter.env[node] = value
         converted.add(node)  # a size, too: known once the shapes are
@@ -143,7 +177,10 @@ def partition(gm, converter):
     something]). Sizes go with the part that computes them: kfuse knows
     them once it knows the shapes."""
     where, parts, why = assign(gm, converter)
-    return split_module(gm, gm, where.__getitem__), parts, why
+    # In graph order, or the parts after a grad-mode switch may run
+    # before the ones it follows.
+    return (split_module(gm, gm, where.__getitem__, keep_original_order=True),
+            parts, why)
 
 
 def _increasing(where):

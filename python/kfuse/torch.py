@@ -132,6 +132,12 @@ class Converter:
         return a
 
     def _node(self, node):
+        example = kpartition.example_of(node)
+        if example is not None and 0 in example[0]:
+            # Refused before it is built: a build error would stay with the
+            # graph (kfuse compiles no tensor without elements).
+            raise Unsupported(f"a tensor with a zero-size dim, "
+                              f"{list(example[0])}")
         args = [self._arg(a) for a in node.args]
         kwargs = {k: self._arg(v) for k, v in node.kwargs.items()}
         if node.op == "get_attr":
@@ -377,10 +383,36 @@ class _Part(torch.nn.Module):
 
     def __init__(self, gm, compile_options, reference, static=False):
         super().__init__()
+        self.modes = _take_grad_modes(gm)
         self.compiled = CompiledModule(gm, compile_options, reference, static)
 
     def forward(self, *args):
+        for enabled in self.modes:
+            torch._C._set_grad_enabled(enabled)
         return self.compiled(*args)
+
+
+def _take_grad_modes(gm):
+    """The grad-mode switches split_module repeats at the start of a part
+    after one (PyTorch 2), taken out of the part's graph to be made before
+    it runs, as they would have been. An autocast switch there (of a region
+    with autocast off: kfuse takes no node where it is on) only says that
+    dtypes are as written, which kfuse's are."""
+    modes = []
+    for node in list(gm.graph.nodes):
+        if not kpartition.is_global_state(node):
+            continue
+        if node.target is torch._C._set_grad_enabled:
+            modes.append(bool(node.args[0]))
+        elif kpartition.autocast_enabled(node):
+            raise Unsupported(f"{node.format_node()}: autocast on in a part "
+                              "kfuse runs")
+    # Last first: an autocast exit reads its enter.
+    for node in reversed(list(gm.graph.nodes)):
+        if kpartition.is_global_state(node):
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return modes
 
 
 def _seeded_dropout(x, seed, p):
@@ -418,21 +450,31 @@ def _training_dropout(gm, node):
     return given.get("p", 0.5) or None
 
 
-def _seed_dropouts(gm):
+def _seed_dropouts(gm, example_inputs):
     """Each training-mode dropout of `gm` drawn from a seed of its own, made
     by a PyTorch node with no inputs (a source: it splits no part), so that
     kfuse can fuse the dropout (Philox from the seed, the same mask in the
     backward) where it would have left it to PyTorch. Masks differ from
-    eager PyTorch's, as inductor's do."""
+    eager PyTorch's, as inductor's do. The seeds are made first, before any
+    part runs (split_module keeps the graph's order where it must)."""
+    tensors = [t for t in example_inputs if isinstance(t, torch.Tensor)]
+    default = tensors[0].device if tensors else "cpu"
+    last = None
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            last = node
     for node in list(gm.graph.nodes):
         p = _training_dropout(gm, node)
         if p is None:
             continue
         x = node.args[0] if node.args else node.kwargs["input"]
         example = x.meta.get("example_value", x.meta.get("val"))
-        device = getattr(example, "device", None) or "cpu"
+        device = getattr(example, "device", None) or default
+        inserting = (gm.graph.inserting_after(last) if last is not None
+                     else gm.graph.inserting_before(next(iter(gm.graph.nodes))))
+        with inserting:
+            seed = last = gm.graph.call_function(_dropout_seed, (str(device),))
         with gm.graph.inserting_before(node):
-            seed = gm.graph.call_function(_dropout_seed, (str(device),))
             dropped = gm.graph.call_function(_seeded_dropout, (x, seed, p))
         seed.meta["kfuse_seed"] = True
         seed.meta["example_value"] = torch.zeros((), dtype=torch.int32)
@@ -454,7 +496,7 @@ def _partitioned(gm, example_inputs, compile_options, reference=False,
     PyTorch: (the GraphModule, the number of parts, why each node left to
     PyTorch was left). `static`: Dynamo guards every call's shapes to the
     first's (CompiledModule)."""
-    _seed_dropouts(gm)
+    _seed_dropouts(gm, example_inputs)
     if not any("example_value" in n.meta or "val" in n.meta
                for n in gm.graph.nodes
                if not n.meta.get("kfuse_seed")):  # traced, not by Dynamo

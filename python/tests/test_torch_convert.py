@@ -667,6 +667,72 @@ def test_a_grad_mode_switch_is_a_wall_no_part_crosses():
     assert relative_error(compiled(x).double().numpy(), 3 * x + 1) < 1e-12
 
 
+def test_a_part_makes_the_grad_mode_switch_split_module_gave_it():
+    # PyTorch 2's split_module starts each part after a switch with the
+    # switch again; a kfuse part makes it before it runs, not in its graph.
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.call_function(torch._C._set_grad_enabled, (False,))
+    graph.output(graph.call_function(operator.add, (x, 1)))
+    part = ktorch._Part(torch.fx.GraphModule(nn.Module(), graph), {},
+                        reference=True)
+    assert part.modes == [False]
+    assert not any(n.op == "call_function" and n.target is
+                   torch._C._set_grad_enabled for n in part.compiled.gm.graph.nodes)
+    x = torch.randn(3, requires_grad=True)
+    try:
+        y = part(x)
+        assert not torch.is_grad_enabled()
+    finally:
+        torch._C._set_grad_enabled(True)
+    assert not y.requires_grad
+    assert relative_error(y.double().numpy(), (x + 1).detach()) < 1e-12
+
+
+@pytest.mark.skipif(not hasattr(getattr(torch, "amp", None), "_enter_autocast"),
+                    reason="this PyTorch has no torch.amp._enter_autocast "
+                           "(Dynamo's autocast node)")
+def test_nodes_under_autocast_are_left_to_pytorch():
+    from kfuse import partition as kpartition
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    before = graph.call_function(operator.mul, (x, 2))
+    on = graph.call_function(torch.amp._enter_autocast,
+                             ("cpu", torch.bfloat16, True, True))
+    inside = graph.call_function(torch.exp, (before,))
+    graph.call_function(torch.amp._exit_autocast, (on,))
+    off = graph.call_function(torch.amp._enter_autocast,
+                              ("cpu", None, False, True))
+    plain = graph.call_function(torch.exp, (inside,))
+    graph.call_function(torch.amp._exit_autocast, (off,))
+    graph.output(plain)
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    where, parts, why = kpartition.assign(gm, ktorch.Converter(gm, [torch.randn(4)]))
+    assert len(why) == 1 and "autocast" in why[0] and "exp" in why[0]
+    assert where[inside] % 2 == 0  # PyTorch's
+    assert where[before] % 2 == 1 and where[plain] % 2 == 1  # kfuse's
+
+
+def test_a_tensor_without_elements_is_left_to_pytorch():
+    # Phi-3's rotary dims are all the head: the pass-through slice is empty.
+    class Rotary(nn.Module):
+        def forward(self, x):
+            rot, rest = x[..., :4], x[..., 4:]
+            return torch.cat((rot * 2, rest), dim=-1) + 1, rest
+
+    from kfuse import partition as kpartition
+    from torch.fx.passes.shape_prop import ShapeProp
+    x = torch.randn(2, 3, 4)
+    gm = torch.fx.symbolic_trace(Rotary())
+    ShapeProp(gm).propagate(x)
+    _, _, reasons = kpartition.judge(ktorch.Converter(gm, [x]))
+    assert any("zero-size" in reason for reason in reasons.values()), reasons
+    compiled = ktorch.compile(Rotary(), (x,), fallback=True, reference=True)
+    got, empty = compiled(x)
+    assert empty.shape == (2, 3, 0)
+    assert relative_error(got.double().numpy(), Rotary()(x)[0]) < 1e-12
+
+
 def test_the_pad_dynamo_records_converts_on_integer_labels():
     # Dynamo gives F.pad as torch._C._nn.pad (shifting labels by one, -100
     # past the end, as OPT and T5 do).
