@@ -34,18 +34,25 @@ def is_view(node):
     return node.op == "call_function" and node.target in _VIEW_FUNCTIONS
 
 
-# Methods that may return their input itself (`x.to(x.dtype)`, a
-# contiguous `x.contiguous()`) rather than a new tensor.
-_ALIASING_METHODS = {"to", "float", "half", "bfloat16", "long", "int", "bool",
-                     "type_as", "detach", "expand_as", "view_as"}
+# What makes a new tensor of its own: the only values an in-place update
+# may be made out of place on (an update of anything else may show through
+# another name: a view, a no-op cast or dropout, an input).
+_FRESH_FUNCTIONS = {operator.add, operator.sub, operator.mul,
+                    operator.truediv, operator.floordiv, operator.pow,
+                    operator.neg, operator.matmul, torch.add, torch.sub,
+                    torch.mul, torch.div, torch.matmul, torch.bmm, torch.exp,
+                    torch.log, torch.tanh, torch.sigmoid, torch.sqrt,
+                    torch.rsqrt, torch.cat, torch.ones, torch.zeros,
+                    torch.full, torch.ones_like, torch.zeros_like,
+                    torch.full_like, torch.clone, torch.nn.functional.linear}
+_FRESH_METHODS = {"add", "sub", "mul", "div", "matmul", "pow", "exp", "log",
+                  "tanh", "sigmoid", "sqrt", "rsqrt", "neg", "clone"}
 
 
-def may_alias(node):
-    """Whether `node`'s result may share memory with another value: a view,
-    or a method that returns its input where nothing changes."""
-    return is_view(node) or node.op == "call_method" and (
-        node.target in _ALIASING_METHODS) or (
-        node.op == "call_function" and node.target is torch.detach)
+def is_fresh(node):
+    """Whether `node` makes a tensor that shares memory with no other."""
+    return (node.op == "call_function" and node.target in _FRESH_FUNCTIONS
+            or node.op == "call_method" and node.target in _FRESH_METHODS)
 
 
 def _global_state_targets():

@@ -174,11 +174,19 @@ class Converter:
             return convert(*args, **kwargs)
         raise Unsupported(f"fx op {node.op}")
 
-    def _filled(self, target, *args, dtype=None, **_):
+    def _filled(self, target, *args, dtype=None, size=None, fill_value=None,
+                **_):
         """torch.ones, zeros and full: a constant expanded to the size (its
         dtype torch's: float32 for ones and zeros, else the fill's kind)."""
-        size, fill = (args[0], args[1]) if target is torch.full else (
-            args, _FILLED[target])
+        if target is torch.full:
+            given = dict(zip(("size", "fill_value"), args))
+            size = given.get("size", size)
+            fill = given.get("fill_value", fill_value)
+        else:
+            size, fill = (args if size is None else size), _FILLED[target]
+        if size is None or not isinstance(fill, (bool, int, float)):
+            raise Unsupported(f"torch.{target.__name__} without a size and "
+                              "a number to fill with")
         if len(size) == 1 and isinstance(size[0], (list, tuple, torch.Size)):
             size = size[0]
         if dtype is not None:
@@ -192,16 +200,29 @@ class Converter:
         return self.graph.constant(fill, dt).expand(tuple(size))
 
     def _in_place(self, node, target, other):
-        """`a += b` (and -=, *=, /=) on a value nothing else reads: the
-        out-of-place op. Where anything else reads `a` (or `a` is an input,
-        which the caller sees change) the update is left to PyTorch."""
+        """`a += b` (and -=, *=, /=) on a fresh value nothing else reads:
+        the out-of-place op, in a's dtype and shape as torch keeps them.
+        Where anything else reads `a`, or `a` may share memory with another
+        value (an input, a view, a method that may return its input), the
+        update is left to PyTorch; so are the updates torch refuses (a float
+        result into an integer tensor, a broadcast that grows `a`)."""
         first = node.args[0]
         if (not isinstance(first, torch.fx.Node) or len(first.users) != 1
-                or first.op in ("placeholder", "get_attr")
-                or kpartition.may_alias(first)):
+                or not kpartition.is_fresh(first)):
             raise Unsupported("an in-place update of a value read elsewhere "
-                              "or of a view")
-        return _FUNCTIONS[_IN_PLACE[node.target]](target, other)
+                              "or that may share memory with another")
+        if not isinstance(target, self.tensor_type):
+            raise Unsupported("an in-place update of a host value")
+        result = _FUNCTIONS[_IN_PLACE[node.target]](target, other)
+        if tuple(result.shape) != tuple(target.shape):
+            raise Unsupported(f"an in-place update that would grow "
+                              f"{list(target.shape)} to {list(result.shape)}")
+        if result.dtype != target.dtype:
+            if not target.dtype.is_floating_point:
+                raise Unsupported(f"an in-place update of a {target.dtype} "
+                                  f"tensor by a {result.dtype} result")
+            result = result.to(target.dtype)
+        return result
 
     def _arange(self, *bounds, start=None, end=None, step=None,
                 dtype=None, **_):
@@ -437,7 +458,9 @@ def _training_dropout(gm, node):
     nn.Dropout), or None."""
     if node.op == "call_module":
         module = gm.get_submodule(node.target)
-        if isinstance(module, torch.nn.Dropout) and module.training:
+        # In place, its input changes too: left to PyTorch.
+        if isinstance(module, torch.nn.Dropout) and module.training and \
+                not module.inplace:
             return module.p or None
         return None
     if node.op != "call_function" or node.target is not \

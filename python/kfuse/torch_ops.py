@@ -278,8 +278,11 @@ def _new_ones(x, *size, dtype=None, **kwargs):
 def _filled_like(fill):
     """torch.zeros_like / ones_like (`fill`), or full_like (fill given): in
     the tensor's dtype unless one is asked for."""
-    def like(x, *args, dtype=None, **_):
-        value = args[0] if fill is None else fill
+    def like(x, *args, dtype=None, fill_value=None, **_):
+        value = fill if fill is not None else (
+            args[0] if args else fill_value)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise Unsupported(f"full_like with a fill of {type(value).__name__}")
         dt = x.dtype if dtype is None else _kfuse_dtype(dtype, "full_like")
         return x.graph.constant(value, dt).expand(x.shape)
     return like

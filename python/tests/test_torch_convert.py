@@ -616,6 +616,61 @@ def test_an_in_place_update_of_a_view_stays_in_pytorch():
         ktorch.Converter(gm, [torch.randn(4)]).convert()
 
 
+def _update_graph(make_target, other, dtype_of_y=None):
+    """y = x * 2 (cast to `dtype_of_y` first if given); make_target(graph,
+    y) += other; returns the update."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    if dtype_of_y is not None:
+        x = graph.call_method("to", (x, dtype_of_y))
+    y = graph.call_function(operator.mul, (x, 2))
+    target = make_target(graph, y)
+    graph.output(graph.call_function(operator.iadd, (target, other)))
+    return torch.fx.GraphModule(nn.Module(), graph)
+
+
+@pytest.mark.parametrize("method,args", [("narrow", (0, 0, 2)), ("t", ()),
+                                         ("contiguous", ()), ("float", ())])
+def test_an_in_place_update_of_what_may_share_memory_stays_in_pytorch(
+        method, args):
+    gm = _update_graph(lambda g, y: g.call_method(method, (y,) + args), 1)
+    with pytest.raises(ktorch.Unsupported, match="in-place"):
+        ktorch.Converter(gm, [torch.randn(4, 4)]).convert()
+
+
+def test_an_in_place_update_keeps_its_dtype_and_shape_as_torch_does():
+    keep = lambda g, y: y  # noqa: E731
+    x = torch.randn(4, 4)
+    # float16 += float32: computed in float32, stored as float16.
+    converter = ktorch.Converter(_update_graph(keep, 0.5, torch.float16), [x])
+    converter.convert()
+    assert converter.graph.outputs[0][1] == kfuse.dtypes.float16
+    # Updates torch refuses are refused, not made out of place: a float
+    # into integers, a broadcast that grows the target.
+    gm = _update_graph(keep, 0.5, torch.int64)
+    with pytest.raises(ktorch.Unsupported, match="in-place"):
+        ktorch.Converter(gm, [x]).convert()
+    graph = torch.fx.Graph()
+    a, b = graph.placeholder("a"), graph.placeholder("b")
+    doubled = graph.call_function(operator.mul, (a, 2))
+    graph.output(graph.call_function(operator.iadd, (doubled, b)))
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    with pytest.raises(ktorch.Unsupported, match="in-place"):
+        ktorch.Converter(gm, [torch.randn(4), torch.randn(3, 4)]).convert()
+
+
+def test_filled_tensors_take_their_arguments_by_keyword():
+    class Filled(nn.Module):
+        def forward(self, x):
+            return (x + torch.zeros(size=(2, 3)) +
+                    torch.full(size=(2, 3), fill_value=1.5) +
+                    torch.full_like(x, fill_value=2.0))
+
+    x = torch.randn(2, 3)
+    got = evaluate_converted(Filled(), x)
+    assert relative_error(got, Filled()(x)) < 1e-12
+
+
 def test_torch_min_as_a_reduction_is_left_to_pytorch():
     class RowMin(nn.Module):
         def forward(self, x):
@@ -776,6 +831,24 @@ class DoubledDropout(nn.Module):
 
     def forward(self, x):
         return self.drop(x * 2) + F.dropout(x, 0.25, training=True) * 0
+
+
+def test_an_in_place_training_dropout_stays_in_pytorch():
+    # nn.Dropout(inplace=True) changes its input too, which h - y reads.
+    class InPlace(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.drop = nn.Dropout(0.5, inplace=True)
+
+        def forward(self, x):
+            h = x * 2
+            return h - self.drop(h)
+
+    torch.manual_seed(8)
+    x = torch.randn(32, 32)
+    compiled = ktorch.compile(InPlace().train(), (x,), fallback=True,
+                              reference=True)
+    assert torch.count_nonzero(compiled(x)) == 0
 
 
 def test_training_dropout_fuses_with_a_seed_and_its_mask_in_the_backward():
