@@ -69,6 +69,34 @@ def is_global_state(node):
     return node.op == "call_function" and node.target in _GLOBAL_STATE
 
 
+_IN_PLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul,
+                       operator.itruediv, operator.ifloordiv, operator.imod,
+                       operator.ipow, operator.iand, operator.ior,
+                       operator.ixor, operator.ilshift, operator.irshift,
+                       operator.imatmul}
+
+
+def mutates(node, gm=None):
+    """Whether `node` may change a tensor in place: an augmented operator,
+    a method such as add_, an op or module told inplace=True."""
+    if node.kwargs.get("inplace") is True:
+        return True
+    if node.op == "call_function":
+        return node.target in _IN_PLACE_OPERATORS
+    if node.op == "call_method":
+        return node.target.endswith("_") and not node.target.startswith("_")
+    if node.op == "call_module" and gm is not None:
+        return getattr(gm.get_submodule(node.target), "inplace", False) is True
+    return False
+
+
+def is_wall(node, converted, gm=None):
+    """A node no kfuse part may span: a grad-mode or autocast switch, or an
+    in-place update left to PyTorch."""
+    return is_global_state(node) or (node not in converted
+                                     and mutates(node, gm))
+
+
 def autocast_enabled(node):
     """Whether `node` enters an autocast region that casts (Dynamo's
     _enter_autocast(device, dtype, enabled, cache))."""
@@ -155,10 +183,12 @@ def _levels(gm, converted):
     under no_grad) is a wall: it and every node after it lie above every
     node before it, so that no part runs on both sides of it (each part
     runs in one mode: split_module repeats the switch at the start of the
-    parts after it, and wants the switches' parts in increasing order)."""
+    parts after it, and wants the switches' parts in increasing order).
+    So is an in-place update left to PyTorch: what reads the memory it
+    changes must run after it, and what comes before, before."""
     level, wall, highest = {}, 0, 0
     for node in gm.graph.nodes:
-        if is_global_state(node):
+        if is_wall(node, converted, gm):
             wall = highest + 1
             level[node] = highest = wall
             continue
@@ -216,11 +246,31 @@ def _views_alone_to_pytorch(where, tensors):
             where[node] = number + 1
 
 
+def _update_through_pytorch(gm, converted, tensors, reasons):
+    """An in-place update left to PyTorch writes through its target to the
+    tensor the target views: the views between (and any op that may return
+    its input) run in PyTorch too, on the tensor kfuse gave it, not on a
+    copy kfuse made."""
+    for node in gm.graph.nodes:
+        if node in converted or not mutates(node, gm) or not node.args:
+            continue
+        target = node.args[0]
+        while (isinstance(target, torch.fx.Node) and target in converted
+               and target.op in ("call_function", "call_method")
+               and not is_fresh(target)):
+            converted.discard(target)
+            tensors.discard(target)
+            reasons[target] = (f"{target.format_node()}: an in-place update "
+                               "left to PyTorch writes through it")
+            target = target.args[0] if target.args else None
+
+
 def assign(gm, converter):
     """partition's decisions before the split: ({node: its part's number},
     the names of kfuse's submodules, [why for each node left to PyTorch
     that computes something])."""
     converted, tensors, reasons = judge(converter)
+    _update_through_pytorch(gm, converted, tensors, reasons)
     level = _levels(gm, converted)
     by_level = {}
     for node in converted:
@@ -230,7 +280,7 @@ def assign(gm, converter):
             for n in nodes}
     where = {n: 2 * level[n] + (n in kept) for n in gm.graph.nodes
              if n.op not in ("placeholder", "get_attr", "output")}
-    if any(is_global_state(n) for n in where):
+    if any(is_wall(n, converted, gm) for n in where):
         _increasing(where)
         _views_alone_to_pytorch(where, tensors)
     parts = sorted({f"submod_{where[n]}" for n in where if where[n] % 2})

@@ -523,7 +523,9 @@ def _partitioned(gm, example_inputs, compile_options, reference=False,
     if not any("example_value" in n.meta or "val" in n.meta
                for n in gm.graph.nodes
                if not n.meta.get("kfuse_seed")):  # traced, not by Dynamo
-        ShapeProp(gm).propagate(*example_inputs)
+        # On copies: a graph may update its inputs in place.
+        ShapeProp(gm).propagate(*(t.clone() if isinstance(t, torch.Tensor)
+                                  else t for t in example_inputs))
     fused, parts, why = kpartition.partition(gm, Converter(gm, example_inputs))
     for name in parts:
         setattr(fused, name, _Part(getattr(fused, name), compile_options,

@@ -671,6 +671,33 @@ def test_filled_tensors_take_their_arguments_by_keyword():
     assert relative_error(got, Filled()(x)) < 1e-12
 
 
+def _updating_graph(through_view):
+    """h = x * 2; (a view of h, or the input x) += 100; then h + 1 and the
+    updated value: reads before and after an update PyTorch makes."""
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    h = graph.call_function(operator.mul, (x, 2))
+    target = graph.call_method("view", (h, -1)) if through_view else x
+    updated = graph.call_function(operator.iadd, (target, 100))
+    later = graph.call_function(operator.add, (h, 1))
+    graph.output((later, updated))
+    return torch.fx.GraphModule(nn.Module(), graph)
+
+
+@pytest.mark.parametrize("through_view", [True, False])
+def test_an_update_left_to_pytorch_keeps_the_graphs_order(through_view):
+    # Through a view of h, the update changes h, which h + 1 then reads:
+    # the view stays with PyTorch (a copy in kfuse would take the update)
+    # and h + 1 runs after it. Of the input x, h read x before it.
+    x = torch.randn(4)
+    want = _updating_graph(through_view)(x.clone())
+    compiled, _, _ = ktorch._partitioned(_updating_graph(through_view), [x],
+                                         {}, reference=True)
+    got = compiled(x.clone())
+    for g, w in zip(got, want):
+        assert relative_error(g.double().numpy(), w) < 1e-12
+
+
 def test_torch_min_as_a_reduction_is_left_to_pytorch():
     class RowMin(nn.Module):
         def forward(self, x):
