@@ -214,10 +214,14 @@ def partition(gm, converter):
     something]). Sizes go with the part that computes them: kfuse knows
     them once it knows the shapes."""
     where, parts, why = assign(gm, converter)
-    # In graph order, or the parts after a grad-mode switch may run
-    # before the ones it follows.
-    return (split_module(gm, gm, where.__getitem__, keep_original_order=True),
-            parts, why)
+    # Where the numbers never decrease in graph order (as walls make them),
+    # the parts run in that order, or the parts after a grad-mode switch
+    # may run before the ones it follows; elsewhere in split_module's
+    # topological order (a part can start before a lower one it reads).
+    numbers = [where[n] for n in gm.graph.nodes if n in where]
+    in_order = numbers == sorted(numbers)
+    return (split_module(gm, gm, where.__getitem__,
+                         keep_original_order=in_order), parts, why)
 
 
 def _increasing(where):

@@ -698,6 +698,23 @@ def test_an_update_left_to_pytorch_keeps_the_graphs_order(through_view):
         assert relative_error(g.double().numpy(), w) < 1e-12
 
 
+def test_parts_run_after_the_parts_they_read():
+    # Part 3 (x.flip() + 1, then + exp(x)) starts before part 1 (exp(x))
+    # in graph order but reads it.
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    flipped = graph.call_function(torch.flip, (x, [0]))
+    d = graph.call_function(operator.add, (flipped, 1))
+    a = graph.call_function(torch.exp, (x,))
+    graph.output(graph.call_function(operator.add, (d, a)))
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    x = torch.randn(4)
+    compiled, parts, _ = ktorch._partitioned(gm, [x], {}, reference=True)
+    assert parts == 2
+    want = x.flip(0) + 1 + x.exp()
+    assert relative_error(compiled(x).double().numpy(), want) < 1e-12
+
+
 def test_torch_min_as_a_reduction_is_left_to_pytorch():
     class RowMin(nn.Module):
         def forward(self, x):
