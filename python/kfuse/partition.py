@@ -73,7 +73,7 @@ _IN_PLACE_OPERATORS = {operator.iadd, operator.isub, operator.imul,
                        operator.itruediv, operator.ifloordiv, operator.imod,
                        operator.ipow, operator.iand, operator.ior,
                        operator.ixor, operator.ilshift, operator.irshift,
-                       operator.imatmul}
+                       operator.imatmul, operator.setitem}
 
 
 def mutates(node, gm=None):

@@ -698,6 +698,23 @@ def test_an_update_left_to_pytorch_keeps_the_graphs_order(through_view):
         assert relative_error(g.double().numpy(), w) < 1e-12
 
 
+@pytest.mark.skipif(int(torch.__version__.split(".")[0]) < 2,
+                    reason="PyTorch 1's split_module cannot make a part "
+                           "without outputs (the item set)")
+def test_an_item_set_by_pytorch_is_seen_by_later_reads():
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    h = graph.call_function(operator.mul, (x, 2))
+    graph.call_function(operator.setitem, (h, 0, 5.0))
+    graph.output(graph.call_function(operator.add, (h, 1)))
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    x = torch.randn(4)
+    compiled, _, _ = ktorch._partitioned(gm, [x], {}, reference=True)
+    want = x * 2 + 1
+    want[0] = 6
+    assert relative_error(compiled(x).double().numpy(), want) < 1e-12
+
+
 def test_parts_run_after_the_parts_they_read():
     # Part 3 (x.flip() + 1, then + exp(x)) starts before part 1 (exp(x))
     # in graph order but reads it.
