@@ -177,7 +177,8 @@ class Converter:
     def _filled(self, target, *args, dtype=None, size=None, fill_value=None,
                 **_):
         """torch.ones, zeros and full: a constant expanded to the size (its
-        dtype torch's: float32 for ones and zeros, else the fill's kind)."""
+        dtype torch's: the default float dtype for ones and zeros, else the
+        fill's kind)."""
         if target is torch.full:
             given = dict(zip(("size", "fill_value"), args))
             size = given.get("size", size)
@@ -196,7 +197,7 @@ class Converter:
         elif isinstance(fill, int) and target is torch.full:
             dt = dtypes.int64
         else:
-            dt = dtypes.float32
+            dt = _kfuse_dtype(torch.get_default_dtype(), target.__name__)
         return self.graph.constant(fill, dt).expand(tuple(size))
 
     def _in_place(self, node, target, other):

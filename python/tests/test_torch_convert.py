@@ -732,6 +732,21 @@ def test_parts_run_after_the_parts_they_read():
     assert relative_error(compiled(x).double().numpy(), want) < 1e-12
 
 
+def test_filled_tensors_take_the_default_dtype():
+    class Ones(nn.Module):
+        def forward(self, x):
+            return x * torch.ones(3)
+
+    gm = torch.fx.symbolic_trace(Ones())
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)  # which kfuse has not
+    try:
+        with pytest.raises(ktorch.Unsupported, match="float64"):
+            ktorch.Converter(gm, [torch.randn(3)]).convert()
+    finally:
+        torch.set_default_dtype(previous)
+
+
 def test_torch_min_as_a_reduction_is_left_to_pytorch():
     class RowMin(nn.Module):
         def forward(self, x):
