@@ -49,6 +49,24 @@ _FRESH_METHODS = {"add", "sub", "mul", "div", "matmul", "pow", "exp", "log",
                   "tanh", "sigmoid", "sqrt", "rsqrt", "neg", "clone"}
 
 
+# What may return its input itself, or a view of it, rather than a new
+# tensor (`x.to(x.dtype)`, a contiguous `x.contiguous()`, dropout in eval).
+_ALIASING_METHODS = {"to", "float", "half", "bfloat16", "long", "int", "bool",
+                     "type_as", "detach", "expand_as", "view_as", "contiguous",
+                     "narrow", "t", "select", "unflatten", "diagonal"}
+_ALIASING_FUNCTIONS = {torch.detach, torch.narrow, torch.t, torch.select,
+                       torch.diagonal, torch.nn.functional.dropout}
+
+
+def may_alias(node):
+    """Whether `node`'s result may share memory with one of its inputs."""
+    return (is_view(node) or mutates(node)
+            or node.op == "call_method" and node.target in _ALIASING_METHODS
+            or node.op == "call_function"
+            and node.target in _ALIASING_FUNCTIONS
+            or node.op == "call_module")
+
+
 def is_fresh(node):
     """Whether `node` makes a tensor that shares memory with no other."""
     return (node.op == "call_function" and node.target in _FRESH_FUNCTIONS
@@ -253,15 +271,14 @@ def _views_alone_to_pytorch(where, tensors):
 def _update_through_pytorch(gm, converted, tensors, reasons):
     """An in-place update left to PyTorch writes through its target to the
     tensor the target views: the views between (and any op that may return
-    its input) run in PyTorch too, on the tensor kfuse gave it, not on a
-    copy kfuse made."""
+    its input or a view of it) run in PyTorch too, on the tensor kfuse gave
+    it, not on a copy kfuse made."""
     for node in gm.graph.nodes:
         if node in converted or not mutates(node, gm) or not node.args:
             continue
         target = node.args[0]
         while (isinstance(target, torch.fx.Node) and target in converted
-               and target.op in ("call_function", "call_method")
-               and not is_fresh(target)):
+               and may_alias(target)):
             converted.discard(target)
             tensors.discard(target)
             reasons[target] = (f"{target.format_node()}: an in-place update "
