@@ -89,6 +89,17 @@ public:
       take(v);
   }
 
+  /// Whether a comparison reads `v` (as the forward computed it).
+  bool isExact(Value v) const { return exactValues.contains(v); }
+
+  /// Replaces what decisions says of `v` (or adds it).
+  void redecide(Value v, StringRef what) {
+    auto [it, added] = decisionOf.insert({v, decisions.size()});
+    if (added)
+      decisions.emplace_back();
+    decisions[it->second] = describe(v, what);
+  }
+
   size_t numInputs;
   llvm::DenseSet<Operation *> forwardOps, recomputed;
   llvm::SetVector<Value> saved;
@@ -201,15 +212,21 @@ private:
                 : "saved: recomputing it would need at least as many bytes saved");
   }
 
-  void note(Value v, StringRef what) {
+  static std::string describe(Value v, StringRef what) {
     std::string line;
     llvm::raw_string_ostream os(line);
     os << v.getDefiningOp()->getName() << " -> " << v.getType() << ": "
        << what;
-    decisions.push_back(line);
+    return line;
+  }
+
+  void note(Value v, StringRef what) {
+    decisionOf[v] = decisions.size();
+    decisions.push_back(describe(v, what));
   }
 
   llvm::DenseSet<Value> forwardOutputs, exactValues, cutSaved;
+  llvm::DenseMap<Value, size_t> decisionOf;
   std::vector<std::pair<Value, bool>> required;
   llvm::MapVector<Value, size_t> index;
 };
@@ -324,6 +341,7 @@ public:
     for (Value gradient : gradients()) // a gradient that is a forward value
       plan.require(gradient);
     plan.solve();
+    saveMaterializedViews();
     passInputsForSymbols();
   }
 
@@ -387,6 +405,122 @@ public:
   }
 
 private:
+  /// A saved value that the forward reads only through reshapes and
+  /// transposes into a matmul operand (an attention's output, its heads
+  /// merged for the output projection) is saved as that view: the forward
+  /// writes the view anyway, and the value too only to save it (the
+  /// attention stores the view directly when nothing else reads its
+  /// result). The backward reads the value back through the inverse views,
+  /// in place, where it copied the view again for its own matmul.
+  void saveMaterializedViews() {
+    SmallVector<Value> order(plan.saved.begin(), plan.saved.end());
+    bool changed = false;
+    for (Value &v : order) {
+      SmallVector<Operation *> chain = viewChainToMatmul(v);
+      if (chain.empty())
+        continue;
+      Value view = chain.back()->getResult(0);
+      readThroughInverseViews(chain);
+      std::string text;
+      llvm::raw_string_ostream os(text);
+      os << "saved as its view " << view.getType() << " that a matmul reads, "
+         << "which the forward writes anyway; the backward reads it back "
+            "through the inverse views";
+      plan.redecide(v, text);
+      for (Operation *op : chain)
+        plan.redecide(op->getResult(0),
+                      op == chain.back() ? "saved: the view of a value saved "
+                                           "as it"
+                                         : "read back through inverse views");
+      v = view;
+      changed = true;
+    }
+    if (!changed)
+      return;
+    plan.saved.clear();
+    plan.saved.insert(order.begin(), order.end());
+  }
+
+  /// The reshapes and transposes, one a transpose, through which the
+  /// forward reads saved value `v` (each value of the chain read by the
+  /// next alone) into a matmul operand; empty if there are none.
+  SmallVector<Operation *> viewChainToMatmul(Value v) {
+    auto isStatic = [](Value x) {
+      return mlir::cast<RankedTensorType>(x.getType()).hasStaticShape();
+    };
+    auto isOutput = [&](Value x) {
+      return llvm::is_contained(forwardResults(), x);
+    };
+    if (isOutput(v) || plan.isExact(v) || !isStatic(v))
+      return {};
+    SmallVector<Operation *> chain;
+    bool transposes = false;
+    for (Value at = v;;) {
+      SmallVector<OpOperand *> reads;
+      for (OpOperand &use : at.getUses())
+        if (plan.forwardOps.contains(use.getOwner()))
+          reads.push_back(&use);
+      if (reads.size() != 1)
+        return {};
+      Operation *user = reads.front()->getOwner();
+      if (isa<kf::MatmulOp>(user))
+        return transposes && reads.front()->getOperandNumber() < 2
+                   ? chain
+                   : SmallVector<Operation *>();
+      if (!isa<kf::ReshapeOp, kf::TransposeOp>(user) ||
+          isOutput(user->getResult(0)) || !isStatic(user->getResult(0)))
+        return {};
+      transposes |= isa<kf::TransposeOp>(user);
+      chain.push_back(user);
+      at = user->getResult(0);
+    }
+  }
+
+  /// The backward's readers of the values `chain` reads (its first operand
+  /// and the values between its views) read them back from the chain's
+  /// last value through inverse views, built right after it; the chain is
+  /// not recomputed.
+  void readThroughInverseViews(ArrayRef<Operation *> chain) {
+    OpBuilder b(chain.back()->getContext());
+    b.setInsertionPointAfter(chain.back());
+    Value back = chain.back()->getResult(0);
+    SmallVector<Operation *> inverses;
+    for (Operation *op : llvm::reverse(chain)) {
+      plan.recomputed.erase(op);
+      Value in = op->getOperand(0);
+      Operation *inverse = inverseView(b, op, back);
+      backwardOps.insert(inverse);
+      inverses.push_back(inverse);
+      in.replaceUsesWithIf(inverse->getResult(0), [&](OpOperand &use) {
+        return use.getOwner() != inverse &&
+               backwardOps.contains(use.getOwner());
+      });
+      back = inverse->getResult(0);
+    }
+    // Inverses nothing reads, from the one nearest the value.
+    for (Operation *inverse : llvm::reverse(inverses))
+      if (inverse->use_empty()) {
+        backwardOps.erase(inverse);
+        inverse->erase();
+      }
+  }
+
+  /// The view undoing reshape or transpose `op`, of `from` (its result's
+  /// shape).
+  static Operation *inverseView(OpBuilder &b, Operation *op, Value from) {
+    Type type = op->getOperand(0).getType();
+    if (auto transpose = dyn_cast<kf::TransposeOp>(op)) {
+      ArrayRef<int64_t> perm = transpose.getPerm();
+      SmallVector<int64_t> inverse(perm.size());
+      for (auto [i, p] : llvm::enumerate(perm))
+        inverse[p] = int64_t(i);
+      return kf::TransposeOp::create(b, op->getLoc(), type, from,
+                                     b.getDenseI64ArrayAttr(inverse));
+    }
+    return kf::ReshapeOp::create(b, op->getLoc(), type, from,
+                                 /*dim_symbols=*/nullptr);
+  }
+
   /// A symbolic dim the backward needs is bound by one of its inputs: a
   /// forward input that alone has it is passed too.
   void passInputsForSymbols() {

@@ -127,11 +127,12 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
 /// `g` compiled fused (with `options`) and timed on zeroed buffers
 /// (buffersFor), or on the inputs `values` makes where it is set: its
 /// median ms, its kernels and the bytes of its inputs and outputs
-/// (Main.cpp).
+/// (Main.cpp). With `profile`, also each kernel's place on the roofline.
 Expected<double> timeOnZeros(
     const Graph &g, int &kernels, double &bytes,
     const CompileOptions &options = {},
-    const std::function<std::vector<HostTensor>(const Graph &)> &values = {});
+    const std::function<std::vector<HostTensor>(const Graph &)> &values = {},
+    std::vector<KernelProfile> *profile = nullptr);
 
 /// The sizes of a tensor of static shape, and its bytes.
 std::vector<int64_t> staticShape(const TensorInfo &info, uint64_t &bytes);

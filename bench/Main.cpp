@@ -115,7 +115,8 @@ timeFusedAndUnfused(const Graph &g, const std::vector<DeviceTensor> &inputs,
 /// its kernels and the bytes of its inputs and outputs.
 Expected<double> timeOnZeros(
     const Graph &g, int &kernels, double &bytes, const CompileOptions &options,
-    const std::function<std::vector<HostTensor>(const Graph &)> &values) {
+    const std::function<std::vector<HostTensor>(const Graph &)> &values,
+    std::vector<KernelProfile> *profile) {
   Expected<Buffers> buffers = buffersFor(g);
   if (!buffers)
     return buffers.error();
@@ -140,6 +141,14 @@ Expected<double> timeOnZeros(
        at = fused->find("kf.kernel ", at + 1))
     ++kernels;
   bytes = double(buffers->bytes);
+  if (profile) {
+    Expected<std::vector<KernelProfile>> kernels =
+        exe->profile(buffers->in.data(), buffers->in.size(),
+                     buffers->out.data(), buffers->out.size(), 20);
+    if (!kernels)
+      return kernels.error();
+    *profile = kernels.take();
+  }
   return medianMs([&] {
     return exe->run(buffers->in.data(), buffers->in.size(),
                     buffers->out.data(), buffers->out.size());

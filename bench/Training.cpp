@@ -159,6 +159,8 @@ std::vector<TrainingWorkload> trainingWorkloads() {
 struct TrainingRow {
   double forwardMs = 0, backwardMs = 0, floorMs = 0, savedBytes = 0;
   int forwardKernels = 0, backwardKernels = 0;
+  /// The block's forward and backward kernels one by one.
+  std::vector<KernelProfile> forwardProfile, backwardProfile;
   /// eager and torch.compile ms; the bytes eager's forward saves and
   /// torch.compile's forward holds for the backward.
   std::vector<double> peer;
@@ -178,13 +180,15 @@ Expected<TrainingRow> measure(const TrainingWorkload &w, double copyGBs,
   options.deterministic = w.deterministic;
   options.attentionGradTma = w.attentionGradTma;
   Expected<double> backward = timeOnZeros(
-      split->backward, row.backwardKernels, backwardBytes, options, w.inputs);
+      split->backward, row.backwardKernels, backwardBytes, options, w.inputs,
+      w.withForward ? &row.backwardProfile : nullptr);
   if (!backward)
     return backward.error();
   row.backwardMs = *backward;
   if (w.withForward) {
     Expected<double> ms =
-        timeOnZeros(split->forward, row.forwardKernels, forwardBytes);
+        timeOnZeros(split->forward, row.forwardKernels, forwardBytes, {}, {},
+                    &row.forwardProfile);
     if (!ms)
       return ms.error();
     row.forwardMs = *ms;
@@ -234,6 +238,13 @@ int runTraining(const std::string &only, bool list, double copyGBs,
                     r.backwardMs, r.floorMs, r.peer[0], r.peer[1],
                     kfuse / r.floorMs, r.peer[1] ? r.peer[1] / kfuse : 0.0,
                     r.savedBytes / 1e6, r.peer[2] / 1e6, r.peer[3] / 1e6);
+        for (auto [pass, kernels] :
+             {std::pair{"forward", &r.forwardProfile},
+              std::pair{"backward", &r.backwardProfile}})
+          for (const KernelProfile &k : *kernels)
+            std::printf("  %-8s %-40s %9.4f ms %7.0f TFLOP/s %6.0f GB/s  %s\n",
+                        pass, k.name.c_str(), k.ms, k.tflopPerSecond,
+                        k.gbPerSecond, k.bound.c_str());
       });
 }
 

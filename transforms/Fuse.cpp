@@ -18,6 +18,9 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/SmallPtrSet.h"
 
+#include <map>
+#include <set>
+
 namespace kfuse::kf {
 #define GEN_PASS_DEF_KFFUSEPASS
 #include "transforms/Passes.h.inc"
@@ -121,6 +124,15 @@ private:
   std::map<int, SmallVector<Operation *>> members;
 };
 
+/// The users of `op` that decide its kernel: an attention's kernel writes
+/// its log-sum-exp as a result of its own wherever it is read, so its
+/// output's users alone.
+SmallVector<Operation *> placingUsers(Operation *op) {
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return llvm::to_vector(attention.getResult().getUsers());
+  return llvm::to_vector(op->getUsers());
+}
+
 /// The kernel that `op` joins in a fused partition (none: a kernel of its
 /// own), the kernel of all its users when it can join it; `reason` says
 /// why or why not.
@@ -131,7 +143,7 @@ joinedKernel(Operation &op, Partition &p, std::vector<Cluster> &clusters,
   std::optional<int> target;
   bool output = false;
   reason = "it is a graph output";
-  for (Operation *user : op.getUsers()) {
+  for (Operation *user : placingUsers(&op)) {
     if (user->hasTrait<OpTrait::IsTerminator>()) {
       output = true;
       continue;
@@ -172,6 +184,50 @@ joinedKernel(Operation &op, Partition &p, std::vector<Cluster> &clusters,
   return target;
 }
 
+/// Whether `op` could join kernel `k` were the uses of it in `k` all it
+/// had: a copy of it with those uses is tried, then erased (the rules
+/// follow a view's uses to the attention operands it becomes).
+bool copyJoins(Operation &op, int k, const Partition &p,
+               const std::vector<Cluster> &clusters) {
+  OpBuilder b(op.getContext());
+  b.setInsertionPointAfter(&op);
+  Operation *copy = b.clone(op);
+  SmallVector<OpOperand *> moved;
+  for (OpOperand &use : llvm::make_early_inc_range(op.getUses()))
+    if (p.kernelOf.lookup(use.getOwner()) == k) {
+      use.set(copy->getResult(0));
+      moved.push_back(&use);
+    }
+  Cluster trial = clusters[k];
+  bool joins = canJoin(copy, trial).first;
+  for (OpOperand *use : moved)
+    use->set(op.getResult(0));
+  copy->erase();
+  return joins;
+}
+
+/// Whether view `op`, read by ops of several kernels (none of them a graph
+/// output), could join each of those kernels: each would then read it in
+/// place, where else one kernel of its own copies it to memory for all
+/// (the attention backward's dout, split into heads, is read by the
+/// kernel of rowsum(dout * out) and by the attention's).
+bool eachReaderTakesView(Operation &op, const Partition &p,
+                         const std::vector<Cluster> &clusters,
+                         const llvm::SmallPtrSetImpl<Operation *> &isolated) {
+  if (!isViewOp(&op) || isolated.contains(&op))
+    return false;
+  std::set<int> kernels;
+  for (Operation *user : op.getUsers()) {
+    auto it = p.kernelOf.find(user);
+    if (it == p.kernelOf.end())
+      return false;
+    kernels.insert(it->second);
+  }
+  return kernels.size() > 1 && llvm::all_of(kernels, [&](int k) {
+           return copyJoins(op, k, p, clusters);
+         });
+}
+
 /// One greedy pass; ops in `isolated` start kernels of their own.
 Partition partitionOnce(Block &body, bool fused,
                         const llvm::SmallPtrSetImpl<Operation *> &isolated) {
@@ -188,6 +244,8 @@ Partition partitionOnce(Block &body, bool fused,
     std::string reason = "unfused mode: one kernel per op";
     std::optional<int> target =
         fused ? joinedKernel(op, p, clusters, isolated, reason) : std::nullopt;
+    if (fused && !target && eachReaderTakesView(op, p, clusters, isolated))
+      p.sharedViews.push_back(&op);
     for (Operation *user : op.getUsers())
       if (p.kernelOf.count(user))
         p.decisions.push_back({&op, user, target.has_value(), reason});
@@ -291,7 +349,7 @@ findUnwritableOutputs(Block &body, const Partition &p,
       if (!rows)
         rows = rowOpSpace(op);
     for (Operation *op : ops) {
-      bool output = llvm::any_of(op->getUsers(), [](Operation *user) {
+      bool output = llvm::any_of(placingUsers(op), [](Operation *user) {
         return user->hasTrait<OpTrait::IsTerminator>();
       });
       bool readInside = llvm::any_of(op->getUsers(), [&](Operation *user) {
@@ -305,7 +363,8 @@ findUnwritableOutputs(Block &body, const Partition &p,
   }
 }
 
-Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
+/// The partition of `body` as it is.
+static Partition partitionAsIs(Block &body, bool fused) {
   llvm::SmallPtrSet<Operation *, 4> isolated;
   for (;;) {
     Partition p = partitionOnce(body, fused, isolated);
@@ -313,6 +372,38 @@ Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
     findMisreadRowOps(body, p, isolated);
     findUnwritableOutputs(body, p, isolated);
     if (isolated.size() == before)
+      return p;
+  }
+}
+
+/// Gives each kernel but the first that reads one of `p.sharedViews` a
+/// copy of the view of its own (none where siblings merged its readers'
+/// kernels since); whether it made any. A copy's operand, where a view
+/// too, may be shared in turn by the next partition.
+static bool copySharedViews(const Partition &p) {
+  bool copied = false;
+  for (Operation *view : p.sharedViews) {
+    std::map<int, SmallVector<OpOperand *>> usesByKernel;
+    for (OpOperand &use : view->getUses())
+      usesByKernel[p.kernelOf.lookup(use.getOwner())].push_back(&use);
+    OpBuilder b(view->getContext());
+    b.setInsertionPointAfter(view);
+    for (auto &[kernel, uses] : llvm::drop_begin(usesByKernel)) {
+      Operation *copy = b.clone(*view);
+      for (OpOperand *use : uses)
+        use->set(copy->getResult(0));
+      copied = true;
+    }
+  }
+  return copied;
+}
+
+Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
+  // A chain of views shared by k kernels is copied one view a round; a
+  // copy has fewer uses than its view, so the rounds end.
+  for (;;) {
+    Partition p = partitionAsIs(body, fused);
+    if (!copySharedViews(p))
       return p;
   }
 }
@@ -361,21 +452,30 @@ void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
   // siblings were merged), in program order; then the graph outputs that
   // ops of the kernel read too, so that the templates find the root (or
   // the siblings' roots) first.
-  // An attention with a log-sum-exp yields both: the templates write O and
-  // the log-sum-exp as results 0 and 1.
+  // An attention with a log-sum-exp yields it second: the templates write
+  // O (or the view of O that the kernel stores, its heads merged) and the
+  // log-sum-exp as results 0 and 1.
   SmallVector<Value> outputs, alsoRead;
+  Value lse;
   for (Operation *op : ops) {
     auto attention = dyn_cast<AttentionOp>(op);
-    bool both = attention && attention.getLse();
     for (Value result : op->getResults()) {
-      auto isInside = [&](Operation *user) { return inside.contains(user); };
-      if (!both && llvm::all_of(result.getUsers(), isInside))
+      if (attention && result == attention.getLse()) {
+        lse = result;
         continue;
-      (!both && llvm::any_of(result.getUsers(), isInside) ? alsoRead : outputs)
+      }
+      auto isInside = [&](Operation *user) { return inside.contains(user); };
+      // An attention writes O (result 0) even where nothing reads it.
+      bool unreadO = attention && result.use_empty();
+      if (!unreadO && llvm::all_of(result.getUsers(), isInside))
+        continue;
+      (llvm::any_of(result.getUsers(), isInside) ? alsoRead : outputs)
           .push_back(result);
     }
   }
   llvm::append_range(outputs, alsoRead);
+  if (lse)
+    outputs.insert(outputs.begin() + std::min<size_t>(1, outputs.size()), lse);
   llvm::SetVector<Value> inputs;
   llvm::SetVector<Operation *> constants;
   for (Operation *op : ops)

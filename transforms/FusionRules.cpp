@@ -235,8 +235,6 @@ std::pair<bool, std::string> canJoinAsAttention(AttentionOp op, Cluster &c) {
   if (c.kind != KernelKind::pointwise || !c.onlyViews)
     return {false, "attention kernels take no epilogue but reshapes and "
                    "transposes"};
-  if (op.getLse() && !op.getLse().use_empty())
-    return {false, "its log-sum-exp is read too"};
   std::optional<SmallVector<int64_t, 4>> strides =
       stridesWithin(op.getResult(), c.root->getResult(0));
   if (!strides || strides->back() != 1 ||

@@ -46,7 +46,13 @@ struct FusionDecision {
 struct Partition {
   llvm::DenseMap<mlir::Operation *, int> kernelOf;
   std::vector<FusionDecision> decisions;
+  /// Views (reshapes, transposes, slices) read by several kernels, each of
+  /// which could compute the view in its loads.
+  std::vector<mlir::Operation *> sharedViews;
 };
+/// The partition of `body`; where several kernels read one view in place,
+/// each first gets its own copy of the view (the body changes), rather
+/// than a kernel of its own copying the view to memory for all.
 Partition partitionForFusion(mlir::Block &body, bool fused);
 
 /// Applies `patterns` to `op` greedily and nothing else (no folding, no

@@ -157,6 +157,47 @@ TEST(TrainingSplit, AttentionSavesItsOutput) {
   expectSplitMatchesJoint(f, {});
 }
 
+/// The attention's output, its heads merged into [B, S, H D] for the output
+/// projection, is saved as that view (which the forward writes anyway):
+/// the forward writes it once, from the attention kernel, and the backward
+/// reads the output back through the inverse views.
+TEST(TrainingSplit, AttentionOutputIsSavedAsItsMergedHeads) {
+  Graph f("heads");
+  const int64_t b = 2, h = 2, s = 16, d = 8;
+  Tensor x = f.input("x", DType::bf16, {b, s, h * d});
+  Tensor w = f.input("w", DType::bf16, {h * d, h * d});
+  auto heads = [&](Tensor t) {
+    return transpose(reshape(t, {b, s, h, d}), {0, 2, 1, 3});
+  };
+  AttentionOptions causal;
+  causal.causal = true;
+  Tensor o = attention(heads(x), heads(x), heads(x), causal);
+  Tensor merged = reshape(transpose(o, {0, 2, 1, 3}), {b, s, h * d});
+  f.output("y", cast(matmul(merged, w), DType::bf16));
+  VJPOptions options{{"y"}, {"x", "w"}};
+  expectSplitMatchesJoint(f, options);
+  Expected<TrainingGraphs> split = splitVJP(f, options);
+  ASSERT_TRUE(split) << split.error().message();
+  EXPECT_TRUE(mentions(split->decisions, "kf.attention", "saved as its view"));
+  bool savedMerged = false, savedHeads = false;
+  for (const TensorInfo &out : split->forward.outputs()) {
+    savedMerged |= out.shape == Shape{b, s, h * d} && out.name != "y";
+    savedHeads |= out.shape == Shape{b, h, s, d};
+  }
+  EXPECT_TRUE(savedMerged);
+  EXPECT_FALSE(savedHeads);
+  // The attention kernel stores the merged heads (and the log-sum-exp):
+  // no kernel copies them apart.
+  CompileOptions compile;
+  compile.diskCache = false;
+  Expected<Executable> forward = Compiler(compile).compile(split->forward);
+  ASSERT_TRUE(forward) << forward.error().message();
+  Expected<std::vector<KernelReport>> kernels = forward->kernels();
+  ASSERT_TRUE(kernels);
+  Expected<std::string> fused = forward->dump(Stage::Fused);
+  EXPECT_EQ(kernels->size(), 2u) << (fused ? *fused : "");
+}
+
 // Found by kfuse-fuzz --gradients: symbolic query heads over one kv head
 // crashed the attention rule (it divided symbolic head counts).
 TEST(TrainingSplit, AttentionOverOneKvHeadWithSymbolicHeads) {

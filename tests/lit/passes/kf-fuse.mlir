@@ -457,3 +457,43 @@ func.func @column_sum_epilogue(%x: tensor<64x128xf32>, %y: tensor<64x8x16xf32>)
   %e = kf.exp %u : tensor<16x8xf32>
   return %c, %e : tensor<128xbf16>, tensor<16x8xf32>
 }
+
+// -----
+
+// A view that two kernels read, each able to read it in place: each takes
+// a copy of it, rather than a kernel of its own copying it to memory.
+// CHECK-LABEL: func.func @shared_view
+// UNFUSED-LABEL: func.func @shared_view
+// UNFUSED-COUNT-3: kf.kernel
+// CHECK: kf.kernel pointwise(%{{.*}} : tensor<64x4x32xf32>)
+// CHECK:   kf.transpose
+// CHECK:   kf.exp
+// CHECK: kf.kernel reduction(%{{.*}} : tensor<64x4x32xf32>)
+// CHECK:   kf.transpose
+// CHECK:   kf.reduce sum
+// CHECK-NOT: kf.kernel
+func.func @shared_view(%x: tensor<64x4x32xf32>) -> (tensor<4x64x32xf32>, tensor<4x64xf32>) {
+  %t = kf.transpose %x [1, 0, 2] : tensor<64x4x32xf32> -> tensor<4x64x32xf32>
+  %e = kf.exp %t : tensor<4x64x32xf32>
+  %s = kf.reduce sum %t [2] : tensor<4x64x32xf32> -> tensor<4x64xf32>
+  return %e, %s : tensor<4x64x32xf32>, tensor<4x64xf32>
+}
+
+// -----
+
+// An attention whose log-sum-exp is read (saved for the backward) still
+// stores its heads merged: the kernel yields the view first, then the
+// log-sum-exp.
+// CHECK-LABEL: func.func @merged_heads_with_lse
+// UNFUSED-LABEL: func.func @merged_heads_with_lse
+// CHECK: kf.kernel attention
+// CHECK:   kf.transpose
+// CHECK:   kf.reshape
+// CHECK:   kf.yield %{{.*}}, %lse : tensor<2x16x32xbf16>, tensor<2x4x16xf32>
+// CHECK-NOT: kf.kernel
+func.func @merged_heads_with_lse(%q: tensor<2x4x16x8xbf16>) -> (tensor<2x16x32xbf16>, tensor<2x4x16xf32>) {
+  %o, %lse = kf.attention %q, %q, %q {causal = true, scale = 0.125 : f64} : tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16> -> tensor<2x4x16x8xbf16>, tensor<2x4x16xf32>
+  %t = kf.transpose %o [0, 2, 1, 3] : tensor<2x4x16x8xbf16> -> tensor<2x16x4x8xbf16>
+  %m = kf.reshape %t : tensor<2x16x4x8xbf16> -> tensor<2x16x32xbf16>
+  return %m, %lse : tensor<2x16x32xbf16>, tensor<2x4x16xf32>
+}
