@@ -167,7 +167,8 @@ def judge(converter):
     gm = converter.gm
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     for node, value in zip(placeholders, converter.example):
-        converter.env[node] = converter._input(converter.name_of(node), value)
+        converter.env[node] = converter._input(converter.name_of(node), value,
+                                               node)
     converted, tensors, reasons = set(), set(), {}
     autocast = _autocast_regions(gm)
     for node in gm.graph.nodes:
@@ -180,7 +181,10 @@ def judge(converter):
         try:
             value = converter._node(node)
         except Exception as e:  # any failure leaves the node to PyTorch
-            reasons[node] = f"{node.format_node()}: {e}"
+            opaque = [getattr(converter.env.get(n), "why", None)
+                      for n in node.all_input_nodes]
+            why = next((w for w in opaque if isinstance(w, str)), str(e))
+            reasons[node] = f"{node.format_node()}: {why}"
             converter.env[node] = converter.stand_in(node, example_of(node))
             continue
         converter.env[node] = value

@@ -47,11 +47,15 @@ def _name(node):
 
 
 class _Opaque:
-    """The result of a node PyTorch computes whose shape is unknown: any
-    kfuse op given it fails, so its users stay in PyTorch too."""
+    """The result of a node PyTorch computes that kfuse cannot take (its
+    shape unknown, or no elements): any kfuse op given it fails, so its
+    users stay in PyTorch too. `why` says so for them."""
 
-    def __init__(self, node):
+    def __init__(self, node, what="whose shape is unknown"):
         self.node = node
+        name = node.name if node is not None else "a value"
+        self.why = f"it reads {name}, {what}"
+
 
 
 class Converter:
@@ -70,7 +74,7 @@ class Converter:
             raise Unsupported(f"{len(placeholders)} inputs in the graph, "
                               f"{len(self.example)} given")
         for node, value in zip(placeholders, self.example):
-            self.env[node] = self._input(_name(node), value)
+            self.env[node] = self._input(_name(node), value, node)
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 continue
@@ -90,18 +94,26 @@ class Converter:
     def name_of(node):
         return _name(node)
 
-    def _input(self, name, value):
+    def _input(self, name, value, node=None):
+        """The graph input for `value`; a tensor without elements (which
+        kfuse does not take) is opaque, so that its users stay in PyTorch."""
         if not isinstance(value, torch.Tensor):
             return value
+        if 0 in value.shape:
+            return _Opaque(node, "a tensor without elements")
         return self.graph.input(name, _kfuse_dtype(value.dtype, name),
                                 tuple(value.shape))
 
     def stand_in(self, node, example):
         """A graph input standing for the result of a node kfuse leaves to
         PyTorch (`example`: its shape and dtype), so that the nodes after
-        it can be judged; a value no op accepts when there is none."""
+        it can be judged; a value no op accepts when there is none (or a
+        tensor without elements: Phi-3's empty pass-through half of its
+        rotary dims)."""
         try:
             shape, dtype = example
+            if 0 in shape:
+                return _Opaque(node, "a tensor without elements")
             return self.graph.input("standin_" + _name(node),
                                     _kfuse_dtype(dtype, _name(node)), shape)
         except (TypeError, Unsupported):

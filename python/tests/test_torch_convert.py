@@ -795,7 +795,8 @@ def test_a_grad_mode_switch_is_a_wall_no_part_crosses():
         pytest.skip(f"this PyTorch ({torch.__version__}) splits no graph with "
                     "grad-mode switches (PyTorch 2 does)")
     compiled = ktorch._partitioned(gm, [x], {}, reference=True)[0]
-    assert relative_error(compiled(x).double().numpy(), 3 * x + 1) < 1e-12
+    # float32 out, float64 reference: its rounding.
+    assert relative_error(compiled(x).double().numpy(), 3 * x + 1) < 1e-6
 
 
 def test_a_part_makes_the_grad_mode_switch_split_module_gave_it():
@@ -838,7 +839,12 @@ def test_nodes_under_autocast_are_left_to_pytorch():
     graph.call_function(torch.amp._exit_autocast, (off,))
     graph.output(plain)
     gm = torch.fx.GraphModule(nn.Module(), graph)
-    where, parts, why = kpartition.assign(gm, ktorch.Converter(gm, [torch.randn(4)]))
+    x = torch.randn(4)
+    # As the backend does for a graph Dynamo did not trace: the shapes of
+    # the nodes left to PyTorch, which the nodes after them read.
+    from torch.fx.passes.shape_prop import ShapeProp
+    ShapeProp(gm).propagate(x.clone())
+    where, parts, why = kpartition.assign(gm, ktorch.Converter(gm, [x]))
     assert len(why) == 1 and "autocast" in why[0] and "exp" in why[0]
     assert where[inside] % 2 == 0  # PyTorch's
     assert where[before] % 2 == 1 and where[plain] % 2 == 1  # kfuse's
@@ -858,6 +864,10 @@ def test_a_tensor_without_elements_is_left_to_pytorch():
     ShapeProp(gm).propagate(x)
     _, _, reasons = kpartition.judge(ktorch.Converter(gm, [x]))
     assert any("zero-size" in reason for reason in reasons.values()), reasons
+    # Nor does kfuse take it as an input: the cat reading it stays with
+    # PyTorch (on the GPU, a part with an empty input failed to compile).
+    cat = next(n for n in gm.graph.nodes if n.target is torch.cat)
+    assert "without elements" in reasons.get(cat, ""), reasons
     compiled = ktorch.compile(Rotary(), (x,), fallback=True, reference=True)
     got, empty = compiled(x)
     assert empty.shape == (2, 3, 0)
