@@ -31,6 +31,14 @@
 // yields their sums over each block's rows (BlockColumnPartials); the
 // reduction kernels sum the partials.
 //
+// A column sum left on its own over many rows and few columns runs in
+// few blocks: the column template gives each 32 columns one (a bias
+// gradient of 1024 columns over 8192 rows: 32 blocks on 132 SMs, 433-865
+// GB/s on an H100). Decide: columnSplitFactor. Rewrite: a first kernel
+// sums the rows viewed as [R / k, k C] (partial j the rows r with
+// r mod k = j, so that its blocks read whole rows), the sum's kernel the
+// k partials.
+//
 //===----------------------------------------------------------------------===//
 
 #include "ir/KFDialect.h"
@@ -193,6 +201,30 @@ bool isNarrowingCopy(KernelOp user, Value product) {
          isa<FloatType>(getElementTypeOrSelf(cast.getType()));
 }
 
+/// Rows a partial of a split column sum adds at least: a full step of the
+/// column template's accumulators (32 row groups of 8).
+constexpr int64_t kMinColumnChunk = 256;
+
+/// Into how many partials to split a column sum of `rows` rows of
+/// `columns`: the smallest divisor of `rows` whose partials make two
+/// 32-column tiles an SM, each of kMinColumnChunk rows or more, else the
+/// largest that keeps such rows; 1 where the columns fill the SMs or the
+/// rows are few (the sums of partials, 2 MiB, take about a launch).
+int64_t columnSplitFactor(int64_t rows, int64_t columns, int64_t sms) {
+  int64_t tiles = (columns + 31) / 32;
+  if (tiles >= sms || rows < 8 * kMinColumnChunk)
+    return 1;
+  int64_t best = 1;
+  for (int64_t k = 2; rows / k >= kMinColumnChunk; ++k) {
+    if (rows % k)
+      continue;
+    best = k;
+    if (tiles * k >= 2 * sms)
+      break;
+  }
+  return best;
+}
+
 struct KFFuseColumnSumsPass
     : kfuse::kf::impl::KFFuseColumnSumsPassBase<KFFuseColumnSumsPass> {
   void runOnOperation() override {
@@ -208,7 +240,19 @@ struct KFFuseColumnSumsPass
       fuse(kernel);
     for (KernelOp kernel : rowKernels)
       fuseIntoRows(kernel);
+    // The column sums no kernel took.
+    SmallVector<KernelOp> reductions;
+    getOperation().walk([&](KernelOp kernel) {
+      if (kernel.getKind() == KernelKind::reduction)
+        reductions.push_back(kernel);
+    });
+    for (KernelOp kernel : reductions)
+      splitTallSum(kernel);
   }
+
+  /// Column sum `kernel` in two kernels where it has many rows and few
+  /// columns (the file comment).
+  void splitTallSum(KernelOp kernel);
 
   /// Whether `kernel` is a tensor-core matmul whose template can sum the
   /// columns of its result over groups of 16 rows.
@@ -502,6 +546,50 @@ void KFFuseColumnSumsPass::rewriteRows(KernelOp host, ArrayRef<ColumnSum> sums,
   host.erase();
 }
 
+void KFFuseColumnSumsPass::splitTallSum(KernelOp kernel) {
+  ReduceOp reduce = columnSumOf(kernel);
+  if (!reduce)
+    return;
+  ColumnSum sum{kernel, reduce, BlockArgument(), prologueOf(kernel, reduce)};
+  auto type = mlir::cast<RankedTensorType>(reduce.getInput().getType());
+  if (!type.hasStaticShape() || !onlySumSeesRows(sum))
+    return;
+  int64_t columns = type.getShape().back();
+  int64_t rows = columns ? type.getNumElements() / columns : 0;
+  int64_t k = columnSplitFactor(rows, columns, target.getMultiprocessors());
+  if (k == 1)
+    return;
+  // The first kernel: the inputs the prologue reads, its rows summed as k
+  // interleaved partials.
+  llvm::SetVector<Value> inputs;
+  for (BlockArgument arg : kernel.getBody().getArguments())
+    if (arg == reduce.getInput() ||
+        llvm::any_of(arg.getUsers(), [&](Operation *user) {
+          return llvm::is_contained(sum.prologue, user);
+        }))
+      inputs.insert(kernel.getInputs()[arg.getArgNumber()]);
+  auto block = std::make_unique<Block>();
+  IRMapping map;
+  for (BlockArgument arg : kernel.getBody().getArguments())
+    if (Value input = kernel.getInputs()[arg.getArgNumber()];
+        inputs.contains(input) && !map.contains(arg))
+      map.map(arg, block->addArgument(input.getType(), input.getLoc()));
+  OpBuilder b(kernel);
+  b.setInsertionPointToEnd(block.get());
+  Location loc = reduce.getLoc();
+  Type f32 = b.getF32Type();
+  Value view = ReshapeOp::create(
+      b, loc, RankedTensorType::get({rows / k, k * columns}, f32),
+      clonePrologue(b, sum, map), ArrayAttr());
+  Value partials = ReduceOp::create(
+      b, loc, RankedTensorType::get({k * columns}, f32), ReduceKind::sum,
+      view, ArrayRef<int64_t>{0}, /*keep_dims=*/false);
+  KernelOp first =
+      wrapInKernel(b, loc, std::move(block), {partials}, inputs.getArrayRef(),
+                   KernelKind::reduction, kernel);
+  finishSums({sum}, first.getResults());
+}
+
 /// A LayerNorm's weight and bias gradients sum partials of one shape: one
 /// kernel reads both (one launch, not two). It stands where the last of
 /// the sums' kernels stood; a sum read before that is finished alone.
@@ -562,10 +650,21 @@ void KFFuseColumnSumsPass::finishTogether(ArrayRef<ColumnSum> sums,
                                        sum.kernel.getInputs()))
       if (inputs.contains(input))
         map.map(arg, argFor(input));
+    // Partials [groups, C], or [k C] (splitTallSum's, viewed as [k, C]).
+    Value partial = argFor(partials[i]);
+    ArrayRef<int64_t> partialShape = shapeOf(partial);
+    if (partialShape.size() == 1) {
+      int64_t columns = shapeOf(sum.reduce.getResult()).back();
+      partial = ReshapeOp::create(
+          b, sum.reduce.getLoc(),
+          RankedTensorType::get({partialShape[0] / columns, columns},
+                                b.getF32Type()),
+          partial, ArrayAttr());
+    }
     map.map(sum.reduce.getResult(),
             ReduceOp::create(b, sum.reduce.getLoc(), sum.reduce.getType(),
-                             ReduceKind::sum, argFor(partials[i]),
-                             ArrayRef<int64_t>{0}, /*keep_dims=*/false));
+                             ReduceKind::sum, partial, ArrayRef<int64_t>{0},
+                             /*keep_dims=*/false));
     for (Operation *op : after[i]) {
       if (auto yield = dyn_cast<YieldOp>(op)) {
         for (Value v : yield.getValues())

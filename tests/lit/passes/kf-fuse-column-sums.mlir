@@ -121,3 +121,37 @@ func.func @reshaped_product(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>, %h
   return %s, %c : tensor<128xf32>, tensor<2x128x128xbf16>
 }
 
+
+// -----
+
+// A bias gradient of a gradient that arrives from outside: 8192 rows of
+// 1024 columns, 32 column tiles on 132 SMs. The rows are summed as 16
+// interleaved partials first (512 tiles), then the partials; the cast
+// follows the final sum.
+// CHECK-LABEL: func.func @tall_column_sum
+// CHECK: %[[P:.*]] = kf.kernel reduction(%{{.*}} : tensor<8192x1024xbf16>)
+// CHECK:   kf.cast
+// CHECK:   kf.reshape %{{.*}} : tensor<8192x1024xf32> -> tensor<512x16384xf32>
+// CHECK:   kf.reduce sum %{{.*}} [0] : tensor<512x16384xf32> -> tensor<16384xf32>
+// CHECK: kf.kernel reduction(%[[P]] : tensor<16384xf32>)
+// CHECK:   kf.reshape %{{.*}} : tensor<16384xf32> -> tensor<16x1024xf32>
+// CHECK:   kf.reduce sum %{{.*}} [0] : tensor<16x1024xf32> -> tensor<1024xf32>
+// CHECK:   kf.cast %{{.*}} : tensor<1024xf32> -> tensor<1024xbf16>
+// CHECK-NOT: kf.kernel
+func.func @tall_column_sum(%dy: tensor<8192x1024xbf16>) -> tensor<1024xbf16> {
+  %w = kf.cast %dy : tensor<8192x1024xbf16> -> tensor<8192x1024xf32>
+  %s = kf.reduce sum %w [0] : tensor<8192x1024xf32> -> tensor<1024xf32>
+  %c = kf.cast %s : tensor<1024xf32> -> tensor<1024xbf16>
+  return %c : tensor<1024xbf16>
+}
+
+// -----
+
+// Few rows (the sums of a matmul's partials): one kernel.
+// CHECK-LABEL: func.func @short_column_sum
+// CHECK-COUNT-1: kf.kernel reduction
+// CHECK-NOT: kf.kernel
+func.func @short_column_sum(%p: tensor<512x1024xf32>) -> tensor<1024xf32> {
+  %s = kf.reduce sum %p [0] : tensor<512x1024xf32> -> tensor<1024xf32>
+  return %s : tensor<1024xf32>
+}
