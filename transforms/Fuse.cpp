@@ -216,6 +216,14 @@ bool eachReaderTakesView(Operation &op, const Partition &p,
                          const llvm::SmallPtrSetImpl<Operation *> &isolated) {
   if (!isViewOp(&op) || isolated.contains(&op))
     return false;
+  // A view of a matmul's result is its epilogue's to store (the rows a
+  // reshape keeps): kf-fuse-column-sums finds the column sums of the
+  // product through it.
+  Value source = op.getOperand(0);
+  while (source.getDefiningOp() && isViewOp(source.getDefiningOp()))
+    source = source.getDefiningOp()->getOperand(0);
+  if (source.getDefiningOp<MatmulOp>())
+    return false;
   std::set<int> kernels;
   for (Operation *user : op.getUsers()) {
     auto it = p.kernelOf.find(user);

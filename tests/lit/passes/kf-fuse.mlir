@@ -497,3 +497,25 @@ func.func @merged_heads_with_lse(%q: tensor<2x4x16x8xbf16>) -> (tensor<2x16x32xb
   %m = kf.reshape %t : tensor<2x16x4x8xbf16> -> tensor<2x16x32xbf16>
   return %m, %lse : tensor<2x16x32xbf16>, tensor<2x4x16xf32>
 }
+
+// -----
+
+// A view of a matmul's result that two kernels read stays the matmul's
+// epilogue to store (kf-fuse-column-sums finds the column sums of the
+// product through it): no copy of it in its readers.
+// CHECK-LABEL: func.func @matmul_view_shared
+// CHECK: kf.kernel matmul
+// CHECK:   kf.reshape
+// CHECK:   kf.yield %{{.*}} : tensor<2x128x96xf32>
+// CHECK: kf.kernel pointwise(%{{.*}} : tensor<2x128x96xf32>)
+// CHECK-NOT: kf.reshape
+// CHECK: kf.kernel reduction(%{{.*}} : tensor<2x128x96xf32>)
+// CHECK-NOT: kf.reshape
+// UNFUSED-LABEL: func.func @matmul_view_shared
+func.func @matmul_view_shared(%a: tensor<256x64xbf16>, %b: tensor<64x96xbf16>) -> (tensor<2x128x96xf32>, tensor<96xf32>) {
+  %m = kf.matmul %a, %b : tensor<256x64xbf16>, tensor<64x96xbf16> -> tensor<256x96xf32>
+  %r = kf.reshape %m : tensor<256x96xf32> -> tensor<2x128x96xf32>
+  %e = kf.exp %r : tensor<2x128x96xf32>
+  %s = kf.reduce sum %r [0, 1] : tensor<2x128x96xf32> -> tensor<96xf32>
+  return %e, %s : tensor<2x128x96xf32>, tensor<96xf32>
+}
