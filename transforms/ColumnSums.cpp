@@ -214,15 +214,7 @@ int64_t columnSplitFactor(int64_t rows, int64_t columns, int64_t sms) {
   int64_t tiles = (columns + 31) / 32;
   if (tiles >= sms || rows < 8 * kMinColumnChunk)
     return 1;
-  int64_t best = 1;
-  for (int64_t k = 2; rows / k >= kMinColumnChunk; ++k) {
-    if (rows % k)
-      continue;
-    best = k;
-    if (tiles * k >= 2 * sms)
-      break;
-  }
-  return best;
+  return splitDivisor(rows, kMinColumnChunk, tiles, 2 * sms);
 }
 
 struct KFFuseColumnSumsPass

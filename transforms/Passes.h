@@ -55,6 +55,13 @@ struct Partition {
 /// than a kernel of its own copying the view to memory for all.
 Partition partitionForFusion(mlir::Block &body, bool fused);
 
+/// Into how many chunks of at least `minChunk` to split `n` (rows or a row)
+/// so that `blocks` blocks become `wanted`: the smallest divisor of `n`
+/// that gets there, else the largest that keeps such chunks (1 if none).
+/// kf-split-reduction's rows and kf-fuse-column-sums' columns.
+int64_t splitDivisor(int64_t n, int64_t minChunk, int64_t blocks,
+                     int64_t wanted);
+
 /// Applies `patterns` to `op` greedily and nothing else (no folding, no
 /// constant CSE, no region simplification): for the passes that rewrite
 /// one thing and leave the graph otherwise as it was.

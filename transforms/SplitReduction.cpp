@@ -43,15 +43,7 @@ int64_t splitFactor(int64_t rows, int64_t length, int64_t sms) {
   int64_t wanted = kBlocksPerSM * sms;
   if (rows >= wanted || length < 2 * kMinChunk)
     return 1;
-  int64_t best = 1;
-  for (int64_t k = 2; length / k >= kMinChunk; ++k) {
-    if (length % k)
-      continue;
-    best = k;
-    if (rows * k >= wanted)
-      break;
-  }
-  return best;
+  return splitDivisor(length, kMinChunk, rows, wanted);
 }
 
 /// Whether `reduce`'s result is stretched back over its rows (through
@@ -131,3 +123,16 @@ struct KFSplitReductionPass
 };
 
 } // namespace
+
+int64_t kfuse::kf::splitDivisor(int64_t n, int64_t minChunk, int64_t blocks,
+                                int64_t wanted) {
+  int64_t best = 1;
+  for (int64_t k = 2; n / k >= minChunk; ++k) {
+    if (n % k)
+      continue;
+    best = k;
+    if (blocks * k >= wanted)
+      break;
+  }
+  return best;
+}
