@@ -408,10 +408,13 @@ static bool copySharedViews(const Partition &p) {
 
 Partition kfuse::kf::partitionForFusion(Block &body, bool fused) {
   // A chain of views shared by k kernels is copied one view a round; a
-  // copy has fewer uses than its view, so the rounds end.
-  for (;;) {
+  // copy has fewer uses than its view, so the rounds end. The bound only
+  // guards a compile against a rule change that would make them cycle
+  // (a partition with views left shared is as valid, a copy kernel more).
+  constexpr int kMaxRounds = 64;
+  for (int round = 0;; ++round) {
     Partition p = partitionAsIs(body, fused);
-    if (!copySharedViews(p))
+    if (round == kMaxRounds || !copySharedViews(p))
       return p;
   }
 }
