@@ -58,6 +58,18 @@ void expectSplitMatchesJoint(const Graph &f, const VJPOptions &options) {
   }
 }
 
+/// `g` compiles (no GPU needed) to `count` kernels.
+void expectKernels(const Graph &g, size_t count) {
+  CompileOptions options;
+  options.diskCache = false;
+  Expected<Executable> exe = Compiler(options).compile(g);
+  ASSERT_TRUE(exe) << exe.error().message();
+  Expected<std::vector<KernelReport>> kernels = exe->kernels();
+  ASSERT_TRUE(kernels);
+  Expected<std::string> fused = exe->dump(Stage::Fused);
+  EXPECT_EQ(kernels->size(), count) << (fused ? *fused : "");
+}
+
 bool mentions(const std::vector<std::string> &lines, const std::string &op,
               const std::string &what) {
   for (const std::string &line : lines)
@@ -134,16 +146,9 @@ TEST(TrainingSplit, LayerNormForwardWritesItsSavedStatisticsInOneKernel) {
   ASSERT_TRUE(split) << split.error().message();
   // The backward reads per-row statistics: the forward returns them too.
   ASSERT_GT(split->forward.outputs().size(), 1u);
-  CompileOptions options;
-  options.diskCache = false;
-  Expected<Executable> forward = Compiler(options).compile(split->forward);
-  ASSERT_TRUE(forward) << forward.error().message();
-  Expected<std::vector<KernelReport>> kernels = forward->kernels();
-  ASSERT_TRUE(kernels);
   // One row kernel reads x once and writes the rows and the statistics
   // (not a kernel per statistic, each reading x again).
-  Expected<std::string> fused = forward->dump(Stage::Fused);
-  EXPECT_EQ(kernels->size(), 1u) << (fused ? *fused : "");
+  expectKernels(split->forward, 1);
 }
 
 TEST(TrainingSplit, AttentionSavesItsOutput) {
@@ -188,14 +193,7 @@ TEST(TrainingSplit, AttentionOutputIsSavedAsItsMergedHeads) {
   EXPECT_FALSE(savedHeads);
   // The attention kernel stores the merged heads (and the log-sum-exp):
   // no kernel copies them apart.
-  CompileOptions compile;
-  compile.diskCache = false;
-  Expected<Executable> forward = Compiler(compile).compile(split->forward);
-  ASSERT_TRUE(forward) << forward.error().message();
-  Expected<std::vector<KernelReport>> kernels = forward->kernels();
-  ASSERT_TRUE(kernels);
-  Expected<std::string> fused = forward->dump(Stage::Fused);
-  EXPECT_EQ(kernels->size(), 2u) << (fused ? *fused : "");
+  expectKernels(split->forward, 2);
 }
 
 // Found by kfuse-fuzz --gradients: symbolic query heads over one kv head
