@@ -401,12 +401,34 @@ int64_t reductionLengthOf(const Node &n, const std::vector<Tensor> &values) {
   }
 }
 
+/// Whether each element of `n` adds up many elements of an operand, so
+/// that one flipped decision upstream moves a whole row of its result.
+bool contracts(const Node &n) {
+  switch (n.kind) {
+  case NodeKind::Reduce:
+  case NodeKind::Matmul:
+  case NodeKind::Softmax:
+  case NodeKind::Attention:
+  case NodeKind::AttentionPrimitives:
+  case NodeKind::Loss:
+    return true;
+  case NodeKind::Line:
+    return n.op == 0;
+  case NodeKind::Gather:
+    return n.op == 2;
+  default:
+    return false;
+  }
+}
+
 } // namespace
 
 Expected<BuiltGraph> build(const Recipe &recipe) {
   BuiltGraph built{Graph("fuzz_" + std::to_string(recipe.seed))};
   Graph &g = built.graph;
   std::vector<Tensor> values;
+  // Whether each node's value depends on a discrete decision.
+  std::vector<bool> decided;
   int inputs = 0;
   for (const Node &n : recipe.nodes) {
     for (int o : n.operands)
@@ -420,21 +442,27 @@ Expected<BuiltGraph> build(const Recipe &recipe) {
       return isFloat(values[node].dtype()) && kind != NodeKind::Input &&
              kind != NodeKind::Scalar && kind != NodeKind::Iota;
     };
+    bool decides = false;
     if (n.kind == NodeKind::Cast && !isFloat(n.dtype) &&
         computedFloat(n.operands[0]))
-      built.discrete = true;
+      decides = true;
     // A position picked among computed values flips with their rounding.
     if (n.kind == NodeKind::Line && n.op != 0 && computedFloat(n.operands[0]))
-      built.discrete = true;
+      decides = true;
     // A Select's compared operands: 0, 1 and the second compare's 4.
     for (size_t i = 0; n.kind == NodeKind::Select && i < n.operands.size(); ++i)
       if ((i < 2 || i == 4) && computedFloat(n.operands[i]))
-        built.discrete = true;
+        decides = true;
     // floor, round and mod step where rounding moves a value.
     bool steps = (n.kind == NodeKind::Unary && n.op >= 15) ||
                  (n.kind == NodeKind::Binary && n.op == 7);
     if (steps && std::any_of(n.operands.begin(), n.operands.end(), computedFloat))
-      built.discrete = true;
+      decides = true;
+    built.discrete |= decides;
+    bool readsDecided = std::any_of(n.operands.begin(), n.operands.end(),
+                                    [&](int o) { return decided[o]; });
+    decided.push_back(decides || readsDecided);
+    built.discreteSpreads |= readsDecided && contracts(n);
     built.reductionLength =
         std::max(built.reductionLength, reductionLengthOf(n, values));
     built.maxElements = std::max(built.maxElements, product(t.shape()));

@@ -149,6 +149,11 @@ struct BuiltGraph {
   /// the other way in f32 or f16 than in float64, so a few elements may
   /// differ by a lot.
   bool discrete = false;
+  /// A value that depends on such a decision is added up with others (a
+  /// matmul, a reduction, a softmax row): one flip moves every element of
+  /// a result row, which the comparison by elements cannot tell from a
+  /// wrong kernel.
+  bool discreteSpreads = false;
   /// The least precise float dtype anywhere in the graph: a fused or an
   /// unfused kernel may round intermediates to it (the evaluator rounds
   /// only at casts and outputs), so outputs are compared at its tolerance.

@@ -126,3 +126,47 @@ TEST(FuzzTest, IntegerCastsOfRoundedFloatsMayFlipNearIntegersOnly) {
   offByThree.set(7, expected.get(7) + 3);
   EXPECT_FALSE(fuzz::plausibleRoundingFlips(offByThree, expected, DType::bf16));
 }
+
+/// Seed 66000071's GPU failure: a floor of a computed float 1.4e-6 from an
+/// integer, added up by a matmul, moved a whole row of the product. Only
+/// a decision whose result a contraction adds up is judged that loosely.
+TEST(FuzzTest, DecisionsAddedUpByAContractionSpread) {
+  Recipe recipe;
+  recipe.dims = {PoolDim{8}, PoolDim{4}};
+  auto node = [&](NodeKind kind, std::vector<int> operands, int op = 0) {
+    Node n;
+    n.kind = kind;
+    n.operands = std::move(operands);
+    n.op = op;
+    recipe.nodes.push_back(n);
+    return int(recipe.nodes.size()) - 1;
+  };
+  Node input;
+  input.dims = {0, 1};
+  recipe.nodes.push_back(input);
+  int computed = node(NodeKind::Unary, {0}, 0);
+  int floored = node(NodeKind::Unary, {computed}, 15);
+  int pointwise = node(NodeKind::Unary, {floored}, 0);
+  recipe.outputs = {pointwise};
+  Expected<BuiltGraph> alone = build(recipe);
+  ASSERT_TRUE(alone) << alone.error().message();
+  EXPECT_TRUE(alone->discrete);
+  EXPECT_FALSE(alone->discreteSpreads);
+
+  Node sum;
+  sum.kind = NodeKind::Reduce;
+  sum.operands = {pointwise};
+  sum.axes = {1};
+  recipe.nodes.push_back(sum);
+  recipe.outputs = {int(recipe.nodes.size()) - 1};
+  Expected<BuiltGraph> added = build(recipe);
+  ASSERT_TRUE(added) << added.error().message();
+  EXPECT_TRUE(added->discreteSpreads);
+
+  // The floor of an input decides nothing rounding moves.
+  recipe.nodes[floored].operands = {0};
+  Expected<BuiltGraph> exact = build(recipe);
+  ASSERT_TRUE(exact) << exact.error().message();
+  EXPECT_FALSE(exact->discrete);
+  EXPECT_FALSE(exact->discreteSpreads);
+}
