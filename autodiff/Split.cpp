@@ -195,7 +195,8 @@ private:
     if (!forwardOps.contains(op) || recomputed.contains(op) ||
         saved.contains(v))
       return;
-    if (!cutSaved.contains(v)) {
+    bool writtenTwice = writtenTwiceIfRecomputed(v);
+    if (!cutSaved.contains(v) && !writtenTwice) {
       recomputed.insert(op);
       note(v, "recomputed");
       for (Value operand : op->getOperands())
@@ -209,7 +210,43 @@ private:
                   "round differently from the one it is compared with)"
             : forwardOutputs.contains(v)
                 ? "saved: a forward output"
+            : !cutSaved.contains(v)
+                ? "saved: a forward kernel writes it for a matmul, and "
+                  "the backward's recomputation would write it again"
                 : "saved: recomputing it would need at least as many bytes saved");
+  }
+
+  /// Whether the forward writes `v` to memory for a matmul that reads it
+  /// (a value computed in a kernel of its own, not a view or a cast of an
+  /// input, which a matmul could read in place), and a matmul of the
+  /// backward reads it too, through views or not: recomputing it would
+  /// cost the backward a kernel writing it again (GELU's output, read by
+  /// the down projection and by its weight gradient), where saving it
+  /// costs only memory (what torch's partitioner saves there too).
+  bool writtenTwiceIfRecomputed(Value v) {
+    Operation *op = v.getDefiningOp();
+    if (!recomputable(op) ||
+        isa<kf::ConstantOp, kf::IotaOp, kf::BroadcastOp, kf::ReshapeOp,
+            kf::TransposeOp, kf::SliceOp>(op) ||
+        (isa<kf::CastOp>(op) && isa<BlockArgument>(op->getOperand(0))))
+      return false;
+    auto isMatmul = [](Operation *user) { return isa<kf::MatmulOp>(user); };
+    auto forwardReaders = llvm::make_filter_range(
+        v.getUsers(), [&](Operation *user) { return forwardOps.contains(user); });
+    if (llvm::none_of(forwardReaders, isMatmul))
+      return false;
+    SmallVector<Value> work{v};
+    while (!work.empty()) {
+      for (Operation *user : work.pop_back_val().getUsers()) {
+        if (forwardOps.contains(user))
+          continue;
+        if (isMatmul(user))
+          return true;
+        if (isa<kf::ReshapeOp, kf::TransposeOp>(user))
+          work.push_back(user->getResult(0));
+      }
+    }
+    return false;
   }
 
   static std::string describe(Value v, StringRef what) {

@@ -96,6 +96,27 @@ TEST(TrainingSplit, MlpSavesTheMatmulAndRecomputesTheActivation) {
   EXPECT_EQ(split->forward.outputs().size(), 2u);
 }
 
+/// GELU's output is the down projection's operand, so a forward kernel
+/// writes it anyway, and the down projection's weight gradient reads it
+/// too: saved rather than recomputed by a kernel of the backward that
+/// would write it again.
+TEST(TrainingSplit, SavesAnActivationTwoMatmulsRead) {
+  Graph f("mlp2");
+  Tensor x = f.input("x", DType::bf16, {16, 32});
+  Tensor up = f.input("up", DType::bf16, {32, 64});
+  Tensor down = f.input("down", DType::bf16, {64, 32});
+  Tensor y = cast(matmul(gelu(matmul(x, up)), down), DType::f32);
+  f.output("loss", reduceMean(y * y));
+  VJPOptions options{{"loss"}, {"x", "up", "down"}};
+  expectSplitMatchesJoint(f, options);
+  Expected<TrainingGraphs> split = splitVJP(f, options);
+  ASSERT_TRUE(split);
+  EXPECT_TRUE(mentions(split->decisions, "kf.gelu", "write it again"));
+  EXPECT_FALSE(mentions(split->decisions, "kf.gelu", "recomputed"));
+  // The loss, both products and GELU's output.
+  EXPECT_EQ(split->forward.outputs().size(), 4u);
+}
+
 /// The backward of exp reads exp's value, which the forward computes from
 /// v = m1 + m2 (bf16, two matmuls'): saving v is cheaper than saving both
 /// matmuls and recomputing v from them (what a choice one op at a time,
