@@ -218,9 +218,78 @@ struct NarrowBeforeViews : OpRewritePattern<CastOp> {
   }
 };
 
+/// The dtype every leaf under view `v` (reshapes, transposes and concats,
+/// each read once) is widened from exactly, by a cast to `dtype`; none if
+/// some leaf is not such a cast.
+std::optional<Type> widenedUnderViews(Value v, Type dtype, bool top = true) {
+  Operation *def = v.getDefiningOp();
+  if (auto cast = dyn_cast_or_null<CastOp>(def)) {
+    Type from = getElementTypeOrSelf(cast.getInput().getType());
+    if (top || from == dtype || !holdsExactly(dtype, from))
+      return std::nullopt;
+    return from;
+  }
+  if (!top && !v.hasOneUse())
+    return std::nullopt;
+  if (isa_and_nonnull<ReshapeOp, TransposeOp>(def))
+    return widenedUnderViews(def->getOperand(0), dtype, false);
+  auto concat = dyn_cast_or_null<ConcatOp>(def);
+  if (!concat)
+    return std::nullopt;
+  std::optional<Type> from;
+  for (Value input : concat.getInputs()) {
+    std::optional<Type> leaf = widenedUnderViews(input, dtype, false);
+    if (!leaf || (from && *from != *leaf))
+      return std::nullopt;
+    from = leaf;
+  }
+  return from;
+}
+
+/// `v`'s tree of views rebuilt over the casts' inputs, in dtype `from`.
+Value viewsOfNarrow(PatternRewriter &rewriter, Value v, Type from) {
+  Operation *def = v.getDefiningOp();
+  if (auto cast = dyn_cast<CastOp>(def))
+    return cast.getInput();
+  SmallVector<Value> inputs;
+  for (Value input : def->getOperands())
+    inputs.push_back(viewsOfNarrow(rewriter, input, from));
+  Operation *moved = rewriter.clone(*def);
+  moved->setOperands(inputs);
+  moved->getResult(0).setType(tensorOf(v).clone(from));
+  return moved->getResult(0);
+}
+
+/// view(widen(x)) -> widen(view(x)) for a concat of views of exact
+/// widening casts from one dtype (bf16 to f32): the narrow views are the
+/// ones the graph often has already, which CSE then shares (dq, dk and dv
+/// merged into one [B, S, 3 H D] projection gradient in bf16 for the
+/// matmul and in f32 for the bias's column sum: one concat, written once,
+/// and a sum over it), and a kernel copying the views moves half the
+/// bytes. Concats only: a lone reshape or transpose of a cast is left as
+/// the fusion rules expect it (a view of q, k or v).
+struct WidenAfterViews : OpRewritePattern<ConcatOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(ConcatOp concat,
+                                PatternRewriter &rewriter) const override {
+    Type dtype = getElementTypeOrSelf(concat.getType());
+    if (llvm::any_of(concat->getUsers(), [](Operation *user) {
+          return isa<ReshapeOp, TransposeOp, ConcatOp>(user);
+        }))
+      return failure(); // the view above this one rewrites the tree
+    std::optional<Type> from = widenedUnderViews(concat.getResult(), dtype);
+    if (!from)
+      return failure();
+    Value narrow = viewsOfNarrow(rewriter, concat.getResult(), *from);
+    rewriter.replaceOpWithNewOp<CastOp>(concat, concat.getType(), narrow);
+    return success();
+  }
+};
+
 } // namespace
 
 void kfuse::kf::populatePiecewisePatterns(RewritePatternSet &patterns) {
   patterns.add<SumOfPadsAsConcat, CastThroughViews, NarrowBeforeViews,
-               FlattenNestedConcats>(patterns.getContext());
+               FlattenNestedConcats, WidenAfterViews>(patterns.getContext());
 }

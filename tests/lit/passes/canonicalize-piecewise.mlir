@@ -5,15 +5,18 @@
 // zeros to the whole width and summed; then rounded to bf16 for the next
 // matmul, and summed down the columns in f32 for the bias. The sum of pads
 // is a concat; the rounding sinks through the views to the widenings it
-// undoes, so the matmul's operand is the bf16 pieces moved into place.
+// undoes, so the matmul's operand is the bf16 pieces moved into place,
+// and the widening rises above the concat, so that the bias's sum reads
+// that one concat widened (one [B, S, 3 H D] tensor written, not two).
 // (The gradient of a slice pads with -0.0, the additive identity: the sum
 // is the concat exactly.)
 // CHECK-LABEL: func.func @qkv_split_gradient
 // CHECK-NOT: kf.pad
 // CHECK-NOT: kf.add
-// CHECK-DAG: %[[WIDE:.*]] = kf.concat %{{.*}}, %{{.*}}, %{{.*}} {axis = 1 : i64} : tensor<8x16xf32>, tensor<8x16xf32>, tensor<8x16xf32> -> tensor<8x48xf32>
-// CHECK-DAG: %[[NARROW:.*]] = kf.concat %arg0, %arg1, %arg2 {axis = 1 : i64} : tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16> -> tensor<8x48xbf16>
-// CHECK-DAG: kf.reduce sum %[[WIDE]] [0]
+// CHECK: %[[NARROW:.*]] = kf.concat %arg0, %arg1, %arg2 {axis = 1 : i64} : tensor<8x16xbf16>, tensor<8x16xbf16>, tensor<8x16xbf16> -> tensor<8x48xbf16>
+// CHECK-NOT: kf.concat
+// CHECK: %[[WIDE:.*]] = kf.cast %[[NARROW]] : tensor<8x48xbf16> -> tensor<8x48xf32>
+// CHECK: kf.reduce sum %[[WIDE]] [0]
 // CHECK: return %[[NARROW]], %{{.*}}
 func.func @qkv_split_gradient(%dq: tensor<8x16xbf16>, %dk: tensor<8x16xbf16>, %dv: tensor<8x16xbf16>)
     -> (tensor<8x48xbf16>, tensor<48xf32>) {
@@ -103,4 +106,33 @@ func.func @narrow_before_views(%a: tensor<256x64xbf16>, %b: tensor<64x128xbf16>,
   %dt = kf.transpose %d [1, 0] : tensor<64x32xf32> -> tensor<32x64xf32>
   %shared = kf.cast %dt : tensor<32x64xf32> -> tensor<32x64xbf16>
   return %h, %wide, %shared, %dt : tensor<2x256x64xbf16>, tensor<32x64xf32>, tensor<32x64xbf16>, tensor<32x64xf32>
+}
+
+// -----
+
+// Widenings rise above a concat only from one dtype: bf16 and f16 pieces
+// have no narrow concat.
+// CHECK-LABEL: func.func @widen_two_dtypes
+// CHECK: %[[A:.*]] = kf.cast %arg0
+// CHECK: %[[B:.*]] = kf.cast %arg1
+// CHECK: kf.concat %[[A]], %[[B]] {axis = 0 : i64} : tensor<2x4xf32>, tensor<3x4xf32> -> tensor<5x4xf32>
+func.func @widen_two_dtypes(%a: tensor<2x4xbf16>, %b: tensor<3x4xf16>) -> tensor<5x4xf32> {
+  %wa = kf.cast %a : tensor<2x4xbf16> -> tensor<2x4xf32>
+  %wb = kf.cast %b : tensor<3x4xf16> -> tensor<3x4xf32>
+  %c = kf.concat %wa, %wb {axis = 0 : i64} : tensor<2x4xf32>, tensor<3x4xf32> -> tensor<5x4xf32>
+  return %c : tensor<5x4xf32>
+}
+
+// -----
+
+// A widened concat of pieces from one dtype: the concat of the narrow
+// pieces, widened (half the bytes moved where a kernel copies them).
+// CHECK-LABEL: func.func @widen_after_concat
+// CHECK: %[[C:.*]] = kf.concat %arg0, %arg1 {axis = 0 : i64} : tensor<2x4xbf16>, tensor<3x4xbf16> -> tensor<5x4xbf16>
+// CHECK: kf.cast %[[C]] : tensor<5x4xbf16> -> tensor<5x4xf32>
+func.func @widen_after_concat(%a: tensor<2x4xbf16>, %b: tensor<3x4xbf16>) -> tensor<5x4xf32> {
+  %wa = kf.cast %a : tensor<2x4xbf16> -> tensor<2x4xf32>
+  %wb = kf.cast %b : tensor<3x4xbf16> -> tensor<3x4xf32>
+  %c = kf.concat %wa, %wb {axis = 0 : i64} : tensor<2x4xf32>, tensor<3x4xf32> -> tensor<5x4xf32>
+  return %c : tensor<5x4xf32>
 }
