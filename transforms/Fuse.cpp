@@ -342,7 +342,8 @@ void findMisreadRowOps(Block &body, const Partition &p,
 } // namespace
 
 /// The graph outputs that joined a kernel reading them (canAlsoWrite) whose
-/// kernel did not become a row kernel over rows of their elements: the
+/// kernel did not become a row kernel over rows of their elements, nor is
+/// an elementwise kernel (a matmul's epilogue perhaps) of their shape: the
 /// template could not write them there.
 static void
 findUnwritableOutputs(Block &body, const Partition &p,
@@ -356,7 +357,17 @@ findUnwritableOutputs(Block &body, const Partition &p,
     for (Operation *op : ops)
       if (!rows)
         rows = rowOpSpace(op);
+    bool elementwise = llvm::all_of(ops, [](Operation *op) {
+      KernelKind kind = kernelKindOf(op);
+      return kind == KernelKind::pointwise || kind == KernelKind::matmul;
+    });
+    int64_t elements = 0;
+    for (Operation *op : ops)
+      elements = std::max(elements, numElements(op->getResult(0)));
     for (Operation *op : ops) {
+      if (elementwise && !rows && numElements(op->getResult(0)) == elements &&
+          (op->hasTrait<OpTrait::kf::Elementwise>() || isa<MatmulOp>(op)))
+        continue;
       bool output = llvm::any_of(placingUsers(op), [](Operation *user) {
         return user->hasTrait<OpTrait::IsTerminator>();
       });

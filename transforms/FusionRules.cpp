@@ -399,7 +399,10 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
     return canJoinAttentionGrad(op);
   // The matmul and attention templates write their result (and the
   // log-sum-exp) alone.
-  if (c.writesOutputs && (kind == KernelKind::matmul || isa<AttentionOp>(op)))
+  // The matmul template's epilogue stores values of its output's shape;
+  // neither template writes values per row besides.
+  if ((c.writesRowOutputs && kind == KernelKind::matmul) ||
+      (c.writesOutputs && isa<AttentionOp>(op)))
     return {false, "its consumers' kernel also writes a graph output, "
                    "which the " +
                        std::string(stringifyKernelKind(kind)) +
@@ -420,17 +423,28 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
 }
 
 /// Can the kernel of cluster `c`, which `op` joins as `why` says, also
-/// write `op`'s result (a graph output)? A row kernel writes values per
+/// write `op`'s result (a graph output)? An elementwise kernel writes
+/// values of its own shape. A row kernel writes values per
 /// row beside its rows: a normalisation's statistics, which a training
 /// forward saves for the backward. A cluster that no row op has joined
 /// yet may take a value shaped [..., 1] of fewer elements; if no row op
 /// over those rows joins later, findUnwritableOutputs undoes it.
 /// (Row-shaped outputs keep their own kernels: most come from a matmul's
 /// epilogue, which then keeps them.)
-std::pair<bool, std::string> canAlsoWrite(Operation *op, const Cluster &c,
+std::pair<bool, std::string> canAlsoWrite(Operation *op, Cluster &c,
                                           const std::string &why) {
   auto type = mlir::cast<RankedTensorType>(op->getResult(0).getType());
   int64_t elements = type.getNumElements();
+  // An elementwise kernel stores any value of its own shape as well (a
+  // matmul's pre-activation, saved for the backward, beside the
+  // activation the next matmul reads).
+  // (A matmul has made its cluster a matmul kernel by now.)
+  bool elementwise = c.kind == KernelKind::pointwise ||
+                     (c.kind == KernelKind::matmul && isa<MatmulOp>(op));
+  if (elementwise && !c.rows && elements == c.elements &&
+      (op->hasTrait<OpTrait::kf::Elementwise>() || isa<MatmulOp>(op)))
+    return {true, why + ", and written out there (a graph output)"};
+  c.writesRowOutputs = true;
   bool perRow = c.rows ? elements == c.rows->rows
                        : c.kind == KernelKind::pointwise && type.getRank() &&
                              type.getShape().back() == 1 &&

@@ -25,6 +25,9 @@ struct Cluster {
   mlir::Operation *root = nullptr; ///< the op whose result the kernel yields
   bool onlyViews = false;          ///< every op is a reshape, transpose, slice
   bool writesOutputs = false;      ///< also writes graph outputs its ops read
+  /// Some of those outputs have fewer elements than the root (per row):
+  /// a matmul's epilogue stores only values of its output's shape.
+  bool writesRowOutputs = false;
   /// A column reduction (over the leading dims) or an index_add that the
   /// ops from it to the root are the elementwise epilogue of.
   mlir::Operation *epilogueOf = nullptr;
@@ -46,7 +49,7 @@ std::pair<bool, std::string> canJoin(mlir::Operation *op, Cluster &c);
 /// Can the kernel of `c`, which `op` joins as `why` says, also write
 /// `op`'s result (a graph output)?
 std::pair<bool, std::string> canAlsoWrite(mlir::Operation *op,
-                                          const Cluster &c,
+                                          Cluster &c,
                                           const std::string &why);
 
 } // namespace kfuse::kf::fusion

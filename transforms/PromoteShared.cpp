@@ -240,14 +240,21 @@ MatmulShared decideMatmul(KernelOp kernel, bool tma, int64_t sms) {
   // 4096^3 bf16 0.213 -> 0.200 ms, lm-head 1.54 -> 1.44 ms), and for
   // rows of an odd length, whose pairs cannot be stored from
   // registers, and for rows kf-pad padded (the copy writes the zeros
-  // past each row's end). Float results only, and one of them besides
-  // the column partials of kf-fuse-column-sums (which the epilogue
-  // stores from registers).
+  // past each row's end). Float results only; besides the column
+  // partials of kf-fuse-column-sums (which the epilogue stores from
+  // registers), several results pass through the one staged tile in turn
+  // where they are alike (a pre-activation the backward saves and its
+  // activation).
   auto result = mlir::cast<RankedTensorType>(kernel.getResult(0).getType());
   auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
-  bool oneTile = llvm::all_of(yield.getValues().drop_front(), [](Value v) {
-    return static_cast<bool>(columnPartialsSource(v));
-  });
+  int64_t stride0 = paddedRowStride(kernel.getResult(0));
+  bool oneTile = llvm::all_of(
+      llvm::enumerate(yield.getValues()), [&](auto indexed) {
+        auto [i, v] = indexed;
+        return columnPartialsSource(v) ||
+               (v.getType() == result &&
+                paddedRowStride(kernel.getResult(i)) == stride0);
+      });
   if ((tile.wgmma || problem.n % 2 || paddedRowStride(kernel.getResult(0))) &&
       isa<FloatType>(result.getElementType()) && oneTile) {
     d.stageOutput = true;

@@ -416,3 +416,34 @@ TEST(MatmulTransposes, ReadInPlaceMatchEvaluator) {
 }
 
 } // namespace
+
+/// A pre-activation and its GELU both written by one matmul's epilogue
+/// (a training forward saves both), staged one after the other through
+/// the output tile: whole tiles (the epilogue computed up front), and
+/// tiles with edges and a bias read at each (stored pair by pair). One
+/// kernel, both outputs against the evaluator.
+TEST(MatmulTwoOutputs, PreActivationAndGeluMatchEvaluator) {
+  Expected<DeviceInfo> gpu = device();
+  if (!gpu)
+    GTEST_SKIP() << "no GPU: " << gpu.error().message();
+  for (auto [m, n, k] : {std::array<int64_t, 3>{1024, 2048, 512},
+                         std::array<int64_t, 3>{1000, 1304, 520}}) {
+    Graph g("pre_activation_" + std::to_string(m));
+    Tensor x = g.input("x", DType::bf16, {m, k});
+    Tensor w = g.input("w", DType::bf16, {k, n});
+    Tensor bias = g.input("b", DType::f32, {n});
+    MatmulOptions f32;
+    f32.resultType = DType::f32;
+    Tensor h = cast(matmul(x, w, f32) + broadcastTo(bias, {m, n}), DType::bf16);
+    g.output("gelu", gelu(h));
+    g.output("h", h);
+    kfuse::testing::CheckOptions options;
+    options.reductionLength = k;
+    options.time = false;
+    Expected<kfuse::testing::FusionReport> report =
+        kfuse::testing::checkFusion(g, options);
+    ASSERT_TRUE(report) << report.error().message();
+    EXPECT_TRUE(report->valuesMatch) << report->summary();
+    EXPECT_EQ(report->fusedKernels, 1u) << report->summary();
+  }
+}

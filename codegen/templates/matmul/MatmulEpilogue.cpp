@@ -36,38 +36,61 @@ LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
                      chunked ? (c0 + stagedCols) / 8 : tilesN);
   };
   bool upfront = computesUpfront();
-  SmallVector<SmallVector<Value>> values;
-  for (int64_t c0 = 0; upfront && c0 < t.bn; c0 += stagedCols) {
-    values.emplace_back();
-    for (const PairSlot &slot : chunk(c0)) {
-      OutputPair at = pairAt(slot);
-      FailureOr<Value> pair = stagedPair(slot, at, acc);
-      if (failed(pair) || failed(addToColumnSums(slot, at)))
-        return failure();
-      values.back().push_back(*pair);
+  auto yield =
+      mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
+  SmallVector<unsigned> results = stagedResults();
+  // values[i][chunk]: result results[i]'s pairs, the column sums added
+  // once (with the first result's).
+  SmallVector<SmallVector<SmallVector<Value>>> values(upfront ? results.size()
+                                                             : 0);
+  for (auto [i, result] : llvm::enumerate(upfront ? results
+                                                  : SmallVector<unsigned>())) {
+    for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols) {
+      values[i].emplace_back();
+      for (const PairSlot &slot : chunk(c0)) {
+        OutputPair at = pairAt(slot);
+        FailureOr<Value> pair =
+            stagedPair(slot, at, acc, yield.getValues()[result]);
+        if (failed(pair) || (i == 0 && failed(addToColumnSums(slot, at))))
+          return failure();
+        values[i].back().push_back(*pair);
+      }
     }
   }
   if (!upfront && failed(sumColumnsGuarded(acc)))
     return failure();
   storeColumnSums();
-  for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols) {
-    // The first barrier ends the reads of the staged tile by the copy
-    // before; the second makes this chunk's writes visible to the copy.
-    syncConsumers();
-    stagedFirstCol = c0;
-    SmallVector<PairSlot> slots = chunk(c0);
-    if (upfront) {
-      writeStaged(slots, values[c0 / stagedCols]);
-    } else {
-      for (const PairSlot &slot : slots)
-        if (failed(storePair(slot.r, slot.c, acc[slot.at], acc[slot.at + 1],
-                             true)))
-          return failure();
+  // The results pass through the one staged tile in turn.
+  for (auto [i, result] : llvm::enumerate(results)) {
+    for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols) {
+      // The first barrier ends the reads of the staged tile by the copy
+      // before; the second makes this chunk's writes visible to the copy.
+      syncConsumers();
+      stagedFirstCol = c0;
+      SmallVector<PairSlot> slots = chunk(c0);
+      if (upfront) {
+        writeStaged(slots, values[i][c0 / stagedCols]);
+      } else {
+        for (const PairSlot &slot : slots)
+          if (failed(storePair(slot.r, slot.c, acc[slot.at],
+                               acc[slot.at + 1], true, result)))
+            return failure();
+      }
+      syncConsumers();
+      copyOutput(result);
     }
-    syncConsumers();
-    copyOutput();
   }
   return success();
+}
+
+SmallVector<unsigned> TensorCoreMatmul::stagedResults() {
+  auto yield =
+      mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
+  SmallVector<unsigned> results;
+  for (auto [i, value] : llvm::enumerate(yield.getValues()))
+    if (!columnPartialsSource(value))
+      results.push_back(i);
+  return results;
 }
 
 SmallVector<TensorCoreMatmul::PairSlot>
@@ -211,12 +234,9 @@ TensorCoreMatmul::OutputPair TensorCoreMatmul::pairAt(const PairSlot &slot) {
 /// tile's dtype, whether or not it lies inside the output.
 FailureOr<Value> TensorCoreMatmul::stagedPair(const PairSlot &slot,
                                               const OutputPair &at,
-                                              ValueRange acc) {
+                                              ValueRange acc, Value value) {
   e.setElement(matmul.getResult(), at.linear, acc[slot.at]);
   e.setElement(matmul.getResult(), at.linear1, acc[slot.at + 1]);
-  auto yield =
-      mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
-  Value value = yield.getValues()[0];
   Type dtype = mlir::cast<RankedTensorType>(value.getType()).getElementType();
   FailureOr<std::array<Value, 2>> values = resultPair(value, at);
   if (failed(values))
@@ -266,7 +286,8 @@ void TensorCoreMatmul::writeStaged(ArrayRef<PairSlot> slots,
 }
 
 /// The output tile as staged in shared memory: [bm, bn + 8] elements of the
-/// result's dtype (the padding spreads the rows a warp writes over banks).
+/// results' dtype (the padding spreads the rows a warp writes over banks;
+/// kf-promote-shared stages several results only where they share it).
 Value TensorCoreMatmul::outputTile() {
   Type type = mlir::cast<RankedTensorType>(e.kernel().getResult(0).getType())
                   .getElementType();
@@ -282,9 +303,9 @@ Value TensorCoreMatmul::outputTile() {
 /// `vec` elements (16 bytes where the rows are whole 16-byte vectors, else
 /// one): a warp writes consecutive elements of a row. Rows that kf-pad
 /// padded are written to their whole stride, zeros past the row's end.
-void TensorCoreMatmul::copyOutput() {
+void TensorCoreMatmul::copyOutput(unsigned result) {
   Value tile = outputTile();
-  unsigned outArg = e.kernel().getInputs().size();
+  unsigned outArg = e.kernel().getInputs().size() + result;
   Value out = e.gpuFunc().getArgument(outArg);
   Type type = mlir::cast<MemRefType>(out.getType()).getElementType();
   int64_t padded = e.paddedStride(outArg);
@@ -374,7 +395,7 @@ Value TensorCoreMatmul::zeroPastRow(Value v, Value col) {
 /// coordinates), as far as they exist, after the kernel's epilogue: stored,
 /// or written to the staged tile.
 LogicalResult TensorCoreMatmul::storePair(Value r, Value c, Value v0, Value v1,
-                                          bool staged) {
+                                          bool staged, unsigned only) {
   OutputPair at = outputPair(r, c);
   Value inside = arith::AndIOp::create(b, l, less(at.row, idx(p.m)),
                                        less(at.col, idx(p.n)));
@@ -387,7 +408,7 @@ LogicalResult TensorCoreMatmul::storePair(Value r, Value c, Value v0, Value v1,
   auto yield =
       mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
   for (auto [result, value] : llvm::enumerate(yield.getValues()))
-    if (!columnPartialsSource(value) &&
+    if (!columnPartialsSource(value) && (!staged || result == only) &&
         failed(storeResultPair(result, value, at, tile)))
       return failure();
   return success();

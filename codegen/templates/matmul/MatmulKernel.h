@@ -156,7 +156,9 @@ private:
   llvm::DenseMap<int64_t, OutputPair> prefetchedPairs;
   /// Where result `value` holds the pair's first or second element.
   ElementIndex pairIndex(Value value, const OutputPair &at, bool second);
-  LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged);
+  /// Stores every result's pair, or stages result `only`'s.
+  LogicalResult storePair(Value r, Value c, Value v0, Value v1, bool staged,
+                          unsigned only = 0);
   LogicalResult storeResultPair(unsigned result, Value value,
                                 const OutputPair &at, Value tile);
   /// Where the pair at `slot` goes: as prefetchEpilogueInputs found it,
@@ -166,14 +168,17 @@ private:
   /// (for epilogues that cannot read out of bounds), as a 2-vector of the
   /// output's dtype.
   mlir::FailureOr<Value> stagedPair(const PairSlot &slot, const OutputPair &at,
-                                    ValueRange acc);
+                                    ValueRange acc, Value value);
+  /// The results that leave through the staged tile, one after another:
+  /// all but the column partials.
+  SmallVector<unsigned> stagedResults();
   /// Result `value` at the pair's two elements.
   mlir::FailureOr<std::array<Value, 2>> resultPair(Value value,
                                                    const OutputPair &at);
   void writeStaged(ArrayRef<PairSlot> slots, ArrayRef<Value> pairs);
   Value outputTile();
-  /// Copies the staged columns out.
-  void copyOutput();
+  /// Copies the staged columns of `result` out.
+  void copyOutput(unsigned result);
   /// With interleaved rows: the `vec`-element vector of the staged tile at
   /// `from`, row `row` and column `col` of the output, whole where it lies
   /// inside the row, else its elements that do.

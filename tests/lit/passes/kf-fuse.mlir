@@ -519,3 +519,48 @@ func.func @matmul_view_shared(%a: tensor<256x64xbf16>, %b: tensor<64x96xbf16>) -
   %s = kf.reduce sum %r [0, 1] : tensor<2x128x96xf32> -> tensor<96xf32>
   return %e, %s : tensor<2x128x96xf32>, tensor<96xf32>
 }
+
+// -----
+
+// A training forward saves a matmul's pre-activation h and its GELU, which
+// the next matmul reads: the matmul's epilogue writes both (an elementwise
+// kernel stores any value of its shape), where h was a graph output the
+// GELU's kernel could not write, and GELU a kernel reading h back.
+// CHECK-LABEL: func.func @saved_pre_activation
+// CHECK: %[[K:.*]]:2 = kf.kernel matmul
+// CHECK:   %[[H:.*]] = kf.cast
+// CHECK:   %[[G:.*]] = kf.gelu %[[H]]
+// CHECK:   kf.yield %[[G]], %[[H]] : tensor<256x128xbf16>, tensor<256x128xbf16>
+// CHECK-NOT: kf.kernel
+// CHECK: return %[[K]]#0, %[[K]]#1
+func.func @saved_pre_activation(%x: tensor<256x64xbf16>, %w: tensor<64x128xbf16>, %b: tensor<128xf32>) -> (tensor<256x128xbf16>, tensor<256x128xbf16>) {
+  %m = kf.matmul %x, %w : tensor<256x64xbf16>, tensor<64x128xbf16> -> tensor<256x128xf32>
+  %bb = kf.broadcast %b : tensor<128xf32> -> tensor<256x128xf32>
+  %a = kf.add %m, %bb : tensor<256x128xf32>
+  %h = kf.cast %a : tensor<256x128xf32> -> tensor<256x128xbf16>
+  %g = kf.gelu %h : tensor<256x128xbf16>
+  return %g, %h : tensor<256x128xbf16>, tensor<256x128xbf16>
+}
+
+// -----
+
+// An elementwise chain whose middle value is a graph output too: one
+// kernel writes both. A value of fewer elements (broadcast into the
+// chain) is not written there.
+// CHECK-LABEL: func.func @pointwise_middle_output
+// CHECK: %[[K:.*]]:2 = kf.kernel pointwise
+// CHECK-NOT: kf.kernel
+// CHECK: return %[[K]]#0, %[[K]]#1
+// CHECK-LABEL: func.func @pointwise_smaller_output
+// CHECK-COUNT-2: kf.kernel pointwise
+func.func @pointwise_middle_output(%x: tensor<64x64xf32>) -> (tensor<64x64xf32>, tensor<64x64xf32>) {
+  %e = kf.exp %x : tensor<64x64xf32>
+  %y = kf.mul %e, %e : tensor<64x64xf32>
+  return %y, %e : tensor<64x64xf32>, tensor<64x64xf32>
+}
+func.func @pointwise_smaller_output(%x: tensor<64x64xf32>, %v: tensor<64xf32>) -> (tensor<64x64xf32>, tensor<64xf32>) {
+  %e = kf.exp %v : tensor<64xf32>
+  %eb = kf.broadcast %e : tensor<64xf32> -> tensor<64x64xf32>
+  %y = kf.mul %x, %eb : tensor<64x64xf32>
+  return %y, %e : tensor<64x64xf32>, tensor<64xf32>
+}

@@ -24,6 +24,19 @@ func.func @large(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tens
 
 // -----
 
+// Two results of the same dtype and rows (a pre-activation and its GELU)
+// pass through the one staged tile in turn.
+// TMA-LABEL: func.func @two_staged_results
+// TMA: pipeline = #kf.mma_pipeline<stages = 4, stageOutput = true, tma = true, mmaGroups = 2>
+// TMA: kf.yield %{{.*}}, %{{.*}} : tensor<4096x4096xbf16>, tensor<4096x4096xbf16>
+func.func @two_staged_results(%a: tensor<4096x4096xbf16>, %b: tensor<4096x4096xbf16>) -> (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) {
+  %c = kf.matmul %a, %b : tensor<4096x4096xbf16>, tensor<4096x4096xbf16> -> tensor<4096x4096xbf16>
+  %g = kf.gelu %c : tensor<4096x4096xbf16>
+  return %g, %c : tensor<4096x4096xbf16>, tensor<4096x4096xbf16>
+}
+
+// -----
+
 // One K step: two stages (the one in use and the one being filled) are
 // all a pipeline of one step can use.
 // CHECK-LABEL: func.func @one_step
