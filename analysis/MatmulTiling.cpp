@@ -206,6 +206,20 @@ MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms,
   return chosen;
 }
 
+int64_t kfuse::kf::splitKChunk(MatmulOp matmul, TargetAttr target) {
+  if (matmul.getKChunk() ||
+      tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32()))
+    return 0;
+  MatmulProblem p = MatmulProblem::of(matmul);
+  int64_t sms = target.getMultiprocessors();
+  MatmulTile t = chooseMatmulTile(p, sms, target.getWgmma());
+  int64_t chunks = splitKChunks(p, t, sms);
+  if (chunks < 2)
+    return 0;
+  int64_t steps = (p.k + t.bk - 1) / t.bk;
+  return (steps + chunks - 1) / chunks * t.bk;
+}
+
 int64_t kfuse::kf::splitKChunks(const MatmulProblem &p, const MatmulTile &t,
                                 int64_t sms) {
   int64_t tiles =

@@ -135,6 +135,9 @@ MatmulTile chooseMatmulTile(const MatmulProblem &p, int64_t sms, bool wgmma);
 /// Split only when the output tiles fill at most half the blocks the SMs
 /// hold, into as many chunks as fill them, each of 8 K steps at least.
 int64_t splitKChunks(const MatmulProblem &p, const MatmulTile &t, int64_t sms);
+/// The K chunk kf-split-k splits `matmul` into on `target` (its operands
+/// read as they are), or 0 where it keeps K whole.
+int64_t splitKChunk(MatmulOp matmul, TargetAttr target);
 /// The tile rows visited together (`group_m`): all of them where A fits
 /// well in L2, so that B is read from HBM once; else `t.groupM`.
 int64_t tileRowGroup(const MatmulTile &t, const MatmulProblem &p);

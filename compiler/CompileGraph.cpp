@@ -601,7 +601,10 @@ Expected<std::string> explainFusion(const CompileRequest &request, bool json) {
   // What kf-online-softmax rewrote, and the near-matches it did not.
   llvm::DenseSet<Operation *> attentionBefore;
   func.walk([&](kf::AttentionOp op) { attentionBefore.insert(op); });
+  // The target as a compile records it: fusion rules read it (whether a
+  // matmul's K is split).
   PassManager rewrite(parsed.context.get());
+  kf::addAttachTarget(rewrite, kernelOptionsFor(request));
   kf::buildGraphRewrites(rewrite, kernelOptionsFor(request));
   if (failed(rewrite.run(*module)))
     return compileError("rewriting attention", diagnostics);

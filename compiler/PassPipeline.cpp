@@ -26,9 +26,8 @@ void kfuse::kf::buildGraphPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
-                                    const KernelPipelineOptions &options) {
-  // The target first: every pass after it reads `kf.target`.
+void kfuse::kf::addAttachTarget(OpPassManager &pm,
+                                const KernelPipelineOptions &options) {
   KFAttachTargetPassOptions target;
   target.chip = options.chip;
   target.sms = options.multiprocessors;
@@ -37,6 +36,12 @@ void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
   target.allowTF32 = options.allowTF32;
   target.unorderedAdds = !options.deterministic;
   pm.addPass(createKFAttachTargetPass(target));
+}
+
+void kfuse::kf::buildKernelPipeline(OpPassManager &pm,
+                                    const KernelPipelineOptions &options) {
+  // The target first: every pass after it reads `kf.target`.
+  addAttachTarget(pm, options);
   buildGraphRewrites(pm, options);
   KFFusePassOptions fuse;
   fuse.mode = options.fused ? "fused" : "unfused";

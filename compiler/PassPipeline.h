@@ -51,6 +51,11 @@ struct KernelPipelineOptions {
 void buildKernelPipeline(mlir::OpPassManager &pm,
                          const KernelPipelineOptions &options);
 
+/// kf-attach-target with the options' target: the first pass of
+/// buildKernelPipeline, whose passes read the target from the module.
+void addAttachTarget(mlir::OpPassManager &pm,
+                     const KernelPipelineOptions &options);
+
 /// The graph rewrites that come before partitioning (the first stage of
 /// buildKernelPipeline), in fused compiles only: kf-online-softmax,
 /// kf-atomic-dq (a rewrite where not `deterministic`), kf-rematerialize, kf-split-keys

@@ -416,6 +416,12 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
         c.elements != numElements(op->getResult(0)))
       return {false, "a matmul joins only an elementwise epilogue over its "
                      "output"};
+    // kf-split-k moves the epilogue into a kernel summing the partial
+    // products, which writes one result.
+    auto matmul = mlir::cast<MatmulOp>(op);
+    if (c.writesOutputs && splitKChunk(matmul, TargetAttr::of(op)))
+      return {false, "its consumers' kernel also writes a graph output, "
+                     "which a matmul whose K is split does not"};
     c.kind = KernelKind::matmul;
     return {true, "epilogue of a matmul, computed on its accumulators"};
   }

@@ -83,8 +83,13 @@ bool writesPaddedRows(KernelOp producer, unsigned index, TargetAttr target) {
   if (std::optional<RowSpace> space = rowKernelSpace(producer))
     return isRowShaped(result, *space);
   // The tensor-core template stages a padded output tile in shared memory
-  // and copies it out in rows.
-  return tensorCoreMatmul(producer, target) &&
+  // and copies it out in rows: a result alone (besides column partials),
+  // as kf-promote-shared then stages it whatever the others' strides.
+  auto yield = mlir::cast<YieldOp>(producer.getBody().front().getTerminator());
+  bool alone = llvm::all_of(llvm::enumerate(yield.getValues()), [&](auto v) {
+    return v.index() == index || columnPartialsSource(v.value());
+  });
+  return tensorCoreMatmul(producer, target) && alone &&
          isa<FloatType>(getElementTypeOrSelf(result.getType()));
 }
 

@@ -127,19 +127,10 @@ struct KFSplitKPass : public kfuse::kf::impl::KFSplitKPassBase<KFSplitKPass> {
         paddedRowStride(kernel.getResult(0)))
       return 0;
     MatmulOp matmul = matmulOf(kernel);
-    if (matmul.getKChunk() ||
-        tensorCoreRefusal(matmul, target.getAligned(), target.getAllowTF32()) ||
-        !isa<BlockArgument>(matmulOperandSource(matmul.getA())) ||
+    if (!isa<BlockArgument>(matmulOperandSource(matmul.getA())) ||
         !isa<BlockArgument>(matmulOperandSource(matmul.getB())))
       return 0;
-    MatmulProblem p = MatmulProblem::of(matmul);
-    int64_t sms = target.getMultiprocessors();
-    MatmulTile t = chooseMatmulTile(p, sms, target.getWgmma());
-    int64_t chunks = splitKChunks(p, t, sms);
-    if (chunks < 2)
-      return 0;
-    int64_t steps = (p.k + t.bk - 1) / t.bk;
-    return (steps + chunks - 1) / chunks * t.bk;
+    return splitKChunk(matmul, target);
   }
 
   void split(KernelOp kernel, int64_t chunk) {

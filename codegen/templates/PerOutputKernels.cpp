@@ -198,12 +198,17 @@ LogicalResult kfuse::kf::emitMatmul(KernelEmitter &e, int64_t items) {
       return SmallVector<Value>{math::FmaOp::create(b, l, *x, *y, c[0])};
     })[0];
     e.setElement(matmul.getResult(), item, acc);
-    FailureOr<Value> out = e.elementAt(
-        rootValue(e.kernel()),
-        ElementIndex::linear(shapeOf(rootValue(e.kernel())), item));
-    if (failed(out))
-      return failure();
-    e.storeResult(0, item, *out);
+    // Every result has the output's elements (the epilogue's values that
+    // are graph outputs too, a pre-activation beside its activation).
+    auto yield =
+        mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
+    for (auto [result, value] : llvm::enumerate(yield.getValues())) {
+      FailureOr<Value> out =
+          e.elementAt(value, ElementIndex::linear(shapeOf(value), item));
+      if (failed(out))
+        return failure();
+      e.storeResult(result, item, *out);
+    }
     return inner;
   });
 }

@@ -492,3 +492,18 @@ func.func @positions_over_batch(%x: tensor<8x2048x1024xbf16>, %pos: tensor<2048x
   %s = kf.add %x, %p : tensor<8x2048x1024xbf16>
   return %s : tensor<8x2048x1024xbf16>
 }
+
+// -----
+
+// An f32 matmul off tensor cores (one thread an output) whose epilogue
+// writes a pre-activation and its GELU: both results are stored (the
+// template stored its first result only, and kf-lower-to-gpu refused the
+// kernel: "has result 1 ... that its template writes nowhere").
+// CHECK-LABEL: gpu.func @k0_matmul
+// CHECK-COUNT-2: memref.store
+// CHECK: gpu.return
+func.func @two_results_off_tensor_cores(%x: tensor<64x32xf32>, %w: tensor<32x48xf32>) -> (tensor<64x48xf32>, tensor<64x48xf32>) {
+  %m = kf.matmul %x, %w : tensor<64x32xf32>, tensor<32x48xf32> -> tensor<64x48xf32>
+  %g = kf.gelu %m : tensor<64x48xf32>
+  return %g, %m : tensor<64x48xf32>, tensor<64x48xf32>
+}
