@@ -200,15 +200,8 @@ LogicalResult kfuse::kf::emitMatmul(KernelEmitter &e, int64_t items) {
     e.setElement(matmul.getResult(), item, acc);
     // Every result has the output's elements (the epilogue's values that
     // are graph outputs too, a pre-activation beside its activation).
-    auto yield =
-        mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
-    for (auto [result, value] : llvm::enumerate(yield.getValues())) {
-      FailureOr<Value> out =
-          e.elementAt(value, ElementIndex::linear(shapeOf(value), item));
-      if (failed(out))
-        return failure();
-      e.storeResult(result, item, *out);
-    }
+    if (failed(storeResultsAt(e, item)))
+      return failure();
     return inner;
   });
 }
