@@ -397,10 +397,9 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   KernelKind kind = kernelKindOf(op);
   if (c.kind == KernelKind::attention_grad)
     return canJoinAttentionGrad(op);
-  // The matmul and attention templates write their result (and the
-  // log-sum-exp) alone.
-  // The matmul template's epilogue stores values of its output's shape;
-  // neither template writes values per row besides.
+  // The attention template writes its result (and the log-sum-exp)
+  // alone; the matmul template's epilogue stores values of its output's
+  // shape, but none per row.
   if ((c.writesRowOutputs && kind == KernelKind::matmul) ||
       (c.writesOutputs && isa<AttentionOp>(op)))
     return {false, "its consumers' kernel also writes a graph output, "
