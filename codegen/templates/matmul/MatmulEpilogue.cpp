@@ -28,35 +28,11 @@ LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
     storeColumnSums();
     return storePairs(acc, 0, tilesN, false);
   }
-  // With wgmma a warp holds whole rows: its n8 tiles are columns ni * 8
-  // (warpCol = 0), and a chunk of staged columns picks them statically.
-  auto chunk = [&](int64_t c0) {
-    bool chunked = stagedCols != t.bn;
-    return pairSlots(chunked ? c0 / 8 : 0,
-                     chunked ? (c0 + stagedCols) / 8 : tilesN);
-  };
   bool upfront = computesUpfront();
-  auto yield =
-      mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
   SmallVector<unsigned> results = stagedResults();
-  // values[i][chunk]: result results[i]'s pairs, the column sums added
-  // once (with the first result's).
-  SmallVector<SmallVector<SmallVector<Value>>> values(upfront ? results.size()
-                                                             : 0);
-  for (auto [i, result] : llvm::enumerate(upfront ? results
-                                                  : SmallVector<unsigned>())) {
-    for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols) {
-      values[i].emplace_back();
-      for (const PairSlot &slot : chunk(c0)) {
-        OutputPair at = pairAt(slot);
-        FailureOr<Value> pair =
-            stagedPair(slot, at, acc, yield.getValues()[result]);
-        if (failed(pair) || (i == 0 && failed(addToColumnSums(slot, at))))
-          return failure();
-        values[i].back().push_back(*pair);
-      }
-    }
-  }
+  StagedValues values;
+  if (upfront && failed(computeStaged(acc, results, values)))
+    return failure();
   if (!upfront && failed(sumColumnsGuarded(acc)))
     return failure();
   storeColumnSums();
@@ -67,7 +43,7 @@ LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
       // before; the second makes this chunk's writes visible to the copy.
       syncConsumers();
       stagedFirstCol = c0;
-      SmallVector<PairSlot> slots = chunk(c0);
+      SmallVector<PairSlot> slots = stagedChunk(c0);
       if (upfront) {
         writeStaged(slots, values[i][c0 / stagedCols]);
       } else {
@@ -78,6 +54,38 @@ LogicalResult TensorCoreMatmul::storeTile(ValueRange acc) {
       }
       syncConsumers();
       copyOutput(result);
+    }
+  }
+  return success();
+}
+
+SmallVector<TensorCoreMatmul::PairSlot>
+TensorCoreMatmul::stagedChunk(int64_t c0) {
+  // With wgmma a warp holds whole rows: its n8 tiles are columns ni * 8
+  // (warpCol = 0), and a chunk of staged columns picks them statically.
+  int64_t tilesN = t.bn / t.warpsN / 8;
+  bool chunked = stagedCols != t.bn;
+  return pairSlots(chunked ? c0 / 8 : 0,
+                   chunked ? (c0 + stagedCols) / 8 : tilesN);
+}
+
+LogicalResult TensorCoreMatmul::computeStaged(ValueRange acc,
+                                              ArrayRef<unsigned> results,
+                                              StagedValues &values) {
+  auto yield =
+      mlir::cast<YieldOp>(e.kernel().getBody().front().getTerminator());
+  values.assign(results.size(), {});
+  for (auto [i, result] : llvm::enumerate(results)) {
+    for (int64_t c0 = 0; c0 < t.bn; c0 += stagedCols) {
+      values[i].emplace_back();
+      for (const PairSlot &slot : stagedChunk(c0)) {
+        OutputPair at = pairAt(slot);
+        FailureOr<Value> pair =
+            stagedPair(slot, at, acc, yield.getValues()[result]);
+        if (failed(pair) || (i == 0 && failed(addToColumnSums(slot, at))))
+          return failure();
+        values[i].back().push_back(*pair);
+      }
     }
   }
   return success();

@@ -172,6 +172,14 @@ private:
   /// The results that leave through the staged tile, one after another:
   /// all but the column partials.
   SmallVector<unsigned> stagedResults();
+  /// The pair slots of the staged columns from `c0`.
+  SmallVector<PairSlot> stagedChunk(int64_t c0);
+  /// values[i][chunk]: result results[i]'s pairs of each staged chunk,
+  /// computed up front (computesUpfront); the column sums added once,
+  /// with the first result's.
+  using StagedValues = SmallVector<SmallVector<SmallVector<Value>>>;
+  LogicalResult computeStaged(ValueRange acc, ArrayRef<unsigned> results,
+                              StagedValues &values);
   /// Result `value` at the pair's two elements.
   mlir::FailureOr<std::array<Value, 2>> resultPair(Value value,
                                                    const OutputPair &at);
