@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../../bench/WorkloadGraphs.h"
+#include "OneKernel.h"
 #include "kfuse/Testing.h"
 
 #include <gtest/gtest.h>
@@ -45,13 +46,7 @@ INSTANTIATE_TEST_SUITE_P(
 /// vectors a thread step (16-bit data), and loops over several steps with a
 /// ragged last one where the grid is a wave of resident blocks.
 void checkLargePointwise(Graph &g) {
-  kfuse::testing::CheckOptions options;
-  options.time = false;
-  Expected<kfuse::testing::FusionReport> report =
-      kfuse::testing::checkFusion(g, options);
-  ASSERT_TRUE(report) << report.error().message();
-  EXPECT_TRUE(report->valuesMatch) << report->summary();
-  EXPECT_EQ(report->fusedKernels, 1u) << report->summary();
+  gputest::expectOneMatchingKernel(g, {});
 }
 
 TEST(LargePointwise, F32WithBroadcastsAndTranscendentals) {
