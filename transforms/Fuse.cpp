@@ -366,7 +366,7 @@ findUnwritableOutputs(Block &body, const Partition &p,
       elements = std::max(elements, numElements(op->getResult(0)));
     for (Operation *op : ops) {
       if (elementwise && !rows && numElements(op->getResult(0)) == elements &&
-          (op->hasTrait<OpTrait::kf::Elementwise>() || isa<MatmulOp>(op)))
+          isElementwiseOutput(op))
         continue;
       bool output = llvm::any_of(placingUsers(op), [](Operation *user) {
         return user->hasTrait<OpTrait::IsTerminator>();

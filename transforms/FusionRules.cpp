@@ -427,6 +427,10 @@ std::pair<bool, std::string> canJoin(Operation *op, Cluster &c) {
   return canJoinAsRowOp(op, kind, c);
 }
 
+bool isElementwiseOutput(Operation *op) {
+  return op->hasTrait<OpTrait::kf::Elementwise>() || isa<MatmulOp>(op);
+}
+
 /// Can the kernel of cluster `c`, which `op` joins as `why` says, also
 /// write `op`'s result (a graph output)? An elementwise kernel writes
 /// values of its own shape. A row kernel writes values per
@@ -447,7 +451,7 @@ std::pair<bool, std::string> canAlsoWrite(Operation *op, Cluster &c,
   bool elementwise = c.kind == KernelKind::pointwise ||
                      (c.kind == KernelKind::matmul && isa<MatmulOp>(op));
   if (elementwise && !c.rows && elements == c.elements &&
-      (op->hasTrait<OpTrait::kf::Elementwise>() || isa<MatmulOp>(op)))
+      isElementwiseOutput(op))
     return {true, why + ", and written out there (a graph output)"};
   c.writesRowOutputs = true;
   bool perRow = c.rows ? elements == c.rows->rows

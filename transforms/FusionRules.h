@@ -42,6 +42,11 @@ int64_t numElements(mlir::Value v);
 /// dim).
 bool readsAccumulatorsInPlace(mlir::Operation *op);
 
+/// Whether an elementwise kernel (a matmul's epilogue included) can also
+/// write `op`'s result where it has the kernel's shape: an elementwise op
+/// or the matmul itself.
+bool isElementwiseOutput(mlir::Operation *op);
+
 /// Can `op` (whose users are all in `c`) be computed inside `c`? Returns
 /// the reason either way; on success `c` may become a row cluster.
 std::pair<bool, std::string> canJoin(mlir::Operation *op, Cluster &c);
