@@ -151,9 +151,9 @@ AttentionPrimals recompute(kf::AttentionOp op, const RuleContext &ctx) {
 
 /// Whether kf.attention_grad (FlashAttention's backward kernel) computes
 /// `op`'s cotangents from that of its result alone: 16-bit operands of
-/// static shapes, head dims that are whole 16-byte rows of at most 128
-/// (the kernel keeps dq, dk and dv's accumulators in registers), no mask
-/// or bias, and no cotangent of the log-sum-exp.
+/// static shapes, head dims that are whole 16-byte rows of at most 256
+/// (the kernel keeps a warpgroup's accumulators in registers), no mask or
+/// bias, and no cotangent of the log-sum-exp.
 bool flashBackwardApplies(kf::AttentionOp op, ArrayRef<Tensor> results) {
   if (op.getMask() || op.getBias() || !results[0].isValid() ||
       (results.size() > 1 && results[1].isValid()))
@@ -164,7 +164,7 @@ bool flashBackwardApplies(kf::AttentionOp op, ArrayRef<Tensor> results) {
   for (Value v : {op.getQ(), op.getK(), op.getV()}) {
     auto type = mlir::cast<RankedTensorType>(v.getType());
     int64_t head = type.getShape().back();
-    if (!type.hasStaticShape() || head % 8 || head > 128 || head == 0)
+    if (!type.hasStaticShape() || head % 8 || head > 256 || head == 0)
       return false;
   }
   return true;

@@ -147,6 +147,11 @@ std::vector<TrainingWorkload> trainingWorkloads() {
          {std::pair{true, true}, std::pair{true, false},
           std::pair{false, false}})
       all.push_back(attentionBackward(a, deterministic, tma));
+  // Head dim 256 (dk and dv in blocks of their own, one stage), as many
+  // FLOPs as the d128 rows.
+  for (bool causal : {true, false})
+    all.push_back(
+        attentionBackward(AttentionShape{4, 8, 2048, 256, causal}, true, true));
   const BlockShape block{4, 2048, 1024, 16};
   all.push_back({"prenorm_b4_s2048_d1024",
                  [block] { return preNormStack(block, 1, "prenorm_train"); },

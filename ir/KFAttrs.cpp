@@ -237,13 +237,25 @@ LogicalResult MmaTilingAttr::verify(EmitError emitError, int64_t tileM,
 LogicalResult FlashGradTilingAttr::verify(EmitError emitError,
                                           int64_t blockRows, int64_t blockCols,
                                           int64_t headDim, int64_t valueDim,
-                                          int64_t kvBlocks, bool dqAtomic) {
+                                          int64_t kvBlocks, bool dqAtomic,
+                                          bool splitKeyBlocks) {
   if (failed(checkMultiple(emitError, "headDim", headDim, 64)) ||
       failed(checkMultiple(emitError, "valueDim", valueDim, 64)) ||
-      failed(checkRange(emitError, "headDim", headDim, 64, 128)) ||
-      failed(checkRange(emitError, "valueDim", valueDim, 64, 128)) ||
+      failed(checkRange(emitError, "headDim", headDim, 64, 256)) ||
+      failed(checkRange(emitError, "valueDim", valueDim, 64, 256)) ||
       failed(checkRange(emitError, "kvBlocks", kvBlocks, 0, INT32_MAX)))
     return failure();
+  // A key block's dk and dv accumulators of 64 rows a warpgroup take
+  // (headDim + valueDim) / 2 registers a thread, next to dP's and dS's 64.
+  if (headDim + valueDim > 256 && !splitKeyBlocks)
+    return emitError() << "headDim = " << headDim << ", valueDim = "
+                       << valueDim
+                       << " without splitKeyBlocks: dk's and dv's "
+                          "accumulators together pass a thread's registers";
+  if (splitKeyBlocks && dqAtomic)
+    return emitError() << "splitKeyBlocks with dqAtomic: the atomic "
+                          "template adds dq from blocks that compute dk and "
+                          "dv together";
   // The swizzled 64-row tiles of the streamed operands are read both
   // K-major and M/N-major, which holds for 64 rows exactly.
   if (blockRows != 128 || blockCols != 64)
@@ -311,12 +323,13 @@ LogicalResult MmaPipelineAttr::verify(EmitError emitError, int64_t stages,
 LogicalResult FlashGradPipelineAttr::verify(EmitError emitError,
                                             int64_t stages, bool tma) {
   // Without the TMA every thread copies and then waits at one barrier a
-  // tile: two stages, the next tile's copies in flight.
-  if (!tma && stages != 2)
+  // tile: the next tile's copies in flight in a second stage, or issued
+  // after the tile's products in the one stage.
+  if (!tma && stages > 2)
     return emitError() << "stages = " << stages
-                       << " without tma: the cp.async copies double-buffer "
-                          "(2)";
-  return checkRange(emitError, "stages", stages, 2, 4);
+                       << " without tma: the cp.async copies take one or "
+                          "two stages";
+  return checkRange(emitError, "stages", stages, 1, 4);
 }
 
 LogicalResult FlashPipelineAttr::verify(EmitError emitError, int64_t stages,

@@ -235,17 +235,21 @@ def KF_FlashGradTilingAttr : KF_Attr<"FlashGradTiling", "flash_grad_tiling"> {
     queries of the heads that share it `blockCols` at a time, accumulating
     dk and dv; the others own query rows of one head and step over its
     keys, accumulating dq. Head dims padded to `headDim` and `valueDim`
-    (whole swizzled tiles of 64 columns; the three accumulators in
-    registers allow 128 at most). The streamed tiles are copied two ahead.
-    `dqAtomic`: every block owns keys (`kvBlocks` is the grid) and adds
-    each tile's dq = dS k, its 128 keys' share, into an f32 dq that the
-    launch zeroes first (faster; the order of the adds, and so dq's last
-    bits, vary from run to run); else query blocks compute dq, each from
-    its rows' whole sum (deterministic).
+    (whole swizzled tiles of 64 columns, 256 at most: a warpgroup's
+    accumulators of 64 rows, in registers). `splitKeyBlocks`: dk and dv
+    are accumulated in blocks of their own, the first `kvBlocks` blocks
+    dk, the next `kvBlocks` dv, where both accumulators would not fit a
+    thread's registers (headDim + valueDim past 256); the dv blocks skip
+    dP and dS. `dqAtomic`: every block owns keys (`kvBlocks` is the grid)
+    and adds each tile's dq = dS k, its 128 keys' share, into an f32 dq
+    that the launch zeroes first (faster; the order of the adds, and so
+    dq's last bits, vary from run to run); else query blocks compute dq,
+    each from its rows' whole sum (deterministic).
   }];
   let parameters = (ins "int64_t":$blockRows, "int64_t":$blockCols,
                         "int64_t":$headDim, "int64_t":$valueDim,
-                        "int64_t":$kvBlocks, "bool":$dqAtomic);
+                        "int64_t":$kvBlocks, "bool":$dqAtomic,
+                        KF_Flag:$splitKeyBlocks);
 }
 
 //===----------------------------------------------------------------------===//
@@ -286,9 +290,10 @@ def KF_FlashGradPipelineAttr
     : KF_Attr<"FlashGradPipeline", "flash_grad_pipeline"> {
   let summary = "the shared-memory pipeline of FlashAttention's backward";
   let description = [{
-    The streamed 64-row tiles are copied `stages` tiles ahead. Without
-    `tma` all threads copy them with cp.async, two stages and a block
-    barrier a tile; with `tma` a third warpgroup copies the owned rows and
+    The streamed 64-row tiles are copied `stages` tiles ahead (one: the
+    next tile's copy waits for the products of the last, where two stages
+    of wide heads do not fit). Without `tma` all threads copy them with
+    cp.async, one or two stages and a block barrier a tile; with `tma` a third warpgroup copies the owned rows and
     the streamed tiles with the TMA, stages handed over by mbarriers
     (deterministic kernels only: the dqAtomic template exchanges dS^T at
     block barriers of its two computing warpgroups).

@@ -90,7 +90,8 @@ void promoteAttention(KernelOp kernel, FlashTilingAttr tiling, bool tma) {
 }
 
 /// FlashAttention's backward: a block's own 128 rows of two operands (K and
-/// V, or Q and dO) and two stages of the 64-row tiles of the other two;
+/// V, or Q and dO) and two stages of the 64-row tiles of the other two (one
+/// where two do not fit);
 /// with dqAtomic, dS^T of a tile ([blockRows][blockCols], 16-bit) and the
 /// tile's f32 share of dq ([blockCols][headDim]) too. With `tma`, where the
 /// kernel is deterministic and the TMA can copy the rows of q, k, v and dO,
@@ -113,10 +114,14 @@ void promoteAttentionGrad(KernelOp kernel, FlashGradTilingAttr tiling,
   // are short next to a tile's copy): B4 H16 S2048 d64 on an H100 took
   // 0.518 ms with three, 0.487 with four; at d128 four were slower (0.696
   // -> 0.722).
+  // Past head dims of 128 (two 256-column operands owned, two streamed)
+  // two stages may not fit: one, whose next copy waits for the last
+  // tile's products.
   bool narrow = tiling.getHeadDim() <= 64 && tiling.getValueDim() <= 64;
-  int64_t stages = 2;
-  for (int64_t more = narrow ? 4 : 3; warpSpecialized && more > 2; --more)
-    if (attentionGradShared(tiling, more, true).bytes <= kSharedPerSM) {
+  int64_t stages = 1;
+  for (int64_t more = !warpSpecialized ? 2 : narrow ? 4 : 3; more > 1; --more)
+    if (attentionGradShared(tiling, more, warpSpecialized).bytes <=
+        kSharedPerSM) {
       stages = more;
       break;
     }

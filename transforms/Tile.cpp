@@ -458,7 +458,10 @@ Decision decideFlashAttention(AttentionOp op) {
 }
 
 /// FlashAttention's backward: blocks of 128 keys (dk, dv) then blocks of
-/// 128 query rows (dq), two warpgroups each, over tiles of 64.
+/// 128 query rows (dq), two warpgroups each, over tiles of 64. Past head
+/// dims of 128 a thread's registers do not hold dk's and dv's accumulators
+/// together: dk and dv get blocks of their own (FlashAttention 2 shrinks
+/// its blocks there instead, which wgmma's 64 rows a warpgroup rule out).
 Decision decideFlashAttentionGrad(AttentionGradOp op, TargetAttr target) {
   ArrayRef<int64_t> q = shapeOf(op.getQ()), k = shapeOf(op.getK());
   constexpr int64_t rows = 128;
@@ -468,13 +471,15 @@ Decision decideFlashAttentionGrad(AttentionGradOp op, TargetAttr target) {
   int64_t valueDim = (shapeOf(op.getV())[3] + 63) / 64 * 64;
   // Where adds may come in any order, an f32 dq (kf-atomic-dq's) is added
   // into by the key blocks, with no query blocks.
+  bool split = headDim + valueDim > 256;
   bool dqAtomic =
-      target.getUnorderedAdds() &&
+      !split && target.getUnorderedAdds() &&
       getElementTypeOrSelf(op.getDq().getType()).isF32();
-  int64_t blocks = dqAtomic ? kvBlocks : kvBlocks + qBlocks;
+  int64_t blocks =
+      dqAtomic ? kvBlocks : (split ? 2 : 1) * kvBlocks + qBlocks;
   return {blocks, 2 * rows, blocks,
           FlashGradTilingAttr::get(op.getContext(), rows, 64, headDim,
-                                   valueDim, kvBlocks, dqAtomic)};
+                                   valueDim, kvBlocks, dqAtomic, split)};
 }
 
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {

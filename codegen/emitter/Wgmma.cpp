@@ -121,6 +121,19 @@ SmallVector<Value> multiplyRegisterA(OpBuilder &b, Location l,
   return out;
 }
 
+Value computedHere(OpBuilder &b, Location l, Value index) {
+  Value wide = arith::IndexCastOp::create(b, l, b.getI64Type(), index);
+  Value copy =
+      LLVM::InlineAsmOp::create(
+          b, l, b.getI64Type(), ValueRange{wide}, "mov.b64 $0, $1;", "=l,l",
+          /*has_side_effects=*/true, /*is_align_stack=*/false,
+          LLVM::tailcallkind::TailCallKind::None,
+          LLVM::AsmDialectAttr::get(b.getContext(), LLVM::AsmDialect::AD_ATT),
+          ArrayAttr())
+          .getResult(0);
+  return arith::IndexCastOp::create(b, l, b.getIndexType(), copy);
+}
+
 void keepRegistersUntilHere(OpBuilder &b, Location l, ValueRange registers) {
   std::string constraints;
   for (size_t i = 0; i < registers.size(); ++i)

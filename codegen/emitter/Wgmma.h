@@ -57,6 +57,13 @@ multiplyRegisterA(mlir::OpBuilder &b, mlir::Location l,
 /// in their registers, until here. A wgmma in flight reads its A registers
 /// asynchronously; without this the compiler may reuse them before the
 /// wait, and ptxas then serialises the wgmma.
+/// `index`, as a value the compilers cannot see through: what is computed
+/// from it stays where it is computed (an offset of a loop's one stage,
+/// constant, is not hoisted out of the loop, where its registers would be
+/// live throughout).
+mlir::Value computedHere(mlir::OpBuilder &b, mlir::Location l,
+                         mlir::Value index);
+
 void keepRegistersUntilHere(mlir::OpBuilder &b, mlir::Location l,
                             mlir::ValueRange registers);
 

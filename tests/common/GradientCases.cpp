@@ -169,7 +169,9 @@ void addGradientCases(std::vector<OpCase> &cases) {
                       {1, 4, 64, 32}}});
   // FlashAttention's backward kernel (kf.attention_grad): several blocks of
   // 128 rows, a partial last tile, grouped heads, different query and key
-  // lengths, a value head dim that is not the key's, padded head dims.
+  // lengths, a value head dim that is not the key's, padded head dims,
+  // head dims up to 256 (dk and dv in blocks of their own; one stage, of
+  // the TMA where the query length is a multiple of 4, else of cp.async).
   struct FlashCase {
     const char *name;
     int64_t batch, heads, kvHeads, sq, sk, d, dv;
@@ -178,7 +180,11 @@ void addGradientCases(std::vector<OpCase> &cases) {
   for (FlashCase c : {FlashCase{"s200_d64_causal", 2, 4, 2, 200, 200, 64, 64, true},
                       FlashCase{"cross_d128_dv96", 1, 2, 1, 77, 150, 128, 96, false},
                       FlashCase{"causal_s300_d40", 1, 3, 3, 300, 300, 40, 40, true},
-                      FlashCase{"gqa_causal_s320_d128", 1, 4, 2, 320, 320, 128, 128, true}})
+                      FlashCase{"gqa_causal_s320_d128", 1, 4, 2, 320, 320, 128, 128, true},
+                      FlashCase{"gqa_s200_d192", 1, 4, 2, 200, 200, 192, 192, false},
+                      FlashCase{"causal_s260_d256", 1, 2, 1, 260, 260, 256, 256, true},
+                      FlashCase{"causal_s130_d256", 1, 2, 2, 130, 130, 256, 256, true},
+                      FlashCase{"cross_d256_dv64", 1, 2, 1, 77, 150, 256, 64, false}})
     for (DType d : {DType::f16, DType::bf16})
       cases.push_back(
           {std::string("grad_attention_flash_") + c.name + "_" + dtypeName(d),

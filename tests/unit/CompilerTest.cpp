@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <thread>
@@ -343,4 +344,37 @@ TEST(Compiler, MatmulReadsReshapedOperandsInPlace) {
   Expected<std::string> flatPtx = flat->dump(Stage::PTX);
   ASSERT_TRUE(ptx && flatPtx);
   EXPECT_EQ(*ptx, *flatPtx);
+}
+
+TEST(Compiler, WideHeadAttentionBackwardIsFlashWithKeyBlocksApart) {
+  // Head dim 256: FlashAttention's backward, no S x S scores. dk's and
+  // dv's accumulators do not fit a thread's registers together, so each
+  // has blocks of its own: 2 x 16 blocks of 128 keys (2 kv heads of 1024),
+  // then 32 of 128 query rows (4 heads).
+  Graph g("attention_d256");
+  AttentionOptions o;
+  o.causal = true;
+  g.output("o", attention(g.input("q", DType::bf16, {1, 4, 1024, 256}),
+                          g.input("k", DType::bf16, {1, 2, 1024, 256}),
+                          g.input("v", DType::bf16, {1, 2, 1024, 256}), o));
+  Expected<TrainingGraphs> split = splitVJP(g);
+  ASSERT_TRUE(split) << split.error().message();
+  Expected<Executable> backward =
+      Compiler(noDiskCache()).compile(split->backward);
+  ASSERT_TRUE(backward) << backward.error().message();
+  Expected<std::string> fused = backward->dump(Stage::Fused);
+  ASSERT_TRUE(fused) << fused.error().message();
+  EXPECT_EQ(count(*fused, "kf.kernel attention_grad"), 1u) << *fused;
+  EXPECT_NE(fused->find("splitKeyBlocks = true"), std::string::npos)
+      << *fused;
+  EXPECT_EQ(fused->find("x1024x1024x"), std::string::npos) << *fused;
+  Expected<std::vector<KernelReport>> kernels = backward->kernels();
+  ASSERT_TRUE(kernels) << kernels.error().message();
+  auto grad = std::find_if(kernels->begin(), kernels->end(),
+                           [](const KernelReport &k) {
+                             return k.name.find("attention_grad") !=
+                                    std::string::npos;
+                           });
+  ASSERT_NE(grad, kernels->end());
+  EXPECT_EQ(grad->grid, 2u * 16 + 32);
 }

@@ -24,6 +24,14 @@
 // from run to run. dk and dv are summed over the heads of a group in the
 // loop.
 //
+// Past head dims of 128 a thread's registers do not hold dK's and dV's
+// accumulators together (splitKeyBlocks): key blocks accumulate dK alone,
+// and blocks of their own dV alone, which need neither dP nor dS (the
+// exponentials are computed twice, the products of S^T once more). Two
+// operands owned and two stages of 256-column tiles pass the shared
+// memory: such kernels stream through one stage, the next tile's copy
+// issued once the last tile's products are done.
+//
 // With dqAtomic (an f32 dq, zeroed by the launch) there are no query
 // blocks: a key block also stores each tile's dS^T to shared memory, and
 // after a barrier each warpgroup multiplies it by half of the block's K
@@ -74,6 +82,7 @@ FlashAttentionGrad::FlashAttentionGrad(KernelEmitter &e, AttentionGradOp op)
   dvp = tiling.getValueDim();
   kvBlocks = tiling.getKvBlocks();
   dqAtomic = tiling.getDqAtomic();
+  splitKeyBlocks = tiling.getSplitKeyBlocks();
   if (std::optional<unsigned> result = resultIndexOf(e.kernel(), op.getDq()))
     dqArgument = e.kernel().getNumOperands() + *result;
   bulkDq =
@@ -168,18 +177,26 @@ LogicalResult FlashAttentionGrad::emitBlocks() {
       return failure();
     return status;
   }
-  auto which = scf::IfOp::create(b, l, less(block, idx(kvBlocks)), true);
-  {
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(which.thenBlock());
-    if (failed(emitKeyBlock(block)))
-      return failure();
-    b.setInsertionPointToStart(which.elseBlock());
-    if (failed(emitQueryBlock(arith::SubIOp::create(b, l, block,
-                                                    idx(kvBlocks)))))
-      return failure();
-  }
+  std::pair<bool, bool> both[] = {{true, true}},
+                        apart[] = {{true, false}, {false, true}};
+  if (failed(emitBlocksFrom(block, splitKeyBlocks ? ArrayRef(apart)
+                                                  : ArrayRef(both))))
+    return failure();
   return status;
+}
+
+LogicalResult FlashAttentionGrad::emitBlocksFrom(
+    Value block, ArrayRef<std::pair<bool, bool>> kinds) {
+  if (kinds.empty())
+    return emitQueryBlock(block);
+  auto which = scf::IfOp::create(b, l, less(block, idx(kvBlocks)), true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(which.thenBlock());
+  if (failed(emitKeyBlock(block, kinds.front().first, kinds.front().second)))
+    return failure();
+  b.setInsertionPointToStart(which.elseBlock());
+  return emitBlocksFrom(arith::SubIOp::create(b, l, block, idx(kvBlocks)),
+                        kinds.drop_front());
 }
 
 void FlashAttentionGrad::setUp() {
@@ -213,6 +230,14 @@ Value FlashAttentionGrad::stageA(Value stage) {
 
 Value FlashAttentionGrad::stageB(Value stage) {
   return add(stageA(stage), idx(kTile * dp));
+}
+
+Value FlashAttentionGrad::stageOf(Value tile) {
+  if (stages > 1)
+    return rem(tile, stages);
+  // Stage 0 throughout: the products' 64 descriptors (128 registers at
+  // head dim 256) would be hoisted out of the loop, live throughout it.
+  return wgmma::computedHere(b, l, idx(0));
 }
 
 Value FlashAttentionGrad::rowAt(const OperandRows &operand, Value dense,
@@ -271,7 +296,8 @@ Value FlashAttentionGrad::negShift(Value rowLse) {
   return arith::SelectOp::create(b, l, empty, e.f32(-INFINITY), shift);
 }
 
-std::pair<Value, Value> FlashAttentionGrad::issueProducts(Value stage) {
+std::pair<Value, Value> FlashAttentionGrad::issueProducts(Value stage,
+                                                          bool withY) {
   // Every descriptor before the first product: ptxas serialises wgmma
   // when other instructions define their inputs between it and the wait.
   auto descriptors = [&](int64_t ownAt, Value tileAt, int64_t width) {
@@ -288,9 +314,13 @@ std::pair<Value, Value> FlashAttentionGrad::issueProducts(Value stage) {
     return steps;
   };
   auto x = descriptors(0, stageA(stage), dp);
-  auto y = descriptors(kRows * dp, stageB(stage), dvp);
+  SmallVector<std::pair<Value, Value>> y;
+  if (withY)
+    y = descriptors(kRows * dp, stageB(stage), dvp);
   NVVM::WgmmaFenceAlignedOp::create(b, l);
   Value xAll = issueGroup(x, kTile, NVVM::MMALayout::row, NVVM::MMALayout::col);
+  if (!withY)
+    return {xAll, Value()};
   return {xAll,
           issueGroup(y, kTile, NVVM::MMALayout::row, NVVM::MMALayout::col)};
 }
@@ -422,22 +452,31 @@ FlashAttentionGrad::runTilesWithCopies(const Roles &roles, const Tiles &tiles,
   b.setInsertionPointToStart(loop.getBody());
   Value t = loop.getInductionVar();
   // Tile t has landed for every thread, and every warpgroup is done with
-  // tile t - 1, whose stage the copies of tile t + 1 then refill.
+  // tile t - 1, whose stage the copies of tile t + 1 then refill (with
+  // one stage, once tile t's products are done too).
   NVVM::CpAsyncWaitGroupOp::create(b, l, 0);
   wgmma::fenceSharedForAsyncProxy(b, l);
   gpu::BarrierOp::create(b, l);
   Value next = add(t, idx(1));
-  auto more = scf::IfOp::create(b, l, less(next, count), false);
-  {
-    OpBuilder::InsertionGuard inner(b);
-    b.setInsertionPointToStart(more.thenBlock());
-    copyTile(roles, sliceOf(next), rowOf(next), rem(next, 2));
-  }
-  NVVM::CpAsyncCommitGroupOp::create(b, l);
-  Value stage = rem(t, 2), slice = sliceOf(t), row0 = rowOf(t);
+  auto copyNext = [&] {
+    auto more = scf::IfOp::create(b, l, less(next, count), false);
+    {
+      OpBuilder::InsertionGuard inner(b);
+      b.setInsertionPointToStart(more.thenBlock());
+      copyTile(roles, sliceOf(next), rowOf(next), rem(next, stages));
+    }
+    NVVM::CpAsyncCommitGroupOp::create(b, l);
+  };
+  if (stages > 1)
+    copyNext();
+  Value stage = stageOf(t), slice = sliceOf(t), row0 = rowOf(t);
   SmallVector<Value> state =
       step(roles, SmallVector<Value>(loop.getRegionIterArgs()), stage,
            ownStats, slice, row0);
+  if (stages == 1) {
+    gpu::BarrierOp::create(b, l);
+    copyNext();
+  }
   scf::YieldOp::create(b, l, state);
   b.setInsertionPointAfter(loop);
   return SmallVector<Value>(loop.getResults());
@@ -445,17 +484,18 @@ FlashAttentionGrad::runTilesWithCopies(const Roles &roles, const Tiles &tiles,
 
 /// One tile: X and Y issued together; P from X while Y computes (and, in
 /// key blocks, dV += P^T dO_i while dS is computed); then the product of
-/// dS. Only tiles that hold positions to mask pay for masking.
+/// dS. dV's own blocks issue X alone and stop after dV's product. Only
+/// tiles that hold positions to mask pay for masking.
 SmallVector<Value> FlashAttentionGrad::step(const Roles &roles,
                                             SmallVector<Value> state,
                                             Value stage,
                                             const std::optional<RowStats> &ownStats,
                                             Value slice, Value row0) {
-  auto [xAll, yAll] = issueProducts(stage);
+  auto [xAll, yAll] = issueProducts(stage, roles.needsDs());
   RowStats stats = ownStats ? *ownStats : RowStats();
   if (!ownStats)
     loadStats(roles, slice, row0, /*shifts=*/true, stats, stage);
-  NVVM::WgmmaWaitGroupSyncOp::create(b, l, 1);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, roles.needsDs() ? 1 : 0);
   SmallVector<Value> x = unpack(xAll);
   auto masked = scf::IfOp::create(
       b, l, SmallVector<Type>(kTile / 2, b.getF32Type()),
@@ -471,15 +511,22 @@ SmallVector<Value> FlashAttentionGrad::step(const Roles &roles,
   // The products read their A registers until the wait: the packed P and
   // dS stay live (in their registers) until then.
   SmallVector<Value> packed;
-  if (roles.keys) {
+  bool dvProduct = roles.keys && roles.withDv;
+  if (dvProduct) {
     packed = packHalfPairs(b, l, p, dtype);
-    SmallVector<Value> dvAcc(state.begin() + dp / 2, state.end());
+    int64_t dkCount = roles.withDk ? dp / 2 : 0;
+    SmallVector<Value> dvAcc(state.begin() + dkCount, state.end());
     dvAcc = accumulate(dvAcc, packed, stageB(stage), dvp);
-    state.truncate(dp / 2);
+    state.truncate(dkCount);
     state.append(dvAcc);
   }
+  if (!roles.needsDs()) {
+    NVVM::WgmmaWaitGroupSyncOp::create(b, l, 0);
+    wgmma::keepRegistersUntilHere(b, l, packed);
+    return state;
+  }
   // Y (and not the dV product issued after it) is done.
-  NVVM::WgmmaWaitGroupSyncOp::create(b, l, roles.keys ? 1 : 0);
+  NVVM::WgmmaWaitGroupSyncOp::create(b, l, dvProduct ? 1 : 0);
   if (!ownStats)
     loadStats(roles, slice, row0, /*shifts=*/false, stats, stage);
   SmallVector<Value> y = unpack(yAll), ds;
@@ -652,10 +699,12 @@ void FlashAttentionGrad::onFirstThread(function_ref<void()> body) {
 
 /// A block of 128 keys of one kv head: the query tiles of each head of its
 /// group in turn (causal: from the tile of its first key on).
-LogicalResult FlashAttentionGrad::emitKeyBlock(Value block) {
+LogicalResult FlashAttentionGrad::emitKeyBlock(Value block, bool withDk,
+                                               bool withDv) {
   int64_t keyBlocks = (sk + kRows - 1) / kRows;
-  Roles roles{true, &k, &v, div(block, keyBlocks),
-              mul(rem(block, keyBlocks), kRows), &q, &dout};
+  Roles roles{true,    &k,    &v,     div(block, keyBlocks),
+              mul(rem(block, keyBlocks), kRows),
+              &q,      &dout, withDk, withDv};
   int64_t queryTiles = (sq + kTile - 1) / kTile;
   Value first = op.getCausal() ? minIndex(div(roles.ownRow0, kTile), idx(queryTiles))
                                : idx(0);
@@ -679,15 +728,18 @@ LogicalResult FlashAttentionGrad::emitKeyBlock(Value block) {
       tile = arith::RemUIOp::create(b, l, add(tile, shift), divisor);
     return mul(add(first, tile), kTile);
   };
-  SmallVector<Value> acc((dp + dvp) / 2, e.f32(0));
+  int64_t dkCount = withDk ? dp / 2 : 0;
+  SmallVector<Value> acc(dkCount + (withDv ? dvp / 2 : 0), e.f32(0));
   runTiles(roles, {count, sliceOf, rowOf}, acc, [&](ArrayRef<Value> acc) {
     // The last bulk add has read its staging tile before the block exits.
     if (bulkDq)
       onFirstThread([&] { async::waitBulkGroups(b, l, /*readOnly=*/true); });
-    store(op.getDk(), acc.take_front(dp / 2), roles.ownSlice, roles.ownRow0,
-          sk, d, scale);
-    store(op.getDv(), acc.drop_front(dp / 2), roles.ownSlice, roles.ownRow0,
-          sk, dv, 1.0);
+    if (withDk)
+      store(op.getDk(), acc.take_front(dkCount), roles.ownSlice,
+            roles.ownRow0, sk, d, scale);
+    if (withDv)
+      store(op.getDv(), acc.drop_front(dkCount), roles.ownSlice,
+            roles.ownRow0, sk, dv, 1.0);
   });
   return success();
 }

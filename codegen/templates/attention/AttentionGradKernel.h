@@ -48,6 +48,10 @@ struct Roles {
   Value ownSlice, ownRow0;
   /// The streamed operands (q, dout or k, v).
   const OperandRows *tileA, *tileB;
+  /// A key block's gradients: both, or (splitKeyBlocks) one of them.
+  bool withDk = true, withDv = true;
+  /// Whether the block computes dP and dS: all but dv's own blocks.
+  bool needsDs() const { return !keys || withDk; }
 };
 
 class FlashAttentionGrad : IndexArithmetic {
@@ -61,7 +65,12 @@ private:
   void setUp();
   /// Key blocks, then query blocks (none with dqAtomic).
   LogicalResult emitBlocks();
-  LogicalResult emitKeyBlock(Value block);
+  /// Blocks from `block` on: kvBlocks key blocks of each of `kinds`
+  /// ({withDk, withDv}: both, or each alone), then the query blocks.
+  LogicalResult emitBlocksFrom(Value block,
+                               ArrayRef<std::pair<bool, bool>> kinds);
+  LogicalResult emitKeyBlock(Value block, bool withDk = true,
+                             bool withDv = true);
   LogicalResult emitQueryBlock(Value block);
   /// Which streamed tiles a block takes: `count` of them, tile t's rows of
   /// slice `sliceOf(t)` from row `rowOf(t)`.
@@ -125,6 +134,8 @@ private:
   }
   void copyOwn(const Roles &roles);
   void copyTile(const Roles &roles, Value slice, Value row0, Value stage);
+  /// The stage of the computing warpgroups' tile `tile`.
+  Value stageOf(Value tile);
   Value stageA(Value stage);
   Value stageB(Value stage);
   /// dqAtomic's dS^T tile, after the stages.
@@ -133,10 +144,10 @@ private:
   /// takes it whole), after dS^T (in 16-bit elements, as the other
   /// offsets).
   int64_t dqStagingAt() const { return dsAt() + kRows * kTile; }
-  /// Issues X = ownA tileA^T and Y = ownB tileB^T for the warpgroup's 64
-  /// rows, a wgmma group each; returns their accumulator structs (read
-  /// only after waiting for their group).
-  std::pair<Value, Value> issueProducts(Value stage);
+  /// Issues X = ownA tileA^T and (`withY`) Y = ownB tileB^T for the
+  /// warpgroup's 64 rows, a wgmma group each; returns their accumulator
+  /// structs (read only after waiting for their group).
+  std::pair<Value, Value> issueProducts(Value stage, bool withY);
   SmallVector<Value> unpack(Value all);
   /// One wgmma group of m64nNk16 products summed over `steps` (A's and
   /// B's descriptors, both operands in shared memory, K-major where the
@@ -206,7 +217,7 @@ private:
 
   AttentionGradOp op;
   int64_t heads, kvHeads, group, sq, sk, d, dv, dp, dvp, kvBlocks;
-  bool dqAtomic, bulkDq;
+  bool dqAtomic, bulkDq, splitKeyBlocks;
   /// The pipeline's stages and `tma`; the byte offset of the mbarriers
   /// past the tiles.
   int64_t stages;

@@ -155,7 +155,7 @@ void FlashAttentionGrad::consumeTiles(
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
-    Value t = loop.getInductionVar(), stage = rem(t, stages);
+    Value t = loop.getInductionVar(), stage = stageOf(t);
     async::waitParity(b, l, barrier(Barrier::Full, stage), phaseOf(t));
     SmallVector<Value> state =
         step(roles, SmallVector<Value>(loop.getRegionIterArgs()), stage,

@@ -77,13 +77,28 @@ func.func private @f() attributes {p = #kf.flash_pipeline<stages = 2, tma = true
 
 // -----
 
-// expected-error @+1 {{stages = 3 without tma: the cp.async copies double-buffer (2)}}
+// expected-error @+1 {{stages = 3 without tma: the cp.async copies take one or two stages}}
 func.func private @f() attributes {p = #kf.flash_grad_pipeline<stages = 3>}
 
 // -----
 
-// expected-error @+1 {{stages = 5: needs 2 to 4}}
+// expected-error @+1 {{stages = 5: needs 1 to 4}}
 func.func private @f() attributes {p = #kf.flash_grad_pipeline<stages = 5, tma = true>}
+
+// -----
+
+// expected-error @+1 {{headDim = 256, valueDim = 128 without splitKeyBlocks: dk's and dv's accumulators together pass a thread's registers}}
+func.func private @f() attributes {t = #kf.flash_grad_tiling<blockRows = 128, blockCols = 64, headDim = 256, valueDim = 128, kvBlocks = 4, dqAtomic = false>}
+
+// -----
+
+// expected-error @+1 {{headDim = 320: needs 64 to 256}}
+func.func private @f() attributes {t = #kf.flash_grad_tiling<blockRows = 128, blockCols = 64, headDim = 320, valueDim = 64, kvBlocks = 4, dqAtomic = false, splitKeyBlocks = true>}
+
+// -----
+
+// expected-error @+1 {{splitKeyBlocks with dqAtomic: the atomic template adds dq from blocks that compute dk and dv together}}
+func.func private @f() attributes {t = #kf.flash_grad_tiling<blockRows = 128, blockCols = 64, headDim = 256, valueDim = 256, kvBlocks = 4, dqAtomic = true, splitKeyBlocks = true>}
 
 // -----
 
