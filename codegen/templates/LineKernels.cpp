@@ -319,23 +319,17 @@ LogicalResult kfuse::kf::emitArgReduceRows(KernelEmitter &e, ArgReduceOp op,
 
 namespace {
 
-/// Exclusive prefix of `value` over the block's threads in thread order,
-/// and the block's total, every thread getting both: shuffles within a
-/// warp, then each thread adds the totals of the warps before its own
-/// (`scratch` holds one a warp).
-std::pair<Value, Value> blockExclusiveScan(KernelEmitter &e, Value value,
-                                           Value scratch, int64_t threads) {
+/// x + y, of floats or integers.
+Value addScalars(OpBuilder &b, Location l, Value x, Value y) {
+  return isa<FloatType>(x.getType()) ? Value(arith::AddFOp::create(b, l, x, y))
+                                     : Value(arith::AddIOp::create(b, l, x, y));
+}
+
+/// The inclusive prefix of `value` over the lanes of a warp (lane `lane`),
+/// by shuffles: lane i gets values 0..i summed.
+Value warpInclusiveScan(KernelEmitter &e, Value value, Value lane) {
   OpBuilder &b = e.builder();
   Location l = e.loc();
-  bool isFloat = isa<FloatType>(value.getType());
-  auto add = [&](Value x, Value y) -> Value {
-    return isFloat ? Value(arith::AddFOp::create(b, l, x, y))
-                   : Value(arith::AddIOp::create(b, l, x, y));
-  };
-  Value zero = e.constant(value.getType(), 0);
-  Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
-  Value lane = arith::RemUIOp::create(b, l, tid, e.index(32));
-  Value warp = arith::DivUIOp::create(b, l, tid, e.index(32));
   Value width = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(32));
   Value inclusive = value;
   for (int offset = 1; offset < 32; offset *= 2) {
@@ -347,9 +341,27 @@ std::pair<Value, Value> blockExclusiveScan(KernelEmitter &e, Value value,
                        .getShuffleResult();
     Value has = arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, lane,
                                       e.index(offset));
-    inclusive = arith::SelectOp::create(b, l, has, add(inclusive, before),
-                                        inclusive);
+    inclusive = arith::SelectOp::create(
+        b, l, has, addScalars(b, l, inclusive, before), inclusive);
   }
+  return inclusive;
+}
+
+/// Exclusive prefix of `value` over the block's threads in thread order,
+/// and the block's total, every thread getting both: shuffles within a
+/// warp, then each thread adds the totals of the warps before its own
+/// (`scratch` holds one a warp).
+std::pair<Value, Value> blockExclusiveScan(KernelEmitter &e, Value value,
+                                           Value scratch, int64_t threads) {
+  OpBuilder &b = e.builder();
+  Location l = e.loc();
+  bool isFloat = isa<FloatType>(value.getType());
+  auto add = [&](Value x, Value y) { return addScalars(b, l, x, y); };
+  Value zero = e.constant(value.getType(), 0);
+  Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
+  Value lane = arith::RemUIOp::create(b, l, tid, e.index(32));
+  Value warp = arith::DivUIOp::create(b, l, tid, e.index(32));
+  Value inclusive = warpInclusiveScan(e, value, lane);
   int64_t warps = (threads + 31) / 32;
   Value last = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane,
                                      e.index(31));
@@ -513,12 +525,14 @@ namespace {
 /// A cumsum down columns (column_scan_tiling): thread (segment s, column c)
 /// of a 32 x 32 block holds `perThread` consecutive rows of a chunk of
 /// 32 * perThread rows, its running sum in registers. The 32 segment
-/// totals of each column meet in `totals`; a thread adds those of the
-/// segments before its own and the column's `carry` (the chunks before),
-/// which the last segment then advances. Every warp is one segment, so
-/// its loop over the segments before it is uniform. A chunk's values are
-/// loaded while the chunk before is scanned: its barriers and stores
-/// otherwise left the block's loads idle, at 1.53x the floor.
+/// totals of each column meet in `totals`, where warp c scans column c's
+/// (lane s segment s's, by shuffles) into each segment's offset: the
+/// column's `carry` (the chunks before) plus the totals of the segments
+/// before it; lane 31 advances the carry. (Each thread adding up the
+/// totals before its own segment took a chain of up to 31 loads a chunk.)
+/// A chunk's values are loaded while the chunk before is scanned: its
+/// barriers and stores otherwise left the block's loads idle, at 1.53x
+/// the floor.
 class ColumnScan {
 public:
   ColumnScan(KernelEmitter &e, CumsumOp op)
@@ -533,7 +547,7 @@ public:
   }
 
   LogicalResult emit() {
-    totals = workgroupBuffer(e, 32 * 32, type);
+    totals = workgroupBuffer(e, 32 * kTotalsStride, type);
     carry = workgroupBuffer(e, 32, type);
     Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
     column = arith::RemUIOp::create(b, l, tid, e.index(32));
@@ -611,17 +625,41 @@ private:
     gpu::BarrierOp::create(b, l);
   }
 
-  /// The sum of the column's totals of the segments before this thread's.
-  Value totalBefore() {
-    auto loop = scf::ForOp::create(b, l, e.index(0), segment, e.index(1),
-                                   ValueRange{e.constant(type, 0)});
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(loop.getBody());
-    Value s = loop.getInductionVar();
-    Value t =
-        memref::LoadOp::create(b, l, totals, ValueRange{add(mul(s, 32), column)});
-    scf::YieldOp::create(b, l, sum(loop.getRegionIterArgs()[0], t));
-    return loop.getResult(0);
+  /// Segment s's total of column c in `totals`: rows of 33, so that a
+  /// warp's reads of one column fall on 32 banks.
+  static constexpr int64_t kTotalsStride = 33;
+  Value totalAt(Value s, Value c) { return add(mul(s, kTotalsStride), c); }
+
+  /// Warp w (the thread's segment index) scans column w's segment totals,
+  /// lane s (its column index) holding segment s's, and writes each
+  /// segment's offset over its total; lane 31 advances the carry.
+  void scanTotals() {
+    Value warp = segment, lane = column;
+    Value at = totalAt(lane, warp);
+    Value total = memref::LoadOp::create(b, l, totals, ValueRange{at});
+    Value carried = memref::LoadOp::create(b, l, carry, ValueRange{warp});
+    Value inclusive = warpInclusiveScan(e, total, lane);
+    // The lane before's inclusive sum (0 at lane 0): the exact sum of the
+    // totals before, where inclusive - total would round.
+    Value width = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(32));
+    Value before =
+        gpu::ShuffleOp::create(
+            b, l, inclusive,
+            arith::ConstantOp::create(b, l, b.getI32IntegerAttr(1)), width,
+            gpu::ShuffleMode::UP)
+            .getShuffleResult();
+    Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane,
+                                        e.index(0));
+    before = arith::SelectOp::create(b, l, first, e.constant(type, 0), before);
+    memref::StoreOp::create(b, l, sum(carried, before), totals,
+                            ValueRange{at});
+    // (The shuffles follow every lane's read of the carry.)
+    when(arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane,
+                               e.index(31)),
+         [&] {
+           memref::StoreOp::create(b, l, sum(carried, inclusive), carry,
+                                   ValueRange{warp});
+         });
   }
 
   /// Where the thread's row `j` of the chunk at `chunkRow` lies (row 0 of
@@ -657,18 +695,14 @@ private:
       running = sum(running, v);
       prefixes.push_back(running);
     }
-    memref::StoreOp::create(b, l, running, totals,
-                            ValueRange{add(mul(segment, 32), column)});
+    Value own = totalAt(segment, column);
+    memref::StoreOp::create(b, l, running, totals, ValueRange{own});
     gpu::BarrierOp::create(b, l);
-    Value before = totalBefore();
-    Value offset = sum(
-        memref::LoadOp::create(b, l, carry, ValueRange{column}), before);
-    // Every thread has read the totals and the carry before either moves.
+    scanTotals();
     gpu::BarrierOp::create(b, l);
-    when(isSegment(31), [&] {
-      memref::StoreOp::create(b, l, sum(offset, running), carry,
-                              ValueRange{column});
-    });
+    // (The next chunk's total overwrites this slot, read by this thread
+    // alone, after this read; its scan waits for the barrier above.)
+    Value offset = memref::LoadOp::create(b, l, totals, ValueRange{own});
     for (int64_t j = 0; j < perThread; ++j) {
       auto [at, inside] = place(chunkRow, j);
       when(inside, [&] { e.storeResult(0, at, sum(prefixes[j], offset)); });
