@@ -528,8 +528,9 @@ namespace {
 /// totals of each column meet in `totals`, where warp c scans column c's
 /// (lane s segment s's, by shuffles) into each segment's offset: the
 /// column's `carry` (the chunks before) plus the totals of the segments
-/// before it; lane 31 advances the carry. (Each thread adding up the
-/// totals before its own segment took a chain of up to 31 loads a chunk.)
+/// before it; lane 31 advances the carry. (Each thread had added up the
+/// totals before its own segment, a chain of up to 31 loads a chunk: the
+/// same time, 1.12x the floor at [4096, 16384] f32 on an H100.)
 /// A chunk's values are loaded while the chunk before is scanned: its
 /// barriers and stores otherwise left the block's loads idle, at 1.53x
 /// the floor.
