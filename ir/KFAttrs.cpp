@@ -155,8 +155,12 @@ LogicalResult RowTilingAttr::verify(EmitError emitError, int64_t vector,
 }
 
 LogicalResult ColumnScanTilingAttr::verify(EmitError emitError,
-                                           int64_t rowsPerThread) {
-  return checkRange(emitError, "rowsPerThread", rowsPerThread, 1, 32);
+                                           int64_t rowsPerThread,
+                                           int64_t columnsPerThread) {
+  if (failed(checkRange(emitError, "rowsPerThread", rowsPerThread, 1, 32)))
+    return failure();
+  // A thread's columns are one vector of at most 16 bytes of f32.
+  return checkPowerOfTwo(emitError, "columnsPerThread", columnsPerThread, 4);
 }
 
 /// An ordered index_add tile's row group: a thread a vector of columns.

@@ -143,15 +143,19 @@ def KF_ColumnTilingAttr : KF_Attr<"ColumnTiling", "column_tiling"> {
 
 def KF_ColumnScanTilingAttr
     : KF_Attr<"ColumnScanTiling", "column_scan_tiling"> {
-  let summary = "a cumsum down columns: 32 columns a block, chunks of rows";
+  let summary = "a cumsum down columns: 32 x columnsPerThread columns a "
+                "block, chunks of rows";
   let description = [{
-    A block of 32 x 32 threads scans 32 columns (the dims after the axis,
-    flattened) of one index before the axis. The rows go by in chunks of
-    32 segments of `rowsPerThread` rows, each segment a thread's running
-    sum in registers; the segments' totals meet in shared memory, and a
-    carry a column runs from chunk to chunk.
+    A block of 32 x 32 threads scans 32 x `columnsPerThread` columns (the
+    dims after the axis, flattened) of one index before the axis, a
+    thread `columnsPerThread` consecutive ones (a vector a row; the
+    columns are a multiple of it). The rows go by in chunks of 32 segments
+    of `rowsPerThread` rows, each segment a thread's running sums in
+    registers; the segments' totals meet in shared memory, and a carry a
+    column runs from chunk to chunk.
   }];
-  let parameters = (ins KF_Int<"8">:$rowsPerThread);
+  let parameters = (ins KF_Int<"8">:$rowsPerThread,
+                        KF_Int<"1">:$columnsPerThread);
 }
 
 def KF_IndexAddTilingAttr : KF_Attr<"IndexAddTiling", "index_add_tiling"> {

@@ -168,6 +168,27 @@ static LogicalResult verifyRowTiling(KernelOp kernel) {
   return success();
 }
 
+/// A column scan's thread reads and writes its columns as one vector a
+/// row: the columns (the dims after the cumsum's axis) are a multiple of
+/// their count, so that no vector straddles a row or the columns' end.
+static LogicalResult verifyColumnScanTiling(KernelOp kernel) {
+  auto scan = kernel.getTilingAs<ColumnScanTilingAttr>();
+  if (!scan || scan.getColumnsPerThread() == 1)
+    return success();
+  for (CumsumOp op : kernel.getBody().getOps<CumsumOp>()) {
+    ArrayRef<int64_t> shape = op.getType().getShape();
+    int64_t columns = 1;
+    for (int64_t d = op.getAxis() + 1; d < int64_t(shape.size()); ++d)
+      columns *= shape[d];
+    if (columns % scan.getColumnsPerThread())
+      return kernel.emitOpError()
+             << "scans " << columns << " columns "
+             << scan.getColumnsPerThread()
+             << " a thread: the columns must be a multiple of them";
+  }
+  return success();
+}
+
 /// dqAtomic: the launch zeroes dq's buffer and the blocks add into it, so
 /// dq is the kernel's own f32 result, not an input to anything else in it.
 static LogicalResult verifyAtomicDq(KernelOp kernel) {
@@ -250,6 +271,7 @@ static LogicalResult verifyDecisions(KernelOp kernel) {
   return success(succeeded(verifyPointwiseGroups(kernel)) &&
                  succeeded(verifyIndexAddTiling(kernel)) &&
                  succeeded(verifyRowTiling(kernel)) &&
+                 succeeded(verifyColumnScanTiling(kernel)) &&
                  succeeded(verifyAtomicDq(kernel)) &&
                  succeeded(verifyPipeline(kernel)) &&
                  succeeded(verifyMmaTiling(kernel)));

@@ -522,47 +522,53 @@ LogicalResult kfuse::kf::emitCumsumRows(KernelEmitter &e, CumsumOp op,
 
 namespace {
 
-/// A cumsum down columns (column_scan_tiling): thread (segment s, column c)
+/// A cumsum down columns (column_scan_tiling): thread (segment s, lane c)
 /// of a 32 x 32 block holds `perThread` consecutive rows of a chunk of
-/// 32 * perThread rows, its running sum in registers. The 32 segment
-/// totals of each column meet in `totals`, where warp c scans column c's
-/// (lane s segment s's, by shuffles) into each segment's offset: the
+/// 32 * perThread rows and `lanes` consecutive columns from c * lanes of
+/// the block's tile (read and written as one vector a row), a running sum
+/// a column in registers. The 32 segment totals of each column meet in
+/// `totals`, where warp w scans the tile's columns w, w + 32, ... (lane s
+/// segment s's total, by shuffles) into each segment's offset: the
 /// column's `carry` (the chunks before) plus the totals of the segments
 /// before it; lane 31 advances the carry. (Each thread had added up the
 /// totals before its own segment, a chain of up to 31 loads a chunk: the
-/// same time, 1.12x the floor at [4096, 16384] f32 on an H100.)
-/// A chunk's values are loaded while the chunk before is scanned: its
-/// barriers and stores otherwise left the block's loads idle, at 1.53x
-/// the floor.
+/// same time, 1.12x the floor at [4096, 16384] f32 on an H100.) A chunk's
+/// values are loaded while the chunk before is scanned: its barriers and
+/// stores otherwise left the block's loads idle, at 1.53x the floor.
 class ColumnScan {
 public:
   ColumnScan(KernelEmitter &e, CumsumOp op)
       : e(e), b(e.builder()), l(e.loc()), op(op), shape(shapeOf(op)),
-        perThread(e.kernel().getTilingAs<ColumnScanTilingAttr>()
-                      .getRowsPerThread()),
         type(KernelEmitter::computeType(getElementTypeOrSelf(op.getType()))) {
+    auto tiling = e.kernel().getTilingAs<ColumnScanTilingAttr>();
+    perThread = tiling.getRowsPerThread();
+    lanes = tiling.getColumnsPerThread();
     int64_t axis = op.getAxis();
     n = shape[axis];
     for (int64_t d = axis + 1; d < int64_t(shape.size()); ++d)
       inner *= shape[d];
+    width = 32 * lanes;
+    stride = width + 1;
   }
 
   LogicalResult emit() {
-    totals = workgroupBuffer(e, 32 * kTotalsStride, type);
-    carry = workgroupBuffer(e, 32, type);
+    totals = workgroupBuffer(e, 32 * stride, type);
+    carry = workgroupBuffer(e, width, type);
     Value tid = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
-    column = arith::RemUIOp::create(b, l, tid, e.index(32));
+    lane = arith::RemUIOp::create(b, l, tid, e.index(32));
     segment = arith::DivUIOp::create(b, l, tid, e.index(32));
-    int64_t tilesAcross = (inner + 31) / 32;
+    int64_t tilesAcross = (inner + width - 1) / width;
     int64_t leading = 1;
     for (int64_t d = 0; d < static_cast<int64_t>(op.getAxis()); ++d)
       leading *= shape[d];
     return e.forEachItem(leading * tilesAcross, true, [&](Value tile) {
       Value outer = arith::DivUIOp::create(b, l, tile, e.index(tilesAcross));
+      // (inner is a multiple of `lanes`: a thread's columns are all inside
+      // or all past the tile's end.)
       Value col = add(mul(arith::RemUIOp::create(b, l, tile,
                                                  e.index(tilesAcross)),
-                          32),
-                      column);
+                          width),
+                      mul(lane, lanes));
       colInside = less(col, inner);
       Value safe = arith::SelectOp::create(b, l, colInside, col, e.index(0));
       base = add(mul(outer, n * inner), safe);
@@ -599,10 +605,7 @@ private:
     return arith::CmpIOp::create(b, l, arith::CmpIPredicate::ult, x,
                                  e.index(bound));
   }
-  Value sum(Value x, Value y) {
-    return isa<FloatType>(type) ? Value(arith::AddFOp::create(b, l, x, y))
-                                : Value(arith::AddIOp::create(b, l, x, y));
-  }
+  Value sum(Value x, Value y) { return addScalars(b, l, x, y); }
   /// Runs `body` in the threads where `cond` holds.
   void when(Value cond, function_ref<void()> body) {
     auto ifOp = scf::IfOp::create(b, l, cond);
@@ -614,39 +617,39 @@ private:
     return arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, segment,
                                  e.index(s));
   }
+  /// The tile's column of the thread's lane `v`.
+  Value ownColumn(int64_t v) { return add(mul(lane, lanes), e.index(v)); }
+  /// Segment s's total of tile column c in `totals`: rows of width + 1, so
+  /// that a warp's reads of one column fall on 32 banks.
+  Value totalAt(Value s, Value c) { return add(mul(s, stride), c); }
 
-  /// The column's carry starts at 0; the barrier before ends the reads of
-  /// the previous tile's last chunk.
+  /// The carries start at 0; the barrier before ends the reads of the
+  /// previous tile's last chunk.
   void resetCarry() {
     gpu::BarrierOp::create(b, l);
     when(isSegment(0), [&] {
-      memref::StoreOp::create(b, l, e.constant(type, 0), carry,
-                              ValueRange{column});
+      for (int64_t v = 0; v < lanes; ++v)
+        memref::StoreOp::create(b, l, e.constant(type, 0), carry,
+                                ValueRange{ownColumn(v)});
     });
     gpu::BarrierOp::create(b, l);
   }
 
-  /// Segment s's total of column c in `totals`: rows of 33, so that a
-  /// warp's reads of one column fall on 32 banks.
-  static constexpr int64_t kTotalsStride = 33;
-  Value totalAt(Value s, Value c) { return add(mul(s, kTotalsStride), c); }
-
-  /// Warp w (the thread's segment index) scans column w's segment totals,
-  /// lane s (its column index) holding segment s's, and writes each
-  /// segment's offset over its total; lane 31 advances the carry.
-  void scanTotals() {
-    Value warp = segment, lane = column;
-    Value at = totalAt(lane, warp);
+  /// Warp w (the thread's segment index) scans tile column c's segment
+  /// totals, lane s holding segment s's, and writes each segment's offset
+  /// over its total; lane 31 advances the column's carry.
+  void scanTotals(Value c) {
+    Value at = totalAt(lane, c);
     Value total = memref::LoadOp::create(b, l, totals, ValueRange{at});
-    Value carried = memref::LoadOp::create(b, l, carry, ValueRange{warp});
+    Value carried = memref::LoadOp::create(b, l, carry, ValueRange{c});
     Value inclusive = warpInclusiveScan(e, total, lane);
     // The lane before's inclusive sum (0 at lane 0): the exact sum of the
     // totals before, where inclusive - total would round.
-    Value width = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(32));
+    Value width32 = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(32));
     Value before =
         gpu::ShuffleOp::create(
             b, l, inclusive,
-            arith::ConstantOp::create(b, l, b.getI32IntegerAttr(1)), width,
+            arith::ConstantOp::create(b, l, b.getI32IntegerAttr(1)), width32,
             gpu::ShuffleMode::UP)
             .getShuffleResult();
     Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane,
@@ -659,12 +662,12 @@ private:
                                e.index(31)),
          [&] {
            memref::StoreOp::create(b, l, sum(carried, inclusive), carry,
-                                   ValueRange{warp});
+                                   ValueRange{c});
          });
   }
 
-  /// Where the thread's row `j` of the chunk at `chunkRow` lies (row 0 of
-  /// the column where it is past the column), and whether it is inside.
+  /// Where the thread's row `j` of the chunk at `chunkRow` starts (row 0
+  /// of the column where it is past the column), and whether it is inside.
   std::pair<Value, Value> place(Value chunkRow, int64_t j) {
     Value r = add(add(chunkRow, mul(segment, perThread)), e.index(j));
     Value rowInside = less(r, n);
@@ -673,40 +676,65 @@ private:
             arith::AndIOp::create(b, l, rowInside, colInside)};
   }
 
-  /// The thread's values of the chunk at `chunkRow`, 0 outside the input.
+  /// The thread's values of the chunk at `chunkRow`, row by row (`lanes` a
+  /// row), 0 outside the input.
   FailureOr<SmallVector<Value>> loadChunk(Value chunkRow) {
     SmallVector<Value> values;
     for (int64_t j = 0; j < perThread; ++j) {
       auto [at, inside] = place(chunkRow, j);
-      FailureOr<Value> v =
-          e.elementAt(op.getInput(), ElementIndex::linear(shape, at));
-      if (failed(v))
-        return failure();
-      values.push_back(arith::SelectOp::create(b, l, inside, *v,
-                                               e.constant(type, 0)));
+      SmallVector<Value> row;
+      if (lanes == 1) {
+        FailureOr<Value> v =
+            e.elementAt(op.getInput(), ElementIndex::linear(shape, at));
+        if (failed(v))
+          return failure();
+        row.push_back(*v);
+      } else {
+        FailureOr<SmallVector<Value>> v =
+            e.vectorAt(op.getInput(), ElementIndex::linear(shape, at),
+                       e.laneIndices(at, lanes));
+        if (failed(v))
+          return failure();
+        row = *v;
+      }
+      for (Value v : row)
+        values.push_back(arith::SelectOp::create(b, l, inside, v,
+                                                 e.constant(type, 0)));
     }
     return values;
   }
 
   /// Scans and stores the chunk at `chunkRow` (the thread's `values`).
   void scanChunk(Value chunkRow, ValueRange values) {
-    Value running = e.constant(type, 0);
-    SmallVector<Value> prefixes;
-    for (Value v : values) {
-      running = sum(running, v);
-      prefixes.push_back(running);
-    }
-    Value own = totalAt(segment, column);
-    memref::StoreOp::create(b, l, running, totals, ValueRange{own});
+    SmallVector<Value> running(lanes, e.constant(type, 0)), prefixes;
+    for (int64_t j = 0; j < perThread; ++j)
+      for (int64_t v = 0; v < lanes; ++v) {
+        running[v] = sum(running[v], values[j * lanes + v]);
+        prefixes.push_back(running[v]);
+      }
+    for (int64_t v = 0; v < lanes; ++v)
+      memref::StoreOp::create(b, l, running[v], totals,
+                              ValueRange{totalAt(segment, ownColumn(v))});
     gpu::BarrierOp::create(b, l);
-    scanTotals();
+    for (int64_t k = 0; k < lanes; ++k)
+      scanTotals(add(segment, e.index(32 * k)));
     gpu::BarrierOp::create(b, l);
-    // (The next chunk's total overwrites this slot, read by this thread
-    // alone, after this read; its scan waits for the barrier above.)
-    Value offset = memref::LoadOp::create(b, l, totals, ValueRange{own});
+    // (The next chunk's totals overwrite these slots, read by this thread
+    // alone, after these reads; its scans wait for the barrier above.)
+    SmallVector<Value> offsets;
+    for (int64_t v = 0; v < lanes; ++v)
+      offsets.push_back(memref::LoadOp::create(
+          b, l, totals, ValueRange{totalAt(segment, ownColumn(v))}));
     for (int64_t j = 0; j < perThread; ++j) {
       auto [at, inside] = place(chunkRow, j);
-      when(inside, [&] { e.storeResult(0, at, sum(prefixes[j], offset)); });
+      when(inside, [&] {
+        if (lanes == 1)
+          return e.storeResult(0, at, sum(prefixes[j], offsets[0]));
+        SmallVector<Value> row;
+        for (int64_t v = 0; v < lanes; ++v)
+          row.push_back(sum(prefixes[j * lanes + v], offsets[v]));
+        e.storeLanes(0, at, row);
+      });
     }
   }
 
@@ -715,9 +743,9 @@ private:
   Location l;
   CumsumOp op;
   ArrayRef<int64_t> shape;
-  int64_t perThread, n = 0, inner = 1;
+  int64_t perThread, lanes, width, stride, n = 0, inner = 1;
   Type type;
-  Value totals, carry, column, segment, colInside, base;
+  Value totals, carry, lane, segment, colInside, base;
 };
 
 } // namespace

@@ -252,6 +252,17 @@ void addAxisOps(std::vector<OpCase> &cases) {
                        g.output("first", cumsum(x, 0));
                      },
                      {{3, 600, 45}}});
+  // An even number of columns: a thread two of them, a vector a row
+  // (columnsPerThread = 2, chunks of 128 rows). 130 columns are two whole
+  // tiles of 64 and one of a single pair; 300 rows two whole chunks and a
+  // partial one; 16-bit pairs too.
+  for (DType d : {DType::f32, DType::bf16, DType::i32})
+    cases.push_back({std::string("cumsum_column_pairs_") + dtypeName(d),
+                     [d](Graph &g) {
+                       Tensor x = g.input("x", d, {2, 300, 130});
+                       g.output("down", cumsum(x, 1));
+                     },
+                     {{2, 300, 130}}});
 }
 
 void addRandomAndScalars(std::vector<OpCase> &cases) {

@@ -364,3 +364,20 @@ func.func @index_add_transposed_inside(%u: tensor<8x5xf32>, %i: tensor<8xi32>) {
   } -> (tensor<5x5xf32>)
   return
 }
+
+// -----
+
+// expected-error @+1 {{columnsPerThread = 3: needs a power of two up to 4}}
+func.func private @f() attributes {t = #kf.column_scan_tiling<columnsPerThread = 3>}
+
+// -----
+
+func.func @column_pairs_of_odd_columns(%x: tensor<600x45xf32>) {
+  // expected-error @+1 {{'kf.kernel' op scans 45 columns 2 a thread: the columns must be a multiple of them}}
+  %0 = kf.kernel reduction(%x : tensor<600x45xf32>) attributes {launch = #kf.launch<grid = 1, block = 1024, items = 1>, tiling = #kf.column_scan_tiling<rowsPerThread = 4, columnsPerThread = 2>} {
+  ^bb0(%a: tensor<600x45xf32>):
+    %1 = kf.cumsum %a[0] : tensor<600x45xf32> -> tensor<600x45xf32>
+    kf.yield %1 : tensor<600x45xf32>
+  } -> (tensor<600x45xf32>)
+  return
+}

@@ -85,6 +85,17 @@ func.func @cumsum_columns(%x: tensor<3x600x45xf32>, %z: tensor<64x300xf32>) -> (
 
 // -----
 
+// Even columns: two a thread, a 64-column tile a block (3 tiles of 130
+// columns, of 2 indices), chunks of 4 rows a thread.
+// CHECK-LABEL: func.func @cumsum_column_pairs
+// CHECK: launch = #kf.launch<grid = 6, block = 1024, items = 6>, tiling = #kf.column_scan_tiling<rowsPerThread = 4, columnsPerThread = 2>
+func.func @cumsum_column_pairs(%x: tensor<2x300x130xf32>) -> tensor<2x300x130xf32> {
+  %y = kf.cumsum %x[1] : tensor<2x300x130xf32> -> tensor<2x300x130xf32>
+  return %y : tensor<2x300x130xf32>
+}
+
+// -----
+
 // i1 buffers are never vectorised (LLVM packs vectors of i1 into bits).
 // CHECK-LABEL: func.func @bools
 // CHECK: tiling = #kf.pointwise_tiling<>
