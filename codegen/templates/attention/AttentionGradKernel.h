@@ -2,7 +2,8 @@
 //
 // Internal to kf-lower-to-gpu: the template of AttentionGradKernel.cpp,
 // whose warp-specialised TMA pipeline (pipeline `tma`) lives in
-// AttentionGradTmaPipeline.cpp.
+// AttentionGradTmaPipeline.cpp, and its key blocks' adds into dq
+// (dqAtomic) in AttentionGradAtomicDq.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -188,20 +189,6 @@ private:
   /// `tileAt`, read M/N-major (its rows along K), `width` columns.
   SmallVector<Value> accumulate(SmallVector<Value> acc, ArrayRef<Value> a,
                                 Value tileAt, int64_t width);
-  /// dqAtomic: dS^T (the warpgroup's 64 keys by the tile's 64 queries, as
-  /// accumulators) into shared memory, M-major for dQ's product.
-  void storeTransposedDs(ArrayRef<Value> ds);
-  /// dqAtomic: issues dS K for the warpgroup's half of the head dim (after
-  /// both warpgroups stored dS^T); returns the accumulator struct.
-  Value issueDqProduct();
-  /// dqAtomic: adds the product's accumulators `part` into dq's rows of
-  /// the tile (query slice `slice`, rows from `row0`), with atomics.
-  void addDq(ArrayRef<Value> part, Value slice, Value row0);
-  /// dqAtomic with bulkDq: stores `part` (scaled) into the staging tile;
-  /// after a barrier thread 0 adds the tile's rows into dq in bulk.
-  void addDqInBulk(ArrayRef<Value> part, Value slice, Value row0);
-  /// Runs `body` on thread 0 of the block (the bulk add's issuer).
-  void onFirstThread(function_ref<void()> body);
   /// Row (of the warpgroup's 64) and column (of the tile's 64) of
   /// accumulator i of a 64-column product.
   std::pair<Value, Value> position(int64_t i);
@@ -214,6 +201,22 @@ private:
              int64_t rows, int64_t cols, double scale);
   Value load(Value memref, Value offset);
   Value select(Value keep, Value x);
+
+  // --- AttentionGradAtomicDq.cpp: dqAtomic ---
+  /// dS^T (the warpgroup's 64 keys by the tile's 64 queries, as
+  /// accumulators) into shared memory, M-major for dQ's product.
+  void storeTransposedDs(ArrayRef<Value> ds);
+  /// Issues dS K for the warpgroup's half of the head dim (after
+  /// both warpgroups stored dS^T); returns the accumulator struct.
+  Value issueDqProduct();
+  /// Adds the product's accumulators `part` into dq's rows of
+  /// the tile (query slice `slice`, rows from `row0`), with atomics.
+  void addDq(ArrayRef<Value> part, Value slice, Value row0);
+  /// With bulkDq: stores `part` (scaled) into the staging tile;
+  /// after a barrier thread 0 adds the tile's rows into dq in bulk.
+  void addDqInBulk(ArrayRef<Value> part, Value slice, Value row0);
+  /// Runs `body` on thread 0 of the block (the bulk add's issuer).
+  void onFirstThread(function_ref<void()> body);
 
   AttentionGradOp op;
   int64_t heads, kvHeads, group, sq, sk, d, dv, dp, dvp, kvBlocks;
