@@ -88,3 +88,44 @@ func.func @odd_queries(%q: tensor<1x4x250x64xbf16>, %k: tensor<1x4x250x64xbf16>,
         tensor<1x4x250xf32>, tensor<1x4x250xf32> -> tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>
   return %dq, %dk, %dv : tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>, tensor<1x4x250x64xf32>
 }
+
+// -----
+
+// Head dim 256: dk's and dv's accumulators do not fit a thread's registers
+// together, so each gets kvBlocks blocks of its own (2 x 4 key blocks,
+// then 4 query blocks), never adding dq up (no dqAtomic); and two stages
+// of 256-column tiles do not fit: one stage, 2 x (256 + 256) x (128 + 64)
+// bytes, with the TMA 24 bytes of mbarriers in 32 and one stage's lse and
+// delta (512) past them.
+// CHECK-LABEL: func.func @wide_heads
+// CHECK: launch = #kf.launch<grid = 12, block = 256, items = 12, sharedBytes = 196608>, pipeline = #kf.flash_grad_pipeline<stages = 1>, tiling = #kf.flash_grad_tiling<blockRows = 128, blockCols = 64, headDim = 256, valueDim = 256, kvBlocks = 4, dqAtomic = false, splitKeyBlocks = true>
+// TMA-LABEL: func.func @wide_heads
+// TMA: launch = #kf.launch<grid = 12, block = 384, items = 12, sharedBytes = 197152>, pipeline = #kf.flash_grad_pipeline<stages = 1, tma = true>
+// ATOMIC-LABEL: func.func @wide_heads
+// ATOMIC: dqAtomic = false, splitKeyBlocks = true
+func.func @wide_heads(%q: tensor<1x2x256x256xbf16>, %k: tensor<1x2x256x256xbf16>, %v: tensor<1x2x256x256xbf16>,
+                      %do: tensor<1x2x256x256xbf16>, %lse: tensor<1x2x256xf32>, %delta: tensor<1x2x256xf32>)
+    -> (tensor<1x2x256x256xf32>, tensor<1x2x256x256xf32>, tensor<1x2x256x256xf32>) {
+  %dq, %dk, %dv = kf.attention_grad %q, %k, %v, %do, %lse, %delta {causal = true, scale = 0.0625 : f64}
+      : tensor<1x2x256x256xbf16>, tensor<1x2x256x256xbf16>, tensor<1x2x256x256xbf16>, tensor<1x2x256x256xbf16>,
+        tensor<1x2x256xf32>, tensor<1x2x256xf32> -> tensor<1x2x256x256xf32>, tensor<1x2x256x256xf32>, tensor<1x2x256x256xf32>
+  return %dq, %dk, %dv : tensor<1x2x256x256xf32>, tensor<1x2x256x256xf32>, tensor<1x2x256x256xf32>
+}
+
+// -----
+
+// Head dim 192: dk and dv apart too; two stages fit, also with the TMA
+// (three do not): 2 x (192 + 192) x (128 + 2 x 64) bytes, then 40 bytes
+// of mbarriers in 48 and two stages' lse and delta.
+// CHECK-LABEL: func.func @heads_of_192
+// CHECK: pipeline = #kf.flash_grad_pipeline<stages = 2>, tiling = #kf.flash_grad_tiling<blockRows = 128, blockCols = 64, headDim = 192, valueDim = 192, kvBlocks = 2, dqAtomic = false, splitKeyBlocks = true>
+// TMA-LABEL: func.func @heads_of_192
+// TMA: sharedBytes = 197680>, pipeline = #kf.flash_grad_pipeline<stages = 2, tma = true>
+func.func @heads_of_192(%q: tensor<1x1x256x192xbf16>, %k: tensor<1x1x256x192xbf16>, %v: tensor<1x1x256x192xbf16>,
+                        %do: tensor<1x1x256x192xbf16>, %lse: tensor<1x1x256xf32>, %delta: tensor<1x1x256xf32>)
+    -> (tensor<1x1x256x192xbf16>, tensor<1x1x256x192xbf16>, tensor<1x1x256x192xbf16>) {
+  %dq, %dk, %dv = kf.attention_grad %q, %k, %v, %do, %lse, %delta {causal = false, scale = 0.07 : f64}
+      : tensor<1x1x256x192xbf16>, tensor<1x1x256x192xbf16>, tensor<1x1x256x192xbf16>, tensor<1x1x256x192xbf16>,
+        tensor<1x1x256xf32>, tensor<1x1x256xf32> -> tensor<1x1x256x192xbf16>, tensor<1x1x256x192xbf16>, tensor<1x1x256x192xbf16>
+  return %dq, %dk, %dv : tensor<1x1x256x192xbf16>, tensor<1x1x256x192xbf16>, tensor<1x1x256x192xbf16>
+}
