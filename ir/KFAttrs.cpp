@@ -252,8 +252,7 @@ LogicalResult FlashGradTilingAttr::verify(EmitError emitError,
   // A key block's dk and dv accumulators of 64 rows a warpgroup take
   // (headDim + valueDim) / 2 registers a thread, next to dP's and dS's 64.
   if (headDim + valueDim > 256 && !splitKeyBlocks)
-    return emitError() << "headDim = " << headDim << ", valueDim = "
-                       << valueDim
+    return emitError() << "headDim = " << headDim << ", valueDim = " << valueDim
                        << " without splitKeyBlocks: dk's and dv's "
                           "accumulators together pass a thread's registers";
   if (splitKeyBlocks && dqAtomic)

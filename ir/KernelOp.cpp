@@ -182,8 +182,7 @@ static LogicalResult verifyColumnScanTiling(KernelOp kernel) {
       columns *= shape[d];
     if (columns % scan.getColumnsPerThread())
       return kernel.emitOpError()
-             << "scans " << columns << " columns "
-             << scan.getColumnsPerThread()
+             << "scans " << columns << " columns " << scan.getColumnsPerThread()
              << " a thread: the columns must be a multiple of them";
   }
   return success();

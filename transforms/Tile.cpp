@@ -101,8 +101,8 @@ Decision decideColumns(MLIRContext *ctx, RowSpace columns) {
 
 /// A cumsum down columns (its axis not the last: the dims after it,
 /// flattened, are its columns): a block of 32 x 32 threads a 32- or
-/// 64-column tile of one index before the axis. A thread a column walking all its
-/// rows left too few loads in flight: H200, f32 [4096, 16384] along dim 0
+/// 64-column tile of one index before the axis. A thread a column walking all
+/// its rows left too few loads in flight: H200, f32 [4096, 16384] along dim 0
 /// at 12.7x its HBM floor.
 std::optional<Decision> decideColumnScan(MLIRContext *ctx, KernelOp kernel) {
   auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
@@ -477,14 +477,12 @@ Decision decideFlashAttentionGrad(AttentionGradOp op, TargetAttr target) {
   // Where adds may come in any order, an f32 dq (kf-atomic-dq's) is added
   // into by the key blocks, with no query blocks.
   bool split = headDim + valueDim > 256;
-  bool dqAtomic =
-      !split && target.getUnorderedAdds() &&
-      getElementTypeOrSelf(op.getDq().getType()).isF32();
-  int64_t blocks =
-      dqAtomic ? kvBlocks : (split ? 2 : 1) * kvBlocks + qBlocks;
+  bool dqAtomic = !split && target.getUnorderedAdds() &&
+                  getElementTypeOrSelf(op.getDq().getType()).isF32();
+  int64_t blocks = dqAtomic ? kvBlocks : (split ? 2 : 1) * kvBlocks + qBlocks;
   return {blocks, 2 * rows, blocks,
-          FlashGradTilingAttr::get(op.getContext(), rows, 64, headDim,
-                                   valueDim, kvBlocks, dqAtomic, split)};
+          FlashGradTilingAttr::get(op.getContext(), rows, 64, headDim, valueDim,
+                                   kvBlocks, dqAtomic, split)};
 }
 
 struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {

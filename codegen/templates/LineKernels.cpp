@@ -565,10 +565,9 @@ public:
       Value outer = arith::DivUIOp::create(b, l, tile, e.index(tilesAcross));
       // (inner is a multiple of `lanes`: a thread's columns are all inside
       // or all past the tile's end.)
-      Value col = add(mul(arith::RemUIOp::create(b, l, tile,
-                                                 e.index(tilesAcross)),
-                          width),
-                      mul(lane, lanes));
+      Value col = add(
+          mul(arith::RemUIOp::create(b, l, tile, e.index(tilesAcross)), width),
+          mul(lane, lanes));
       colInside = less(col, inner);
       Value safe = arith::SelectOp::create(b, l, colInside, col, e.index(0));
       base = add(mul(outer, n * inner), safe);
@@ -646,17 +645,15 @@ private:
     // The lane before's inclusive sum (0 at lane 0): the exact sum of the
     // totals before, where inclusive - total would round.
     Value width32 = arith::ConstantOp::create(b, l, b.getI32IntegerAttr(32));
-    Value before =
-        gpu::ShuffleOp::create(
-            b, l, inclusive,
-            arith::ConstantOp::create(b, l, b.getI32IntegerAttr(1)), width32,
-            gpu::ShuffleMode::UP)
-            .getShuffleResult();
-    Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane,
-                                        e.index(0));
+    Value before = gpu::ShuffleOp::create(
+                       b, l, inclusive,
+                       arith::ConstantOp::create(b, l, b.getI32IntegerAttr(1)),
+                       width32, gpu::ShuffleMode::UP)
+                       .getShuffleResult();
+    Value first =
+        arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane, e.index(0));
     before = arith::SelectOp::create(b, l, first, e.constant(type, 0), before);
-    memref::StoreOp::create(b, l, sum(carried, before), totals,
-                            ValueRange{at});
+    memref::StoreOp::create(b, l, sum(carried, before), totals, ValueRange{at});
     // (The shuffles follow every lane's read of the carry.)
     when(arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, lane,
                                e.index(31)),
@@ -698,8 +695,8 @@ private:
         row = *v;
       }
       for (Value v : row)
-        values.push_back(arith::SelectOp::create(b, l, inside, v,
-                                                 e.constant(type, 0)));
+        values.push_back(
+            arith::SelectOp::create(b, l, inside, v, e.constant(type, 0)));
     }
     return values;
   }

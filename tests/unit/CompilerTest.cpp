@@ -365,16 +365,14 @@ TEST(Compiler, WideHeadAttentionBackwardIsFlashWithKeyBlocksApart) {
   Expected<std::string> fused = backward->dump(Stage::Fused);
   ASSERT_TRUE(fused) << fused.error().message();
   EXPECT_EQ(count(*fused, "kf.kernel attention_grad"), 1u) << *fused;
-  EXPECT_NE(fused->find("splitKeyBlocks = true"), std::string::npos)
-      << *fused;
+  EXPECT_NE(fused->find("splitKeyBlocks = true"), std::string::npos) << *fused;
   EXPECT_EQ(fused->find("x1024x1024x"), std::string::npos) << *fused;
   Expected<std::vector<KernelReport>> kernels = backward->kernels();
   ASSERT_TRUE(kernels) << kernels.error().message();
-  auto grad = std::find_if(kernels->begin(), kernels->end(),
-                           [](const KernelReport &k) {
-                             return k.name.find("attention_grad") !=
-                                    std::string::npos;
-                           });
+  auto grad =
+      std::find_if(kernels->begin(), kernels->end(), [](const KernelReport &k) {
+        return k.name.find("attention_grad") != std::string::npos;
+      });
   ASSERT_NE(grad, kernels->end());
   EXPECT_EQ(grad->grid, 2u * 16 + 32);
 }

@@ -37,7 +37,8 @@ void FlashAttentionGrad::storeTransposedDs(ArrayRef<Value> ds) {
     auto [key, query] = position(i);
     Value pair = vector::FromElementsOp::create(b, l, pairType,
                                                 ValueRange{ds[i], ds[i + 1]});
-    Value half = arith::TruncFOp::create(b, l, VectorType::get({2}, dtype), pair);
+    Value half =
+        arith::TruncFOp::create(b, l, VectorType::get({2}, dtype), pair);
     // (swizzledOffset gives the 16-byte chunk; the pair lies inside it.)
     Value at = add(add(idx(dsAt()), rem(query, 8)),
                    wgmma::swizzledOffset(b, l, key, query, false));
@@ -54,7 +55,8 @@ Value FlashAttentionGrad::issueDqProduct() {
   // (n <= 64). Both M/N-major; a step of 16 keys is 16 rows of 128 bytes.
   Value col = mul(warpgroup, n);
   Value kAt = add(mul(div(col, 64), kRows * 64), rem(col, 64));
-  Value aBase = wgmma::descriptor(b, l, add(sharedBase, idx(2 * dsAt())), false);
+  Value aBase =
+      wgmma::descriptor(b, l, add(sharedBase, idx(2 * dsAt())), false);
   Value bBase = wgmma::descriptor(b, l, add(sharedBase, mul(kAt, 2)), false);
   SmallVector<std::pair<Value, Value>> steps;
   for (int64_t j = 0; j < kRows / 16; ++j)
@@ -79,14 +81,14 @@ void FlashAttentionGrad::addDq(ArrayRef<Value> part, Value slice, Value row0) {
       continue;
     Value query = add(row0, add(rowBase, idx(i % 4 >= 2 ? 8 : 0)));
     Value col = add(colBase, idx(c));
-    Value inside = arith::AndIOp::create(b, l, less(query, idx(sq)),
-                                         less(col, idx(d)));
+    Value inside =
+        arith::AndIOp::create(b, l, less(query, idx(sq)), less(col, idx(d)));
     auto ifInside = scf::IfOp::create(b, l, inside, false);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ifInside.thenBlock());
     Value linear = add(mul(add(mul(slice, sq), query), d), col);
-    Value at = e.offsetOf(
-        *dqArgument, BufferIndex(linear, add(mul(slice, sq), query), col));
+    Value at = e.offsetOf(*dqArgument,
+                          BufferIndex(linear, add(mul(slice, sq), query), col));
     for (int64_t j = 0; j < 2; ++j)
       memref::AtomicRMWOp::create(
           b, l, arith::AtomicRMWKind::addf,
@@ -135,8 +137,7 @@ void FlashAttentionGrad::addDqInBulk(ArrayRef<Value> part, Value slice,
 
 void FlashAttentionGrad::onFirstThread(function_ref<void()> body) {
   auto first = scf::IfOp::create(
-      b, l,
-      arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, idx(0)),
+      b, l, arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, idx(0)),
       false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(first.thenBlock());

@@ -165,14 +165,15 @@ LogicalResult FlashAttentionGrad::emitBlocks() {
   }
   std::pair<bool, bool> both[] = {{true, true}},
                         apart[] = {{true, false}, {false, true}};
-  if (failed(emitBlocksFrom(block, splitKeyBlocks ? ArrayRef(apart)
-                                                  : ArrayRef(both))))
+  if (failed(emitBlocksFrom(block,
+                            splitKeyBlocks ? ArrayRef(apart) : ArrayRef(both))))
     return failure();
   return status;
 }
 
-LogicalResult FlashAttentionGrad::emitBlocksFrom(
-    Value block, ArrayRef<std::pair<bool, bool>> kinds) {
+LogicalResult
+FlashAttentionGrad::emitBlocksFrom(Value block,
+                                   ArrayRef<std::pair<bool, bool>> kinds) {
   if (kinds.empty())
     return emitQueryBlock(block);
   auto which = scf::IfOp::create(b, l, less(block, idx(kvBlocks)), true);
@@ -576,9 +577,10 @@ Value FlashAttentionGrad::issueGroup(ArrayRef<std::pair<Value, Value>> steps,
 LogicalResult FlashAttentionGrad::emitKeyBlock(Value block, bool withDk,
                                                bool withDv) {
   int64_t keyBlocks = (sk + kRows - 1) / kRows;
-  Roles roles{true,    &k,    &v,     div(block, keyBlocks),
-              mul(rem(block, keyBlocks), kRows),
-              &q,      &dout, withDk, withDv};
+  Roles roles{true, &k, &v, div(block, keyBlocks),
+              mul(rem(block, keyBlocks), kRows), &q, &dout};
+  roles.withDk = withDk;
+  roles.withDv = withDv;
   int64_t queryTiles = (sq + kTile - 1) / kTile;
   Value first = op.getCausal() ? minIndex(div(roles.ownRow0, kTile), idx(queryTiles))
                                : idx(0);
@@ -609,11 +611,11 @@ LogicalResult FlashAttentionGrad::emitKeyBlock(Value block, bool withDk,
     if (bulkDq)
       onFirstThread([&] { async::waitBulkGroups(b, l, /*readOnly=*/true); });
     if (withDk)
-      store(op.getDk(), acc.take_front(dkCount), roles.ownSlice,
-            roles.ownRow0, sk, d, scale);
+      store(op.getDk(), acc.take_front(dkCount), roles.ownSlice, roles.ownRow0,
+            sk, d, scale);
     if (withDv)
-      store(op.getDv(), acc.drop_front(dkCount), roles.ownSlice,
-            roles.ownRow0, sk, dv, 1.0);
+      store(op.getDv(), acc.drop_front(dkCount), roles.ownSlice, roles.ownRow0,
+            sk, dv, 1.0);
   });
   return success();
 }
