@@ -3,7 +3,8 @@
 // kf.attention_grad on sm_90a, FlashAttention 2's backward without atomics:
 // a block of two warpgroups owns 128 rows (64 a warpgroup) of two operands,
 // copied into shared memory once, and streams 64-row tiles of the other two
-// through two stages (cp.async, a block barrier a tile):
+// through two stages (one past head dims of 128; cp.async, a block barrier
+// a tile):
 //
 //   key blocks own K and V rows of one kv head and stream Q_i and dO_i over
 //   the query tiles of every head that shares it:
