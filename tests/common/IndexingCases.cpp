@@ -93,6 +93,15 @@ void addPositionsInGroups(std::vector<OpCase> &cases) {
                      g.output("y", gather(table, ids, 0) + pos + x);
                    },
                    {{64, 2048}, {4, 1024}, {1024, 2048}, {4, 1024, 2048}}});
+  // Gathered rows of 1000 floats (250 vectors), four vectors a block apart
+  // a thread step: a step's vectors lie in different rows, some of them
+  // straddling two.
+  cases.push_back({"gathered_rows_interleaved_f32", [](Graph &g) {
+                     Tensor table = g.input("table", DType::f32, {300, 1000});
+                     Tensor ids = g.input("ids", DType::i32, {1536});
+                     g.output("y", exp(gather(table, ids, 0)));
+                   },
+                   {{300, 1000}, {1536}}});
 }
 
 void addGathers(std::vector<OpCase> &cases) {

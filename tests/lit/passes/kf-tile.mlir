@@ -268,3 +268,25 @@ func.func @broadcast_over_batch(%x: tensor<8x2048x1024xbf16>, %pos: tensor<2048x
   %t = kf.mul %y, %c : tensor<64x2048x128xbf16>
   return %s, %t : tensor<8x2048x1024xbf16>, tensor<64x2048x128xbf16>
 }
+
+// -----
+
+// An embedding lookup plus positions: a thread step takes four vectors a
+// block apart, each from a row of its own (a row is 256 vectors), so that
+// four token ids and then four gathered rows are in flight together. A
+// pick along the last dim reads elements, not rows: its vectors stay
+// adjacent.
+// CHECK-LABEL: func.func @gathered_rows
+// CHECK: tiling = #kf.pointwise_tiling<vector = 8, unroll = 4, interleave = true, groups = 8, streamStores = true>
+// CHECK: tiling = #kf.pointwise_tiling<vector = 8, unroll = 2>
+func.func @gathered_rows(%table: tensor<8192x2048xbf16>, %ids: tensor<8x4096xi64>,
+                         %pos: tensor<4096x2048xbf16>, %x: tensor<1024x2048xbf16>,
+                         %cols: tensor<1024x2048xi64>)
+    -> (tensor<8x4096x2048xbf16>, tensor<1024x2048xbf16>) {
+  %g = kf.gather %table[%ids] {axis = 0} : tensor<8192x2048xbf16>, tensor<8x4096xi64> -> tensor<8x4096x2048xbf16>
+  %p = kf.broadcast %pos : tensor<4096x2048xbf16> -> tensor<8x4096x2048xbf16>
+  %s = kf.add %g, %p : tensor<8x4096x2048xbf16>
+  %t = kf.take_along_axis %x[%cols] {axis = 1} : tensor<1024x2048xbf16>, tensor<1024x2048xi64> -> tensor<1024x2048xbf16>
+  %u = kf.mul %t, %x : tensor<1024x2048xbf16>
+  return %s, %u : tensor<8x4096x2048xbf16>, tensor<1024x2048xbf16>
+}
