@@ -1,8 +1,11 @@
-"""What several tests share: work on several Python threads at once, and
-the environment of a child Python process that imports this kfuse."""
+"""What several tests share: work on several Python threads at once, the
+environment of a child Python process that imports this kfuse, and a torch
+module's kfuse graph evaluated against PyTorch."""
 
 import os
 import threading
+
+import numpy as np
 
 import kfuse
 
@@ -36,3 +39,25 @@ def child_env():
     env["PYTHONPATH"] = os.pathsep.join(
         [package_root] + [p for p in [env.get("PYTHONPATH")] if p])
     return env
+
+
+def evaluate_converted(module, *inputs):
+    """The module's kfuse graph (kfuse.torch's converter on its fx trace),
+    evaluated on `inputs` and its parameters by the reference evaluator."""
+    import torch
+    import kfuse.torch as ktorch
+
+    converter = ktorch.Converter(torch.fx.symbolic_trace(module), inputs)
+    converter.convert()
+    params = [converter.param_value(n) for n in converter.param_names]
+    arrays = [t.detach().numpy() for t in (*inputs, *params)]
+    return kfuse.evaluate(converter.graph, *arrays)
+
+
+def relative_error(actual, expected):
+    """max |actual - expected| / max |expected|, expected a torch tensor;
+    a NaN in `actual` fails."""
+    expected = expected.detach().double().numpy()
+    assert not np.isnan(actual).any()
+    return np.abs(actual - expected).max() / np.abs(expected).max()
+
