@@ -78,6 +78,25 @@ LogicalResult refuseTiling(KernelOp kernel, StringRef what) {
          << "has " << kernel.getTilingAttr() << " but " << what;
 }
 
+/// A kernel with a row_tiling: the row template, or the line template of
+/// an argmax or cumsum along its rows (a block a row).
+LogicalResult emitRowTiled(KernelEmitter &e) {
+  KernelOp kernel = e.kernel();
+  std::optional<RowSpace> rows = rowSpaceOf(kernel);
+  if (!rows)
+    return refuseTiling(kernel, "works along no one row length");
+  Value root = rootValue(kernel);
+  bool lineKernel =
+      root.getDefiningOp<ArgReduceOp>() || root.getDefiningOp<CumsumOp>();
+  if (lineKernel && kernel.getTilingAs<RowTilingAttr>().getRowsPerBlock() != 1)
+    return refuseTiling(kernel, "argmax and cumsum take a block a row");
+  if (auto arg = root.getDefiningOp<ArgReduceOp>())
+    return emitArgReduceRows(e, arg, *rows);
+  if (auto cumsum = root.getDefiningOp<CumsumOp>())
+    return emitCumsumRows(e, cumsum, *rows);
+  return emitRows(e, *rows);
+}
+
 /// The body of the emitter's kernel, by the template its kind and tiling
 /// pick: `items` (threads or blocks) of work.
 LogicalResult emitBody(KernelEmitter &e, int64_t items) {
@@ -103,21 +122,8 @@ LogicalResult emitBody(KernelEmitter &e, int64_t items) {
     return columns ? emitColumns(e, *columns)
                    : refuseTiling(kernel, "reduces no leading dims");
   }
-  if (isa_and_nonnull<RowTilingAttr>(tiling)) {
-    std::optional<RowSpace> rows = rowSpaceOf(kernel);
-    if (!rows)
-      return refuseTiling(kernel, "works along no one row length");
-    bool lineKernel = rootValue(kernel).getDefiningOp<ArgReduceOp>() ||
-                      rootValue(kernel).getDefiningOp<CumsumOp>();
-    if (lineKernel &&
-        kernel.getTilingAs<RowTilingAttr>().getRowsPerBlock() != 1)
-      return refuseTiling(kernel, "argmax and cumsum take a block a row");
-    if (auto arg = rootValue(kernel).getDefiningOp<ArgReduceOp>())
-      return emitArgReduceRows(e, arg, *rows);
-    if (auto cumsum = rootValue(kernel).getDefiningOp<CumsumOp>())
-      return emitCumsumRows(e, cumsum, *rows);
-    return emitRows(e, *rows);
-  }
+  if (isa_and_nonnull<RowTilingAttr>(tiling))
+    return emitRowTiled(e);
   switch (kernel.getKind()) {
   case KernelKind::pointwise:
     if (!isa_and_nonnull<PointwiseTilingAttr>(tiling))

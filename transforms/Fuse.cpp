@@ -466,17 +466,16 @@ KernelKind kernelKindFor(ArrayRef<Operation *> ops) {
              : KernelKind::normalization;
 }
 
-/// Wraps `ops` (in program order, the last one the root) in a kf.kernel.
-void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
-  Operation *root = ops.back();
-  llvm::SmallPtrSet<Operation *, 16> inside(ops.begin(), ops.end());
-  // The results: every op with a user outside (one root, or several when
-  // siblings were merged), in program order; then the graph outputs that
-  // ops of the kernel read too, so that the templates find the root (or
-  // the siblings' roots) first.
-  // An attention with a log-sum-exp yields it second: the templates write
-  // O (or the view of O that the kernel stores, its heads merged) and the
-  // log-sum-exp as results 0 and 1.
+/// The results of a kernel made of `ops` (`inside` holds them): every op
+/// with a user outside (one root, or several when siblings were merged),
+/// in program order; then the graph outputs that ops of the kernel read
+/// too, so that the templates find the root (or the siblings' roots)
+/// first. An attention with a log-sum-exp yields it second: the templates
+/// write O (or the view of O that the kernel stores, its heads merged) and
+/// the log-sum-exp as results 0 and 1.
+SmallVector<Value>
+kernelResults(ArrayRef<Operation *> ops,
+              const llvm::SmallPtrSetImpl<Operation *> &inside) {
   SmallVector<Value> outputs, alsoRead;
   Value lse;
   for (Operation *op : ops) {
@@ -498,6 +497,14 @@ void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
   llvm::append_range(outputs, alsoRead);
   if (lse)
     outputs.insert(outputs.begin() + std::min<size_t>(1, outputs.size()), lse);
+  return outputs;
+}
+
+/// Wraps `ops` (in program order, the last one the root) in a kf.kernel.
+void buildKernel(ArrayRef<Operation *> ops, KernelKind kind) {
+  Operation *root = ops.back();
+  llvm::SmallPtrSet<Operation *, 16> inside(ops.begin(), ops.end());
+  SmallVector<Value> outputs = kernelResults(ops, inside);
   llvm::SetVector<Value> inputs;
   llvm::SetVector<Operation *> constants;
   for (Operation *op : ops)
