@@ -80,6 +80,9 @@ struct MatmulTile {
   bool wgmma = false;
   /// Bytes of an operand element (MatmulProblem::elementBytes).
   int64_t elementBytes = 2;
+  /// Columns of the last column of tiles where that is narrower than bn
+  /// (`mma_tiling` edgeN, see narrowEdgeCols), else 0.
+  int64_t edgeN = 0;
   int64_t threads() const { return 32 * warpsM * warpsN; }
   /// Elements of K in 16 bytes (one cp.async copy, one ldmatrix row).
   int64_t chunkElements() const { return 16 / elementBytes; }
@@ -108,9 +111,19 @@ RowInterleave rowInterleaveOf(KernelOp kernel);
 std::pair<int64_t, int64_t> matmulTileCounts(const MatmulProblem &p,
                                              const MatmulTile &t,
                                              RowInterleave rows = {});
+/// The width of a narrow last column of tiles for `t` on `p` (its tiles
+/// placed as `rows` says): the columns left past the whole tiles, rounded
+/// up to whole 16-column wgmmas (64 where B is N-major: whole swizzle
+/// atoms; the interleave's alignment where rows interleave). 0 where
+/// that is wider than half a tile (such an edge tile costs about what a
+/// whole one does), or where the template has no edge tiles (no wgmma,
+/// split K), or where there are no whole tiles beside them.
+int64_t narrowEdgeCols(const MatmulProblem &p, const MatmulTile &t,
+                       RowInterleave rows = {});
+
 /// kf-promote-shared's decision for a warp-specialised matmul whose output
 /// rows are `stride` elements of `outputBytes` apart: interleave where
-/// those rows are not whole 16-byte vectors, to 128-byte boundaries, or to
+/// those rows are not whole 32-byte sectors, to 128-byte boundaries, or to
 /// 16-byte ones, whichever first costs at most 2% more tiles. Single
 /// products of K-major operands only (A's tile rows are then a 3-d box of
 /// the TMA, B's shifted columns its rows).

@@ -83,14 +83,21 @@ void addRows(std::vector<SweepShape> &all, const std::string &kind,
                  }});
 }
 
-void addMatmul(std::vector<SweepShape> &all, int64_t m, int64_t n, int64_t k) {
+/// A bf16 [m, k] x [k, n], or with `weightRows` x @ w^T of a w [n, k] (as a
+/// Linear layer holds its weight).
+void addMatmul(std::vector<SweepShape> &all, int64_t m, int64_t n, int64_t k,
+               bool weightRows = false) {
   std::string name = "mm_bf16_" + std::to_string(m) + "x" + std::to_string(n) +
-                     "x" + std::to_string(k);
-  all.push_back({"matmul", name, "mm " + joinInts({m, n, k}),
+                     "x" + std::to_string(k) + (weightRows ? "_wt" : "");
+  all.push_back({"matmul", name,
+                 (weightRows ? "mmt " : "mm ") + joinInts({m, n, k}),
                  [=] {
                    Graph g(name);
+                   MatmulOptions o;
+                   o.transposeB = weightRows;
+                   Shape b = weightRows ? Shape{n, k} : Shape{k, n};
                    g.output("c", matmul(g.input("a", DType::bf16, {m, k}),
-                                        g.input("b", DType::bf16, {k, n})));
+                                        g.input("b", DType::bf16, b), o));
                    return g;
                  },
                  2.0 * m * n * k});
@@ -122,6 +129,9 @@ std::vector<SweepShape> sweepShapes() {
            {4096, 4096, 4097}, {1, 4096, 4096}, {16, 11008, 4096},
            {64, 4096, 11008}, {8192, 5632, 2048}})
     addMatmul(all, m, n, k);
+  // The same as x @ w^T: N one or eight off, the last column of tiles narrow.
+  for (int64_t n : {4096, 4097, 4104})
+    addMatmul(all, 4096, n, 4096, true);
   return all;
 }
 

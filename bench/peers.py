@@ -136,7 +136,8 @@ def sweep_line(line):
     """One line of kfuse-bench sweep's shapes, timed: "attn B,H,HKV,S,D,
     CAUSAL" gives SDPA's ms; "rows KIND,ROWS,COLS,DTYPE" (softmax,
     layernorm, rmsnorm, sum) eager's and torch.compile's; "mm M,N,K" a bf16
-    torch.matmul's (cuBLAS). Two numbers a line, 0 where none."""
+    torch.matmul's (cuBLAS), "mmt M,N,K" the same of x @ w.T with w [N, K].
+    Two numbers a line, 0 where none."""
     kind, spec = line.split()
     if kind == "attn":
         return sdpa_ms(spec), 0.0
@@ -144,6 +145,10 @@ def sweep_line(line):
         m, n, k = (int(x) for x in spec.split(","))
         a, b = rand(m, k, dtype=torch.bfloat16), rand(k, n, dtype=torch.bfloat16)
         return timed_ms(lambda: a @ b, reps=15, batch=5), 0.0
+    if kind == "mmt":
+        m, n, k = (int(x) for x in spec.split(","))
+        a, w = rand(m, k, dtype=torch.bfloat16), rand(n, k, dtype=torch.bfloat16)
+        return timed_ms(lambda: a @ w.T, reps=15, batch=5), 0.0
     op, rows, cols, dtype = spec.split(",")
     dtype = {"bf16": torch.bfloat16, "f16": torch.float16}.get(dtype, torch.float32)
     x = rand(int(rows), int(cols), dtype=dtype)

@@ -219,7 +219,8 @@ int64_t IndexAddTilingAttr::getSumsPerRow() const {
 LogicalResult MmaTilingAttr::verify(EmitError emitError, int64_t tileM,
                                     int64_t tileN, int64_t tileK,
                                     int64_t warpsM, int64_t warpsN,
-                                    int64_t groupM, bool wgmma, bool tf32) {
+                                    int64_t groupM, bool wgmma, bool tf32,
+                                    int64_t edgeN) {
   if (failed(checkPowerOfTwo(emitError, "warpsM", warpsM, 8)) ||
       failed(checkPowerOfTwo(emitError, "warpsN", warpsN, 8)) ||
       failed(checkRange(emitError, "groupM", groupM, 1, INT32_MAX)))
@@ -235,6 +236,12 @@ LogicalResult MmaTilingAttr::verify(EmitError emitError, int64_t tileM,
                        << warpsM << " x " << warpsN
                        << " warps: needs two warpgroups of 64 rows (tileM = "
                           "128, warpsM = 8, warpsN = 1)";
+  // An edge tile's staged output leaves in 16-byte vectors, at least one a
+  // thread: 128 rows of 16 bf16 columns are 256 of them.
+  if (edgeN && (!wgmma || edgeN % 16 || edgeN >= tileN))
+    return emitError() << "edgeN = " << edgeN
+                       << ": needs wgmma and a multiple of 16 below tileN ("
+                       << tileN << ")";
   return success();
 }
 

@@ -208,10 +208,14 @@ def KF_MmaTilingAttr : KF_Attr<"MmaTiling", "mma_tiling"> {
     for L2 reuse. `wgmma`: Hopper's warpgroup MMA from shared memory
     (warpsM = 8, warpsN = 1: two warpgroups of 64 rows each), else
     mma.sync. `tf32`: f32 operands multiplied in TF32 (f32 needs it).
+    `edgeN`: the last column of tiles, the one past the last whole tileN
+    columns, is edgeN columns wide (a narrower wgmma) rather than tileN;
+    0: as wide as the others.
   }];
   let parameters = (ins "int64_t":$tileM, "int64_t":$tileN, "int64_t":$tileK,
                         "int64_t":$warpsM, "int64_t":$warpsN,
-                        KF_Int<"1">:$groupM, KF_Flag:$wgmma, KF_Flag:$tf32);
+                        KF_Int<"1">:$groupM, KF_Flag:$wgmma, KF_Flag:$tf32,
+                        KF_Int<"0">:$edgeN);
   let extraClassDeclaration = [{
     int64_t threads() const { return 32 * getWarpsM() * getWarpsN(); }
   }];

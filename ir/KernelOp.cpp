@@ -227,6 +227,12 @@ static LogicalResult verifyPipeline(KernelOp kernel) {
       p && p.getTma() && !mma.getWgmma())
     return kernel.emitOpError("has a TMA pipeline for an mma.sync tiling: "
                               "the warp-specialised pipeline needs wgmma");
+  if (auto p = kernel.getPipelineAs<MmaPipelineAttr>();
+      p && !p.getTma() && mma.getEdgeN())
+    return kernel.emitOpError()
+           << "has edgeN = " << mma.getEdgeN()
+           << " without a TMA pipeline: only the warp-specialised template "
+              "computes narrower edge tiles";
   return success();
 }
 

@@ -180,6 +180,10 @@ struct MatmulShared {
   bool stageOutput = false, persistent = false, tma = false;
   int64_t mmaGroups = 1;
   RowInterleave rows;
+  /// kf-tile's narrow edge tiles as the pipeline keeps them (mma_tiling's
+  /// edgeN): widened to the interleaved rows' alignment, or 0 without the
+  /// warp-specialised template.
+  int64_t edgeN = 0;
 };
 
 /// wgmma tiles on Hopper: the two warpgroups only multiply, and one thread
@@ -190,13 +194,13 @@ struct MatmulShared {
 /// on the H200 against cp.async with a block barrier a K step (same run):
 /// 4096^3 0.1991 -> 0.1909 ms, 8192^3 1.784 -> 1.605 ms.
 ///
-/// Output rows that are not whole 16-byte vectors (the lm-head's N =
-/// 50257) are tiled in interleaved groups of rows, so that every row
-/// segment of a tile starts on a 128-byte boundary (`row_groups`,
-/// `row_align`; see RowInterleave) and leaves in 16-byte vectors. H200,
-/// the lm-head's time over N = 50304's (the two timed in turns, as
-/// `kfuse-bench matmul --workload pairs` does; two runs): 1.152 and 1.154 with
-/// the rows stored an element at a time, 1.058 twice with 16-byte
+/// Output rows that are not whole 32-byte sectors (the lm-head's N =
+/// 50257, or 4104 bf16 columns) are tiled in interleaved groups of rows,
+/// so that every row segment of a tile starts on a 128-byte boundary
+/// (`row_groups`, `row_align`; see RowInterleave) and leaves in 16-byte
+/// vectors. H200, the lm-head's time over N = 50304's (the two timed in turns,
+/// as `kfuse-bench matmul --workload pairs` does; two runs): 1.152 and 1.154
+/// with the rows stored an element at a time, 1.058 twice with 16-byte
 /// boundaries, 1.034 and 1.035 with 128-byte ones.
 void specializeWarps(MatmulShared &d, const MatmulTile &tile,
                      const MatmulProblem &problem, int64_t outputWidth,
@@ -283,6 +287,11 @@ MatmulShared decideMatmul(KernelOp kernel, bool tma, int64_t sms) {
   if (tile.wgmma && tma && problem.m >= tile.bm)
     specializeWarps(d, tile, problem, outputWidth,
                     rowStrideOf(kernel.getResult(0)), sms);
+  // Column partials are summed over whole tiles' columns only.
+  bool sumsColumns = llvm::any_of(
+      yield.getValues(), [](Value v) { return bool(columnPartialsSource(v)); });
+  if (tile.edgeN && d.tma && !sumsColumns)
+    d.edgeN = narrowEdgeCols(problem, tile, d.rows);
   return d;
 }
 
@@ -303,6 +312,10 @@ struct KFPromoteSharedPass
         return;
       MatmulShared d = decideMatmul(kernel, tma, sms);
       MLIRContext *ctx = kernel.getContext();
+      if (auto t = kernel.getTilingAs<MmaTilingAttr>(); t.getEdgeN() != d.edgeN)
+        kernel.setTilingAttr(MmaTilingAttr::get(
+            ctx, t.getTileM(), t.getTileN(), t.getTileK(), t.getWarpsM(),
+            t.getWarpsN(), t.getGroupM(), t.getWgmma(), t.getTf32(), d.edgeN));
       kernel.setLaunchAttr(
           LaunchAttr::get(ctx, d.grid, d.block, d.items, d.sharedBytes,
                           /*minBlocksPerSM=*/0));

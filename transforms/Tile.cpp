@@ -467,7 +467,7 @@ Decision decideTensorCoreMatmul(MatmulOp matmul, int64_t sms, bool wgmma) {
   return {tiles, t.threads(), tiles,
           MmaTilingAttr::get(matmul.getContext(), t.bm, t.bn, t.bk, t.warpsM,
                              t.warpsN, tileRowGroup(t, p), t.wgmma,
-                             p.elementBytes == 4)};
+                             p.elementBytes == 4, t.edgeN)};
 }
 
 /// A block per 128 query rows of a head, two warpgroups; head dims padded

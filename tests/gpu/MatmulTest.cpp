@@ -41,6 +41,8 @@ struct MatmulCase {
   /// On sm_90, kf-promote-shared must interleave the output's rows
   /// (RowInterleave), so that their odd lengths leave in whole vectors.
   bool interleavedRows = false;
+  /// On sm_90, kf-tile must make the last column of tiles narrow (edgeN).
+  bool narrowEdge = false;
 };
 
 void PrintTo(const MatmulCase &c, std::ostream *os) { *os << c.name; }
@@ -129,6 +131,9 @@ TEST_P(Matmul, MatchesEvaluator) {
   EXPECT_EQ(fused->find("rowGroups") != std::string::npos,
             c.interleavedRows && arch == "sm_90")
       << *fused;
+  EXPECT_EQ(fused->find("edgeN") != std::string::npos,
+            c.narrowEdge && arch == "sm_90")
+      << *fused;
   Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
   ASSERT_TRUE(out) << out.error().message();
   double error = relativeError((*out)[0], (*reference)[0]);
@@ -150,7 +155,10 @@ std::vector<MatmulCase> cases() {
       {"k8_bf16", {}, 100, 200, 8, false, false, bf16},
       {"k_tail_bf16", {}, 300, 136, 200, false, false, bf16},
       {"large_bf16", {}, 520, 1000, 512, false, false, bf16},
-      {"large_tb_f16", {}, 1000, 520, 264, false, true, f16},
+      // Rows of 1040 bytes start mid-sector: interleaved to 128-byte lines
+      // on sm_90 (8 groups of 125 rows).
+      {"large_tb_f16", {}, 1000, 520, 264, false, true, f16, false,
+       Epilogue::None, false, true, false, true},
       {"batched_bf16", {3}, 67, 80, 48, false, false, bf16},
       // More tiles than SMs: persistent blocks (wgmma), partial edge tiles.
       {"persistent_bf16", {}, 2100, 2000, 192, false, false, bf16},
@@ -215,6 +223,28 @@ std::vector<MatmulCase> cases() {
        false, Epilogue::None, true, true, false, true},
       {"n_major_b_not_interleaved_bf16", {}, 1024, 1001, 64, false, false,
        bf16},
+      // A narrow last column of tiles (sm_90: edgeN), where 8 rows of 16
+      // whole 256-column tiles fill 128 SMs and the 8 edge tiles go to the
+      // other 4: 16 columns wide (all of them inside N, the epilogue
+      // computed up front), 64 where B is N-major (kf-pad pads its rows),
+      // in batches (a 3-d B map), of f32 results and TF32 products; and
+      // where the rows interleave: N = 4104 (rows that start mid-sector, 8
+      // groups of 125 rows, the edge 64 wide, row edges guarded) and
+      // N = 4101 (128 wide: the reach past N is 63 columns).
+      {"narrow_edge_residual_tb_bf16", {}, 1024, 4112, 256, false, true, bf16,
+       false, Epilogue::ResidualScale, false, true, false, false, true},
+      {"narrow_edge_partial_bias_gelu_tb_bf16", {}, 1000, 4104, 128, false,
+       true, bf16, false, Epilogue::BiasGelu, false, true, false, true, true},
+      {"narrow_edge_n_major_bf16", {}, 1024, 4100, 128, false, false, bf16,
+       false, Epilogue::None, false, true, false, false, true},
+      {"narrow_edge_batched_tb_f16", {2}, 512, 4112, 128, false, true, f16,
+       false, Epilogue::ResidualScale, false, true, false, false, true},
+      {"narrow_edge_f32_result_tb_bf16", {}, 1024, 4112, 64, false, true, bf16,
+       false, Epilogue::None, true, true, false, false, true},
+      {"narrow_edge_tf32_tb", {}, 1024, 4112, 64, false, true, f32, false,
+       Epilogue::None, false, true, true, false, true},
+      {"narrow_edge_interleaved_tb_bf16", {}, 8192, 4101, 32, false, true,
+       bf16, false, Epilogue::None, false, true, false, true, true},
       // Operand rows that are not whole 16-byte chunks: kf-pad copies the
       // operand into padded rows (zeros past the end) and the matmul
       // takes tensor cores, zero-filled K tails included.

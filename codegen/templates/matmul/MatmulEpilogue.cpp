@@ -10,6 +10,8 @@
 
 #include "codegen/templates/matmul/MatmulKernel.h"
 
+#include <numeric>
+
 using namespace mlir;
 using namespace kfuse::kf;
 
@@ -135,7 +137,11 @@ LogicalResult TensorCoreMatmul::storePairs(ValueRange acc, int64_t firstN8,
 /// clamped into the row: see outputPair.)
 bool TensorCoreMatmul::computesUpfront() {
   bool rowEdges = (rows.active() ? p.m / rows.groups : p.m) % t.bm != 0;
+  // Beside narrow edge tiles, the whole ones lie inside N.
   bool colEdges = !rows.active() && p.n % t.bn != 0;
+  if (t.edgeN)
+    colEdges =
+        !rows.active() && edgeTile && (nTiles - 1) * wholeTileN + t.bn > p.n;
   return !epilogueReadsInputs() || (!rowEdges && !colEdges);
 }
 
@@ -309,8 +315,9 @@ Value TensorCoreMatmul::outputTile() {
 
 /// Thread tid stores vectors tid, tid + threads, ... of the staged tile, of
 /// `vec` elements (16 bytes where the rows are whole 16-byte vectors, else
-/// one): a warp writes consecutive elements of a row. Rows that kf-pad
-/// padded are written to their whole stride, zeros past the row's end.
+/// the widest vector whose size divides the row stride, so that each
+/// starts aligned): a warp writes consecutive elements of a row. Rows that
+/// kf-pad padded are written to their whole stride, zeros past the row's end.
 void TensorCoreMatmul::copyOutput(unsigned result) {
   Value tile = outputTile();
   unsigned outArg = e.kernel().getInputs().size() + result;
@@ -319,8 +326,8 @@ void TensorCoreMatmul::copyOutput(unsigned result) {
   int64_t padded = e.paddedStride(outArg);
   int64_t stride = padded ? padded : p.n;
   int64_t vec = 16 / (type.getIntOrFloatBitWidth() / 8);
-  if (stride % vec && !rows.active())
-    vec = 1;
+  if (!rows.active())
+    vec = std::gcd(vec, stride);
   auto vectorType = VectorType::get({vec}, type);
   e.loop(t.bm * stagedCols / vec / t.threads(), {}, [&](Value i, ValueRange) {
     Value at = mul(add(tid, mul(i, t.threads())), vec);

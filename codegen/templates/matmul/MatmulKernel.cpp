@@ -44,6 +44,7 @@ TensorCoreMatmul::TensorCoreMatmul(KernelEmitter &e, MatmulOp matmul)
   KernelOp k = e.kernel();
   t = matmulTileOf(k);
   t.groupM = std::max<int64_t>(t.groupM, 1);
+  wholeTileN = t.bn;
   auto pipeline = k.getPipelineAs<MmaPipelineAttr>();
   stages = pipeline ? pipeline.getStages() : 0;
   tma = pipeline && pipeline.getTma();
@@ -91,6 +92,10 @@ LogicalResult TensorCoreMatmul::emit() {
   if ((rows.active() && failed(checkRowInterleave())) ||
       failed(findColumnSums()))
     return failure();
+  if (t.edgeN && (!tma || !columnSums.empty()))
+    return e.kernel().emitOpError("has edgeN = ")
+           << t.edgeN
+           << ": narrow edge tiles need the TMA pipeline and no column sums";
   auto workgroup = gpu::AddressSpaceAttr::get(b.getContext(),
                                               gpu::AddressSpace::Workgroup);
   sharedBytes = gpu::DynamicSharedMemoryOp::create(
@@ -221,36 +226,52 @@ Value TensorCoreMatmul::undefAccumulators() {
   return LLVM::UndefOp::create(b, l, accType);
 }
 
-/// Output tile `tile` (of the batch's tiles, of each K chunk's), with tile
-/// rows grouped for L2 reuse.
 TileOrigin TensorCoreMatmul::locate(Value tile) {
   TileOrigin o;
-  int64_t perSplit = p.batch * mTiles * nTiles;
+  int64_t cols = t.edgeN ? nTiles - 1 : nTiles;
+  int64_t perSplit = p.batch * mTiles * cols;
   Value split = div(tile, perSplit);
   o.kBase = mul(split, p.kChunk);
   tile = rem(tile, perSplit);
-  o.batch = div(tile, mTiles * nTiles);
+  o.batch = div(tile, mTiles * cols);
   o.outBatch = add(mul(split, p.batch), o.batch);
-  Value pid = rem(tile, mTiles * nTiles);
-  int64_t inGroup = t.groupM * nTiles;
+  Value pid = rem(tile, mTiles * cols);
+  int64_t inGroup = t.groupM * cols;
   Value firstM = mul(div(pid, inGroup), t.groupM);
   Value groupRows = arith::MinUIOp::create(
       b, l, arith::SubIOp::create(b, l, idx(mTiles), firstM), idx(t.groupM));
   Value inner = rem(pid, inGroup);
-  Value mTile = add(firstM, arith::RemUIOp::create(b, l, inner, groupRows));
+  placeRows(o, add(firstM, arith::RemUIOp::create(b, l, inner, groupRows)));
+  placeColumns(o, arith::DivUIOp::create(b, l, inner, groupRows));
+  return o;
+}
+
+TileOrigin TensorCoreMatmul::locateEdge(Value j) {
+  TileOrigin o;
+  o.kBase = idx(0);
+  o.batch = div(j, mTiles);
+  o.outBatch = o.batch;
+  placeRows(o, rem(j, mTiles));
+  placeColumns(o, idx(nTiles - 1));
+  return o;
+}
+
+void TensorCoreMatmul::placeRows(TileOrigin &o, Value mTile) {
   if (rows.active()) {
     int64_t perGroup = mTiles / rows.groups;
     o.rowGroup = div(mTile, perGroup);
     mTile = rem(mTile, perGroup);
   }
   o.m0 = mul(mTile, t.bm);
-  o.n0 = mul(arith::DivUIOp::create(b, l, inner, groupRows), t.bn);
+}
+
+void TensorCoreMatmul::placeColumns(TileOrigin &o, Value nTile) {
+  o.n0 = mul(nTile, wholeTileN);
   // Group g's tiles start (g * N) % align columns left of the tile grid,
   // the first of them before column 0.
   if (rows.active())
     o.n0 = arith::SubIOp::create(
         b, l, o.n0, rem(mul(o.rowGroup, p.n % rows.align), rows.align));
-  return o;
 }
 
 Value TensorCoreMatmul::outputRow(Value r) {

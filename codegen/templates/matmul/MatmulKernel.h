@@ -87,7 +87,24 @@ private:
   /// A barrier of the threads that multiply (all threads without `tma`).
   void syncConsumers();
 
+  /// The whole tiles block `bid` of `grid` computes, then its edge tiles
+  /// (mma_tiling's edgeN): `body` with tileAt set and the tile's first
+  /// global K step, the edge tiles' under asEdgeTile() where `narrowEdges`.
+  LogicalResult forEachTile(Value bid, Value grid, bool narrowEdges,
+                            llvm::function_ref<LogicalResult(Value)> body);
+  /// Emits `body` for the narrow edge tile: t.bn and the staged columns
+  /// are the edge's while it runs.
+  LogicalResult asEdgeTile(llvm::function_ref<LogicalResult()> body);
+  /// Whole tile `tile` (of the batch's tiles, of each K chunk's; all
+  /// tiles without edge tiles), tile rows grouped for L2 reuse.
   TileOrigin locate(Value tile);
+  /// Edge tile `j`: the j-th tile row's (of all batches) last tile.
+  TileOrigin locateEdge(Value j);
+  /// The first row (and with interleaved rows the row group) of tile row
+  /// `mTile`, and the first column of tile column `nTile` (shifted with
+  /// interleaved rows), of `o`'s batch.
+  void placeRows(TileOrigin &o, Value mTile);
+  void placeColumns(TileOrigin &o, Value nTile);
   /// The output row of the tile's local row `r`.
   Value outputRow(Value r);
   void locateWarp();
@@ -231,6 +248,10 @@ private:
   MatmulOp matmul;
   MatmulProblem p;
   MatmulTile t;
+  /// The whole tiles' width (t.bn outside asEdgeTile), and whether the
+  /// edge tile is being emitted.
+  int64_t wholeTileN;
+  bool edgeTile = false;
   RowInterleave rows;
   int64_t stages, stageElements, mTiles, nTiles, kTiles;
   /// The pipeline's flags (kf-promote-shared).

@@ -10,7 +10,10 @@
 // Nobody waits at a block barrier in the K loop. The block loops
 // over output tiles, its K steps counted on across them, so that the copies
 // of the next tile land while this tile's epilogue runs (the output is
-// staged past the stages).
+// staged past the stages). A narrow last column of tiles (mma_tiling's
+// edgeN) comes after the whole tiles, on the blocks that have fewer of
+// them; its copies are the whole tiles' (B's box past N is zero-filled),
+// its products an m64nEk16 wgmma of the edge's width, its epilogue as wide.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,35 +31,87 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
   initBarriers();
   Value bid = gpu::BlockIdOp::create(b, l, gpu::Dimension::x);
   Value grid = gpu::GridDimOp::create(b, l, gpu::Dimension::x);
-  int64_t tiles = p.splits * p.batch * mTiles * nTiles;
-  // The K steps of the tiles this block did before `tile`.
-  auto firstStep = [&](Value tile) {
-    Value done = arith::DivUIOp::create(
-        b, l, arith::SubIOp::create(b, l, tile, bid), grid);
-    return mul(done, kTiles);
-  };
   // The copying warpgroup gives registers to the multiplying ones, which
   // hold 128 accumulators a thread.
   return async::splitRoles(
       b, l, tid, t.threads(),
       [&] {
-        return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-          tileAt = locate(tile);
-          produceSteps(firstStep(tile));
+        return forEachTile(bid, grid, false, [&](Value first) -> LogicalResult {
+          produceSteps(first);
           return success();
         });
       },
       [&] {
-        return e.forEachItem(tiles, true, [&](Value tile) -> LogicalResult {
-          tileAt = locate(tile);
+        return forEachTile(bid, grid, true, [&](Value first) -> LogicalResult {
           LogicalResult prefetched = success();
           Value acc = consumeSteps(
-              firstStep(tile), [&] { prefetched = prefetchEpilogueInputs(); });
+              first, [&] { prefetched = prefetchEpilogueInputs(); });
           if (failed(prefetched))
             return failure();
           return finish({acc});
         });
       });
+}
+
+/// Block `bid` takes whole tiles bid, bid + grid, ...; then, where the
+/// last column of tiles is narrow, edge tiles on the blocks that took one
+/// whole tile fewer than others (all blocks where they took as many): of
+/// `whole` tiles the first whole % grid blocks took one more, and the
+/// others take edge tiles bid - whole % grid, + the number of them, ...
+/// Both roles visit the same tiles in the same order; K steps count on
+/// across them.
+LogicalResult
+TensorCoreMatmul::forEachTile(Value bid, Value grid, bool narrowEdges,
+                              function_ref<LogicalResult(Value)> body) {
+  int64_t edges = t.edgeN ? p.batch * mTiles : 0;
+  int64_t whole = p.splits * p.batch * mTiles * nTiles - edges;
+  if (failed(e.forEachItem(whole, true, [&](Value tile) -> LogicalResult {
+        tileAt = locate(tile);
+        // The K steps of the tiles this block did before `tile`.
+        Value done = arith::DivUIOp::create(
+            b, l, arith::SubIOp::create(b, l, tile, bid), grid);
+        return body(mul(done, kTiles));
+      })))
+    return failure();
+  if (!edges)
+    return success();
+  Value wholeDone = arith::DivUIOp::create(
+      b, l,
+      arith::SubIOp::create(b, l, add(idx(whole), grid), add(bid, idx(1))),
+      grid);
+  Value extra = arith::RemUIOp::create(b, l, idx(whole), grid);
+  Value light = arith::SubIOp::create(b, l, grid, extra);
+  Value takes =
+      arith::CmpIOp::create(b, l, arith::CmpIPredicate::uge, bid, extra);
+  Value first = arith::SelectOp::create(
+      b, l, takes, arith::SubIOp::create(b, l, bid, extra), idx(edges));
+  auto loop = scf::ForOp::create(b, l, first, idx(edges), light);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value j = loop.getInductionVar();
+  tileAt = locateEdge(j);
+  Value done =
+      add(wholeDone, arith::DivUIOp::create(
+                         b, l, arith::SubIOp::create(b, l, j, first), light));
+  Value step = mul(done, kTiles);
+  return narrowEdges ? asEdgeTile([&] { return body(step); }) : body(step);
+}
+
+LogicalResult TensorCoreMatmul::asEdgeTile(function_ref<LogicalResult()> body) {
+  MatmulTile whole = t;
+  int64_t wholeCols = stagedCols;
+  t.bn = t.edgeN;
+  stagedCols =
+      stagedOutputCols(t, tma,
+                       getElementTypeOrSelf(e.kernel().getResult(0).getType())
+                               .getIntOrFloatBitWidth() /
+                           8);
+  edgeTile = true;
+  LogicalResult done = body();
+  t = whole;
+  stagedCols = wholeCols;
+  edgeTile = false;
+  return done;
 }
 
 /// full[s] completes when the copying thread arrived (announcing the

@@ -62,6 +62,16 @@ func.func private @f() attributes {t = #kf.mma_tiling<tileM = 80, tileN = 128, t
 
 // -----
 
+// expected-error @+1 {{edgeN = 24: needs wgmma and a multiple of 16 below tileN (256)}}
+func.func private @f() attributes {t = #kf.mma_tiling<tileM = 128, tileN = 256, tileK = 64, warpsM = 8, warpsN = 1, wgmma = true, edgeN = 24>}
+
+// -----
+
+// expected-error @+1 {{edgeN = 16: needs wgmma and a multiple of 16 below tileN (128)}}
+func.func private @f() attributes {t = #kf.mma_tiling<tileM = 128, tileN = 128, tileK = 32, warpsM = 2, warpsN = 2, edgeN = 16>}
+
+// -----
+
 // expected-error @+1 {{wgmma with a 128-row tile in 2 x 2 warps: needs two warpgroups of 64 rows (tileM = 128, warpsM = 8, warpsN = 1)}}
 func.func private @f() attributes {t = #kf.mma_tiling<tileM = 128, tileN = 128, tileK = 64, warpsM = 2, warpsN = 2, wgmma = true>}
 
@@ -196,6 +206,19 @@ func.func @tma_without_wgmma(%a: tensor<128x64xbf16>, %b: tensor<64x128xbf16>) {
     %c = kf.matmul %x, %y : tensor<128x64xbf16>, tensor<64x128xbf16> -> tensor<128x128xbf16>
     kf.yield %c : tensor<128x128xbf16>
   } -> (tensor<128x128xbf16>)
+  return
+}
+
+// -----
+
+// Narrow edge tiles need the warp-specialised (TMA) pipeline.
+func.func @edge_without_tma(%a: tensor<128x64xbf16>, %b: tensor<64x272xbf16>) {
+  // expected-error @+1 {{'kf.kernel' op has edgeN = 16 without a TMA pipeline: only the warp-specialised template computes narrower edge tiles}}
+  %0 = kf.kernel matmul(%a, %b : tensor<128x64xbf16>, tensor<64x272xbf16>) attributes {launch = #kf.launch<grid = 2, block = 256, items = 2>, pipeline = #kf.mma_pipeline<stages = 4>, tiling = #kf.mma_tiling<tileM = 128, tileN = 256, tileK = 64, warpsM = 8, warpsN = 1, wgmma = true, edgeN = 16>} {
+  ^bb0(%x: tensor<128x64xbf16>, %y: tensor<64x272xbf16>):
+    %c = kf.matmul %x, %y : tensor<128x64xbf16>, tensor<64x272xbf16> -> tensor<128x272xbf16>
+    kf.yield %c : tensor<128x272xbf16>
+  } -> (tensor<128x272xbf16>)
   return
 }
 

@@ -91,6 +91,49 @@ func.func @lm_head_rows(%a: tensor<8192x768xbf16>, %b: tensor<50257x768xbf16>) -
 
 // -----
 
+// Narrow edge tiles (kf-tile's edgeN) are the warp-specialised template's
+// only: without the TMA pipeline the last column of tiles is as wide as
+// the others. (Rows of 8224 bytes: whole 32-byte sectors, not interleaved.)
+// WGMMA-LABEL: func.func @narrow_edge
+// WGMMA: #kf.mma_tiling<tileM = 128, tileN = 256, tileK = 64, warpsM = 8, warpsN = 1, groupM = 8, wgmma = true>}
+// TMA-LABEL: func.func @narrow_edge
+// TMA: items = 544,
+// TMA-NOT: rowGroups
+// TMA-SAME: wgmma = true, edgeN = 16>
+func.func @narrow_edge(%a: tensor<4096x4096xbf16>, %b: tensor<4112x4096xbf16>) -> tensor<4096x4112xbf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<4096x4096xbf16>, tensor<4112x4096xbf16> -> tensor<4096x4112xbf16>
+  return %c : tensor<4096x4112xbf16>
+}
+
+// -----
+
+// Rows of 8208 bytes (N = 4104) start mid-sector: they interleave in 8
+// groups to 128-byte lines, whose reach past N widens the edge to 64.
+// TMA-LABEL: func.func @narrow_edge_mid_sector
+// TMA: items = 544,
+// TMA-SAME: rowGroups = 8, rowAlign = 64>
+// TMA-SAME: edgeN = 64>
+func.func @narrow_edge_mid_sector(%a: tensor<4096x4096xbf16>, %b: tensor<4104x4096xbf16>) -> tensor<4096x4104xbf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<4096x4096xbf16>, tensor<4104x4096xbf16> -> tensor<4096x4104xbf16>
+  return %c : tensor<4096x4104xbf16>
+}
+
+// -----
+
+// Interleaved rows reach 63 columns past N = 4101 (the shift of the last
+// group): the edge tiles cover 68 columns, in whole 128-byte lines of the
+// output (64 bf16), so 128 rather than kf-tile's 16.
+// TMA-LABEL: func.func @narrow_edge_interleaved
+// TMA: items = 1088,
+// TMA-SAME: rowGroups = 64, rowAlign = 64>
+// TMA-SAME: edgeN = 128>
+func.func @narrow_edge_interleaved(%a: tensor<8192x64xbf16>, %b: tensor<4101x64xbf16>) -> tensor<8192x4101xbf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<8192x64xbf16>, tensor<4101x64xbf16> -> tensor<8192x4101xbf16>
+  return %c : tensor<8192x4101xbf16>
+}
+
+// -----
+
 // 1024 rows in 64 groups would be 16 a tile; on 16-byte boundaries (8 f16)
 // every 8th row: 8 groups of 128 rows.
 // TMA-LABEL: func.func @vector_rows

@@ -137,6 +137,23 @@ func.func @matmul_lm_head(%a: tensor<8192x768xbf16>, %b: tensor<50257x768xbf16>)
 
 // -----
 
+// N = 4104 is 16 whole tiles of 256 and 8 columns: 544 uniform tiles would
+// take 5 rounds on 132 SMs, 1056 of 128x128 take 8 of half the work. With
+// wgmma the last column of tiles is 16 wide (edgeN): the 512 whole tiles
+// take 4 rounds and the 32 narrow ones, which mostly load A, go to the 16
+// SMs with 3. mma.sync has no narrow edge tiles.
+// CHECK-LABEL: func.func @matmul_narrow_edge
+// CHECK: #kf.mma_tiling<tileM = 128, tileN = 128, tileK = 32, warpsM = 2, warpsN = 2, groupM = 8>}
+// WGMMA-LABEL: func.func @matmul_narrow_edge
+// WGMMA: items = 544
+// WGMMA-SAME: #kf.mma_tiling<tileM = 128, tileN = 256, tileK = 64, warpsM = 8, warpsN = 1, groupM = 8, wgmma = true, edgeN = 16>
+func.func @matmul_narrow_edge(%a: tensor<4096x4096xbf16>, %b: tensor<4104x4096xbf16>) -> tensor<4096x4104xbf16> {
+  %c = kf.matmul %a, %b {transpose_b = true} : tensor<4096x4096xbf16>, tensor<4104x4096xbf16> -> tensor<4096x4104xbf16>
+  return %c : tensor<4096x4104xbf16>
+}
+
+// -----
+
 // ... while a decode-sized one (M = 16) takes small tiles, to spread over
 // more SMs.
 // CHECK-LABEL: func.func @matmul_small_m
