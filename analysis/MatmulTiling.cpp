@@ -174,7 +174,10 @@ double estimatedTime(const MatmulTile &t, const MatmulProblem &p, int64_t sms) {
 /// SM, as the warp-specialised kernel places them (MatmulTmaPipeline.cpp):
 /// the whole tiles in turn, then the edge tiles on the SMs that have one
 /// whole tile fewer. An edge tile costs what it loads (A's rows and edgeN
-/// of B's) against a whole tile's loads: its products are few.
+/// of B's) against a whole tile's loads: its products are few. (H100,
+/// 4096 x 4104 x 4096 ran about a round slower than this predicts while
+/// the edge tiles still filled the whole tiles' B boxes with zeros: see
+/// bench/NOTES.md, session 61.)
 double estimatedEdgeTime(const MatmulTile &t, const MatmulProblem &p,
                          int64_t sms) {
   int64_t mTiles = p.batch * ((p.m + t.bm - 1) / t.bm);
