@@ -231,6 +231,19 @@ void specializeWarps(MatmulShared &d, const MatmulTile &tile,
   d.sharedBytes = d.stages * stage + staged;
 }
 
+/// kf-tile's narrow edge tiles as pipeline `d` keeps them: the
+/// warp-specialised template's only, and not where the kernel sums columns
+/// (over whole tiles' columns); as wide as `d`'s interleaved rows align.
+int64_t keptEdgeCols(KernelOp kernel, const MatmulTile &tile,
+                     const MatmulProblem &problem, const MatmulShared &d) {
+  auto yield = mlir::cast<YieldOp>(kernel.getBody().front().getTerminator());
+  bool sumsColumns = llvm::any_of(
+      yield.getValues(), [](Value v) { return bool(columnPartialsSource(v)); });
+  if (!tile.edgeN || !d.tma || sumsColumns)
+    return 0;
+  return narrowEdgeCols(problem, tile, d.rows);
+}
+
 /// The shared-memory pipeline of a tensor-core matmul kernel, with copies
 /// of cp.async, or persistent, or warp-specialised around the TMA.
 MatmulShared decideMatmul(KernelOp kernel, bool tma, int64_t sms) {
@@ -287,11 +300,7 @@ MatmulShared decideMatmul(KernelOp kernel, bool tma, int64_t sms) {
   if (tile.wgmma && tma && problem.m >= tile.bm)
     specializeWarps(d, tile, problem, outputWidth,
                     rowStrideOf(kernel.getResult(0)), sms);
-  // Column partials are summed over whole tiles' columns only.
-  bool sumsColumns = llvm::any_of(
-      yield.getValues(), [](Value v) { return bool(columnPartialsSource(v)); });
-  if (tile.edgeN && d.tma && !sumsColumns)
-    d.edgeN = narrowEdgeCols(problem, tile, d.rows);
+  d.edgeN = keptEdgeCols(kernel, tile, problem, d);
   return d;
 }
 
