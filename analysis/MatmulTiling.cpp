@@ -492,7 +492,15 @@ SmallVector<TmaOperand, 4> kfuse::kf::tmaOperands(KernelOp kernel) {
          a.boxes,
          a.elementBytes,
          rows.groups};
-  return {a, describe(op.getB(), sharedTileB(t, p.transposeB),
-                      p.transposeB ? p.n : p.k, p.transposeB ? p.k : p.n,
-                      p.sharedB)};
+  TmaOperand b =
+      describe(op.getB(), sharedTileB(t, p.transposeB),
+               p.transposeB ? p.n : p.k, p.transposeB ? p.k : p.n, p.sharedB);
+  SmallVector<TmaOperand, 4> maps = {a, b};
+  // A narrow edge tile copies edgeN of B's rows where they are K-major (an
+  // N-major B's edge is whole boxes of B's own).
+  if (t.edgeN && p.transposeB) {
+    b.boxRows = t.edgeN;
+    maps.push_back(b);
+  }
+  return maps;
 }

@@ -190,8 +190,9 @@ struct TmaOperand {
 };
 constexpr int64_t kTmaBoxBytes = 128;
 /// The operands that the warp-specialised kernel `kernel` (pipeline `tma`)
-/// copies with the TMA, one tensor-map parameter each: a matmul's A and B,
-/// an attention's Q, K and V, its backward's Q, K, V and dO, in that order.
+/// copies with the TMA, one tensor-map parameter each: a matmul's A and B
+/// (and a K-major B again in boxes of its narrow edge tiles' rows), an
+/// attention's Q, K and V, its backward's Q, K, V and dO, in that order.
 llvm::SmallVector<TmaOperand, 4> tmaOperands(KernelOp kernel);
 /// Q, K and V of the attention kernel `kernel` (AttentionTmaPipeline.cpp).
 llvm::SmallVector<TmaOperand, 3> attentionTmaOperands(KernelOp kernel);

@@ -89,11 +89,12 @@ private:
 
   /// The whole tiles block `bid` of `grid` computes, then its edge tiles
   /// (mma_tiling's edgeN): `body` with tileAt set and the tile's first
-  /// global K step, the edge tiles' under asEdgeTile() where `narrowEdges`.
-  LogicalResult forEachTile(Value bid, Value grid, bool narrowEdges,
+  /// global K step, the edge tiles' under asEdgeTile().
+  LogicalResult forEachTile(Value bid, Value grid,
                             llvm::function_ref<LogicalResult(Value)> body);
   /// Emits `body` for the narrow edge tile: t.bn and the staged columns
-  /// are the edge's while it runs.
+  /// are the edge's while it runs (the copies then fill a stage with A's
+  /// tile and the edge's rows of B only).
   LogicalResult asEdgeTile(llvm::function_ref<LogicalResult()> body);
   /// Whole tile `tile` (of the batch's tiles, of each K chunk's; all
   /// tiles without edge tiles), tile rows grouped for L2 reuse.

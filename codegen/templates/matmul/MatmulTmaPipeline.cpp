@@ -12,8 +12,9 @@
 // of the next tile land while this tile's epilogue runs (the output is
 // staged past the stages). A narrow last column of tiles (mma_tiling's
 // edgeN) comes after the whole tiles, on the blocks that have fewer of
-// them; its copies are the whole tiles' (B's box past N is zero-filled),
-// its products an m64nEk16 wgmma of the edge's width, its epilogue as wide.
+// them; its copies take A's tile and the edge's rows of B only (a tensor
+// map of its own where B is K-major), its products an m64nEk16 wgmma of the
+// edge's width, its epilogue as wide.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,13 +37,13 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
   return async::splitRoles(
       b, l, tid, t.threads(),
       [&] {
-        return forEachTile(bid, grid, false, [&](Value first) -> LogicalResult {
+        return forEachTile(bid, grid, [&](Value first) -> LogicalResult {
           produceSteps(first);
           return success();
         });
       },
       [&] {
-        return forEachTile(bid, grid, true, [&](Value first) -> LogicalResult {
+        return forEachTile(bid, grid, [&](Value first) -> LogicalResult {
           LogicalResult prefetched = success();
           Value acc = consumeSteps(
               first, [&] { prefetched = prefetchEpilogueInputs(); });
@@ -61,7 +62,7 @@ LogicalResult TensorCoreMatmul::emitWarpSpecialized() {
 /// Both roles visit the same tiles in the same order; K steps count on
 /// across them.
 LogicalResult
-TensorCoreMatmul::forEachTile(Value bid, Value grid, bool narrowEdges,
+TensorCoreMatmul::forEachTile(Value bid, Value grid,
                               function_ref<LogicalResult(Value)> body) {
   int64_t edges = t.edgeN ? p.batch * mTiles : 0;
   int64_t whole = p.splits * p.batch * mTiles * nTiles - edges;
@@ -94,7 +95,7 @@ TensorCoreMatmul::forEachTile(Value bid, Value grid, bool narrowEdges,
       add(wholeDone, arith::DivUIOp::create(
                          b, l, arith::SubIOp::create(b, l, j, first), light));
   Value step = mul(done, kTiles);
-  return narrowEdges ? asEdgeTile([&] { return body(step); }) : body(step);
+  return asEdgeTile([&] { return body(step); });
 }
 
 LogicalResult TensorCoreMatmul::asEdgeTile(function_ref<LogicalResult()> body) {
@@ -183,17 +184,18 @@ void TensorCoreMatmul::produceSteps(Value first) {
         arith::XOrIOp::create(b, l, phaseOf(g), e.constant(b.getI32Type(), 1));
     async::waitParity(b, l, emptyBarrier(stage), phase);
     Value full = fullBarrier(stage);
+    // An edge tile's stage holds A's tile and the edge's rows of B.
+    int64_t copied = edgeTile ? a.tile.elements() + t.bn * t.bk : stageElements;
     NVVM::MBarrierArriveExpectTxOp::create(
-        b, l, Type(), full,
-        e.constant(b.getI32Type(), stageElements * t.elementBytes),
+        b, l, Type(), full, e.constant(b.getI32Type(), copied * t.elementBytes),
         NVVM::MemScopeKind::CTA, false, Value());
     Value k0 = add(tileAt.kBase, mul(kt, t.bk)),
           bytes = mul(stage, stageElements * t.elementBytes);
     auto [aRow, aCol] = origin(p.transposeA, tileAt.m0, k0);
     auto [bRow, bCol] = origin(!p.transposeB, tileAt.n0, k0);
     copyWithTma(0, aRow, aCol, bytes, full);
-    copyWithTma(1, bRow, bCol, add(bytes, idx(bOp.offset * t.elementBytes)),
-                full);
+    copyWithTma(edgeTile && tmaMaps.size() > 2 ? 2 : 1, bRow, bCol,
+                add(bytes, idx(bOp.offset * t.elementBytes)), full);
     return SmallVector<Value>{};
   });
 }
@@ -203,7 +205,10 @@ void TensorCoreMatmul::copyWithTma(unsigned which, Value row0, Value col0,
   const TmaOperand &op = tmaMaps[which];
   unsigned arg = e.kernel().getInputs().size() + e.kernel().getNumResults();
   Value map = e.gpuFunc().getArgument(arg + which);
-  for (int64_t j = 0; j < op.boxes; ++j) {
+  // An edge tile of an N-major B copies the boxes of its own columns.
+  int64_t boxes =
+      edgeTile && which == 1 && !p.transposeB ? t.bn / op.boxCols : op.boxes;
+  for (int64_t j = 0; j < boxes; ++j) {
     SmallVector<Value> at = {add(col0, idx(j * op.boxCols)), row0};
     if (op.rowGroups > 1)
       at = {at[0], tileAt.rowGroup, row0};
