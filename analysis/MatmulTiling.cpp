@@ -174,10 +174,8 @@ double estimatedTime(const MatmulTile &t, const MatmulProblem &p, int64_t sms) {
 /// SM, as the warp-specialised kernel places them (MatmulTmaPipeline.cpp):
 /// the whole tiles in turn, then the edge tiles on the SMs that have one
 /// whole tile fewer. An edge tile costs what it loads (A's rows and edgeN
-/// of B's) against a whole tile's loads: its products are few. (H100,
-/// 4096 x 4104 x 4096 ran about a round slower than this predicts while
-/// the edge tiles still filled the whole tiles' B boxes with zeros: see
-/// bench/NOTES.md, session 61.)
+/// of B's) against a whole tile's loads: its products are few, and its
+/// copies fill a stage with A's tile and the edge's rows of B only.
 double estimatedEdgeTime(const MatmulTile &t, const MatmulProblem &p,
                          int64_t sms) {
   int64_t mTiles = p.batch * ((p.m + t.bm - 1) / t.bm);
@@ -203,7 +201,15 @@ int64_t kfuse::kf::pipelineStages(const MatmulTile &t, const MatmulProblem &p) {
   int64_t budget = t.wgmma ? kMaxWgmmaPipelineBytes : kMaxPipelineBytes;
   int64_t fit = budget / stageBytes(t, p);
   // wgmma keeps one step's products in flight: a third stage at least.
-  return std::clamp<int64_t>(std::min(fit, kTiles + 1), t.wgmma ? 3 : 2, 4);
+  int64_t least = t.wgmma ? 3 : 2, most = std::min(fit, kTiles + 1);
+  int64_t stages = std::clamp<int64_t>(most, least, 4);
+  // Products of fewer rows than a tile's stream B through cp.async copies
+  // (kf-promote-shared keeps the TMA for tiles of whole rows): where one
+  // block fills an SM anyway, more of B in flight is what they gain.
+  bool streams = t.wgmma && p.m < t.bm;
+  if (streams && kSharedPerSM / (stages * stageBytes(t, p)) == 1)
+    return std::clamp<int64_t>(most, least, kMaxStreamingStages);
+  return stages;
 }
 
 MatmulTile kfuse::kf::chooseMatmulTile(const MatmulProblem &p, int64_t sms,

@@ -230,8 +230,20 @@ AttentionGradShared attentionGradShared(FlashGradTilingAttr tiling,
 constexpr int64_t kMaxTmaStages = 8;
 constexpr int64_t kMaxWgmmaPipelineBytes = 200 * 1024;
 
-/// kf-promote-shared's decision: as many stages (2 to 4) of copies in
-/// flight as fit kMaxPipelineBytes, and no more than there are K steps.
+/// Stages of a decode-sized wgmma pipeline (M below a tile's rows) at
+/// most, where one block an SM holds four already. H100, same run: bf16
+/// 16 x 11008 x 4096 (128 x 128 tiles on 86 SMs) 0.0374 -> 0.0333-0.0336
+/// ms with 6 stages rather than 4; 8 measured alike. Where two blocks an
+/// SM fit four stages, deeper pipelines (one block) lost: 1 x 4096 x 4096
+/// 0.0103-0.0105 -> 0.0111-0.0114, 16 x 4096 x 4096 as x @ w^T 0.0132 ->
+/// 0.0153-0.0156 (their K no longer split in two: fewer blocks); 64 x 4096
+/// x 11008 gained 4% (0.0384 -> 0.0368-0.0370, in 2 K chunks for 4).
+constexpr int64_t kMaxStreamingStages = 6;
+
+/// kf-promote-shared's decision: as many stages (2 to 4, or to
+/// kMaxStreamingStages for decode-sized wgmma products one block an SM) of
+/// copies in flight as fit kMaxPipelineBytes, and no more than there are K
+/// steps.
 int64_t pipelineStages(const MatmulTile &t, const MatmulProblem &p);
 
 } // namespace kfuse::kf

@@ -132,6 +132,9 @@ std::vector<SweepShape> sweepShapes() {
   // The same as x @ w^T: N one or eight off, the last column of tiles narrow.
   for (int64_t n : {4096, 4097, 4104})
     addMatmul(all, 4096, n, 4096, true);
+  // Decoding 16 tokens: an attention projection and Llama's lm-head.
+  addMatmul(all, 16, 4096, 4096, true);
+  addMatmul(all, 16, 32000, 4096, true);
   return all;
 }
 

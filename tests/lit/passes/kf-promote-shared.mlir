@@ -233,13 +233,20 @@ func.func @attention_bias(%q: tensor<1x4x640x64xbf16>, %k: tensor<1x4x640x64xbf1
 // -----
 
 // Decode-sized M (16 rows, under a 128-row tile): A's TMA boxes would be
-// mostly zero fill, so the cp.async pipeline stays. With 128 rows and a
+// mostly zero fill, so the cp.async pipeline stays, four stages where two
+// blocks an SM hold them (128x32 tiles: 20 KiB a stage), six where one
+// block an SM holds four (128x128 tiles of an N-major B, 32 KiB a stage:
+// more of B in flight). With 128 rows and a
 // narrow 128x64 tile (24 KiB a stage) the TMA pipeline takes its most
 // stages, 8, beside the output staged [128][64+8].
 // TMA-LABEL: func.func @decode
 // TMA-NOT: tma
 // TMA: #kf.mma_pipeline<stages = 4
 // TMA-NOT: tma
+// TMA-LABEL: func.func @decode_one_block_an_sm
+// TMA: launch = #kf.launch<grid = 86, block = 256, items = 86, sharedBytes = 196608>
+// TMA-SAME: #kf.mma_pipeline<stages = 6, stageOutput = true>
+// TMA-SAME: #kf.mma_tiling<tileM = 128, tileN = 128, tileK = 64,
 // TMA-LABEL: func.func @narrow
 // TMA: block = 384,
 // TMA-SAME: sharedBytes = 215168>
@@ -248,6 +255,10 @@ func.func @attention_bias(%q: tensor<1x4x640x64xbf16>, %k: tensor<1x4x640x64xbf1
 func.func @decode(%a: tensor<16x4096xbf16>, %b: tensor<4096x4096xbf16>) -> tensor<16x4096xbf16> {
   %c = kf.matmul %a, %b {transpose_b = true} : tensor<16x4096xbf16>, tensor<4096x4096xbf16> -> tensor<16x4096xbf16>
   return %c : tensor<16x4096xbf16>
+}
+func.func @decode_one_block_an_sm(%a: tensor<16x4096xbf16>, %b: tensor<4096x11008xbf16>) -> tensor<16x11008xbf16> {
+  %c = kf.matmul %a, %b : tensor<16x4096xbf16>, tensor<4096x11008xbf16> -> tensor<16x11008xbf16>
+  return %c : tensor<16x11008xbf16>
 }
 func.func @narrow(%a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>) -> tensor<1024x1024xbf16> {
   %c = kf.matmul %a, %b : tensor<1024x1024xbf16>, tensor<1024x1024xbf16> -> tensor<1024x1024xbf16>
