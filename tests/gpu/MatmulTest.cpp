@@ -43,6 +43,9 @@ struct MatmulCase {
   bool interleavedRows = false;
   /// On sm_90, kf-tile must make the last column of tiles narrow (edgeN).
   bool narrowEdge = false;
+  /// On sm_90, the decode-sized cp.async pipeline must be six stages deep
+  /// (kMaxStreamingStages: one block an SM).
+  bool deepStreaming = false;
 };
 
 void PrintTo(const MatmulCase &c, std::ostream *os) { *os << c.name; }
@@ -134,6 +137,10 @@ TEST_P(Matmul, MatchesEvaluator) {
   EXPECT_EQ(fused->find("edgeN") != std::string::npos,
             c.narrowEdge && arch == "sm_90")
       << *fused;
+  if (c.deepStreaming && arch == "sm_90")
+    EXPECT_NE(fused->find("mma_pipeline<stages = 6, stageOutput = true>"),
+              std::string::npos)
+        << *fused;
   Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
   ASSERT_TRUE(out) << out.error().message();
   double error = relativeError((*out)[0], (*reference)[0]);
@@ -285,6 +292,11 @@ std::vector<MatmulCase> cases() {
        bf16, false, Epilogue::ResidualScale},
       {"split_k_tf32_tb", {}, 16, 512, 2048, false, true, f32, false,
        Epilogue::None, false, true, true},
+      // Decode-sized M over 86 columns of 128x128 tiles, one block an SM:
+      // six stages of B in flight.
+      {"decode_six_stages_bias_gelu_bf16", {}, 16, 11008, 1024, false, false,
+       bf16, false, Epilogue::BiasGelu, false, true, false, false, false,
+       true},
       // Not K-major and K % 4 != 0: the exact fallback.
       {"tf32_fallback_odd_k", {}, 40, 33, 27, false, false, f32, false,
        Epilogue::None, false, false, true},
