@@ -201,6 +201,12 @@ LogicalResult lowerKernel(KernelOp kernel, gpu::GPUModuleOp module,
   if (int64_t align = TargetAttr::of(kernel).bufferAlignment())
     for (unsigned i = 0; i < buffers; ++i)
       func.setArgAttr(i, "llvm.align", b.getI64IntegerAttr(align));
+  // Rows split over clusters: PTX's .reqnctapercluster, so that the
+  // runtime's plain launches run whole clusters.
+  if (auto rows = kernel.getTilingAs<RowTilingAttr>();
+      rows && rows.getCluster() > 1)
+    func.setKnownClusterSizeAttr(b.getDenseI32ArrayAttr(
+        {static_cast<int32_t>(rows.getCluster()), 1, 1}));
   if (int64_t blocks = launch.getMinBlocksPerSM())
     func->setAttr(NVVM::NVVMDialect::getMinctasmAttrName(),
                   b.getI32IntegerAttr(blocks));

@@ -92,6 +92,13 @@ TargetAttr TargetAttr::of(Operation *op) {
                          false);
 }
 
+bool TargetAttr::hasClusters() const {
+  // The verifier made the chip an sm_ name: "sm_90a" is 90.
+  llvm::StringRef digits = getChip().drop_front(3);
+  unsigned version = 0;
+  return !digits.consumeInteger(10, version) && version >= 90;
+}
+
 LogicalResult TargetAttr::verify(EmitError emitError, StringRef chip,
                                  int64_t multiprocessors, bool aligned,
                                  bool wgmma, bool allowTF32, bool unorderedAdds) {
@@ -144,13 +151,20 @@ LogicalResult PointwiseTilingAttr::verify(EmitError emitError, int64_t vector,
 
 LogicalResult RowTilingAttr::verify(EmitError emitError, int64_t vector,
                                     int64_t chunks, bool inRegisters,
-                                    bool inShared, int64_t rowsPerBlock) {
+                                    bool inShared, int64_t rowsPerBlock,
+                                    int64_t cluster) {
   if (failed(checkPowerOfTwo(emitError, "vector", vector, 16)) ||
-      failed(checkPowerOfTwo(emitError, "rowsPerBlock", rowsPerBlock, 1024)))
+      failed(checkPowerOfTwo(emitError, "rowsPerBlock", rowsPerBlock, 1024)) ||
+      failed(checkPowerOfTwo(emitError, "cluster", cluster, kMaxRowCluster)))
     return failure();
   if (inRegisters && inShared)
     return emitError() << "holds the row in registers and in shared memory: "
                           "one of the two";
+  // The blocks of a cluster combine one row's values, held in registers.
+  if (cluster > 1 && (!inRegisters || rowsPerBlock != 1))
+    return emitError() << "splits a row over a cluster of " << cluster
+                       << " blocks: needs the row in registers and one row "
+                          "a block";
   return checkRange(emitError, "chunks", chunks, 1, INT32_MAX);
 }
 

@@ -65,6 +65,8 @@ def KF_TargetAttr : KF_Attr<"Target", "target"> {
     static TargetAttr of(::mlir::Operation *op);
     /// The alignment every buffer has (bytes), 0 when none is known.
     int64_t bufferAlignment() const { return getAligned() ? 16 : 0; }
+    /// Whether the chip runs thread block clusters (sm_90 and later).
+    bool hasClusters() const;
   }];
 }
 
@@ -124,10 +126,18 @@ def KF_RowTilingAttr : KF_Attr<"RowTiling", "row_tiling"> {
     inputs into the launch's shared memory, where each thread reads its own
     lanes back at the later passes; else the row is read again for each
     pass over it.
+
+    With `cluster` = C > 1 a row is split over a cluster of C blocks
+    (Hopper's thread block clusters): the row's lanes are dealt as if the C
+    blocks were one block of C times the threads, each block holds its
+    share in registers (`inRegisters`), and each reduction of the row
+    combines the blocks' values through their distributed shared memory.
+    A row too long for one block's registers is so read once, not once a
+    pass over it, with several rows in flight an SM.
   }];
   let parameters = (ins KF_Int<"1">:$vector, KF_Int<"1">:$chunks,
                         KF_Flag:$inRegisters, KF_Flag:$inShared,
-                        KF_Int<"1">:$rowsPerBlock);
+                        KF_Int<"1">:$rowsPerBlock, KF_Int<"1">:$cluster);
 }
 
 def KF_ColumnTilingAttr : KF_Attr<"ColumnTiling", "column_tiling"> {

@@ -144,6 +144,25 @@ static LogicalResult verifyIndexAddTiling(KernelOp kernel) {
              : verifyOrderedIndexAdd(kernel, op, tiling);
 }
 
+/// A row split over clusters: a launch of whole clusters, on a chip that
+/// has them.
+static LogicalResult verifyRowCluster(KernelOp kernel, RowTilingAttr rows) {
+  int64_t cluster = rows.getCluster();
+  if (cluster == 1)
+    return success();
+  if (!TargetAttr::of(kernel).hasClusters())
+    return kernel.emitOpError()
+           << "splits its rows over clusters of " << cluster
+           << " blocks, which chip \"" << TargetAttr::of(kernel).getChip()
+           << "\" does not have";
+  int64_t grid = kernel.getLaunchAttr().getGrid();
+  if (grid % cluster)
+    return kernel.emitOpError()
+           << "launches " << grid << " blocks in clusters of " << cluster
+           << ": not a whole number of clusters";
+  return success();
+}
+
 /// A row tiling's rows staged in shared memory have some, and a block
 /// shared among several rows gives each an equal share of at most a warp,
 /// or whole warps (a row's threads reduce with shuffles among a warp's
@@ -155,6 +174,8 @@ static LogicalResult verifyRowTiling(KernelOp kernel) {
   if (rows.getInShared() && kernel.getLaunchAttr().getSharedBytes() == 0)
     return kernel.emitOpError(
         "stages its rows in shared memory but its launch has none");
+  if (failed(verifyRowCluster(kernel, rows)))
+    return failure();
   if (rows.getRowsPerBlock() <= 1)
     return success();
   int64_t block = kernel.getLaunchAttr().getBlock();

@@ -167,7 +167,7 @@ void promoteRows(KernelOp kernel, RowTilingAttr tiling) {
   if (streamed.empty() || bytes > kMaxStagedRowBytes)
     return;
   MLIRContext *ctx = kernel.getContext();
-  kernel.setTilingAttr(RowTilingAttr::get(ctx, vec, chunks, false, true, 1));
+  kernel.setTilingAttr(RowTilingAttr::get(ctx, vec, chunks, false, true, 1, 1));
   kernel.setLaunchAttr(LaunchAttr::get(ctx, launch.getGrid(), threads,
                                        launch.getItems(), bytes,
                                        /*minBlocksPerSM=*/0));

@@ -283,6 +283,36 @@ std::optional<BlockColumnPartials> columnPartialsOf(KernelOp kernel) {
 /// The threads an SM runs of a row kernel that holds its rows in registers.
 constexpr int64_t kRowThreadsPerSM = 1024;
 
+/// A row kernel's blocks of 512 threads, split over clusters.
+constexpr int64_t kClusterRowThreads = 512;
+
+/// A row too long for one block's registers that the kernel passes over
+/// more than once (a softmax's statistics, then its output; a LayerNorm's
+/// mean, variance and output) is split over the smallest cluster whose
+/// blocks of 512 threads hold it in registers, at most 32 values and 8
+/// vectors a thread (each vector's lanes cost their own addresses and
+/// masks: a ragged f32 row of 40003 in 20 one-element vectors a thread
+/// spilled under the 64 registers of two blocks an SM): read once, two
+/// rows' shares an SM. Looped, such a row was read once a pass;
+/// staged in shared memory (kf-promote-shared), one 128 KB row filled an
+/// SM, its loads and stores in turn (bf16 softmax over 65536 columns at
+/// 1.44x its HBM floor on the H100, 1.9x on the H200).
+std::optional<Decision> decideClusterRows(MLIRContext *ctx, RowSpace rows,
+                                          int64_t vec, int64_t vectors,
+                                          int64_t heldInputs) {
+  for (int64_t cluster = 2; cluster <= kMaxRowCluster; cluster *= 2) {
+    int64_t chunks = llvm::divideCeil(vectors, cluster * kClusterRowThreads);
+    if (heldInputs * chunks * vec > 32 || chunks > 8)
+      continue;
+    int64_t clusters = std::min<int64_t>(rows.rows, INT32_MAX / cluster);
+    return Decision{clusters * cluster, kClusterRowThreads, rows.rows,
+                    RowTilingAttr::get(ctx, vec, chunks, /*inRegisters=*/true,
+                                       false, 1, cluster),
+                    kRowThreadsPerSM / kClusterRowThreads};
+  }
+  return std::nullopt;
+}
+
 /// Enough threads a row for about four vectors each; the row stays in
 /// registers when a thread holds at most 32 of its values. A row that
 /// would take more than 512 threads so takes 256 and loops over it online
@@ -302,9 +332,12 @@ constexpr int64_t kRowThreadsPerSM = 1024;
 /// of more than a warp take more threads until it holds at most 32 values
 /// in all. A softmax backward (y and dy) of 4096 bf16 columns, 128 threads
 /// a row, spilled 76 bytes under the 64 registers of 1024 threads an SM.
+///
+/// `mayCluster`: rows too long for a block's registers may be split over
+/// a cluster's blocks (decideClusterRows).
 Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
                     int64_t vec, int64_t heldInputs, bool groupRows,
-                    int64_t sms) {
+                    bool mayCluster, int64_t sms) {
   auto divides = [&](int64_t v) {
     return llvm::all_of(strides, [&](int64_t s) { return s % v == 0; });
   };
@@ -337,6 +370,10 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
   // better than a grid-stride loop over waves of resident blocks.
   int64_t groups = (rows.rows + perBlock - 1) / perBlock;
   bool inRegisters = chunks * vec <= 32;
+  if (!inRegisters && mayCluster)
+    if (std::optional<Decision> split =
+            decideClusterRows(ctx, rows, vec, vectors, heldInputs))
+      return *split;
   // A row held in registers is loaded once, all of it in flight; what
   // keeps HBM busy is then how many rows an SM holds. Registers decide
   // that: at 66 a thread, blocks of 512 fit once on an SM (H200, bf16
@@ -346,7 +383,7 @@ Decision decideRows(MLIRContext *ctx, RowSpace rows, ArrayRef<int64_t> strides,
   int64_t minBlocks =
       inRegisters ? std::max<int64_t>(1, kRowThreadsPerSM / block) : 0;
   return {std::min<int64_t>(groups, INT32_MAX), block, groups,
-          RowTilingAttr::get(ctx, vec, chunks, inRegisters, false, perBlock),
+          RowTilingAttr::get(ctx, vec, chunks, inRegisters, false, perBlock, 1),
           minBlocks};
 }
 
@@ -362,7 +399,7 @@ Decision decidePartialRows(MLIRContext *ctx, RowSpace rows,
   return {partials.blocks, kColumnPartialBlockThreads,
           rows.rows / partials.rowsPerBlock,
           RowTilingAttr::get(ctx, vec, chunks, /*inRegisters=*/true, false,
-                             partials.rowsPerBlock),
+                             partials.rowsPerBlock, 1),
           /*minBlocksPerSM=*/2};
 }
 
@@ -569,8 +606,15 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
               columnPartialsOf(kernel))
         return decidePartialRows(ctx, *rows, *partials, vec);
       int64_t held = streamedRowInputs(kernel, *rows).size();
+      // Rows read once (a log-sum-exp, a cross-entropy) gain nothing from
+      // a cluster: the online normaliser reads them once already.
+      // TEMPORARY (measurement): KFUSE_NO_CLUSTER keeps the old choice.
+      bool mayCluster = target.hasClusters() && !lineKernel &&
+                        loopedRowPasses(kernel, *rows) > 1 &&
+                        !getenv("KFUSE_NO_CLUSTER");
       return decideRows(ctx, *rows, rowStrides(kernel, *rows), vec,
-                        std::max<int64_t>(held, 1), !lineKernel, sms);
+                        std::max<int64_t>(held, 1), !lineKernel, mayCluster,
+                        sms);
     }
     if (int64_t stride = kernel.getKind() == KernelKind::pointwise
                              ? paddedRowStride(kernel.getResult(0))

@@ -56,6 +56,22 @@ private:
   /// emit() for a kernel with column partials: a block per partial,
   /// `group` its place among the rows a block takes at once.
   LogicalResult emitWithPartials(Value group);
+  /// emit() for rows split over clusters (row_tiling's `cluster`): each
+  /// cluster takes rows in turn, each of its blocks a share of the row.
+  LogicalResult emitClusterRows();
+  /// A block-wide reduction of each of `partials` (this thread's), then,
+  /// for rows split over a cluster, of the cluster's blocks' results:
+  /// every thread of the row gets the row's values.
+  SmallVector<Value>
+  rowReduce(ArrayRef<Value> partials, ArrayRef<Value> identities,
+            function_ref<Value(unsigned, Value, Value)> combine);
+  Value rowReduce(Value partial, Value identity,
+                  function_ref<Value(Value, Value)> combine);
+  /// Combines each block's `values` over the row's cluster, through the
+  /// blocks' distributed shared memory, in the order of their ranks.
+  SmallVector<Value>
+  clusterReduce(ArrayRef<Value> values,
+                function_ref<Value(unsigned, Value, Value)> combine);
   /// Whether emitWithPartials loads each row's streamed vectors one
   /// iteration ahead (whole vectors of at most 16 bytes).
   bool prefetchesRows() const;
@@ -118,13 +134,20 @@ private:
   OpBuilder &b;
   Location l;
   RowSpace space;
-  /// A row's threads (`threads` of the block's `rowsPerBlock` rows).
-  int64_t threads, vec, chunks, rowsPerBlock;
+  /// A row's threads (`threads` of the block's `rowsPerBlock` rows), and
+  /// the blocks of a cluster that share a row.
+  int64_t threads, vec, chunks, rowsPerBlock, cluster;
   /// `ragged`: the lanes reach past the row's end; `wholeVectors`: each
   /// vector lies wholly inside the row or wholly past it.
   bool inRegisters, inShared, ragged, wholeVectors;
-  /// `tid` is the thread's place among its row's threads.
-  Value scratch, tid;
+  /// `tid` is the thread's place among its row's threads in the block;
+  /// `laneTid` among the row's threads in its cluster (the block's `rank`
+  /// in it, times `threads`, plus `tid`), which deals out the lanes.
+  Value scratch, tid, laneTid, rank;
+  /// Which of two exchange slots a cluster's reductions of the row use:
+  /// rows in turn take turns, so that a block sending the next row's values
+  /// never overwrites a slot a slower block is still reading.
+  Value rowParity;
   Block &body;
   YieldOp yield;
   /// Row-shaped inputs read only lane by lane (elementwise ops, the row's

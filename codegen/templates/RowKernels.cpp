@@ -34,11 +34,10 @@ RowKernel::RowKernel(KernelEmitter &e, RowSpace space, RowTilingAttr tiling)
     : e(e), b(e.builder()), l(e.loc()), space(space),
       threads(e.kernel().getLaunchAttr().getBlock() / tiling.getRowsPerBlock()),
       vec(tiling.getVector()), chunks(tiling.getChunks()),
-      rowsPerBlock(tiling.getRowsPerBlock()),
+      rowsPerBlock(tiling.getRowsPerBlock()), cluster(tiling.getCluster()),
       inRegisters(tiling.getInRegisters()), inShared(tiling.getInShared()),
-      ragged(space.length != threads * vec * chunks),
-      wholeVectors(space.length % vec == 0),
-      body(e.kernel().getBody().front()),
+      ragged(space.length != tiling.getCluster() * threads * vec * chunks),
+      wholeVectors(space.length % vec == 0), body(e.kernel().getBody().front()),
       yield(mlir::cast<YieldOp>(body.getTerminator())) {}
 
 LogicalResult RowKernel::emit() {
@@ -50,6 +49,7 @@ LogicalResult RowKernel::emit() {
   scratch = workgroupBuffer(e, 32 * widest);
   Value thread = gpu::ThreadIdOp::create(b, l, gpu::Dimension::x);
   tid = arith::RemUIOp::create(b, l, thread, e.index(threads));
+  laneTid = tid;
   Value group = arith::DivUIOp::create(b, l, thread, e.index(threads));
   streamed = streamedRowInputs(e.kernel(), space);
   if (space.length > 1)
@@ -63,6 +63,8 @@ LogicalResult RowKernel::emit() {
       partials.push_back({unsigned(i), p->source});
   if (!partials.empty())
     return emitWithPartials(group);
+  if (cluster > 1)
+    return emitClusterRows();
   int64_t groups = (space.rows + rowsPerBlock - 1) / rowsPerBlock;
   return e.forEachItem(groups, true, [&](Value item) -> LogicalResult {
     if (rowsPerBlock == 1)
@@ -126,7 +128,8 @@ LogicalResult RowKernel::emitRow(Value r) {
 RowLanes RowKernel::lanesOf(Value c, bool load) {
   RowLanes lanes;
   Value vecIndex = arith::AddIOp::create(
-      b, l, arith::MulIOp::create(b, l, c, e.index(threads)), tid);
+      b, l, arith::MulIOp::create(b, l, c, e.index(cluster * threads)),
+      laneTid);
   Value first = arith::MulIOp::create(b, l, vecIndex, e.index(vec));
   lanes.first = first;
   // Whole vectors: one test a vector, and a vector past the row reads the
@@ -262,12 +265,29 @@ Value RowKernel::threadPartial(Value tensor, ReduceKind kind, Value identity,
   });
 }
 
+SmallVector<Value>
+RowKernel::rowReduce(ArrayRef<Value> partials, ArrayRef<Value> identities,
+                     function_ref<Value(unsigned, Value, Value)> combine) {
+  SmallVector<Value> reduced =
+      e.blockReduce(partials, identities, scratch, threads, combine);
+  if (cluster == 1)
+    return reduced;
+  return clusterReduce(reduced, combine);
+}
+
+Value RowKernel::rowReduce(Value partial, Value identity,
+                           function_ref<Value(Value, Value)> combine) {
+  return rowReduce(
+      ArrayRef<Value>{partial}, ArrayRef<Value>{identity},
+      [&](unsigned, Value x, Value y) { return combine(x, y); })[0];
+}
+
 Value RowKernel::reduceRow(Value tensor, ReduceKind kind, Type type,
                            function_ref<Value(Value)> map) {
   Value identity = reductionInit(e, kind, type);
   Value partial = threadPartial(tensor, kind, identity, map);
-  return e.blockReduce(partial, identity, scratch, threads,
-                       [&](Value x, Value y) { return combine(e, kind, x, y); });
+  return rowReduce(partial, identity,
+                   [&](Value x, Value y) { return combine(e, kind, x, y); });
 }
 
 LogicalResult RowKernel::emitReduces(ArrayRef<ReduceOp> round) {
@@ -281,9 +301,8 @@ LogicalResult RowKernel::emitReduces(ArrayRef<ReduceOp> round) {
                                      identities.back(),
                                      [](Value x) { return x; }));
   }
-  SmallVector<Value> reduced = e.blockReduce(
-      partials, identities, scratch, threads,
-      [&](unsigned i, Value x, Value y) {
+  SmallVector<Value> reduced =
+      rowReduce(partials, identities, [&](unsigned i, Value x, Value y) {
         return combine(e, ReduceOp(round[i]).getKind(), x, y);
       });
   for (auto [i, v] : llvm::enumerate(reduced)) {
@@ -375,11 +394,11 @@ std::pair<Value, Value> RowKernel::onlineMaxAndSum(Value x) {
           s = arith::AddFOp::create(b, l, s, rescaleSum(e, e.f32(1), v, next));
         return SmallVector<Value>{next, s};
       });
-  Value max = e.blockReduce(state[0], negInf, scratch, threads, maximum);
-  Value sum = e.blockReduce(rescaleSum(e, state[1], state[0], max), zero,
-                            scratch, threads, [&](Value x, Value y) -> Value {
-                              return arith::AddFOp::create(b, l, x, y);
-                            });
+  Value max = rowReduce(state[0], negInf, maximum);
+  Value sum = rowReduce(rescaleSum(e, state[1], state[0], max), zero,
+                        [&](Value x, Value y) -> Value {
+                          return arith::AddFOp::create(b, l, x, y);
+                        });
   return {max, sum};
 }
 
@@ -443,8 +462,9 @@ LogicalResult RowKernel::storeOutputs() {
           e.elementAt(value, ElementIndex::linear(type.getShape(), row));
       if (failed(v))
         return failure();
-      Value first =
-          arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq, tid, e.index(0));
+      // The row's first thread: of its cluster's first block.
+      Value first = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                          laneTid, e.index(0));
       auto guard = scf::IfOp::create(b, l, first);
       OpBuilder::InsertionGuard insertion(b);
       b.setInsertionPoint(guard.thenBlock()->getTerminator());

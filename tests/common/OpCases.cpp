@@ -189,7 +189,9 @@ std::vector<OpCase> allOpCases() {
                    {{2111, 1000}, {1000}, {1000}}});
   // A training forward's normalisations, which save their statistics for
   // the backward: the row kernel writes them beside its rows, for rows in
-  // registers, several rows a block, and rows staged in shared memory.
+  // registers, several rows a block, and long rows (split over a cluster's
+  // blocks on Hopper, staged in shared memory without clusters: the first
+  // block of the cluster writes them).
   for (auto [name, rows, cols] :
        {std::tuple<const char *, int64_t, int64_t>{
             "saved_statistics_layernorm_bf16", 515, 1024},
@@ -215,8 +217,9 @@ std::vector<OpCase> allOpCases() {
                    },
                    {{4500, 6}}});
   // Rows too long for registers whose kernel passes over them three times
-  // (mean, variance, output), two streamed inputs (x and a residual) staged
-  // in shared memory by the first pass (row_tiling's inShared).
+  // (mean, variance, output), two streamed inputs (x and a residual): on
+  // Hopper split over a cluster of 4 blocks (row_tiling's cluster), else
+  // staged in shared memory by the first pass (inShared).
   cases.push_back({"staged_rows_bf16", [](Graph &g) {
                      Tensor x = g.input("x", DType::bf16, {300, 24576});
                      Tensor r = g.input("r", DType::bf16, {300, 24576});
@@ -224,8 +227,11 @@ std::vector<OpCase> allOpCases() {
                      g.output("y", layerNormOf(x + r, w, w));
                    },
                    {{300, 24576}, {300, 24576}, {24576}}});
-  // Rows too long for registers: the looped row kernel, with the online
-  // normaliser for softmax; 40003 is ragged against any thread count.
+  // Rows too long for one block's registers, read twice or more: f32 40000
+  // in vectors of 4 split over a cluster of 4 blocks on Hopper; else, and
+  // 40003 (one element a lane) always, the looped row kernel, with the
+  // online normaliser for softmax; 40003 is ragged against any thread
+  // count.
   for (int64_t n : {40000, 40003})
     cases.push_back({"long_rows_" + std::to_string(n),
                      [n](Graph &g) {
@@ -238,6 +244,26 @@ std::vector<OpCase> allOpCases() {
                                                   1e-5));
                      },
                      {{3, n}}});
+  // Rows split over clusters (Hopper): a bf16 softmax of 65536 columns over
+  // 4 blocks of 512 threads, 32 values each, its max and sum combined
+  // across the blocks; an f16 RMSNorm with weights over 20000 columns on 2
+  // blocks, the cluster's last lanes past the row (rows enough that
+  // kf-split-reduction leaves its mean whole).
+  cases.push_back({"cluster_rows_softmax_bf16",
+                   [](Graph &g) {
+                     Tensor x = g.input("x", DType::bf16, {5, 65536});
+                     g.output("y", softmax(x * 8.0));
+                   },
+                   {{5, 65536}}});
+  cases.push_back(
+      {"cluster_rows_rmsnorm_f16",
+       [](Graph &g) {
+         Tensor x = cast(g.input("x", DType::f16, {600, 20000}), DType::f32);
+         Tensor w = cast(g.input("w", DType::f16, {20000}), DType::f32);
+         Tensor rms = rsqrt(reduceMean(x * x, {1}, true) + 1e-6);
+         g.output("y", cast(x * rms * w, DType::f16));
+       },
+       {{600, 20000}, {20000}}});
   // A normalisation whose rows leave flattened (GPT-2's LayerNorm feeding
   // Conv1D's addmm over x.view(-1, d)): the row kernel's per-row values
   // are found through the reshape, in registers and looped.

@@ -164,6 +164,56 @@ func.func @rows_in_registers_and_shared_memory(%x: tensor<4x64xf32>) {
 
 // -----
 
+func.func @row_cluster_past_eight(%x: tensor<4x262144xf32>) {
+  // expected-error @+1 {{cluster = 16: needs a power of two up to 8}}
+  %0 = kf.kernel normalization(%x : tensor<4x262144xf32>) attributes {launch = #kf.launch<grid = 64, block = 512, items = 4>, tiling = #kf.row_tiling<vector = 4, chunks = 8, inRegisters = true, cluster = 16>} {
+  ^bb0(%a: tensor<4x262144xf32>):
+    %s = kf.softmax %a {axis = 1} : tensor<4x262144xf32>
+    kf.yield %s : tensor<4x262144xf32>
+  } -> (tensor<4x262144xf32>)
+  return
+}
+
+// -----
+
+func.func @row_cluster_looping_over_rows(%x: tensor<4x65536xf32>) {
+  // expected-error @+1 {{splits a row over a cluster of 4 blocks: needs the row in registers and one row a block}}
+  %0 = kf.kernel normalization(%x : tensor<4x65536xf32>) attributes {launch = #kf.launch<grid = 16, block = 512, items = 4>, tiling = #kf.row_tiling<vector = 4, chunks = 8, cluster = 4>} {
+  ^bb0(%a: tensor<4x65536xf32>):
+    %s = kf.softmax %a {axis = 1} : tensor<4x65536xf32>
+    kf.yield %s : tensor<4x65536xf32>
+  } -> (tensor<4x65536xf32>)
+  return
+}
+
+// -----
+
+func.func @row_cluster_partly_launched(%x: tensor<4x65536xf32>) {
+  // expected-error @+1 {{'kf.kernel' op launches 14 blocks in clusters of 4: not a whole number of clusters}}
+  %0 = kf.kernel normalization(%x : tensor<4x65536xf32>) attributes {launch = #kf.launch<grid = 14, block = 512, items = 4>, tiling = #kf.row_tiling<vector = 4, chunks = 8, inRegisters = true, cluster = 4>} {
+  ^bb0(%a: tensor<4x65536xf32>):
+    %s = kf.softmax %a {axis = 1} : tensor<4x65536xf32>
+    kf.yield %s : tensor<4x65536xf32>
+  } -> (tensor<4x65536xf32>)
+  return
+}
+
+// -----
+
+module attributes {kf.target = #kf.target<chip = "sm_80">} {
+  func.func @row_cluster_without_clusters(%x: tensor<4x65536xf32>) {
+    // expected-error @+1 {{'kf.kernel' op splits its rows over clusters of 4 blocks, which chip "sm_80" does not have}}
+    %0 = kf.kernel normalization(%x : tensor<4x65536xf32>) attributes {launch = #kf.launch<grid = 16, block = 512, items = 4>, tiling = #kf.row_tiling<vector = 4, chunks = 8, inRegisters = true, cluster = 4>} {
+    ^bb0(%a: tensor<4x65536xf32>):
+      %s = kf.softmax %a {axis = 1} : tensor<4x65536xf32>
+      kf.yield %s : tensor<4x65536xf32>
+    } -> (tensor<4x65536xf32>)
+    return
+  }
+}
+
+// -----
+
 func.func @rows_per_block_not_a_power_of_two(%x: tensor<64x128xf32>) {
   // expected-error @+1 {{rowsPerBlock = 3: needs a power of two up to 1024}}
   %0 = kf.kernel normalization(%x : tensor<64x128xf32>) attributes {launch = #kf.launch<grid = 22, block = 96, items = 22>, tiling = #kf.row_tiling<vector = 4, rowsPerBlock = 3>} {

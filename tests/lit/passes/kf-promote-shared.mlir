@@ -1,6 +1,7 @@
 // RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true" --kf-fuse --kf-tile --kf-promote-shared | FileCheck %s
 // RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-tile --kf-promote-shared="tma=false" | FileCheck %s --check-prefix=WGMMA
 // RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true wgmma=true" --kf-fuse --kf-tile --kf-promote-shared | FileCheck %s --check-prefix=TMA
+// RUN: kfuse-opt %s -split-input-file --kf-attach-target="aligned=true chip=sm_80" --kf-fuse --kf-tile --kf-promote-shared | FileCheck %s --check-prefix=SM80
 
 // A 128x128 mma.sync tile, K step 32: A as [128][32+8], B as [32][128+8]
 // bf16 is 18,944 bytes a stage; four stages fit the 113 KiB budget.
@@ -268,14 +269,21 @@ func.func @narrow(%a: tensor<1024x1024xbf16>, %b: tensor<1024x1024xbf16>) -> ten
 // -----
 
 // Rows too long for registers: a softmax of 65536 bf16 columns passes over
-// each row twice (its statistics online, then its output), so the first
-// pass copies the row into shared memory (128 KiB) for 1024 threads, 8
-// vectors each. A row sum passes once and stays as it was; so does a
-// softmax whose row would not fit (196608 f32 columns: 768 KiB).
+// each row twice (its statistics online, then its output). On Hopper kf-tile
+// splits each row over a cluster of 4 blocks of 512 threads, 32 values a
+// thread in registers. Without clusters (sm_80) the first pass copies the
+// row into shared memory (128 KiB) for 1024 threads, 8 vectors each. A row
+// sum passes once and stays as it was; so does a softmax whose row would
+// fit neither (196608 f32 columns: 768 KiB, 48 values a thread of a
+// cluster of 8).
 // CHECK-LABEL: func.func @long_rows
-// CHECK: launch = #kf.launch<grid = 64, block = 1024, items = 64, sharedBytes = 131072>, tiling = #kf.row_tiling<vector = 8, chunks = 8, inShared = true>
+// CHECK: launch = #kf.launch<grid = 256, block = 512, items = 64, minBlocksPerSM = 2>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true, cluster = 4>
 // CHECK: launch = #kf.launch<grid = 64, block = 256, items = 64>, tiling = #kf.row_tiling<vector = 8, chunks = 32>
 // CHECK: launch = #kf.launch<grid = 4, block = 256, items = 4>, tiling = #kf.row_tiling<vector = 4, chunks = 192>
+// SM80-LABEL: func.func @long_rows
+// SM80: launch = #kf.launch<grid = 64, block = 1024, items = 64, sharedBytes = 131072>, tiling = #kf.row_tiling<vector = 8, chunks = 8, inShared = true>
+// SM80: launch = #kf.launch<grid = 64, block = 256, items = 64>, tiling = #kf.row_tiling<vector = 8, chunks = 32>
+// SM80: launch = #kf.launch<grid = 4, block = 256, items = 4>, tiling = #kf.row_tiling<vector = 4, chunks = 192>
 func.func @long_rows(%x: tensor<64x65536xbf16>, %x2: tensor<64x65536xbf16>, %z: tensor<4x196608xf32>) -> (tensor<64x65536xbf16>, tensor<64xbf16>, tensor<4x196608xf32>) {
   %y = kf.softmax %x {axis = 1} : tensor<64x65536xbf16>
   %s = kf.reduce sum %x2 [1] : tensor<64x65536xbf16> -> tensor<64xbf16>

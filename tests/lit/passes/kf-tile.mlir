@@ -307,3 +307,37 @@ func.func @gathered_rows(%table: tensor<8192x2048xbf16>, %ids: tensor<8x4096xi64
   %u = kf.mul %t, %x : tensor<1024x2048xbf16>
   return %s, %u : tensor<8x4096x2048xbf16>, tensor<1024x2048xbf16>
 }
+
+// -----
+
+// Rows too long for one block's registers that the kernel reads more than once
+// (a softmax; a LayerNorm's mean, variance and output) are split over the
+// smallest cluster whose blocks of 512 threads hold 32 values a thread: f32
+// rows of 32768 over 2 blocks, bf16 rows of 65536 over 4. A log-sum-exp reads
+// its row once (the online normaliser) and keeps the looped template.
+// CHECK-LABEL: func.func @cluster_rows
+// CHECK: launch = #kf.launch<grid = 16, block = 512, items = 8, minBlocksPerSM = 2>, tiling = #kf.row_tiling<vector = 4, chunks = 8, inRegisters = true, cluster = 2>
+// CHECK: launch = #kf.launch<grid = 64, block = 512, items = 16, minBlocksPerSM = 2>, tiling = #kf.row_tiling<vector = 8, chunks = 4, inRegisters = true, cluster = 4>
+// CHECK: launch = #kf.launch<grid = 8, block = 256, items = 8>, tiling = #kf.row_tiling<vector = 8, chunks = 32>
+func.func @cluster_rows(%x: tensor<8x32768xf32>, %y: tensor<16x65536xbf16>, %z: tensor<8x65536xbf16>) -> (tensor<8x32768xf32>, tensor<16x65536xbf16>, tensor<8x1xf32>) {
+  %s = kf.softmax %x {axis = 1} : tensor<8x32768xf32>
+  %yf = kf.cast %y : tensor<16x65536xbf16> -> tensor<16x65536xf32>
+  %m = kf.reduce mean %yf [1] {keep_dims = true} : tensor<16x65536xf32> -> tensor<16x1xf32>
+  %mb = kf.broadcast %m : tensor<16x1xf32> -> tensor<16x65536xf32>
+  %c = kf.sub %yf, %mb : tensor<16x65536xf32>
+  %c2 = kf.mul %c, %c : tensor<16x65536xf32>
+  %v = kf.reduce mean %c2 [1] {keep_dims = true} : tensor<16x65536xf32> -> tensor<16x1xf32>
+  %r = kf.rsqrt %v : tensor<16x1xf32>
+  %rb = kf.broadcast %r : tensor<16x1xf32> -> tensor<16x65536xf32>
+  %n = kf.mul %c, %rb : tensor<16x65536xf32>
+  %nb = kf.cast %n : tensor<16x65536xf32> -> tensor<16x65536xbf16>
+  %zf = kf.cast %z : tensor<8x65536xbf16> -> tensor<8x65536xf32>
+  %zm = kf.reduce max %zf [1] {keep_dims = true} : tensor<8x65536xf32> -> tensor<8x1xf32>
+  %zmb = kf.broadcast %zm : tensor<8x1xf32> -> tensor<8x65536xf32>
+  %zs = kf.sub %zf, %zmb : tensor<8x65536xf32>
+  %ze = kf.exp %zs : tensor<8x65536xf32>
+  %zsum = kf.reduce sum %ze [1] {keep_dims = true} : tensor<8x65536xf32> -> tensor<8x1xf32>
+  %zl = kf.log %zsum : tensor<8x1xf32>
+  %lse = kf.add %zl, %zm : tensor<8x1xf32>
+  return %s, %nb, %lse : tensor<8x32768xf32>, tensor<16x65536xbf16>, tensor<8x1xf32>
+}
