@@ -141,6 +141,20 @@ static void declareDynamicShared(llvm::Module &module) {
   }
 }
 
+/// A shared-memory buffer (a gpu.func's workgroup attribution) without an
+/// alignment of its own gets the one LLVM's passes already assume for it:
+/// a global of more than 16 bytes is taken to start on a 16-byte boundary
+/// (DataLayout::getPreferredAlign), which lets the load-store vectoriser
+/// merge its accesses into 16-byte vectors, while the NVPTX printer
+/// declares only its element's alignment (`.shared .align 4`): ptxas could
+/// then place it where those vector accesses are misaligned.
+static void alignSharedBuffers(llvm::Module &module) {
+  const llvm::DataLayout &layout = module.getDataLayout();
+  for (llvm::GlobalVariable &g : module.globals())
+    if (g.getAddressSpace() == 3 && !g.isDeclaration() && !g.getAlign())
+      g.setAlignment(layout.getPreferredAlign(&g));
+}
+
 static void optimize(llvm::Module &module, llvm::TargetMachine &machine) {
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
@@ -261,6 +275,7 @@ llvm::Expected<BackendOutput> compileKernel(gpu::GPUModuleOp part,
   module->setTargetTriple(llvm::Triple("nvptx64-nvidia-cuda"));
   module->setDataLayout((*machine)->createDataLayout());
   declareDynamicShared(*module);
+  alignSharedBuffers(*module);
   if (llvm::Error e = linkLibdevice(*module))
     return std::move(e);
   optimize(*module, **machine);

@@ -38,9 +38,9 @@ mlir::LogicalResult storeResultsAt(KernelEmitter &e, mlir::Value at);
 mlir::Value dynamicSharedView(mlir::OpBuilder &b, mlir::Location l,
                               int64_t elements, mlir::Type dtype);
 /// A shared-memory buffer of `count` elements (f32 by default) for the
-/// kernel, on an `align`-byte boundary where given (else its elements').
+/// kernel.
 mlir::Value workgroupBuffer(KernelEmitter &e, int64_t count,
-                            mlir::Type element = {}, int64_t align = 0);
+                            mlir::Type element = {});
 
 /// Index arithmetic for the templates that compute addresses (tensor-core
 /// matmul, FlashAttention): one op each at the emitter's insertion point.

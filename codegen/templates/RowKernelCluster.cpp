@@ -51,8 +51,8 @@ SmallVector<Value>
 RowKernel::clusterReduce(ArrayRef<Value> values,
                          function_ref<Value(unsigned, Value, Value)> combine) {
   int64_t count = values.size();
-  // [turn][rank][value], f32; a turn's values load as vectors.
-  Value exchange = workgroupBuffer(e, 2 * cluster * count, {}, 16);
+  // [turn][rank][value], f32.
+  Value exchange = workgroupBuffer(e, 2 * cluster * count);
   Value base = memref::ExtractAlignedPointerAsIndexOp::create(b, l, exchange);
   auto slot = [&](Value from, int64_t i) {
     Value at = arith::AddIOp::create(

@@ -76,23 +76,14 @@ LogicalResult kfuse::kf::storeResultsAt(KernelEmitter &e, Value at) {
   return success();
 }
 
-Value kfuse::kf::workgroupBuffer(KernelEmitter &e, int64_t count, Type element,
-                                 int64_t align) {
+Value kfuse::kf::workgroupBuffer(KernelEmitter &e, int64_t count,
+                                 Type element) {
   OpBuilder &b = e.builder();
-  gpu::GPUFuncOp func = e.gpuFunc();
-  Value buffer = func.addWorkgroupAttribution(
+  return e.gpuFunc().addWorkgroupAttribution(
       MemRefType::get({count}, element ? element : b.getF32Type(), AffineMap(),
                       gpu::AddressSpaceAttr::get(b.getContext(),
                                                  gpu::AddressSpace::Workgroup)),
       e.loc());
-  // The GPU-to-NVVM lowering gives the buffer's global this alignment.
-  // Without it LLVM assumes 16 bytes for buffers of 16 or more (the
-  // preferred alignment of a large global) while the PTX declares the
-  // element's: vector accesses it merges could then be misaligned.
-  if (align)
-    func.setWorkgroupAttributionAttr(func.getNumWorkgroupAttributions() - 1,
-                                     "llvm.align", b.getI64IntegerAttr(align));
-  return buffer;
 }
 
 Value kfuse::kf::dynamicSharedView(OpBuilder &b, Location l,

@@ -10,7 +10,7 @@
 // (mapa, a store to the cluster's shared window), the cluster barrier,
 // and every thread folds both slots, rank 0's first.
 // CHECK-LABEL: gpu.func @k0_normalization
-// CHECK-SAME: workgroup(%{{.*}} : memref<32xf32, {{.*}}>, %[[MAX:.*]] : memref<4xf32, {{.*}}> {llvm.align = 16 : i64}, %[[SUM:.*]] : memref<4xf32, {{.*}}> {llvm.align = 16 : i64})
+// CHECK-SAME: workgroup(%{{.*}} : memref<32xf32, {{.*}}>, %[[MAX:.*]] : memref<4xf32, {{.*}}>, %[[SUM:.*]] : memref<4xf32, {{.*}}>)
 // CHECK-SAME: known_block_size = array<i32: 512, 1, 1>, known_cluster_size = array<i32: 2, 1, 1>
 // CHECK: %[[TID:.*]] = arith.remui %{{.*}}, %c512
 // CHECK: %[[BID:.*]] = gpu.block_id x
