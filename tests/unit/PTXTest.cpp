@@ -220,6 +220,44 @@ TEST(PTX, WgmmaMatmulsStayAsynchronous) {
   }
 }
 
+/// Rows too long for a block's registers that a kernel reads more than
+/// once (the sweep's bf16 softmax, LayerNorm and RMSNorm over 65536
+/// columns) are split over clusters of 4 blocks: one kernel each, launched
+/// in whole clusters (.reqnctapercluster), its reductions combined through
+/// distributed shared memory, and no spills under the 64 registers a
+/// thread of two blocks an SM.
+TEST(PTX, LongRowsSplitOverClusters) {
+  if (!havePtxas())
+    GTEST_SKIP() << "no ptxas at " << KFUSE_PTXAS;
+  constexpr int64_t rows = 1024, cols = 65536;
+  for (std::string kind : {"softmax", "layernorm", "rmsnorm"}) {
+    Graph g(kind);
+    Tensor x = g.input("x", DType::bf16, {rows, cols});
+    g.output("y", kind == "softmax" ? softmax(x)
+                  : kind == "layernorm"
+                      ? bench::layernorm(g, x, DType::bf16, cols)
+                      : bench::rmsnorm(g, x, DType::bf16, cols));
+    CompileOptions options;
+    options.diskCache = false;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    Expected<std::string> fused = exe->dump(Stage::Fused);
+    ASSERT_TRUE(fused) << fused.error().message();
+    EXPECT_EQ(count(*fused, "kf.kernel "), 1u) << *fused;
+    EXPECT_EQ(count(*fused, "cluster = 4>"), 1u) << *fused;
+    Expected<std::string> ptx = exe->dump(Stage::PTX);
+    ASSERT_TRUE(ptx) << ptx.error().message();
+    for (const char *piece :
+         {".reqnctapercluster 4, 1, 1", "mapa.shared::cluster",
+          "st.shared::cluster", "barrier.cluster.wait"})
+      EXPECT_NE(ptx->find(piece), std::string::npos) << kind << ": " << piece;
+    auto [rc, log] = runPtxas(*ptx, "-v");
+    EXPECT_EQ(rc, 0) << log;
+    EXPECT_NE(log.find(" 0 bytes spill stores"), std::string::npos) << log;
+    EXPECT_EQ(count(log, "bytes spill stores"), 1u) << log;
+  }
+}
+
 /// f32 matmuls take TF32 tensor cores only when allowed: wgmma k8 on
 /// sm_90 (through the TMA pipeline, and its cp.async form for M = 16),
 /// mma.sync m16n8k8 on sm_80, each accepted by ptxas; exact otherwise.
