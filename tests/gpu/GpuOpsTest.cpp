@@ -82,6 +82,37 @@ INSTANTIATE_TEST_SUITE_P(
       return info.param.name;
     });
 
+/// Rows too long for a block's registers, compiled for a chip without
+/// thread block clusters (sm_80's PTX, which the driver compiles for this
+/// GPU): their first pass stages them in shared memory, the template that
+/// Hopper's split over clusters (cluster_rows_* above) replaced there.
+TEST(Gpu, LongRowsStagedWithoutClusters) {
+  SKIP_WITHOUT_GPU();
+  for (const kfuse::testing::OpCase &c : kfuse::testing::allOpCases()) {
+    if (c.name != "cluster_rows_softmax_bf16")
+      continue;
+    Graph g(c.name);
+    c.build(g);
+    ASSERT_TRUE(g.status()) << g.status().message();
+    uint64_t seed = freshSeed();
+    std::vector<HostTensor> inputs = randomInputs(g, c.shapes, seed);
+    Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
+    ASSERT_TRUE(reference) << reference.error().message();
+    CompileOptions options;
+    options.arch = "sm_80";
+    options.diskCache = false;
+    Expected<Executable> exe = Compiler(options).compile(g);
+    ASSERT_TRUE(exe) << exe.error().message();
+    Expected<std::string> fused = exe->dump(Stage::Fused);
+    ASSERT_TRUE(fused) << fused.error().message();
+    EXPECT_NE(fused->find("inShared = true"), std::string::npos) << *fused;
+    Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
+    ASSERT_TRUE(out) << out.error().message();
+    expectMatches(g, *out, *reference,
+                  "staged for sm_80 (seed " + std::to_string(seed) + ")");
+  }
+}
+
 TEST(Gpu, SizesOneAndSeven) {
   SKIP_WITHOUT_GPU();
   for (int64_t n : {1, 7}) {
