@@ -27,12 +27,13 @@ namespace kfuse::kf {
 /// Name of the function-argument attribute that names symbolic dims.
 inline constexpr llvm::StringLiteral kDimSymbolsAttr = "kf.dim_symbols";
 
-/// An ordered index_add's block: its threads, the most result columns it
-/// takes, and the most f32 sums of its tile (in dynamic shared memory: 96
-/// KB, two blocks an SM).
 /// The most blocks of a cluster that share a row (row_tiling's `cluster`):
 /// 8 is the portable cluster size, what every Hopper launch may ask for.
 inline constexpr int64_t kMaxRowCluster = 8;
+
+/// An ordered index_add's block: its threads, the most result columns it
+/// takes, and the most f32 sums of its tile (in dynamic shared memory: 96
+/// KB, two blocks an SM).
 inline constexpr int64_t kIndexAddThreads = 256;
 inline constexpr int64_t kIndexAddColumnsPerBlock = 1024;
 inline constexpr int64_t kIndexAddTileSums = 24576;

@@ -155,6 +155,13 @@ static LogicalResult verifyRowCluster(KernelOp kernel, RowTilingAttr rows) {
            << "splits its rows over clusters of " << cluster
            << " blocks, which chip \"" << TargetAttr::of(kernel).getChip()
            << "\" does not have";
+  // argmax's and cumsum's templates take each row in one block.
+  if (!kernel.getBody().getOps<ArgReduceOp>().empty() ||
+      !kernel.getBody().getOps<CumsumOp>().empty())
+    return kernel.emitOpError()
+           << "splits its rows over clusters of " << cluster
+           << " blocks, but an argmax, argmin or cumsum takes a row in one "
+              "block";
   int64_t grid = kernel.getLaunchAttr().getGrid();
   if (grid % cluster)
     return kernel.emitOpError()

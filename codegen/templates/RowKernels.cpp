@@ -61,6 +61,11 @@ LogicalResult RowKernel::emit() {
   for (auto [i, value] : llvm::enumerate(yield.getValues()))
     if (std::optional<BlockColumnPartials> p = blockColumnPartialsOf(value))
       partials.push_back({unsigned(i), p->source});
+  if (!partials.empty() && cluster > 1)
+    return e.kernel().emitOpError()
+           << "sums column partials, which its blocks take whole rows for, "
+              "but splits its rows over clusters of "
+           << cluster << " blocks";
   if (!partials.empty())
     return emitWithPartials(group);
   if (cluster > 1)

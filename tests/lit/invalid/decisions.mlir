@@ -200,6 +200,18 @@ func.func @row_cluster_partly_launched(%x: tensor<4x65536xf32>) {
 
 // -----
 
+func.func @row_cluster_over_argmax(%x: tensor<4x65536xf32>) {
+  // expected-error @+1 {{'kf.kernel' op splits its rows over clusters of 4 blocks, but an argmax, argmin or cumsum takes a row in one block}}
+  %0 = kf.kernel reduction(%x : tensor<4x65536xf32>) attributes {launch = #kf.launch<grid = 16, block = 512, items = 4>, tiling = #kf.row_tiling<vector = 4, chunks = 8, inRegisters = true, cluster = 4>} {
+  ^bb0(%a: tensor<4x65536xf32>):
+    %i = kf.arg_reduce max %a[1] : tensor<4x65536xf32> -> tensor<4xi64>
+    kf.yield %i : tensor<4xi64>
+  } -> (tensor<4xi64>)
+  return
+}
+
+// -----
+
 module attributes {kf.target = #kf.target<chip = "sm_80">} {
   func.func @row_cluster_without_clusters(%x: tensor<4x65536xf32>) {
     // expected-error @+1 {{'kf.kernel' op splits its rows over clusters of 4 blocks, which chip "sm_80" does not have}}
