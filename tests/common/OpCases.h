@@ -41,6 +41,14 @@ uint64_t freshSeed();
 /// Random inputs for a graph of static shapes, input i from seed + i.
 std::vector<HostTensor> randomInputs(const Graph &g, uint64_t seed);
 
+/// `g` compiled as the tests compile it: without the disk cache, `options`
+/// otherwise.
+inline Expected<Executable> compileUncached(const Graph &g,
+                                            CompileOptions options = {}) {
+  options.diskCache = false;
+  return Compiler(options).compile(g);
+}
+
 /// LayerNorm over the last dim written from primitives, computed in f32
 /// and returned in x's dtype.
 Tensor layerNormOf(Tensor x, Tensor w, Tensor b);

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cmath>
+#include <functional>
 
 #include <random>
 
@@ -50,11 +51,18 @@ void expectMatches(const Graph &g, const std::vector<HostTensor> &actual,
   }
 }
 
-class GpuOps : public ::testing::TestWithParam<kfuse::testing::OpCase> {};
+/// A compile of an op case to run: what to call it, its options, and what
+/// to check in the executable before it runs.
+struct Variant {
+  std::string name;
+  CompileOptions options;
+  std::function<void(Executable &)> inspect = {};
+};
 
-TEST_P(GpuOps, MatchEvaluatorFusedAndUnfused) {
-  SKIP_WITHOUT_GPU();
-  const kfuse::testing::OpCase &c = GetParam();
+/// Op case `c` on fresh random inputs, compiled each way of `variants`,
+/// against the evaluator.
+void expectCaseMatches(const kfuse::testing::OpCase &c,
+                       const std::vector<Variant> &variants) {
   Graph g(c.name);
   c.build(g);
   ASSERT_TRUE(g.status()) << g.status().message();
@@ -62,18 +70,25 @@ TEST_P(GpuOps, MatchEvaluatorFusedAndUnfused) {
   std::vector<HostTensor> inputs = randomInputs(g, c.shapes, seed);
   Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
   ASSERT_TRUE(reference) << reference.error().message();
-  for (Fusion fusion : {Fusion::Fused, Fusion::Unfused}) {
-    CompileOptions options;
-    options.fusion = fusion;
-    options.diskCache = false;
-    Expected<Executable> exe = Compiler(options).compile(g);
+  for (const Variant &v : variants) {
+    Expected<Executable> exe = kfuse::testing::compileUncached(g, v.options);
     ASSERT_TRUE(exe) << exe.error().message();
+    if (v.inspect)
+      v.inspect(*exe);
     Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
     ASSERT_TRUE(out) << out.error().message();
     expectMatches(g, *out, *reference,
-                  std::string(fusion == Fusion::Fused ? "fused" : "unfused") +
-                      " (seed " + std::to_string(seed) + ")");
+                  v.name + " (seed " + std::to_string(seed) + ")");
   }
+}
+
+class GpuOps : public ::testing::TestWithParam<kfuse::testing::OpCase> {};
+
+TEST_P(GpuOps, MatchEvaluatorFusedAndUnfused) {
+  SKIP_WITHOUT_GPU();
+  CompileOptions fused, unfused;
+  unfused.fusion = Fusion::Unfused;
+  expectCaseMatches(GetParam(), {{"fused", fused}, {"unfused", unfused}});
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -88,29 +103,16 @@ INSTANTIATE_TEST_SUITE_P(
 /// Hopper's split over clusters (cluster_rows_* above) replaced there.
 TEST(Gpu, LongRowsStagedWithoutClusters) {
   SKIP_WITHOUT_GPU();
-  for (const kfuse::testing::OpCase &c : kfuse::testing::allOpCases()) {
-    if (c.name != "cluster_rows_softmax_bf16")
-      continue;
-    Graph g(c.name);
-    c.build(g);
-    ASSERT_TRUE(g.status()) << g.status().message();
-    uint64_t seed = freshSeed();
-    std::vector<HostTensor> inputs = randomInputs(g, c.shapes, seed);
-    Expected<std::vector<HostTensor>> reference = evaluate(g, inputs);
-    ASSERT_TRUE(reference) << reference.error().message();
-    CompileOptions options;
-    options.arch = "sm_80";
-    options.diskCache = false;
-    Expected<Executable> exe = Compiler(options).compile(g);
-    ASSERT_TRUE(exe) << exe.error().message();
-    Expected<std::string> fused = exe->dump(Stage::Fused);
+  CompileOptions sm80;
+  sm80.arch = "sm_80";
+  auto staged = [](Executable &exe) {
+    Expected<std::string> fused = exe.dump(Stage::Fused);
     ASSERT_TRUE(fused) << fused.error().message();
     EXPECT_NE(fused->find("inShared = true"), std::string::npos) << *fused;
-    Expected<std::vector<HostTensor>> out = exe->runOnHost(inputs);
-    ASSERT_TRUE(out) << out.error().message();
-    expectMatches(g, *out, *reference,
-                  "staged for sm_80 (seed " + std::to_string(seed) + ")");
-  }
+  };
+  for (const kfuse::testing::OpCase &c : kfuse::testing::allOpCases())
+    if (c.name == "cluster_rows_softmax_bf16")
+      expectCaseMatches(c, {{"staged for sm_80", sm80, staged}});
 }
 
 TEST(Gpu, SizesOneAndSeven) {

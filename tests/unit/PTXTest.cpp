@@ -152,9 +152,7 @@ TEST(PTX, LlamaBlockRotatesQInTheAttentionKernel) {
   for (int layers : {1, 2}) {
     Graph g = bench::llamaStack({2, 128, 256, 4, 2, 512}, layers);
     ASSERT_TRUE(g.status()) << g.status().message();
-    CompileOptions options;
-    options.diskCache = false;
-    Expected<Executable> exe = Compiler(options).compile(g);
+    Expected<Executable> exe = kfuse::testing::compileUncached(g);
     ASSERT_TRUE(exe) << exe.error().message();
     Expected<std::string> fused = exe->dump(Stage::Fused);
     ASSERT_TRUE(fused) << fused.error().message();
@@ -237,9 +235,7 @@ TEST(PTX, LongRowsSplitOverClusters) {
                   : kind == "layernorm"
                       ? bench::layernorm(g, x, DType::bf16, cols)
                       : bench::rmsnorm(g, x, DType::bf16, cols));
-    CompileOptions options;
-    options.diskCache = false;
-    Expected<Executable> exe = Compiler(options).compile(g);
+    Expected<Executable> exe = kfuse::testing::compileUncached(g);
     ASSERT_TRUE(exe) << exe.error().message();
     Expected<std::string> fused = exe->dump(Stage::Fused);
     ASSERT_TRUE(fused) << fused.error().message();
