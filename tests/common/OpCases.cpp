@@ -246,9 +246,10 @@ std::vector<OpCase> allOpCases() {
                      {{3, n}}});
   // Rows split over clusters (Hopper): a bf16 softmax of 65536 columns over
   // 4 blocks of 512 threads, 32 values each, its max and sum combined
-  // across the blocks; an f16 RMSNorm with weights over 20000 columns on 2
-  // blocks, the cluster's last lanes past the row (rows enough that
-  // kf-split-reduction leaves its mean whole).
+  // across the blocks; an f16 softmax scaled by weights over 20000 columns
+  // on 4 blocks, the last of which holds no lane of the row (its max is
+  // -inf, its sum 0). An f16 RMSNorm of such rows stays staged in shared
+  // memory (rows enough that kf-split-reduction leaves its mean whole).
   cases.push_back({"cluster_rows_softmax_bf16",
                    [](Graph &g) {
                      Tensor x = g.input("x", DType::bf16, {5, 65536});
@@ -256,7 +257,15 @@ std::vector<OpCase> allOpCases() {
                    },
                    {{5, 65536}}});
   cases.push_back(
-      {"cluster_rows_rmsnorm_f16",
+      {"cluster_rows_softmax_f16",
+       [](Graph &g) {
+         Tensor x = cast(g.input("x", DType::f16, {600, 20000}), DType::f32);
+         Tensor w = cast(g.input("w", DType::f16, {20000}), DType::f32);
+         g.output("y", cast(softmax(x * 4.0) * w, DType::f16));
+       },
+       {{600, 20000}, {20000}}});
+  cases.push_back(
+      {"long_rows_rmsnorm_f16",
        [](Graph &g) {
          Tensor x = cast(g.input("x", DType::f16, {600, 20000}), DType::f32);
          Tensor w = cast(g.input("w", DType::f16, {20000}), DType::f32);
