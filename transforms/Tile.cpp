@@ -620,11 +620,9 @@ struct KFTilePass : public kfuse::kf::impl::KFTilePassBase<KFTilePass> {
       int64_t held = streamedRowInputs(kernel, *rows).size();
       // Rows read once (a log-sum-exp, a cross-entropy) gain nothing from
       // a cluster: the online normaliser reads them once already.
-      // TEMPORARY (measurement): KFUSE_NO_CLUSTER keeps the old choice.
       bool mayCluster = target.hasClusters() && !lineKernel &&
                         loopedRowPasses(kernel, *rows) > 1 &&
-                        reducesBySoftmaxesOnly(kernel) &&
-                        !getenv("KFUSE_NO_CLUSTER");
+                        reducesBySoftmaxesOnly(kernel);
       return decideRows(ctx, *rows, rowStrides(kernel, *rows), vec,
                         std::max<int64_t>(held, 1), !lineKernel, mayCluster,
                         sms);
