@@ -288,15 +288,14 @@ constexpr int64_t kClusterRowThreads = 512;
 
 /// A row too long for one block's registers that a softmax passes over
 /// more than once (its statistics, then its output) is split over the
-/// smallest cluster whose
-/// blocks of 512 threads hold it in registers, at most 32 values and 8
-/// vectors a thread (each vector's lanes cost their own addresses and
-/// masks: a ragged f32 row of 40003 in 20 one-element vectors a thread
-/// spilled under the 64 registers of two blocks an SM): read once, two
-/// rows' shares an SM. Looped, such a row was read once a pass;
-/// staged in shared memory (kf-promote-shared), one 128 KB row filled an
-/// SM, its loads and stores in turn (bf16 softmax over 65536 columns at
-/// 1.44x its HBM floor on the H100, 1.9x on the H200).
+/// smallest cluster whose blocks of 512 threads hold it in registers, at
+/// most 32 values and 8 vectors a thread (each vector's lanes cost their
+/// own addresses and masks: a ragged f32 row of 40003 in 20 one-element
+/// vectors a thread spilled under the 64 registers of two blocks an SM):
+/// read once, two rows' shares an SM. Looped, such a row was read once a
+/// pass; staged in shared memory (kf-promote-shared), one 128 KB row
+/// filled an SM, its loads and stores in turn (bf16 softmax over 65536
+/// columns at 1.44x its HBM floor on the H100, 1.9x on the H200).
 std::optional<Decision> decideClusterRows(MLIRContext *ctx, RowSpace rows,
                                           int64_t vec, int64_t vectors,
                                           int64_t heldInputs) {
