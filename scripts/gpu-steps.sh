@@ -9,7 +9,8 @@
 # Environment: GTEST (a --gtest_filter), PYTEST_MAXFAIL, FUZZ_TIME / FUZZ_SEED (fuzz-many:
 # FUZZ_JOBS processes, FUZZ_ARGS such as --backward), PYTEST_ARGS,
 # BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py, bench/hf_coverage.py), TORCH_FUZZ_COUNT / TORCH_FUZZ_DTYPE,
-# CMD / CMD_LIMIT (any command, with $bin and $dest exported), NPROC (distributed).
+# CMD / CMD_LIMIT (any command, with $bin and $dest exported), NPROC (distributed),
+# AB_VARIANTS / AB_ARGS / AB_ROUNDS / AB_GREP / AB_COL / AB_LIMIT (ab: scripts/gpu-ab.py).
 set -uo pipefail
 source "$(dirname "$0")/gpu-unpack.sh"
 export KFUSE_LIBRARY=$dest/kfuse/lib/libkfuse.so
@@ -103,6 +104,8 @@ for s in "${steps[@]}"; do
         --cache-dir /tmp/kfuse-distributed-cache || exit 1; done" ;;
     checks) checks ;;
     cmd) step cmd "${CMD_LIMIT:-300}" bash -c "$CMD" ;;
+    # A/B of one kfuse-bench command over variants (scripts/gpu-ab.py).
+    ab) step ab "${AB_STEP_LIMIT:-540}" env out="$out" python3 "$root/scripts/gpu-ab.py" ;;
     *) echo "unknown step $s" ;;
   esac
 done
