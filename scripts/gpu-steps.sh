@@ -10,7 +10,8 @@
 # FUZZ_JOBS processes, FUZZ_ARGS such as --backward), PYTEST_ARGS,
 # BENCH_ARGS, BLOCKS_ARGS / BLOCKS_LIMIT, SWEEP_ARGS / SWEEP_LIMIT, TRAINING_ARGS / TRAINING_LIMIT, HF_ARGS / HF_LIMIT (bench/hf_models.py, bench/hf_coverage.py), TORCH_FUZZ_COUNT / TORCH_FUZZ_DTYPE,
 # CMD / CMD_LIMIT (any command, with $bin and $dest exported), NPROC (distributed),
-# AB_VARIANTS / AB_ARGS / AB_ROUNDS / AB_GREP / AB_COL / AB_LIMIT (ab: scripts/gpu-ab.py).
+# AB_VARIANTS / AB_ARGS / AB_ROUNDS / AB_GREP / AB_COL / AB_LIMIT (ab: scripts/gpu-ab.py),
+# VARIANTS / VARIANTS_LIMIT / SHARDS (variants: GPU tests under several environments).
 set -uo pipefail
 source "$(dirname "$0")/gpu-unpack.sh"
 export KFUSE_LIBRARY=$dest/kfuse/lib/libkfuse.so
@@ -60,6 +61,34 @@ checks() {
   tail -n 3 "$out/pytest.log"
   tail -n "$TAILN" "$out/hf-coverage.log"
 }
+# GPU tests under several environments at once (temporary switches of
+# patches measured side by side), each in SHARDS processes with a cache
+# directory of its own: VARIANTS='name@K=V,K2=V2@gtest-filter;name2@@filter'
+# (an empty environment is the default). Each variant's results and
+# failures; the logs, concatenated, in variants.log.
+variants() {
+  local s=$(date +%s) n=${SHARDS:-3} logs=()
+  IFS=';' read -ra specs <<< "${VARIANTS:?VARIANTS names the variants}"
+  for spec in "${specs[@]}"; do
+    IFS='@' read -r name assignments filter <<< "$spec"
+    IFS=',' read -ra env <<< "$assignments"
+    for ((i = 0; i < n; i++)); do
+      env "${env[@]}" KFUSE_CACHE_DIR="/tmp/variants-$name-$i" \
+        GTEST_TOTAL_SHARDS=$n GTEST_SHARD_INDEX=$i timeout "${VARIANTS_LIMIT:-300}" \
+        "$bin/kfuse-gpu-tests" --gtest_brief=1 --gtest_filter="${filter:-*}" \
+        > "/tmp/variants-$name-$i.log" 2>&1 &
+      logs+=("/tmp/variants-$name-$i.log")
+    done
+  done
+  wait
+  echo "=== variants: $(( $(date +%s) - s ))s"
+  for log in "${logs[@]}"; do
+    echo "== $(basename "$log" .log): $(tail -n 1 "$log")"
+    grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure$|Which is|relative error|Killed" \
+      "$log" | head -n 12
+  done
+  cat "${logs[@]}" > "$out/variants.log"
+}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 IFS=, read -ra steps <<< "$1"
 for s in "${steps[@]}"; do
@@ -103,6 +132,7 @@ for s in "${steps[@]}"; do
         torchrun --nproc_per_node=\${NPROC:-2} bench/distributed.py \
         --cache-dir /tmp/kfuse-distributed-cache || exit 1; done" ;;
     checks) checks ;;
+    variants) variants ;;
     cmd) step cmd "${CMD_LIMIT:-300}" bash -c "$CMD" ;;
     # A/B of one kfuse-bench command over variants (scripts/gpu-ab.py).
     ab) step ab "${AB_STEP_LIMIT:-540}" env out="$out" python3 "$root/scripts/gpu-ab.py" ;;
